@@ -1,0 +1,21 @@
+// Command codegenie answers, with evidence, whether a Node.js service can
+// move to a distroless image. See `codegenie --help`.
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"golang.org/x/term"
+
+	"github.com/codegenie/codegenie/internal/cli"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := cli.Execute(ctx, os.Args[1:], os.Stdout, os.Stderr, term.IsTerminal(int(os.Stderr.Fd())))
+	stop()
+	os.Exit(code)
+}

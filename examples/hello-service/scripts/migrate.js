@@ -1,0 +1,2 @@
+'use strict';
+console.log('no migrations to run');

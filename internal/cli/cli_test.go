@@ -1,0 +1,199 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/spf13/cobra"
+
+	"github.com/codegenie/codegenie/internal/builtin"
+	"github.com/codegenie/codegenie/internal/report"
+)
+
+func example(t *testing.T) string {
+	t.Helper()
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..", "examples", "hello-service")
+}
+
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+func execute(t *testing.T, ctx context.Context, args ...string) result {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := Execute(ctx, args, &out, &errb, false)
+	return result{code, out.String(), errb.String()}
+}
+
+func TestGatherExampleColdThenWarmIsIdentical(t *testing.T) {
+	t.Parallel()
+	cacheDir := t.TempDir()
+	cold := execute(t, t.Context(), "--cache-dir", cacheDir, "gather", example(t))
+	if cold.code != 0 {
+		t.Fatalf("cold gather exit %d: %s", cold.code, cold.stderr)
+	}
+	if cold.stderr != "" {
+		t.Errorf("gather wrote to stderr in a pipe: %q", cold.stderr)
+	}
+	ctx, err := report.Decode(strings.NewReader(cold.stdout), builtin.NewRegistry())
+	if err != nil {
+		t.Fatalf("gather printed an invalid context: %v\n%s", err, cold.stdout)
+	}
+	if len(ctx.Probes) == 0 {
+		t.Fatal("no probe results")
+	}
+	warm := execute(t, t.Context(), "--cache-dir", cacheDir, "gather", example(t))
+	if warm.code != 0 || warm.stdout != cold.stdout {
+		t.Fatalf("warm gather (exit %d) differs from cold:\n%s\n---\n%s", warm.code, cold.stdout, warm.stdout)
+	}
+	st := execute(t, t.Context(), "--cache-dir", cacheDir, "cache", "stats", "--json")
+	if st.code != 0 || !strings.Contains(st.stdout, `"entries": 1`) {
+		t.Errorf("cache stats after gather: exit %d\n%s", st.code, st.stdout)
+	}
+	pr := execute(t, t.Context(), "--cache-dir", cacheDir, "cache", "prune", "--all")
+	if pr.code != 0 || !strings.Contains(pr.stdout, "removed 1 entries") {
+		t.Errorf("cache prune --all: exit %d\n%s%s", pr.code, pr.stdout, pr.stderr)
+	}
+}
+
+func TestGatherOutFile(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	out := filepath.Join(dir, "context.json")
+	if err := os.WriteFile(out, []byte("old"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := execute(t, t.Context(), "--cache-dir", t.TempDir(), "gather", "--out", out, example(t))
+	if r.code != 0 || r.stdout != "" {
+		t.Fatalf("exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil || !bytes.Contains(b, []byte(`"schema_version": 1`)) {
+		t.Fatalf("--out file = %q, %v", b, err)
+	}
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != 1 {
+		t.Errorf("temp files left beside --out: %v", entries)
+	}
+	bad := execute(t, t.Context(), "--cache-dir", t.TempDir(), "gather", "--out", filepath.Join(dir, "missing-dir", "c.json"), example(t))
+	if bad.code == 0 || !strings.Contains(bad.stderr, "missing-dir") {
+		t.Errorf("--out into a missing directory: exit %d, stderr %q", bad.code, bad.stderr)
+	}
+}
+
+func TestErrorsAreOneLineWithUsageExitCode(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	file := filepath.Join(dir, "file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	broken := filepath.Join(dir, "broken")
+	if err := os.Mkdir(broken, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/nonexistent/package.json", filepath.Join(broken, "package.json")); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"missing path", []string{"gather", filepath.Join(dir, "nope")}, "no such directory"},
+		{"file not dir", []string{"gather", file}, "is a file, not a directory"},
+		{"unreadable input", []string{"gather", broken}, "reading package.json"},
+		{"no args", []string{"gather"}, "wants exactly one PATH"},
+		{"two args", []string{"gather", "a", "b"}, "wants exactly one PATH"},
+		{"bad flag", []string{"gather", "--frobnicate", dir}, "unknown flag"},
+		{"bad format", []string{"gather", "--format", "xml", dir}, "unknown --format"},
+		{"bad mirror", []string{"gather", "--registry-mirror", "docker.io", dir}, "REGISTRY=MIRROR"},
+		{"unknown command", []string{"frobnicate"}, "unknown command"},
+		{"prune needs a bound", []string{"cache", "prune", "--older-than", "0s"}, "--older-than must be positive"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			r := execute(t, t.Context(), append([]string{"--cache-dir", t.TempDir()}, tt.args...)...)
+			if r.code != ExitUsage {
+				t.Errorf("exit %d, want %d (stderr %q)", r.code, ExitUsage, r.stderr)
+			}
+			if !strings.Contains(r.stderr, tt.want) {
+				t.Errorf("stderr %q does not say %q", r.stderr, tt.want)
+			}
+			if strings.Count(r.stderr, "\n") != 1 || !strings.HasPrefix(r.stderr, "codegenie: ") {
+				t.Errorf("stderr is not one 'codegenie: ' line: %q", r.stderr)
+			}
+		})
+	}
+}
+
+func TestCanceledGatherExits130(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	r := execute(t, ctx, "--cache-dir", t.TempDir(), "gather", example(t))
+	if r.code != ExitCanceled {
+		t.Fatalf("exit %d, want %d (stderr %q)", r.code, ExitCanceled, r.stderr)
+	}
+}
+
+func TestWarningsListsRegistry(t *testing.T) {
+	t.Parallel()
+	r := execute(t, t.Context(), "warnings")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	all := builtin.NewRegistry().Warnings().All()
+	if len(all) == 0 {
+		t.Fatal("no warnings registered")
+	}
+	for _, w := range all {
+		if !strings.Contains(r.stdout, w.ID+"  ") || !strings.Contains(r.stdout, w.Summary) {
+			t.Errorf("warnings output lacks %s", w.ID)
+		}
+	}
+}
+
+// TestEveryCommandHasAnExample walks the command tree: each command's
+// --help carries an example.
+func TestEveryCommandHasAnExample(t *testing.T) {
+	t.Parallel()
+	var walk func(*cobra.Command)
+	walk = func(c *cobra.Command) {
+		if c.Name() != "help" && c.Name() != "completion" && !c.Hidden {
+			if strings.TrimSpace(c.Example) == "" {
+				t.Errorf("%s has no example", c.CommandPath())
+			}
+			var out bytes.Buffer
+			c.SetOut(&out)
+			if err := c.Help(); err != nil || !strings.Contains(out.String(), "Examples:") {
+				t.Errorf("%s --help shows no examples", c.CommandPath())
+			}
+		}
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(NewRootCmd(new(bytes.Buffer), new(bytes.Buffer), false))
+}
+
+func TestSummaryOnTerminal(t *testing.T) {
+	t.Parallel()
+	var out, errb bytes.Buffer
+	code := Execute(t.Context(), []string{"--cache-dir", t.TempDir(), "gather", example(t)}, &out, &errb, true)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	if !strings.Contains(errb.String(), "node_project") || !strings.Contains(errb.String(), "probes,") {
+		t.Errorf("no summary on a terminal stderr: %q", errb.String())
+	}
+}

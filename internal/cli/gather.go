@@ -1,0 +1,177 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/codegenie/codegenie/internal/builtin"
+	"github.com/codegenie/codegenie/internal/gather"
+	"github.com/codegenie/codegenie/internal/image"
+	"github.com/codegenie/codegenie/internal/pipeline"
+	nodenpm "github.com/codegenie/codegenie/plugins/distroless-migration--node--npm"
+)
+
+type gatherFlags struct {
+	out          string
+	format       string
+	noCache      bool
+	task         string
+	lightTimeout time.Duration
+	heavyTimeout time.Duration
+	mirrors      string
+}
+
+func newCmdGather(g *globals) *cobra.Command {
+	var f gatherFlags
+	cmd := &cobra.Command{
+		Use:   "gather PATH",
+		Short: "Gather evidence about a repository and print its context as JSON",
+		Long: `gather runs every probe over the repository at PATH and writes the repository
+context (each probe's typed result, with a schema version) as JSON to stdout or
+--out. Results are cached by the content of each probe's declared inputs; an
+unchanged repository is answered from the cache with identical bytes.
+
+A short summary goes to stderr when stderr is a terminal.`,
+		Example: `  codegenie gather ./my-service
+  codegenie gather --out context.json ./my-service
+  CODEGENIE_REGISTRY_MIRRORS=docker.io=127.0.0.1:5000 codegenie gather ./my-service`,
+		Args: exactArgs(1, "exactly one PATH, the repository directory"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runGather(cmd, g, &f, args[0])
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVarP(&f.out, "out", "o", "", "write the context to FILE (atomically) instead of stdout")
+	fl.StringVar(&f.format, "format", "json", "output format: json")
+	fl.BoolVar(&f.noCache, "no-cache", false, "run every probe; neither read nor write the cache")
+	fl.StringVar(&f.task, "task", nodenpm.Task, "the task whose probes run")
+	fl.DurationVar(&f.lightTimeout, "light-timeout", pipeline.DefaultLightTimeout, "timeout of each light probe")
+	fl.DurationVar(&f.heavyTimeout, "heavy-timeout", pipeline.DefaultHeavyTimeout, "timeout of each heavy probe")
+	fl.StringVar(&f.mirrors, "registry-mirror", os.Getenv("CODEGENIE_REGISTRY_MIRRORS"), "registry mirrors, REGISTRY=HOST[:PORT],... (env CODEGENIE_REGISTRY_MIRRORS)")
+	return cmd
+}
+
+func runGather(cmd *cobra.Command, g *globals, f *gatherFlags, dir string) error {
+	if f.format != "json" {
+		return usageErr("unknown --format %q: want json", f.format)
+	}
+	if f.lightTimeout <= 0 || f.heavyTimeout <= 0 {
+		return usageErr("timeouts must be positive")
+	}
+	mirrors, err := image.ParseMirrors(f.mirrors)
+	if err != nil {
+		return usageErr("%v", err)
+	}
+	opts := gather.Options{
+		Registry:     builtin.NewRegistry(),
+		Version:      Version,
+		Images:       &image.Remote{Mirrors: mirrors},
+		Task:         f.task,
+		LightTimeout: f.lightTimeout,
+		HeavyTimeout: f.heavyTimeout,
+		Logger:       g.logger(),
+	}
+	if !f.noCache {
+		if opts.Cache, err = g.openCache(); err != nil {
+			return err
+		}
+	}
+	if g.stderrTTY && os.Getenv("CI") == "" {
+		opts.Progress = progressPrinter(g.stderr)
+	}
+	out, err := gather.Run(cmd.Context(), dir, opts)
+	if err != nil {
+		var ie *gather.InputError
+		if errors.As(err, &ie) {
+			return &ExitError{Code: ExitUsage, Err: err}
+		}
+		return err
+	}
+	if err := writeOutput(f.out, g.stdout, out.Encode); err != nil {
+		return err
+	}
+	if g.stderrTTY {
+		printSummary(g.stderr, out)
+	}
+	return nil
+}
+
+// writeOutput writes with enc to stdout, or to path atomically: a temp file
+// in the same directory, synced and renamed, so an interrupted run never
+// leaves a half-written file in place of a good one.
+func writeOutput(path string, stdout io.Writer, enc func(io.Writer) error) (err error) {
+	if path == "" || path == "-" {
+		return enc(stdout)
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	defer func() {
+		if err != nil {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
+	}()
+	if err := enc(tmp); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	if err := tmp.Sync(); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return nil
+}
+
+// progressPrinter reports probes that take a while, for a person watching.
+func progressPrinter(w io.Writer) func(pipeline.Progress) {
+	var mu sync.Mutex
+	return func(p pipeline.Progress) {
+		if p.State != pipeline.Started {
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		fmt.Fprintf(w, "running %s...\n", p.Probe)
+	}
+}
+
+func printSummary(w io.Writer, out *gather.Outcome) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "PROBE\tCONFIDENCE\tSOURCE\tTIME\tNOTE\n")
+	hits := 0
+	for _, r := range out.Records {
+		src := "ran"
+		if r.CacheHit {
+			src = "cache"
+			hits++
+		}
+		note := string(r.Result.Reason)
+		if r.Result.Detail != "" {
+			note += ": " + r.Result.Detail
+		}
+		if n := len(r.Result.Warnings); n > 0 {
+			note = strings.TrimPrefix(fmt.Sprintf("%s (%d warnings)", note, n), " ")
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.Result.Probe, r.Result.Confidence, src, r.Duration.Round(time.Microsecond*100), note)
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "%d probes, %d from cache\n", len(out.Records), hits)
+}

@@ -1,0 +1,109 @@
+// Package gather is the library behind `codegenie gather`: it opens a
+// repository, runs the registered probes through the pipeline with the
+// content cache, and assembles the repository context. The CLI is a thin
+// layer over Run; benchmarks and other front ends call Run directly.
+package gather
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"time"
+
+	"github.com/codegenie/codegenie/internal/cache"
+	"github.com/codegenie/codegenie/internal/image"
+	"github.com/codegenie/codegenie/internal/pipeline"
+	"github.com/codegenie/codegenie/internal/probe"
+	"github.com/codegenie/codegenie/internal/report"
+	"github.com/codegenie/codegenie/internal/sandbox"
+)
+
+// Options configure one gather. Registry and Version are required.
+type Options struct {
+	Registry *probe.Registry
+	Version  string
+	// Cache is nil to run without caching.
+	Cache   *cache.Cache
+	Images  image.Resolver
+	Sandbox sandbox.Client
+	Task    string
+	// LightTimeout and HeavyTimeout override the pipeline defaults.
+	LightTimeout, HeavyTimeout time.Duration
+	Logger                     *slog.Logger
+	Progress                   func(pipeline.Progress)
+}
+
+// Outcome is a finished gather.
+type Outcome struct {
+	Context *report.Context
+	Records []pipeline.Record
+}
+
+// InputError is bad input from the user: a missing or unreadable path. The
+// CLI maps it to exit code 2.
+type InputError struct{ Err error }
+
+func (e *InputError) Error() string { return e.Err.Error() }
+func (e *InputError) Unwrap() error { return e.Err }
+
+// Run gathers the context of the repository at dir.
+func Run(ctx context.Context, dir string, o Options) (*Outcome, error) {
+	repo, err := probe.OpenRepo(dir)
+	if err != nil {
+		return nil, &InputError{Err: describeOpen(dir, err)}
+	}
+	p := &pipeline.Pipeline{
+		Registry:     o.Registry,
+		Cache:        o.Cache,
+		Images:       o.Images,
+		Version:      o.Version,
+		LightTimeout: o.LightTimeout,
+		HeavyTimeout: o.HeavyTimeout,
+		Logger:       o.Logger,
+		Progress:     o.Progress,
+	}
+	pctx := &probe.Context{Sandbox: o.Sandbox, Logger: o.Logger, Task: o.Task}
+	recs, err := p.Run(ctx, repo, pctx)
+	if err != nil {
+		var ie *pipeline.InputError
+		if errors.As(err, &ie) {
+			return nil, &InputError{Err: err}
+		}
+		return nil, err
+	}
+	c := &report.Context{
+		SchemaVersion: report.SchemaVersion,
+		Codegenie:     o.Version,
+		Repo:          repo.Root,
+		Task:          o.Task,
+		Probes:        make([]probe.Result, len(recs)),
+	}
+	for i, r := range recs {
+		c.Probes[i] = *r.Result
+	}
+	return &Outcome{Context: c, Records: recs}, nil
+}
+
+// Encode writes the outcome's context as JSON.
+func (o *Outcome) Encode(w io.Writer) error {
+	raws := make([][]byte, len(o.Records))
+	for i, r := range o.Records {
+		raws[i] = r.Raw
+	}
+	return report.Encode(w, o.Context, raws)
+}
+
+func describeOpen(dir string, err error) error {
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("%s: no such directory; pass the path of a repository checkout", dir)
+	case errors.Is(err, probe.ErrNotDirectory):
+		return fmt.Errorf("%s: is a file, not a directory; pass the repository's root directory", dir)
+	case errors.Is(err, fs.ErrPermission):
+		return fmt.Errorf("%s: permission denied; check that you can read the directory", dir)
+	}
+	return fmt.Errorf("opening repository %s: %w", dir, err)
+}

@@ -1,0 +1,80 @@
+package gather
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"path/filepath"
+	"runtime"
+	"testing"
+
+	"github.com/codegenie/codegenie/internal/builtin"
+	"github.com/codegenie/codegenie/internal/cache"
+)
+
+func example(tb testing.TB) string {
+	tb.Helper()
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..", "examples", "hello-service")
+}
+
+func options(tb testing.TB) Options {
+	tb.Helper()
+	c, err := cache.Open(tb.TempDir())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return Options{Registry: builtin.NewRegistry(), Version: "test", Cache: c}
+}
+
+func TestRunWarmEqualsCold(t *testing.T) {
+	t.Parallel()
+	o := options(t)
+	var cold, warm bytes.Buffer
+	for _, buf := range []*bytes.Buffer{&cold, &warm} {
+		out, err := Run(t.Context(), example(t), o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := out.Encode(buf); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !bytes.Equal(cold.Bytes(), warm.Bytes()) {
+		t.Fatalf("warm context differs from cold:\n%s\n---\n%s", cold.Bytes(), warm.Bytes())
+	}
+}
+
+func TestRunInputErrors(t *testing.T) {
+	t.Parallel()
+	_, err := Run(t.Context(), filepath.Join(t.TempDir(), "missing"), options(t))
+	var ie *InputError
+	if !errors.As(err, &ie) {
+		t.Fatalf("Run(missing) error = %v, want *InputError", err)
+	}
+}
+
+// BenchmarkGatherWarm measures the in-process warm path: every probe's
+// result comes from the cache, and the context is encoded.
+func BenchmarkGatherWarm(b *testing.B) {
+	o := options(b)
+	dir := example(b)
+	if _, err := Run(b.Context(), dir, o); err != nil { // warm the cache
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		out, err := Run(b.Context(), dir, o)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, r := range out.Records {
+			if !r.CacheHit {
+				b.Fatalf("%s missed the cache", r.Result.Probe)
+			}
+		}
+		if err := out.Encode(io.Discard); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

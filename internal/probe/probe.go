@@ -1,0 +1,116 @@
+package probe
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/codegenie/codegenie/internal/sandbox"
+)
+
+// Probe is one source of evidence. Run must honour ctx and must not panic;
+// the pipeline recovers panics anyway and reports them as low confidence.
+// Implementations are safe for concurrent use on different repositories.
+type Probe interface {
+	Desc() Desc
+	Run(ctx context.Context, repo *Repo, pctx *Context) (Output, error)
+}
+
+// Desc describes a probe to the pipeline and the cache.
+type Desc struct {
+	// Name is unique in a Registry and matches ^[a-z][a-z0-9_]*$.
+	Name string
+	// Version changes whenever the probe's output for the same inputs may
+	// change; it is part of the cache key.
+	Version   string
+	Heaviness Heaviness
+	// RunsLast puts the probe in the last phase, after every light probe,
+	// whatever its heaviness.
+	RunsLast      bool
+	CacheStrategy CacheStrategy
+	// DeclaredInputs are the repository paths the output depends on: exact
+	// paths ("package.json"), globs ("**/Dockerfile", "*.Dockerfile") and
+	// image digests ("image-digest:node:22"). Globs do not descend into
+	// node_modules or .git unless the pattern starts with that directory.
+	// A probe whose image inputs depend on the repository implements
+	// ImageLister as well.
+	DeclaredInputs []string
+	// AppliesToTasks names the tasks the probe serves; empty means all.
+	AppliesToTasks []string
+	// Timeout overrides the pipeline's per-probe timeout when non-zero.
+	Timeout time.Duration
+	// NewFacts returns a pointer to a zero value of the probe's facts type.
+	// Decoding a stored context uses it to reject unknown fields.
+	NewFacts func() any
+}
+
+// ImageInputPrefix marks a declared input that is a container image whose
+// resolved manifest digest is part of the cache key.
+const ImageInputPrefix = "image-digest:"
+
+// ImageLister is implemented by probes whose image inputs come from the
+// repository (for example the base images a Dockerfile names). The pipeline
+// resolves each returned reference to a digest for the cache key.
+type ImageLister interface {
+	ImageInputs(repo *Repo) ([]string, error)
+}
+
+var nameRE = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
+
+// Validate checks a descriptor when it is registered.
+func (d *Desc) Validate() error {
+	if !nameRE.MatchString(d.Name) {
+		return fmt.Errorf("probe name %q does not match %s", d.Name, nameRE)
+	}
+	if d.Version == "" {
+		return fmt.Errorf("probe %s: empty version", d.Name)
+	}
+	if err := d.Heaviness.validate(); err != nil {
+		return fmt.Errorf("probe %s: %w", d.Name, err)
+	}
+	if err := d.CacheStrategy.validate(); err != nil {
+		return fmt.Errorf("probe %s: %w", d.Name, err)
+	}
+	if d.CacheStrategy == CacheContent && len(d.DeclaredInputs) == 0 {
+		return fmt.Errorf("probe %s: content caching needs declared inputs", d.Name)
+	}
+	for _, in := range d.DeclaredInputs {
+		if in == "" || strings.HasPrefix(in, "/") || strings.Contains(in, "..") {
+			return fmt.Errorf("probe %s: declared input %q must be a relative path or glob inside the repository", d.Name, in)
+		}
+	}
+	if d.NewFacts == nil {
+		return fmt.Errorf("probe %s: no NewFacts: every probe result is typed", d.Name)
+	}
+	return nil
+}
+
+// AppliesTo reports whether the probe serves task; an empty task or an
+// empty AppliesToTasks matches everything.
+func (d *Desc) AppliesTo(task string) bool {
+	if task == "" || len(d.AppliesToTasks) == 0 {
+		return true
+	}
+	for _, t := range d.AppliesToTasks {
+		if t == task {
+			return true
+		}
+	}
+	return false
+}
+
+// Context carries the capabilities a probe may use (the ADRs' ProbeContext).
+// A nil field means the capability is absent on this run: a probe that needs
+// it returns low confidence with ReasonSandboxUnavailable or similar, and
+// never dereferences it blindly.
+type Context struct {
+	// Sandbox is the only way to run anything from the repository.
+	Sandbox sandbox.Client
+	// Logger is never nil when the pipeline calls Run.
+	Logger *slog.Logger
+	// Task is the task the gather serves (for example "distroless-migration").
+	Task string
+}

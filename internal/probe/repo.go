@@ -1,0 +1,179 @@
+package probe
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+)
+
+// MaxFileBytes bounds a single file read through a Repo. Larger files are
+// an error rather than a silent truncation.
+const MaxFileBytes = 64 << 20
+
+// ErrNotDirectory reports a repository path that is not a directory.
+var ErrNotDirectory = errors.New("not a directory")
+
+// Repo is a read-only view of a repository on the host. It lists files
+// lazily, once, and is safe for concurrent use. Paths it returns are
+// slash-separated and relative to Root.
+type Repo struct {
+	// Root is the absolute, cleaned repository path.
+	Root string
+
+	once  sync.Once
+	files []string // sorted; regular files and symlinks
+	err   error
+}
+
+// OpenRepo checks that dir is a readable directory and returns its view.
+func OpenRepo(dir string) (*Repo, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("resolving %s: %w", dir, err)
+	}
+	fi, err := os.Stat(abs)
+	if err != nil {
+		return nil, err
+	}
+	if !fi.IsDir() {
+		return nil, &fs.PathError{Op: "open repository", Path: dir, Err: ErrNotDirectory}
+	}
+	f, err := os.Open(abs)
+	if err != nil {
+		return nil, err
+	}
+	f.Close()
+	return &Repo{Root: abs}, nil
+}
+
+// Abs returns the host path of the repository-relative path rel.
+func (r *Repo) Abs(rel string) string { return filepath.Join(r.Root, filepath.FromSlash(rel)) }
+
+// ReadFile reads rel, up to MaxFileBytes.
+func (r *Repo) ReadFile(rel string) ([]byte, error) {
+	f, err := os.Open(r.Abs(rel))
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
+	if err != nil {
+		return nil, &fs.PathError{Op: "read", Path: rel, Err: err}
+	}
+	if len(b) > MaxFileBytes {
+		return nil, &fs.PathError{Op: "read", Path: rel, Err: fmt.Errorf("larger than %d bytes", MaxFileBytes)}
+	}
+	return b, nil
+}
+
+// Exists reports whether rel names a file (not a directory) in the repo.
+func (r *Repo) Exists(rel string) bool {
+	fi, err := os.Lstat(r.Abs(rel))
+	return err == nil && !fi.IsDir()
+}
+
+// Files returns every regular file and symlink under Root, sorted, except
+// those under .git. Directory symlinks are listed, not followed.
+func (r *Repo) Files() ([]string, error) {
+	r.once.Do(func() { r.files, r.err = r.walk() })
+	return r.files, r.err
+}
+
+func (r *Repo) walk() ([]string, error) {
+	var files []string
+	err := filepath.WalkDir(r.Root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return fmt.Errorf("listing repository: %w", err)
+		}
+		if d.IsDir() {
+			if d.Name() == ".git" && p != r.Root {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		rel, err := filepath.Rel(r.Root, p)
+		if err != nil {
+			return err
+		}
+		files = append(files, filepath.ToSlash(rel))
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(files)
+	return files, nil
+}
+
+// Glob returns the files matching pattern, sorted. A pattern is a
+// slash-separated path whose segments use path.Match syntax, plus "**" for
+// any number of segments. Unless the pattern starts with node_modules or
+// .git, matches inside those directories are left out. A pattern with no
+// metacharacters is looked up directly, without listing the repository.
+func (r *Repo) Glob(pattern string) ([]string, error) {
+	if _, err := path.Match(strings.ReplaceAll(pattern, "**", "x"), ""); err != nil {
+		return nil, fmt.Errorf("bad pattern %q: %w", pattern, err)
+	}
+	if !strings.ContainsAny(pattern, `*?[\`) {
+		if r.Exists(pattern) {
+			return []string{pattern}, nil
+		}
+		return nil, nil
+	}
+	files, err := r.Files()
+	if err != nil {
+		return nil, err
+	}
+	pat := strings.Split(pattern, "/")
+	vendored := pat[0] == "node_modules" || pat[0] == ".git"
+	var out []string
+	for _, f := range files {
+		segs := strings.Split(f, "/")
+		if !vendored && hasVendoredSegment(segs[:len(segs)-1]) {
+			continue
+		}
+		if matchSegments(pat, segs) {
+			out = append(out, f)
+		}
+	}
+	return out, nil
+}
+
+func hasVendoredSegment(dirs []string) bool {
+	for _, d := range dirs {
+		if d == "node_modules" || d == ".git" {
+			return true
+		}
+	}
+	return false
+}
+
+// matchSegments matches path segments against pattern segments, where "**"
+// matches zero or more segments.
+func matchSegments(pat, segs []string) bool {
+	for len(pat) > 0 {
+		if pat[0] == "**" {
+			for i := 0; i <= len(segs); i++ {
+				if matchSegments(pat[1:], segs[i:]) {
+					return true
+				}
+			}
+			return false
+		}
+		if len(segs) == 0 {
+			return false
+		}
+		if ok, _ := path.Match(pat[0], segs[0]); !ok {
+			return false
+		}
+		pat, segs = pat[1:], segs[1:]
+	}
+	return len(segs) == 0
+}

@@ -1,0 +1,113 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/codegenie/codegenie/internal/trace"
+)
+
+// Client runs commands in an isolated sandbox. Implementations are safe for
+// concurrent use. Cancelling ctx kills the sandbox and everything in it.
+type Client interface {
+	Spawn(ctx context.Context, req SpawnRequest) (Result, error)
+}
+
+// Errors that backends and clients return, matched with errors.Is.
+var (
+	// ErrInvalidRole: the request named no role or an unknown one.
+	ErrInvalidRole = errors.New("sandbox: invalid role")
+	// ErrInvalidRequest: the request is malformed (see the wrapped reason).
+	ErrInvalidRequest = errors.New("sandbox: invalid request")
+	// ErrNotSupported: the backend cannot run on this host.
+	ErrNotSupported = errors.New("sandbox: backend not supported on this host")
+	// ErrTimeout: the spawn ran past its timeout and was killed.
+	ErrTimeout = errors.New("sandbox: timeout")
+)
+
+// Workspace is the host directory a spawn sees at Mount. It is read-only
+// unless Writable is set, in which case the sandbox works on a private copy
+// and the host directory is never changed.
+type Workspace struct {
+	Dir      string `json:"dir"`
+	Mount    string `json:"mount,omitempty"` // path inside the sandbox; default /workspace
+	Writable bool   `json:"writable,omitempty"`
+}
+
+// Limits bounds a spawn's resources. Zero fields take the backend defaults.
+type Limits struct {
+	MemoryBytes int64   `json:"memory_bytes,omitempty"`
+	CPUs        float64 `json:"cpus,omitempty"`
+	PIDs        int64   `json:"pids,omitempty"`
+	OutputBytes int64   `json:"output_bytes,omitempty"` // per stream; the rest is dropped
+}
+
+// SpawnRequest is one command to run in a fresh sandbox.
+type SpawnRequest struct {
+	Role         Role          `json:"role"`
+	Workspace    Workspace     `json:"workspace"`
+	Rootfs       string        `json:"rootfs,omitempty"` // host directory or image reference; backend default when empty
+	Command      []string      `json:"command"`
+	Env          []string      `json:"env,omitempty"`
+	Cwd          string        `json:"cwd,omitempty"`
+	CaptureTrace bool          `json:"capture_trace,omitempty"`
+	KeepTraceEnv bool          `json:"keep_trace_env,omitempty"` // keep exec env in trace events (may hold secrets)
+	AllowNetwork bool          `json:"allow_network,omitempty"`
+	Timeout      time.Duration `json:"timeout,omitempty"`
+	Limits       Limits        `json:"limits,omitzero"`
+}
+
+// Validate checks the request before anything runs.
+func (r *SpawnRequest) Validate() error {
+	if err := r.Role.Validate(); err != nil {
+		return err
+	}
+	if len(r.Command) == 0 || r.Command[0] == "" {
+		return fmt.Errorf("%w: empty command", ErrInvalidRequest)
+	}
+	if r.Workspace.Dir == "" {
+		return fmt.Errorf("%w: no workspace directory", ErrInvalidRequest)
+	}
+	if r.Timeout < 0 {
+		return fmt.Errorf("%w: negative timeout", ErrInvalidRequest)
+	}
+	if r.Limits.MemoryBytes < 0 || r.Limits.CPUs < 0 || r.Limits.PIDs < 0 || r.Limits.OutputBytes < 0 {
+		return fmt.Errorf("%w: negative limit", ErrInvalidRequest)
+	}
+	return nil
+}
+
+// Result is what a finished spawn reports. A non-zero exit is a Result, not
+// an error; errors mean the sandbox itself could not do its job.
+type Result struct {
+	ExitCode        int           `json:"exit_code"`
+	Stdout          []byte        `json:"stdout,omitempty"`
+	Stderr          []byte        `json:"stderr,omitempty"`
+	StdoutTruncated bool          `json:"stdout_truncated,omitempty"`
+	StderrTruncated bool          `json:"stderr_truncated,omitempty"`
+	Trace           []trace.Event `json:"trace,omitempty"`
+	// TraceComplete is true only when tracing was asked for and no event
+	// was dropped and the stream ended cleanly.
+	TraceComplete bool          `json:"trace_complete"`
+	TimedOut      bool          `json:"timed_out,omitempty"`
+	Backend       string        `json:"backend"`
+	Started       time.Time     `json:"started"`
+	Duration      time.Duration `json:"duration"`
+	AuditID       string        `json:"audit_id,omitempty"`
+}
+
+// UnsupportedError says why a backend cannot run on this host. It matches
+// ErrNotSupported.
+type UnsupportedError struct {
+	Backend string
+	Reason  string
+}
+
+func (e *UnsupportedError) Error() string {
+	return fmt.Sprintf("sandbox backend %s is not supported here: %s", e.Backend, e.Reason)
+}
+
+// Is makes errors.Is(err, ErrNotSupported) true.
+func (e *UnsupportedError) Is(target error) bool { return target == ErrNotSupported }
