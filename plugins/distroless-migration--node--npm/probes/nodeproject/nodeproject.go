@@ -294,3 +294,45 @@ func fieldOffset(data []byte, key string) int64 {
 	}
 	return 0
 }
+
+// ScriptLines returns the 1-based line of each key of package.json's
+// top-level "scripts" object, for evidence. It returns what it found before
+// any syntax error.
+func ScriptLines(data []byte) map[string]int {
+	lines := map[string]int{}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return lines
+	}
+	lineAt := func(off int64) int { return bytes.Count(data[:off], []byte("\n")) + 1 }
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return lines
+		}
+		if k, _ := t.(string); k != "scripts" {
+			var skip json.RawMessage
+			if dec.Decode(&skip) != nil {
+				return lines
+			}
+			continue
+		}
+		if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+			return lines
+		}
+		for dec.More() {
+			t, err := dec.Token()
+			if err != nil {
+				return lines
+			}
+			name, _ := t.(string)
+			lines[name] = lineAt(dec.InputOffset())
+			var skip json.RawMessage
+			if dec.Decode(&skip) != nil {
+				return lines
+			}
+		}
+		return lines
+	}
+	return lines
+}

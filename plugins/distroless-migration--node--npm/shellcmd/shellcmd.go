@@ -1,0 +1,350 @@
+// Package shellcmd decides whether a command line needs a shell. It parses
+// the line with mvdan.cc/sh's POSIX parser and reports every construct only a
+// shell can run (operators, pipes, redirections, expansions, assignments,
+// subshells, builtins, calls of other package scripts) and, when there is
+// none, the direct argv the line is equivalent to. Some constructs are
+// mechanically removable: a VAR=x prefix becomes an ENV instruction and a
+// leading exec is dropped. The package only parses; it runs nothing.
+package shellcmd
+
+import (
+	"fmt"
+	"path"
+	"sort"
+	"strings"
+
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// Analysis is what a command line needs.
+type Analysis struct {
+	// NeedsShell is true when the line, as written, must run under sh -c.
+	NeedsShell bool `json:"needs_shell"`
+	// Reasons name each shell construct, such as "operator &&".
+	Reasons []string `json:"reasons,omitempty"`
+	// Removable is true when every reason is mechanically removable: the
+	// line then runs as Argv with Env set, and no shell.
+	Removable bool `json:"removable"`
+	// Argv is the direct argv, when NeedsShell is false or Removable.
+	Argv []string `json:"argv,omitempty"`
+	// Env are the VAR=x assignments to move into ENV.
+	Env []string `json:"env,omitempty"`
+	// Calls are the package scripts the line runs (npm run x, yarn x...).
+	Calls []string `json:"calls,omitempty"`
+	// ParseError is set when the line is not valid shell.
+	ParseError string `json:"parse_error,omitempty"`
+}
+
+// Reasons that a rewrite removes mechanically.
+const (
+	ReasonAssign = "variable assignment prefix"
+	ReasonExec   = "exec builtin"
+)
+
+var builtins = map[string]bool{
+	"cd": true, "export": true, "source": true, ".": true, "set": true, "unset": true, "trap": true,
+	"eval": true, "exit": true, "wait": true, "read": true, "shift": true, "ulimit": true, "umask": true,
+	"alias": true, "test": false, // test and [ exist as binaries in most images, but not in distroless
+}
+
+// shells are the basenames that are a shell.
+var shells = map[string]bool{"sh": true, "bash": true, "dash": true, "ash": true, "zsh": true, "ksh": true, "mksh": true, "yash": true, "busybox": true}
+
+// IsShell reports whether an executable's basename is a shell.
+func IsShell(name string) bool { return shells[path.Base(name)] }
+
+// Analyze parses line as a POSIX shell command line.
+func Analyze(line string) Analysis {
+	f, err := syntax.NewParser(syntax.Variant(syntax.LangPOSIX)).Parse(strings.NewReader(line), "")
+	if err != nil {
+		return Analysis{NeedsShell: true, Reasons: []string{"not valid POSIX shell"}, ParseError: err.Error()}
+	}
+	a := &analyzer{}
+	if len(f.Stmts) == 0 {
+		return Analysis{NeedsShell: true, Reasons: []string{"empty command"}}
+	}
+	if len(f.Stmts) > 1 {
+		a.reason("command list (; or newline)")
+	}
+	for _, st := range f.Stmts {
+		a.stmt(st, true)
+	}
+	return a.result()
+}
+
+type analyzer struct {
+	reasons map[string]bool
+	argv    []string
+	env     []string
+	calls   []string
+	simple  int // simple commands seen
+}
+
+func (a *analyzer) reason(r string) {
+	if a.reasons == nil {
+		a.reasons = map[string]bool{}
+	}
+	a.reasons[r] = true
+}
+
+func (a *analyzer) stmt(st *syntax.Stmt, top bool) {
+	if st.Negated {
+		a.reason("negation !")
+	}
+	if st.Background {
+		a.reason("background &")
+	}
+	if st.Coprocess {
+		a.reason("coprocess")
+	}
+	if len(st.Redirs) > 0 {
+		a.reason("redirection")
+	}
+	switch c := st.Cmd.(type) {
+	case *syntax.CallExpr:
+		a.call(c, top)
+	case *syntax.BinaryCmd:
+		a.reason("operator " + c.Op.String())
+		a.stmt(c.X, false)
+		a.stmt(c.Y, false)
+	case *syntax.Subshell:
+		a.reason("subshell")
+		for _, s := range c.Stmts {
+			a.stmt(s, false)
+		}
+	case *syntax.Block:
+		a.reason("command group")
+		for _, s := range c.Stmts {
+			a.stmt(s, false)
+		}
+	case nil:
+		a.reason("empty command")
+	default:
+		a.reason(fmt.Sprintf("shell construct %s", strings.TrimPrefix(fmt.Sprintf("%T", c), "*syntax.")))
+	}
+}
+
+func (a *analyzer) call(c *syntax.CallExpr, top bool) {
+	a.simple++
+	var env []string
+	for _, as := range c.Assigns {
+		if as.Value == nil || as.Naked || as.Append || as.Index != nil || as.Array != nil {
+			a.reason("variable assignment")
+			continue
+		}
+		v, ok := a.literal(as.Value)
+		if !ok {
+			continue
+		}
+		env = append(env, as.Name.Value+"="+v)
+	}
+	if len(c.Assigns) > 0 {
+		a.reason(ReasonAssign)
+	}
+	var argv []string
+	for _, w := range c.Args {
+		v, ok := a.literal(w)
+		if !ok {
+			v = "<expanded>"
+		}
+		argv = append(argv, v)
+	}
+	if len(argv) == 0 {
+		a.reason("assignment without a command")
+		return
+	}
+	if argv[0] == "exec" && len(argv) > 1 {
+		a.reason(ReasonExec)
+		argv = argv[1:]
+	}
+	if builtins[argv[0]] {
+		a.reason("shell builtin " + argv[0])
+	}
+	if IsShell(argv[0]) {
+		a.reason("runs a shell: " + argv[0])
+	}
+	if s, ok := scriptCall(argv); ok {
+		a.calls = append(a.calls, s)
+		a.reason("calls package script " + s)
+	}
+	if top {
+		a.argv, a.env = argv, env
+	}
+}
+
+// literal returns the value of a word that involves no expansion.
+func (a *analyzer) literal(w *syntax.Word) (string, bool) {
+	var sb strings.Builder
+	for i, p := range w.Parts {
+		switch p := p.(type) {
+		case *syntax.Lit:
+			if strings.ContainsAny(p.Value, "*?[") {
+				a.reason("glob pattern")
+			}
+			if i == 0 && strings.HasPrefix(p.Value, "~") {
+				a.reason("tilde expansion")
+			}
+			sb.WriteString(unescape(p.Value))
+		case *syntax.SglQuoted:
+			if p.Dollar {
+				a.reason("$'...' quoting")
+			}
+			sb.WriteString(p.Value)
+		case *syntax.DblQuoted:
+			for _, q := range p.Parts {
+				lit, ok := q.(*syntax.Lit)
+				if !ok {
+					a.expansion(q)
+					return "", false
+				}
+				sb.WriteString(lit.Value)
+			}
+		default:
+			a.expansion(p)
+			return "", false
+		}
+	}
+	return sb.String(), true
+}
+
+func (a *analyzer) expansion(p syntax.WordPart) {
+	switch p.(type) {
+	case *syntax.ParamExp:
+		a.reason("variable expansion")
+	case *syntax.CmdSubst:
+		a.reason("command substitution")
+	case *syntax.ArithmExp:
+		a.reason("arithmetic expansion")
+	case *syntax.ProcSubst:
+		a.reason("process substitution")
+	default:
+		a.reason("expansion")
+	}
+}
+
+// unescape removes the backslashes of an unquoted literal.
+func unescape(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var sb strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+1 < len(s) {
+			i++
+		}
+		sb.WriteByte(s[i])
+	}
+	return sb.String()
+}
+
+func (a *analyzer) result() Analysis {
+	r := Analysis{NeedsShell: len(a.reasons) > 0, Calls: a.calls}
+	removable := true
+	for k := range a.reasons {
+		r.Reasons = append(r.Reasons, k)
+		if k != ReasonAssign && k != ReasonExec {
+			removable = false
+		}
+	}
+	sort.Strings(r.Reasons)
+	r.Removable = removable && a.simple == 1
+	if !r.NeedsShell || r.Removable {
+		r.Argv, r.Env = a.argv, a.env
+	}
+	return r
+}
+
+// Runner is a package manager that runs package scripts.
+type Runner string
+
+// The runners.
+const (
+	NPM  Runner = "npm"
+	Yarn Runner = "yarn"
+	PNPM Runner = "pnpm"
+)
+
+// ScriptInvocation is "npm start", "yarn run build" and the like.
+type ScriptInvocation struct {
+	Runner Runner
+	Script string
+	// Args are passed to the script (after --).
+	Args []string
+}
+
+// ParseInvocation recognises argv as a package manager running a script:
+// npm start|stop|test|restart, npm run[-script] NAME, yarn [run] NAME,
+// pnpm [run] NAME. ok is false for anything else (npm ci, yarn install...).
+func ParseInvocation(argv []string) (ScriptInvocation, bool) {
+	if len(argv) < 2 {
+		return ScriptInvocation{}, false
+	}
+	runner := Runner(path.Base(argv[0]))
+	rest := argv[1:]
+	// Skip leading flags such as --silent or --prefix=x.
+	for len(rest) > 0 && strings.HasPrefix(rest[0], "-") {
+		rest = rest[1:]
+	}
+	if len(rest) == 0 {
+		return ScriptInvocation{}, false
+	}
+	inv := ScriptInvocation{Runner: runner}
+	switch runner {
+	case NPM:
+		switch rest[0] {
+		case "start", "stop", "test", "restart", "t", "tst":
+			inv.Script = map[string]string{"t": "test", "tst": "test"}[rest[0]]
+			if inv.Script == "" {
+				inv.Script = rest[0]
+			}
+			rest = rest[1:]
+		case "run", "run-script", "rum", "urn":
+			if len(rest) < 2 {
+				return ScriptInvocation{}, false
+			}
+			inv.Script, rest = rest[1], rest[2:]
+		default:
+			return ScriptInvocation{}, false
+		}
+	case Yarn, PNPM:
+		if rest[0] == "run" {
+			if len(rest) < 2 {
+				return ScriptInvocation{}, false
+			}
+			rest = rest[1:]
+		} else if managerCommands[rest[0]] {
+			return ScriptInvocation{}, false
+		}
+		inv.Script, rest = rest[0], rest[1:]
+	default:
+		return ScriptInvocation{}, false
+	}
+	if len(rest) > 0 && rest[0] == "--" {
+		rest = rest[1:]
+	}
+	if len(rest) > 0 {
+		inv.Args = rest
+	}
+	return inv, true
+}
+
+// managerCommands are yarn and pnpm subcommands that are not scripts.
+var managerCommands = map[string]bool{
+	"install": true, "add": true, "remove": true, "ci": true, "i": true, "exec": true, "dlx": true,
+	"build": false, "why": true, "list": true, "ls": true, "upgrade": true, "up": true, "update": true,
+	"config": true, "cache": true, "init": true, "create": true, "dedupe": true, "prune": true,
+	"import": true, "link": true, "unlink": true, "pack": true, "publish": true, "rebuild": true,
+	"store": true, "audit": true, "outdated": true, "workspace": true, "workspaces": true, "set": true,
+	"node": true, "bin": true, "info": true, "global": true, "fetch": true, "deploy": true,
+}
+
+func scriptCall(argv []string) (string, bool) {
+	if inv, ok := ParseInvocation(argv); ok {
+		return inv.Script, true
+	}
+	switch path.Base(argv[0]) {
+	case "npm-run-all", "run-s", "run-p", "concurrently":
+		return strings.Join(argv[1:], " "), true
+	}
+	return "", false
+}
