@@ -214,3 +214,43 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+func TestSourceOf(t *testing.T) {
+	t.Parallel()
+	f := mustParse(t, `FROM node:22 AS builder
+WORKDIR /src
+COPY package.json ./
+COPY . .
+RUN npm run build
+
+FROM node:22-slim
+WORKDIR /app
+COPY --from=builder /src/dist ./dist
+COPY --from=builder /src/node_modules ./node_modules
+COPY docker/entrypoint.sh /usr/local/bin/
+COPY scripts/start.sh /start.sh
+ENTRYPOINT ["entrypoint.sh"]
+`)
+	dirs := map[string]bool{"docker": true, "scripts": true, "node_modules": true, "node_modules/.bin": true}
+	isDir := func(p string) bool { return dirs[p] }
+	if wd := f.Workdir(1); wd != "/app" {
+		t.Errorf("Workdir(1) = %q", wd)
+	}
+	for p, want := range map[string]string{
+		"/usr/local/bin/entrypoint.sh": "docker/entrypoint.sh",
+		"/start.sh":                    "scripts/start.sh",
+		"/app/node_modules/.bin/next":  "node_modules/.bin/next",
+		"/app/dist/index.js":           "dist/index.js",
+		"/usr/local/bin/other.sh":      "",
+		"/app/package.json":            "",
+		"/src/package.json":            "",
+	} {
+		got, ok := f.SourceOf(1, p, isDir)
+		if ok != (want != "") || got != want {
+			t.Errorf("SourceOf(1, %q) = %q, %v; want %q", p, got, ok, want)
+		}
+	}
+	if got, ok := f.SourceOf(0, "/src/package.json", isDir); !ok || got != "package.json" {
+		t.Errorf("SourceOf(0, /src/package.json) = %q, %v", got, ok)
+	}
+}

@@ -31,6 +31,9 @@ type Analysis struct {
 	Env []string `json:"env,omitempty"`
 	// Calls are the package scripts the line runs (npm run x, yarn x...).
 	Calls []string `json:"calls,omitempty"`
+	// Commands are the argv of every simple command in the line, in order,
+	// with "<expanded>" for words that need expansion.
+	Commands [][]string `json:"commands,omitempty"`
 	// ParseError is set when the line is not valid shell.
 	ParseError string `json:"parse_error,omitempty"`
 }
@@ -74,9 +77,10 @@ func Analyze(line string) Analysis {
 
 type analyzer struct {
 	reasons map[string]bool
-	argv    []string
-	env     []string
-	calls   []string
+	argv     []string
+	env      []string
+	calls    []string
+	commands [][]string
 	simple  int // simple commands seen
 }
 
@@ -157,6 +161,7 @@ func (a *analyzer) call(c *syntax.CallExpr, top bool) {
 		a.reason(ReasonExec)
 		argv = argv[1:]
 	}
+	a.commands = append(a.commands, argv)
 	if builtins[argv[0]] {
 		a.reason("shell builtin " + argv[0])
 	}
@@ -238,7 +243,7 @@ func unescape(s string) string {
 }
 
 func (a *analyzer) result() Analysis {
-	r := Analysis{NeedsShell: len(a.reasons) > 0, Calls: a.calls}
+	r := Analysis{NeedsShell: len(a.reasons) > 0, Calls: a.calls, Commands: a.commands}
 	removable := true
 	for k := range a.reasons {
 		r.Reasons = append(r.Reasons, k)

@@ -41,10 +41,19 @@ func TestAnalyze(t *testing.T) {
 		t.Run(tt.line, func(t *testing.T) {
 			t.Parallel()
 			got := Analyze(tt.line)
-			if diff := cmp.Diff(tt.want, got, cmpopts.IgnoreFields(Analysis{}, "ParseError")); diff != "" {
+			if diff := cmp.Diff(tt.want, got, cmpopts.IgnoreFields(Analysis{}, "ParseError", "Commands")); diff != "" {
 				t.Errorf("Analyze(%q) (-want +got):\n%s", tt.line, diff)
 			}
 		})
+	}
+}
+
+func TestCommands(t *testing.T) {
+	t.Parallel()
+	got := Analyze(`A=1 exec node a.js && ./bin/run.sh --x "$Y" | tee log`).Commands
+	want := [][]string{{"node", "a.js"}, {"./bin/run.sh", "--x", "<expanded>"}, {"tee", "log"}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Commands (-want +got):\n%s", diff)
 	}
 }
 

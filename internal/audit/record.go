@@ -1,0 +1,107 @@
+package audit
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/codegenie/codegenie/internal/strictjson"
+)
+
+// Genesis is the Prev of the first record: the hex of 32 zero bytes.
+const Genesis = "0000000000000000000000000000000000000000000000000000000000000000"
+
+// MaxRecordBytes bounds one encoded record, without its newline. Append
+// refuses larger records and readers reject longer lines.
+const MaxRecordBytes = 1 << 20
+
+// Record is one line of the audit log. Log.Append fills Seq and Prev, and
+// Time when it is zero; the other fields are the caller's.
+type Record struct {
+	// Seq numbers records from 1, without gaps.
+	Seq uint64 `json:"seq"`
+	// Time is when the state change happened, in UTC.
+	Time time.Time `json:"time"`
+	// Event is the state change.
+	Event EventType `json:"event"`
+	// SpawnID ties together the records of one spawn.
+	SpawnID string `json:"spawn_id,omitempty"`
+	// Role is the role as the requester sent it ("gate", "probe"), kept raw
+	// so that a missing or unknown role is recorded as it arrived. As in
+	// every string field, invalid UTF-8 is written as U+FFFD.
+	Role string `json:"role,omitempty"`
+	// Backend names the sandbox backend, such as "runsc".
+	Backend string `json:"backend,omitempty"`
+	// KeyID is the HMAC key ID the requester authenticated with, or claimed
+	// in a rejected request.
+	KeyID string `json:"key_id,omitempty"`
+	// WorkspaceDigest identifies the workspace content the spawn saw.
+	WorkspaceDigest string `json:"workspace_digest,omitempty"`
+	// Argv is the command.
+	Argv []string `json:"argv,omitempty"`
+	// Exit is the exit code of a finished spawn; nil when none.
+	Exit *int `json:"exit,omitempty"`
+	// Reason says why a request was rejected or a spawn failed.
+	Reason string `json:"reason,omitempty"`
+	// Trace summarises the captured trace of a finished spawn.
+	Trace *TraceSummary `json:"trace,omitempty"`
+	// DurationMS is how long the spawn ran, in milliseconds.
+	DurationMS int64 `json:"duration_ms,omitempty"`
+	// Prev is the hex SHA-256 of the previous record's line, or Genesis.
+	Prev string `json:"prev"`
+}
+
+// TraceSummary counts what a spawn's trace held.
+type TraceSummary struct {
+	// Events is the number of trace events received.
+	Events int `json:"events"`
+	// Shells is the number of those events that ran a shell.
+	Shells int `json:"shells"`
+	// Complete is true when no event was dropped and the stream ended
+	// cleanly.
+	Complete bool `json:"complete"`
+	// Dropped is the number of events the trace source reported dropping.
+	Dropped uint64 `json:"dropped,omitempty"`
+}
+
+// encode returns r's line without the newline.
+func encode(r Record) ([]byte, error) {
+	b, err := json.Marshal(r)
+	if err != nil {
+		return nil, fmt.Errorf("encoding audit record: %w", err)
+	}
+	if len(b) > MaxRecordBytes {
+		return nil, fmt.Errorf("encoding audit record: %w", ErrRecordTooLarge)
+	}
+	return b, nil
+}
+
+// ErrRecordTooLarge reports a record whose line would exceed MaxRecordBytes.
+var ErrRecordTooLarge = errors.New("audit record too large")
+
+// decode parses one line (without its newline) and checks the fields every
+// record must have.
+func decode(line []byte) (Record, error) {
+	var r Record
+	if err := strictjson.Unmarshal(line, &r); err != nil {
+		return Record{}, err
+	}
+	switch {
+	case r.Seq == 0:
+		return r, errors.New("missing seq")
+	case !r.Event.Valid():
+		return r, errors.New("missing event")
+	case r.Time.IsZero():
+		return r, errors.New("missing time")
+	}
+	return r, nil
+}
+
+// lineHash returns the hex SHA-256 of a line without its newline.
+func lineHash(line []byte) string {
+	sum := sha256.Sum256(line)
+	return hex.EncodeToString(sum[:])
+}

@@ -1,0 +1,118 @@
+package dockerfile
+
+import (
+	"path"
+	"strings"
+)
+
+// Workdir returns the working directory in effect at the end of stage i,
+// following its FROM chain; "/" when none is set (the base image's may
+// differ).
+func (f *File) Workdir(i int) string {
+	wd := "/"
+	for _, s := range f.chain(i) {
+		for _, in := range f.Stages[s].Instructions {
+			if in.Command == "workdir" && len(in.Args) == 1 {
+				wd = resolve(wd, in.Args[0])
+			}
+		}
+	}
+	return wd
+}
+
+// chain returns stage i's FROM chain, root first.
+func (f *File) chain(i int) []int {
+	var c []int
+	for i >= 0 && i < len(f.Stages) && len(c) <= len(f.Stages) {
+		c = append([]int{i}, c...)
+		i = f.Stages[i].BaseStage
+	}
+	return c
+}
+
+func resolve(wd, p string) string {
+	if path.IsAbs(p) {
+		return path.Clean(p)
+	}
+	return path.Join(wd, p)
+}
+
+// SourceOf maps a path in stage i's filesystem back to the build-context
+// (repository) path that a COPY or ADD put there, following COPY --from
+// into earlier stages. isDir tells whether a context path is a directory.
+// ok is false when no COPY in the chain provides the path.
+func (f *File) SourceOf(i int, containerPath string, isDir func(string) bool) (string, bool) {
+	return f.sourceOf(i, path.Clean(containerPath), isDir, 0)
+}
+
+type copyOp struct {
+	from string
+	srcs []string
+	dest string // absolute
+	dir  bool   // dest is a directory
+}
+
+func (f *File) sourceOf(i int, p string, isDir func(string) bool, depth int) (string, bool) {
+	if depth > len(f.Stages) {
+		return "", false
+	}
+	var ops []copyOp
+	for _, s := range f.chain(i) {
+		wd := "/"
+		for _, in := range f.Stages[s].Instructions {
+			switch in.Command {
+			case "workdir":
+				if len(in.Args) == 1 {
+					wd = resolve(wd, in.Args[0])
+				}
+			case "copy", "add":
+				if len(in.Args) < 2 {
+					continue
+				}
+				dest := in.Args[len(in.Args)-1]
+				srcs := in.Args[:len(in.Args)-1]
+				ops = append(ops, copyOp{from: in.From, srcs: srcs, dest: resolve(wd, dest), dir: strings.HasSuffix(dest, "/") || len(srcs) > 1})
+			}
+		}
+	}
+	for j := len(ops) - 1; j >= 0; j-- {
+		op := ops[j]
+		for _, src := range op.srcs {
+			if strings.ContainsAny(src, "*?[") || strings.Contains(src, "://") {
+				continue
+			}
+			var cand string
+			if op.from != "" {
+				cand = path.Clean("/" + src) // a path in the other stage
+			} else {
+				cand = path.Clean(src)
+			}
+			// A source from another stage may be a file or a directory:
+			// try both. A context source is whichever it is in the repo.
+			srcIsDir := src == "." || src == "./" || strings.HasSuffix(src, "/")
+			maybeDir := srcIsDir || op.from != "" || (isDir != nil && isDir(cand))
+			maybeFile := !srcIsDir && (op.from != "" || isDir == nil || !isDir(cand))
+			var mapped string
+			if rem, ok := strings.CutPrefix(p, strings.TrimSuffix(op.dest, "/")+"/"); ok && maybeDir {
+				mapped = path.Join(cand, rem)
+			}
+			if mapped == "" && maybeFile {
+				if (!op.dir && p == op.dest) || p == path.Join(op.dest, path.Base(cand)) {
+					mapped = cand
+				}
+			}
+			if mapped == "" {
+				continue
+			}
+			if op.from == "" {
+				return strings.TrimPrefix(mapped, "./"), true
+			}
+			if st, ok := f.StageRef(op.from); ok {
+				if r, ok := f.sourceOf(st, mapped, isDir, depth+1); ok {
+					return r, true
+				}
+			}
+		}
+	}
+	return "", false
+}

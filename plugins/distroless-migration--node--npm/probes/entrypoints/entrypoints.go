@@ -1,0 +1,480 @@
+// Package entrypoints is the entrypoint_scripts probe. It finds every file
+// the container executes directly at start or for its health check (the
+// ENTRYPOINT, the CMD's program, the HEALTHCHECK command, the first word of
+// each npm script in the start chain) and every node_modules/.bin shim the
+// start chain touches, maps each back to the repository through the
+// Dockerfile's COPY instructions, and reports what it is: an ELF binary, a
+// script and its shebang, or a symlink to JavaScript. A #!/bin/sh script or
+// shim needs a shell; #!/usr/bin/env node needs /usr/bin/env, which
+// distroless lacks too. The official node images' own docker-entrypoint.sh is
+// reported as coming from the base image, not from the app.
+package entrypoints
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"sort"
+	"strings"
+
+	"github.com/codegenie/codegenie/internal/probe"
+	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/dockerfile"
+	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/probes/dockerfileprobe"
+	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/probes/nodeproject"
+	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/probes/npmscripts"
+	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/shellcmd"
+)
+
+// Name is the probe's name.
+const Name = "entrypoint_scripts"
+
+// Warning IDs.
+const (
+	WarnShellShebang  = "entrypoint_scripts.shell_shebang"
+	WarnEnvShebang    = "entrypoint_scripts.env_shebang"
+	WarnShellShim     = "entrypoint_scripts.shell_bin_shim"
+	WarnBaseEntry     = "entrypoint_scripts.base_image_entrypoint"
+	WarnNotFound      = "entrypoint_scripts.not_found"
+	WarnNodePathShbng = "entrypoint_scripts.node_path_shebang"
+)
+
+// Warnings are the warnings this probe raises.
+var Warnings = []probe.WarningDesc{
+	{ID: WarnShellShebang, Summary: "an executed script starts with a shell shebang (#!/bin/sh, #!/bin/bash) and needs that shell"},
+	{ID: WarnEnvShebang, Summary: "an executed script starts with #!/usr/bin/env; distroless has no /usr/bin/env"},
+	{ID: WarnShellShim, Summary: "a node_modules/.bin shim in the start chain is a #!/bin/sh wrapper script (pnpm, some yarn)"},
+	{ID: WarnBaseEntry, Summary: "the official node base image boots through docker-entrypoint.sh, a #!/bin/sh script, as pid 1"},
+	{ID: WarnNotFound, Summary: "an executed file could not be found in the repository, so its shebang is unknown"},
+	{ID: WarnNodePathShbng, Summary: "an executed script names node by a path that differs on distroless (/nodejs/bin/node)"},
+}
+
+// Kind is what an executed file is.
+type Kind string
+
+// The kinds.
+const (
+	KindELF         Kind = "elf"
+	KindScript      Kind = "script"
+	KindSymlinkToJS Kind = "symlink_to_js"
+	KindSymlink     Kind = "symlink"
+	KindNoShebang   Kind = "no_shebang"
+	KindBaseImage   Kind = "base_image"
+	KindNotFound    Kind = "not_found"
+)
+
+// Facts list the executed files, per Dockerfile, in a stable order.
+type Facts struct {
+	Executables []Executable `json:"executables"`
+}
+
+// Executable is one file the container executes directly.
+type Executable struct {
+	Dockerfile string `json:"dockerfile"`
+	// Command is the word as the container names it.
+	Command string `json:"command"`
+	// Origin: entrypoint, cmd, healthcheck, script:<name> or bin_shim.
+	Origin   string `json:"origin"`
+	RepoPath string `json:"repo_path,omitempty"`
+	// ResolvedBy: copy (through COPY instructions), bin (node_modules/.bin),
+	// basename (a unique repository file of that name) or base_image.
+	ResolvedBy  string `json:"resolved_by,omitempty"`
+	Kind        Kind   `json:"kind"`
+	Shebang     string `json:"shebang,omitempty"`
+	Interpreter string `json:"interpreter,omitempty"`
+	// InterpreterKind: shell, env, node or other.
+	InterpreterKind string `json:"interpreter_kind,omitempty"`
+	SymlinkTarget   string `json:"symlink_target,omitempty"`
+	// NodeArgv, for a JS file run through a shim or env shebang, is the
+	// exec-form replacement (["node", "<js path>"]).
+	NodeArgv []string `json:"node_argv,omitempty"`
+	// Evidence is where the container is told to run it.
+	File string `json:"file"`
+	Line int    `json:"line"`
+}
+
+// Probe is the entrypoint_scripts probe.
+type Probe struct{}
+
+// New returns the probe.
+func New() *Probe { return &Probe{} }
+
+var _ probe.Probe = (*Probe)(nil)
+
+// Desc describes the probe. Its inputs are those of npm_scripts plus the
+// executed files themselves; since any file may be executed, it declares
+// every shell script and the .bin directory.
+func (*Probe) Desc() probe.Desc {
+	return probe.Desc{
+		Name:      Name,
+		Version:   "1",
+		Heaviness: probe.Light,
+		// The set of executed files depends on the repository's whole
+		// layout (COPY sources, node_modules), so the probe caches only
+		// on what it reads: Dockerfiles, package.json and executables.
+		CacheStrategy: probe.CacheContent,
+		DeclaredInputs: append([]string{"package.json", "**/package.json", "server.js", "**/*.sh", "node_modules/.bin/*",
+			"node_modules/*/package.json", "node_modules/@*/*/package.json", "bin/*", "**/bin/*"}, dockerfile.Patterns...),
+		NewFacts: func() any { return new(Facts) },
+	}
+}
+
+// Run resolves every executed file.
+func (*Probe) Run(ctx context.Context, repo *probe.Repo, pctx *probe.Context) (probe.Output, error) {
+	chainsOut, err := npmscripts.New().Run(ctx, repo, pctx)
+	if err != nil {
+		return probe.Output{}, err
+	}
+	chains := chainsOut.Facts.(*npmscripts.Facts).Chains
+	facts := &Facts{Executables: []Executable{}}
+	out := probe.Output{Confidence: probe.High, Facts: facts}
+	files := map[string]*dockerfile.File{}
+	paths, err := dockerfileprobe.Find(repo)
+	if err != nil {
+		return probe.Output{}, err
+	}
+	for _, p := range paths {
+		data, err := repo.ReadFile(p)
+		if err != nil {
+			return probe.Output{}, fmt.Errorf("reading %s: %w", p, err)
+		}
+		if f, err := dockerfile.Parse(p, data); err == nil {
+			files[p] = f
+		}
+	}
+	r := &resolver{repo: repo}
+	for _, c := range chains {
+		f := files[c.Dockerfile]
+		if f == nil {
+			continue
+		}
+		for _, ex := range r.executables(f, c) {
+			out.Warnings = append(out.Warnings, warnings(ex)...)
+			facts.Executables = append(facts.Executables, ex)
+		}
+	}
+	if chainsOut.Confidence != probe.High {
+		out.Confidence, out.Reason, out.Detail = probe.Medium, chainsOut.Reason, chainsOut.Detail
+	}
+	return out, nil
+}
+
+type resolver struct {
+	repo *probe.Repo
+}
+
+func (r *resolver) executables(f *dockerfile.File, c npmscripts.Chain) []Executable {
+	var exs []Executable
+	seen := map[string]bool{}
+	add := func(ex Executable) {
+		key := ex.Command
+		if seen[key] {
+			return
+		}
+		seen[key] = true
+		exs = append(exs, ex)
+	}
+	final := f.Final
+	startLine := f.Stages[final].Line
+	if c.Start.Cmd != nil {
+		startLine = c.Start.Cmd.Line
+	}
+	// The ENTRYPOINT: the Dockerfile's own, or the base image's.
+	switch {
+	case c.Start.Entrypoint != nil && c.Start.Entrypoint.Form == dockerfile.FormExec && len(c.Start.Entrypoint.Args) > 0 && !isKnownTool(c.Start.Entrypoint.Args[0]):
+		add(r.inspect(f, c.Start.Entrypoint.Args[0], "entrypoint", c.Start.Entrypoint.Line, false))
+	case c.Start.Entrypoint == nil && c.Start.FromBase == dockerfile.BaseOfficialNode:
+		add(Executable{Dockerfile: f.Path, Command: dockerfile.NodeEntrypoint, Origin: "entrypoint", ResolvedBy: "base_image",
+			Kind: KindBaseImage, Shebang: "#!/bin/sh", Interpreter: "sh", InterpreterKind: "shell", File: f.Path, Line: f.Stages[final].Line})
+	}
+	// The program the CMD runs, when it is not node or a package manager.
+	if len(c.Program) > 0 && c.Launcher == "other" {
+		add(r.inspect(f, c.Program[0], "cmd", startLine, false))
+	}
+	// The script node runs, when it is not JavaScript: an exec-form CMD
+	// naming a shell wrapper still needs a shell (DOMAIN.md row 5).
+	if len(c.Program) > 1 && c.Launcher == "node" {
+		if script := nodeScript(c.Program[1:]); script != "" {
+			if ex := r.inspect(f, script, "node_script", startLine, false); ex.InterpreterKind == "shell" {
+				add(ex)
+			}
+		}
+	}
+	// The HEALTHCHECK's command.
+	if hc, ok := f.Effective(final, "healthcheck"); ok && len(hc.Args) > 0 {
+		var word string
+		if hc.Form == dockerfile.FormExec {
+			word = hc.Args[0]
+		} else if a := shellcmd.Analyze(hc.Args[0]); len(a.Commands) > 0 {
+			word = a.Commands[0][0]
+		}
+		if word != "" && !isKnownTool(word) {
+			add(r.inspect(f, word, "healthcheck", hc.Line, false))
+		}
+	}
+	// The first word of each command of each script: scripts run with
+	// node_modules/.bin on PATH.
+	for _, s := range c.Scripts {
+		for _, cmd := range s.Analysis.Commands {
+			if len(cmd) == 0 || isKnownTool(cmd[0]) || cmd[0] == "<expanded>" {
+				continue
+			}
+			ex := r.inspect(f, cmd[0], "script:"+s.Name, startLine, true)
+			if s.Line > 0 {
+				ex.File, ex.Line = pkgPath(c), s.Line
+			}
+			add(ex)
+		}
+	}
+	sort.SliceStable(exs, func(i, j int) bool { return exs[i].Line < exs[j].Line })
+	return exs
+}
+
+// nodeScript returns the script argument of a node command line: the first
+// argument that is not an option or an option's value.
+func nodeScript(args []string) string {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--":
+			if i+1 < len(args) {
+				return args[i+1]
+			}
+			return ""
+		case a == "-r" || a == "--require" || a == "--import" || a == "--loader" || a == "--experimental-loader" || a == "-e" || a == "--eval" || a == "-p" || a == "--print":
+			if a == "-e" || a == "--eval" || a == "-p" || a == "--print" {
+				return ""
+			}
+			i++
+		case strings.HasPrefix(a, "-"):
+		default:
+			return a
+		}
+	}
+	return ""
+}
+
+func pkgPath(c npmscripts.Chain) string {
+	if d := path.Dir(c.Dockerfile); d != "." && d != "" {
+		return path.Join(d, "package.json")
+	}
+	return "package.json"
+}
+
+// isKnownTool: words that are not files of the app (node itself, package
+// managers, shell builtins). Missing system binaries are node_runtime's.
+func isKnownTool(w string) bool {
+	switch path.Base(w) {
+	case "node", "nodejs", "npm", "npx", "yarn", "pnpm", "corepack", "exec", "cd", "echo", "test", "[", "true", "false", "export", "exit", "set", "sh", "bash":
+		return true
+	}
+	return false
+}
+
+// inspect finds the repository file behind a command word and reads what
+// it is.
+func (r *resolver) inspect(f *dockerfile.File, word, origin string, line int, inScript bool) Executable {
+	ex := Executable{Dockerfile: f.Path, Command: word, Origin: origin, File: f.Path, Line: line, Kind: KindNotFound}
+	isDir := func(p string) bool {
+		fi, err := os.Stat(r.repo.Abs(p))
+		return err == nil && fi.IsDir()
+	}
+	switch {
+	case strings.Contains(word, "/"):
+		cp := word
+		if !path.IsAbs(cp) {
+			cp = path.Join(f.Workdir(f.Final), cp)
+		}
+		if rp, ok := f.SourceOf(f.Final, cp, isDir); ok && r.repo.Exists(rp) {
+			ex.RepoPath, ex.ResolvedBy = rp, "copy"
+		} else if !path.IsAbs(word) && r.repo.Exists(path.Clean(word)) {
+			ex.RepoPath, ex.ResolvedBy = path.Clean(word), "copy"
+		}
+	case inScript && r.repo.Exists("node_modules/.bin/"+word):
+		ex.RepoPath, ex.ResolvedBy, ex.Origin = "node_modules/.bin/"+word, "bin", "bin_shim"
+	default:
+		for _, dir := range []string{"/usr/local/bin", "/usr/bin", "/bin", f.Workdir(f.Final)} {
+			if rp, ok := f.SourceOf(f.Final, path.Join(dir, word), isDir); ok && r.repo.Exists(rp) {
+				ex.RepoPath, ex.ResolvedBy = rp, "copy"
+				break
+			}
+		}
+		if ex.RepoPath == "" {
+			if rp, ok := r.uniqueBasename(word); ok {
+				ex.RepoPath, ex.ResolvedBy = rp, "basename"
+			}
+		}
+	}
+	if ex.RepoPath == "" {
+		return ex
+	}
+	r.classify(&ex)
+	return ex
+}
+
+func (r *resolver) uniqueBasename(name string) (string, bool) {
+	files, err := r.repo.Files()
+	if err != nil {
+		return "", false
+	}
+	var found []string
+	for _, f := range files {
+		if path.Base(f) == name && !strings.HasPrefix(f, "node_modules/") && !strings.Contains(f, "/node_modules/") {
+			found = append(found, f)
+		}
+	}
+	if len(found) == 1 {
+		return found[0], true
+	}
+	return "", false
+}
+
+// classify reads the file's type and shebang.
+func (r *resolver) classify(ex *Executable) {
+	abs := r.repo.Abs(ex.RepoPath)
+	if fi, err := os.Lstat(abs); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+		target, err := os.Readlink(abs)
+		if err == nil {
+			ex.SymlinkTarget = target
+			ex.Kind = KindSymlink
+			if isJS(target) {
+				ex.Kind = KindSymlinkToJS
+				ex.NodeArgv = []string{"node", path.Join(path.Dir(ex.RepoPath), target)}
+			}
+		}
+	}
+	head, err := readHead(abs)
+	if err != nil {
+		if ex.Kind == KindSymlink || ex.Kind == KindSymlinkToJS {
+			return
+		}
+		ex.Kind = KindNotFound
+		return
+	}
+	switch {
+	case bytes.HasPrefix(head, []byte("\x7fELF")):
+		ex.Kind = KindELF
+	case bytes.HasPrefix(head, []byte("#!")):
+		line, _, _ := bytes.Cut(head, []byte("\n"))
+		ex.Shebang = strings.TrimSpace(string(line))
+		ex.Interpreter, ex.InterpreterKind = interpreter(ex.Shebang)
+		if ex.Kind != KindSymlinkToJS {
+			ex.Kind = KindScript
+		}
+		if ex.InterpreterKind == "env" || ex.InterpreterKind == "node" {
+			if ex.NodeArgv == nil && ex.Interpreter == "node" {
+				ex.NodeArgv = []string{"node", ex.RepoPath}
+			}
+		}
+		if ex.InterpreterKind == "shell" && strings.HasPrefix(ex.RepoPath, "node_modules/.bin/") {
+			if js, ok := r.shimTarget(path.Base(ex.RepoPath)); ok {
+				ex.NodeArgv = []string{"node", js}
+			}
+		}
+	default:
+		if ex.Kind != KindSymlinkToJS {
+			ex.Kind = KindNoShebang
+		}
+	}
+}
+
+// shimTarget finds the JS file a .bin name stands for, from the bin field
+// of the installed packages' package.json.
+func (r *resolver) shimTarget(name string) (string, bool) {
+	var cands []string
+	for _, pat := range []string{"node_modules/*/package.json", "node_modules/@*/*/package.json"} {
+		ms, _ := r.repo.Glob(pat)
+		cands = append(cands, ms...)
+	}
+	for _, pj := range cands {
+		data, err := r.repo.ReadFile(pj)
+		if err != nil || !bytes.Contains(data, []byte(name)) {
+			continue
+		}
+		var pkg nodeproject.Facts
+		if nodeproject.Parse(data, &pkg) != nil {
+			continue
+		}
+		for _, b := range pkg.Bin {
+			if b.Name == name {
+				return path.Join(path.Dir(pj), b.Path), true
+			}
+		}
+	}
+	return "", false
+}
+
+func readHead(p string) ([]byte, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	buf := make([]byte, 256)
+	n, err := io.ReadFull(f, buf)
+	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
+		return nil, err
+	}
+	return buf[:n], nil
+}
+
+// interpreter reads a shebang: "#!/usr/bin/env node" is env running node.
+func interpreter(shebang string) (name, kind string) {
+	fields := strings.Fields(strings.TrimPrefix(shebang, "#!"))
+	if len(fields) == 0 {
+		return "", "other"
+	}
+	prog := path.Base(fields[0])
+	if prog == "env" {
+		rest := fields[1:]
+		for len(rest) > 0 && strings.HasPrefix(rest[0], "-") {
+			rest = rest[1:]
+		}
+		if len(rest) > 0 {
+			return path.Base(rest[0]), "env"
+		}
+		return "env", "env"
+	}
+	switch {
+	case shellcmd.IsShell(prog):
+		return prog, "shell"
+	case prog == "node" || prog == "nodejs":
+		return prog, "node"
+	}
+	return prog, "other"
+}
+
+func isJS(p string) bool {
+	switch path.Ext(p) {
+	case ".js", ".cjs", ".mjs":
+		return true
+	}
+	return false
+}
+
+func warnings(ex Executable) []probe.Warning {
+	ev := []probe.Evidence{{File: ex.File, Line: ex.Line, Note: ex.Command}}
+	where := ex.Command
+	if ex.RepoPath != "" && ex.RepoPath != ex.Command {
+		where = fmt.Sprintf("%s (%s)", ex.Command, ex.RepoPath)
+	}
+	switch {
+	case ex.Kind == KindBaseImage:
+		return []probe.Warning{{ID: WarnBaseEntry, Message: "no ENTRYPOINT: the official node image runs docker-entrypoint.sh (#!/bin/sh) as pid 1; a distroless base removes it", Evidence: ev}}
+	case ex.Kind == KindNotFound:
+		return []probe.Warning{{ID: WarnNotFound, Message: fmt.Sprintf("%s, run as %s, was not found in the repository", ex.Command, ex.Origin), Evidence: ev}}
+	case ex.InterpreterKind == "shell" && ex.Origin == "bin_shim":
+		return []probe.Warning{{ID: WarnShellShim, Message: fmt.Sprintf("the .bin shim %s is a %s wrapper", where, ex.Shebang), Evidence: ev}}
+	case ex.InterpreterKind == "shell":
+		return []probe.Warning{{ID: WarnShellShebang, Message: fmt.Sprintf("%s starts with %s", where, ex.Shebang), Evidence: ev}}
+	case ex.InterpreterKind == "env":
+		return []probe.Warning{{ID: WarnEnvShebang, Message: fmt.Sprintf("%s starts with %s; distroless has no /usr/bin/env", where, ex.Shebang), Evidence: ev}}
+	case ex.InterpreterKind == "node" && !strings.HasPrefix(ex.Shebang, "#!/nodejs/bin/node"):
+		return []probe.Warning{{ID: WarnNodePathShbng, Message: fmt.Sprintf("%s starts with %s; distroless node is /nodejs/bin/node", where, ex.Shebang), Evidence: ev}}
+	}
+	return nil
+}

@@ -1,0 +1,166 @@
+package entrypoints
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/codegenie/codegenie/internal/probe"
+)
+
+type file struct {
+	body    string
+	symlink string
+	mode    os.FileMode
+}
+
+func runOn(t *testing.T, files map[string]file) (*Facts, probe.Output) {
+	t.Helper()
+	dir := t.TempDir()
+	for name, f := range files {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if f.symlink != "" {
+			if err := os.Symlink(f.symlink, p); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		mode := f.mode
+		if mode == 0 {
+			mode = 0o644
+		}
+		if err := os.WriteFile(p, []byte(f.body), mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	repo, err := probe.OpenRepo(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := New().Run(t.Context(), repo, &probe.Context{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := out.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	return out.Facts.(*Facts), out
+}
+
+type brief struct {
+	Command, Origin, RepoPath string
+	Kind                      Kind
+	InterpreterKind           string
+	NodeArgv                  []string
+	Line                      int
+}
+
+func briefs(f *Facts) []brief {
+	var bs []brief
+	for _, e := range f.Executables {
+		bs = append(bs, brief{e.Command, e.Origin, e.RepoPath, e.Kind, e.InterpreterKind, e.NodeArgv, e.Line})
+	}
+	return bs
+}
+
+func TestExecutables(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name  string
+		files map[string]file
+		want  []brief
+		warns []string
+	}{
+		{
+			name: "bash docker-entrypoint.sh copied into the image",
+			files: map[string]file{
+				"Dockerfile":           {body: "FROM node:22-slim\nWORKDIR /app\nCOPY docker-entrypoint.sh /usr/local/bin/\nCOPY . .\nENTRYPOINT [\"docker-entrypoint.sh\"]\nCMD [\"node\", \"server.js\"]\n"},
+				"docker-entrypoint.sh": {body: "#!/bin/bash\nset -e\nexec \"$@\"\n", mode: 0o755},
+			},
+			want:  []brief{{"docker-entrypoint.sh", "entrypoint", "docker-entrypoint.sh", KindScript, "shell", nil, 5}},
+			warns: []string{WarnShellShebang},
+		},
+		{
+			name: "base image entrypoint",
+			files: map[string]file{
+				"Dockerfile": {body: "FROM node:22\nCMD [\"node\", \"server.js\"]\n"},
+			},
+			want:  []brief{{"docker-entrypoint.sh", "entrypoint", "", KindBaseImage, "shell", nil, 1}},
+			warns: []string{WarnBaseEntry},
+		},
+		{
+			name: "pnpm .bin shim with #!/bin/sh",
+			files: map[string]file{
+				"Dockerfile":                      {body: "FROM gcr.io/distroless/nodejs22-debian13\nWORKDIR /app\nCOPY . .\nCMD [\"node_modules/.bin/serve\"]\n"},
+				"node_modules/.bin/serve":         {body: "#!/bin/sh\nbasedir=$(dirname \"$0\")\nexec node \"$basedir/../serve/bin/serve.js\" \"$@\"\n", mode: 0o755},
+				"node_modules/serve/package.json": {body: `{"name":"serve","bin":{"serve":"bin/serve.js"}}`},
+				"node_modules/serve/bin/serve.js": {body: "#!/usr/bin/env node\n"},
+			},
+			// On distroless, CMD's argv[0] is an argument of node: node is
+			// asked to run a shell script.
+			want: []brief{{"node_modules/.bin/serve", "node_script", "node_modules/.bin/serve", KindScript, "shell",
+				[]string{"node", "node_modules/serve/bin/serve.js"}, 4}},
+			warns: []string{WarnShellShebang},
+		},
+		{
+			name: "npm script runs a pnpm shim",
+			files: map[string]file{
+				"Dockerfile":                      {body: "FROM node:22\nENTRYPOINT []\nCMD [\"npm\", \"start\"]\n"},
+				"package.json":                    {body: "{\n\"scripts\": {\n\"start\": \"serve -l 8080\"}}"},
+				"node_modules/.bin/serve":         {body: "#!/bin/sh\nexec node \"$basedir/../serve/bin/serve.js\" \"$@\"\n", mode: 0o755},
+				"node_modules/serve/package.json": {body: `{"name":"serve","bin":{"serve":"bin/serve.js"}}`},
+			},
+			want:  []brief{{"serve", "bin_shim", "node_modules/.bin/serve", KindScript, "shell", []string{"node", "node_modules/serve/bin/serve.js"}, 3}},
+			warns: []string{WarnShellShim},
+		},
+		{
+			name: "npm .bin symlink to a JS file with env shebang",
+			files: map[string]file{
+				"Dockerfile":                         {body: "FROM node:22\nENTRYPOINT []\nCMD [\"npm\", \"start\"]\n"},
+				"package.json":                       {body: `{"scripts": {"start": "next start"}}`},
+				"node_modules/.bin/next":             {symlink: "../next/dist/bin/next.js"},
+				"node_modules/next/dist/bin/next.js": {body: "#!/usr/bin/env node\nrequire('x')\n"},
+			},
+			want:  []brief{{"next", "bin_shim", "node_modules/.bin/next", KindSymlinkToJS, "env", []string{"node", "node_modules/next/dist/bin/next.js"}, 1}},
+			warns: []string{WarnEnvShebang},
+		},
+		{
+			name: "shell-form healthcheck script",
+			files: map[string]file{
+				"Dockerfile":     {body: "FROM node:22\nENTRYPOINT [\"node\"]\nCOPY healthcheck.sh /hc.sh\nHEALTHCHECK CMD /hc.sh || exit 1\n"},
+				"healthcheck.sh": {body: "#!/bin/sh\nwget -q localhost\n"},
+			},
+			want:  []brief{{"/hc.sh", "healthcheck", "healthcheck.sh", KindScript, "shell", nil, 4}},
+			warns: []string{WarnShellShebang},
+		},
+		{
+			name: "entrypoint not in the repo",
+			files: map[string]file{
+				"Dockerfile": {body: "FROM node:22\nENTRYPOINT [\"/opt/start\"]\n"},
+			},
+			want:  []brief{{"/opt/start", "entrypoint", "", KindNotFound, "", nil, 2}},
+			warns: []string{WarnNotFound},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			facts, out := runOn(t, tt.files)
+			if diff := cmp.Diff(tt.want, briefs(facts)); diff != "" {
+				t.Errorf("executables (-want +got):\n%s", diff)
+			}
+			var ids []string
+			for _, w := range out.Warnings {
+				ids = append(ids, w.ID)
+			}
+			if diff := cmp.Diff(tt.warns, ids); diff != "" {
+				t.Errorf("warnings (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
