@@ -76,12 +76,12 @@ func Analyze(line string) Analysis {
 }
 
 type analyzer struct {
-	reasons map[string]bool
+	reasons  map[string]bool
 	argv     []string
 	env      []string
 	calls    []string
 	commands [][]string
-	simple  int // simple commands seen
+	simple   int // simple commands seen
 }
 
 func (a *analyzer) reason(r string) {
