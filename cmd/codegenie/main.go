@@ -15,7 +15,10 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := cli.Execute(ctx, os.Args[1:], os.Stdout, os.Stderr, term.IsTerminal(int(os.Stderr.Fd())))
+	code := cli.Execute(ctx, os.Args[1:], cli.Streams{
+		Out: os.Stdout, Err: os.Stderr,
+		OutTTY: term.IsTerminal(int(os.Stdout.Fd())), ErrTTY: term.IsTerminal(int(os.Stderr.Fd())),
+	})
 	stop()
 	os.Exit(code)
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"text/tabwriter"
@@ -17,6 +18,7 @@ import (
 	"github.com/codegenie/codegenie/internal/gather"
 	"github.com/codegenie/codegenie/internal/image"
 	"github.com/codegenie/codegenie/internal/pipeline"
+	"github.com/codegenie/codegenie/internal/report"
 	nodenpm "github.com/codegenie/codegenie/plugins/distroless-migration--node--npm"
 )
 
@@ -40,9 +42,14 @@ context (each probe's typed result, with a schema version) as JSON to stdout or
 --out. Results are cached by the content of each probe's declared inputs; an
 unchanged repository is answered from the cache with identical bytes.
 
-A short summary goes to stderr when stderr is a terminal.`,
+The exit code answers the question: 0 when the service is ready for a
+distroless image, 1 when it is not (blocked, ready only after a rewrite, or
+unknown), 2 for bad usage or input. A short summary goes to stderr when
+stderr is a terminal.`,
 		Example: `  codegenie gather ./my-service
-  codegenie gather --out context.json ./my-service
+  codegenie gather --format sarif --out codegenie.sarif ./my-service
+  codegenie gather --format json ./my-service | jq .assessments
+  codegenie gather ./my-service || echo "not ready for distroless"
   CODEGENIE_REGISTRY_MIRRORS=docker.io=127.0.0.1:5000 codegenie gather ./my-service`,
 		Args: exactArgs(1, "exactly one PATH, the repository directory"),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -51,7 +58,7 @@ A short summary goes to stderr when stderr is a terminal.`,
 	}
 	fl := cmd.Flags()
 	fl.StringVarP(&f.out, "out", "o", "", "write the context to FILE (atomically) instead of stdout")
-	fl.StringVar(&f.format, "format", "json", "output format: json")
+	fl.StringVar(&f.format, "format", "", "output format: json, text or sarif (default text on a terminal, json otherwise)")
 	fl.BoolVar(&f.noCache, "no-cache", false, "run every probe; neither read nor write the cache")
 	fl.StringVar(&f.task, "task", nodenpm.Task, "the task whose probes run")
 	fl.DurationVar(&f.lightTimeout, "light-timeout", pipeline.DefaultLightTimeout, "timeout of each light probe")
@@ -61,8 +68,26 @@ A short summary goes to stderr when stderr is a terminal.`,
 }
 
 func runGather(cmd *cobra.Command, g *globals, f *gatherFlags, dir string) error {
-	if f.format != "json" {
-		return usageErr("unknown --format %q: want json", f.format)
+	format := f.format
+	if format == "" {
+		format = "json"
+		if g.stdoutTTY && f.out == "" {
+			format = "text"
+		}
+	}
+	var encode func(io.Writer, *gather.Outcome) error
+	switch format {
+	case "json":
+		encode = func(w io.Writer, o *gather.Outcome) error { return o.Encode(w) }
+	case "text":
+		color := g.stdoutTTY && f.out == "" && os.Getenv("NO_COLOR") == ""
+		encode = func(w io.Writer, o *gather.Outcome) error {
+			return report.EncodeText(w, o.Context, report.TextOptions{Color: color})
+		}
+	case "sarif":
+		encode = func(w io.Writer, o *gather.Outcome) error { return report.EncodeSARIF(w, o.Context, o.Registry) }
+	default:
+		return usageErr("unknown --format %q: want json, text or sarif", f.format)
 	}
 	if f.lightTimeout <= 0 || f.heavyTimeout <= 0 {
 		return usageErr("timeouts must be positive")
@@ -96,14 +121,19 @@ func runGather(cmd *cobra.Command, g *globals, f *gatherFlags, dir string) error
 		}
 		return err
 	}
-	if err := writeOutput(f.out, g.stdout, out.Encode); err != nil {
+	if err := writeOutput(f.out, g.stdout, func(w io.Writer) error { return encode(w, out) }); err != nil {
 		return err
 	}
-	if g.stderrTTY {
+	if g.stderrTTY && format != "text" {
 		printSummary(g.stderr, out)
+	}
+	if !out.Context.Ready() {
+		return &ExitError{Code: ExitNotReady, Err: errNotReady, Silent: true}
 	}
 	return nil
 }
+
+var errNotReady = errors.New("not ready")
 
 // writeOutput writes with enc to stdout, or to path atomically: a temp file
 // in the same directory, synced and renamed, so an interrupted run never
@@ -174,4 +204,13 @@ func printSummary(w io.Writer, out *gather.Outcome) {
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "%d probes, %d from cache\n", len(out.Records), hits)
+	names := make([]string, 0, len(out.Context.Assessments))
+	for n := range out.Context.Assessments {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		a := out.Context.Assessments[n]
+		fmt.Fprintf(w, "%s: %s (%d blockers)\n", n, a.Verdict, len(a.Blockers))
+	}
 }

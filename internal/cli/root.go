@@ -29,10 +29,12 @@ const (
 	ExitCanceled = 130
 )
 
-// ExitError carries an exit code out of a command.
+// ExitError carries an exit code out of a command. A Silent one prints
+// nothing: the command has said what it had to.
 type ExitError struct {
-	Code int
-	Err  error
+	Code   int
+	Err    error
+	Silent bool
 }
 
 func (e *ExitError) Error() string { return e.Err.Error() }
@@ -42,13 +44,20 @@ func usageErr(format string, args ...any) error {
 	return &ExitError{Code: ExitUsage, Err: fmt.Errorf(format, args...)}
 }
 
+// Streams are a command's standard output and error, and whether each is
+// a terminal a person watches.
+type Streams struct {
+	Out, Err       io.Writer
+	OutTTY, ErrTTY bool
+}
+
 // globals are the persistent flags every command shares.
 type globals struct {
-	cacheDir string
-	verbose  bool
-	stdout   io.Writer
-	stderr   io.Writer
-	// stderrTTY is whether stderr is a terminal a person watches.
+	cacheDir  string
+	verbose   bool
+	stdout    io.Writer
+	stderr    io.Writer
+	stdoutTTY bool
 	stderrTTY bool
 }
 
@@ -71,9 +80,9 @@ func (g *globals) openCache() (*cache.Cache, error) {
 	return cache.Open(dir)
 }
 
-// NewRootCmd returns the codegenie command tree writing to stdout and stderr.
-func NewRootCmd(stdout, stderr io.Writer, stderrTTY bool) *cobra.Command {
-	g := &globals{stdout: stdout, stderr: stderr, stderrTTY: stderrTTY}
+// NewRootCmd returns the codegenie command tree writing to s.
+func NewRootCmd(s Streams) *cobra.Command {
+	g := &globals{stdout: s.Out, stderr: s.Err, stdoutTTY: s.OutTTY, stderrTTY: s.ErrTTY}
 	root := &cobra.Command{
 		Use:   "codegenie",
 		Short: "Find out, with evidence, whether a Node.js service can move to a distroless image",
@@ -96,8 +105,8 @@ whether the service can run on a distroless image, which has no shell.`,
 			return cmd.Help()
 		},
 	}
-	root.SetOut(stdout)
-	root.SetErr(stderr)
+	root.SetOut(s.Out)
+	root.SetErr(s.Err)
 	root.PersistentFlags().StringVar(&g.cacheDir, "cache-dir", "", "cache directory (default $CODEGENIE_CACHE_DIR, else the user cache dir's codegenie folder)")
 	root.PersistentFlags().BoolVarP(&g.verbose, "verbose", "v", false, "log debug detail to stderr")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
@@ -114,8 +123,8 @@ whether the service can run on a distroless image, which has no shell.`,
 
 // Execute runs the command line args and returns the process exit code,
 // printing any error as one line on stderr.
-func Execute(ctx context.Context, args []string, stdout, stderr io.Writer, stderrTTY bool) int {
-	root := NewRootCmd(stdout, stderr, stderrTTY)
+func Execute(ctx context.Context, args []string, s Streams) int {
+	root := NewRootCmd(s)
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
 	if err == nil {
@@ -126,10 +135,13 @@ func Execute(ctx context.Context, args []string, stdout, stderr io.Writer, stder
 	switch {
 	case errors.As(err, &ee):
 		code = ee.Code
+		if ee.Silent {
+			return code
+		}
 	case errors.Is(err, context.Canceled):
 		code = ExitCanceled
 	}
-	fmt.Fprintf(stderr, "codegenie: %s\n", oneLine(err.Error()))
+	fmt.Fprintf(s.Err, "codegenie: %s\n", oneLine(err.Error()))
 	return code
 }
 

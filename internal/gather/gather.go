@@ -38,8 +38,9 @@ type Options struct {
 
 // Outcome is a finished gather.
 type Outcome struct {
-	Context *report.Context
-	Records []pipeline.Record
+	Context  *report.Context
+	Records  []pipeline.Record
+	Registry *probe.Registry
 }
 
 // InputError is bad input from the user: a missing or unreadable path. The
@@ -84,7 +85,17 @@ func Run(ctx context.Context, dir string, o Options) (*Outcome, error) {
 	for i, r := range recs {
 		c.Probes[i] = *r.Result
 	}
-	return &Outcome{Context: c, Records: recs}, nil
+	for _, a := range o.Registry.Assessors(o.Task) {
+		as, err := a.Assess(c.Probes)
+		if err != nil {
+			return nil, fmt.Errorf("assessing %s: %w", a.Name(), err)
+		}
+		if c.Assessments == nil {
+			c.Assessments = map[string]probe.Assessment{}
+		}
+		c.Assessments[a.Name()] = as
+	}
+	return &Outcome{Context: c, Records: recs, Registry: o.Registry}, nil
 }
 
 // Encode writes the outcome's context as JSON.

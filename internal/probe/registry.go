@@ -9,14 +9,15 @@ import (
 // Registry holds the probes and the warnings they may raise. It is safe for
 // concurrent use. Make one with NewRegistry; builtin.Register fills it.
 type Registry struct {
-	mu       sync.RWMutex
-	probes   map[string]Probe
-	warnings *Warnings
+	mu        sync.RWMutex
+	probes    map[string]Probe
+	warnings  *Warnings
+	assessors map[string]Assessor
 }
 
 // NewRegistry returns an empty registry.
 func NewRegistry() *Registry {
-	return &Registry{probes: make(map[string]Probe), warnings: new(Warnings)}
+	return &Registry{probes: make(map[string]Probe), warnings: new(Warnings), assessors: make(map[string]Assessor)}
 }
 
 // Warnings returns the registry's warning registry.
@@ -67,4 +68,34 @@ func (r *Registry) All() []Probe {
 	}
 	sort.Slice(ps, func(i, j int) bool { return ps[i].Desc().Name < ps[j].Desc().Name })
 	return ps
+}
+
+// RegisterAssessor adds an assessor. It fails on an invalid or duplicate
+// name.
+func (r *Registry) RegisterAssessor(a Assessor) error {
+	if a == nil || !nameRE.MatchString(a.Name()) {
+		return fmt.Errorf("assessor name must match %s", nameRE)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, dup := r.assessors[a.Name()]; dup {
+		return fmt.Errorf("assessor %s registered twice", a.Name())
+	}
+	r.assessors[a.Name()] = a
+	return nil
+}
+
+// Assessors returns the assessors for task (all when task is empty),
+// sorted by name.
+func (r *Registry) Assessors(task string) []Assessor {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	var as []Assessor
+	for _, a := range r.assessors {
+		if task == "" || a.Task() == task {
+			as = append(as, a)
+		}
+	}
+	sort.Slice(as, func(i, j int) bool { return as[i].Name() < as[j].Name() })
+	return as
 }

@@ -23,21 +23,24 @@ const SchemaVersion = 1
 
 // Context is a repository context: what codegenie knows about one repo.
 type Context struct {
-	SchemaVersion int            `json:"schema_version"`
-	Codegenie     string         `json:"codegenie_version"`
-	Repo          string         `json:"repo"`
-	Task          string         `json:"task,omitempty"`
-	Probes        []probe.Result `json:"probes"`
+	SchemaVersion int    `json:"schema_version"`
+	Codegenie     string `json:"codegenie_version"`
+	Repo          string `json:"repo"`
+	Task          string `json:"task,omitempty"`
+	// Assessments are keyed by assessor name (distroless_readiness).
+	Assessments map[string]probe.Assessment `json:"assessments,omitempty"`
+	Probes      []probe.Result              `json:"probes"`
 }
 
 // encoded mirrors Context with raw probe results, so that Encode writes
 // each result's bytes exactly as the cache holds them.
 type encoded struct {
-	SchemaVersion int               `json:"schema_version"`
-	Codegenie     string            `json:"codegenie_version"`
-	Repo          string            `json:"repo"`
-	Task          string            `json:"task,omitempty"`
-	Probes        []json.RawMessage `json:"probes"`
+	SchemaVersion int                         `json:"schema_version"`
+	Codegenie     string                      `json:"codegenie_version"`
+	Repo          string                      `json:"repo"`
+	Task          string                      `json:"task,omitempty"`
+	Assessments   map[string]probe.Assessment `json:"assessments,omitempty"`
+	Probes        []json.RawMessage           `json:"probes"`
 }
 
 // Encode writes the context as indented JSON with a trailing newline. raws
@@ -47,7 +50,7 @@ func Encode(w io.Writer, c *Context, raws [][]byte) error {
 		return fmt.Errorf("encoding context: %d raw results for %d probes", len(raws), len(c.Probes))
 	}
 	e := encoded{SchemaVersion: c.SchemaVersion, Codegenie: c.Codegenie, Repo: c.Repo, Task: c.Task,
-		Probes: make([]json.RawMessage, len(raws))}
+		Assessments: c.Assessments, Probes: make([]json.RawMessage, len(raws))}
 	for i, r := range raws {
 		e.Probes[i] = r
 	}
@@ -55,12 +58,17 @@ func Encode(w io.Writer, c *Context, raws [][]byte) error {
 	if err != nil {
 		return fmt.Errorf("encoding context: %w", err)
 	}
+	return writeIndented(w, b)
+}
+
+// writeIndented writes compact JSON b indented, with a trailing newline.
+func writeIndented(w io.Writer, b []byte) error {
 	var out bytes.Buffer
 	if err := json.Indent(&out, b, "", "  "); err != nil {
-		return fmt.Errorf("encoding context: %w", err)
+		return fmt.Errorf("indenting JSON: %w", err)
 	}
 	out.WriteByte('\n')
-	_, err = w.Write(out.Bytes())
+	_, err := w.Write(out.Bytes())
 	return err
 }
 
@@ -94,5 +102,29 @@ func Decode(r io.Reader, reg *probe.Registry) (*Context, error) {
 			}
 		}
 	}
+	for name, a := range c.Assessments {
+		if a.Verdict == "" {
+			return nil, fmt.Errorf("decoding context: assessment %s has no verdict", name)
+		}
+		for _, b := range a.Blockers {
+			if _, ok := reg.Warnings().Lookup(b.ID); !ok {
+				return nil, fmt.Errorf("decoding context: assessment %s: unregistered blocker ID %q", name, b.ID)
+			}
+		}
+	}
 	return &c, nil
+}
+
+// Ready reports whether every assessment's verdict is ready. A context
+// with no assessment is not ready: there is no answer.
+func (c *Context) Ready() bool {
+	if len(c.Assessments) == 0 {
+		return false
+	}
+	for _, a := range c.Assessments {
+		if a.Verdict != probe.Ready {
+			return false
+		}
+	}
+	return true
 }

@@ -1,6 +1,7 @@
 // Package nodenpm is the distroless-migration plugin for Node.js services
 // built with npm, yarn or pnpm. It contributes probes (under probes/) that
-// gather evidence on whether a service can run on a distroless image.
+// gather evidence on whether a service can run on a distroless image, and
+// the distroless_readiness assessor that turns the evidence into a verdict.
 //
 // Probes here may do privileged work only through the sandbox.Client in
 // their probe.Context; they never start processes themselves.
@@ -8,14 +9,34 @@ package nodenpm
 
 import (
 	"github.com/codegenie/codegenie/internal/probe"
+	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/probes/dockerfileprobe"
+	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/probes/entrypoints"
 	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/probes/nodeproject"
+	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/probes/noderuntime"
+	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/probes/npmscripts"
+	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/readiness"
 )
 
 // Task is the task this plugin serves.
 const Task = "distroless-migration"
 
-// Register adds the plugin's probes and warnings to reg.
+// Register adds the plugin's probes, warnings and assessor to reg.
 func Register(reg *probe.Registry) {
-	reg.Warnings().MustRegister(nodeproject.Warnings...)
-	reg.MustRegister(nodeproject.New())
+	w := reg.Warnings()
+	w.MustRegister(nodeproject.Warnings...)
+	w.MustRegister(dockerfileprobe.Warnings...)
+	w.MustRegister(npmscripts.Warnings...)
+	w.MustRegister(entrypoints.Warnings...)
+	w.MustRegister(noderuntime.Warnings...)
+	w.MustRegister(readiness.Warnings...)
+	reg.MustRegister(
+		nodeproject.New(),
+		dockerfileprobe.New(),
+		npmscripts.New(),
+		entrypoints.New(),
+		noderuntime.New(),
+	)
+	if err := reg.RegisterAssessor(readiness.New(Task)); err != nil {
+		panic(err)
+	}
 }

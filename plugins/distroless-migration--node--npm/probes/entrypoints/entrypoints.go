@@ -171,6 +171,9 @@ func (r *resolver) executables(f *dockerfile.File, c npmscripts.Chain) []Executa
 	var exs []Executable
 	seen := map[string]bool{}
 	add := func(ex Executable) {
+		if ex.Command == "" {
+			return
+		}
 		key := ex.Command
 		if seen[key] {
 			return
@@ -310,6 +313,11 @@ func (r *resolver) inspect(f *dockerfile.File, word, origin string, line int, in
 		}
 	}
 	if ex.RepoPath == "" {
+		if !strings.Contains(word, "/") {
+			// Looked up on PATH in the image: a system binary, which
+			// node_runtime judges. Nothing to inspect here.
+			return Executable{}
+		}
 		return ex
 	}
 	r.classify(&ex)

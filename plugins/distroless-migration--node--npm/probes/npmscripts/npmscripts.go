@@ -210,6 +210,11 @@ func resolve(f *dockerfile.File, pk *pkg) (Chain, []probe.Warning) {
 	// sh -c LINE: removable when LINE is one plain command.
 	if len(argv) == 3 && shellcmd.IsShell(argv[0]) && argv[1] == "-c" {
 		a := shellcmd.Analyze(argv[2])
+		if !a.Removable && len(a.Commands) == 1 && onlyScriptCalls(a.Reasons) {
+			// sh -c "npm run x": the shell only wraps one package-manager
+			// command; resolve the script it runs.
+			a.Removable, a.Argv = true, a.Commands[0]
+		}
 		if !a.Removable {
 			c.Launcher = "shell"
 			c.Blockers = append(c.Blockers, "start command needs a shell: "+strings.Join(a.Reasons, ", "))
@@ -318,4 +323,15 @@ func startLine(sc dockerfile.StartCommand, from int) int {
 		return sc.Entrypoint.Line
 	}
 	return from
+}
+
+// onlyScriptCalls reports whether every reason is a call of a package
+// script (or mechanically removable).
+func onlyScriptCalls(reasons []string) bool {
+	for _, r := range reasons {
+		if !strings.HasPrefix(r, "calls package script ") && r != shellcmd.ReasonAssign && r != shellcmd.ReasonExec {
+			return false
+		}
+	}
+	return true
 }

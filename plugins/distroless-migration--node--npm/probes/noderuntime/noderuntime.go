@@ -1,0 +1,435 @@
+// Package noderuntime is the node_runtime probe. It reports the blockers of
+// a distroless move that are not about a shell: the Node major the builder
+// stage uses against the one the runtime would use (native modules are built
+// for one ABI), a musl (alpine) builder against a glibc runtime, native
+// addons (binding.gyp, prebuilds/, node-gyp, known native packages), OS
+// packages installed in the final stage (tini, curl, git, ffmpeg...), and
+// binaries the final stage's ENTRYPOINT or HEALTHCHECK runs, which a
+// distroless image does not have. It reads files only.
+package noderuntime
+
+import (
+	"context"
+	"fmt"
+	"path"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/codegenie/codegenie/internal/probe"
+	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/dockerfile"
+	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/probes/dockerfileprobe"
+	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/probes/nodeproject"
+	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/shellcmd"
+)
+
+// Name is the probe's name.
+const Name = "node_runtime"
+
+// Warning IDs.
+const (
+	WarnMajorMismatch     = "node_runtime.node_major_mismatch"
+	WarnMuslGlibc         = "node_runtime.musl_builder_glibc_runtime"
+	WarnNativeAddon       = "node_runtime.native_addon"
+	WarnOSPackage         = "node_runtime.os_package_in_final_stage"
+	WarnMissingBinary     = "node_runtime.missing_binary"
+	WarnUnsupportedMajor  = "node_runtime.no_distroless_for_major"
+	WarnUnknownNodeMajor  = "node_runtime.unknown_node_major"
+	ReasonDockerfileError = probe.Reason("dockerfile_parse_error")
+)
+
+// Warnings are the warnings this probe raises.
+var Warnings = []probe.WarningDesc{
+	{ID: WarnMajorMismatch, Summary: "the builder's Node major differs from the runtime's; native modules are built for the builder's ABI"},
+	{ID: WarnMuslGlibc, Summary: "the builder is musl (alpine) and the runtime glibc; native addons built there will not load"},
+	{ID: WarnNativeAddon, Summary: "a native addon is present; it must be built for the runtime's Node ABI and libc"},
+	{ID: WarnOSPackage, Summary: "the final stage installs OS packages, which a distroless image cannot hold"},
+	{ID: WarnMissingBinary, Summary: "the final stage runs a binary (curl, tini, git...) that a distroless node image does not have"},
+	{ID: WarnUnsupportedMajor, Summary: "no distroless node image is published for this Node major (only the current even LTS majors)"},
+	{ID: WarnUnknownNodeMajor, Summary: "the Node major of a stage could not be read from its base image tag"},
+}
+
+// DistrolessMajors are the Node majors with a published distroless image
+// (DOMAIN.md row 14).
+var DistrolessMajors = []int{22, 24, 26}
+
+// knownNative are packages that ship native addons.
+var knownNative = map[string]bool{
+	"bcrypt": true, "sharp": true, "better-sqlite3": true, "sqlite3": true, "canvas": true, "node-sass": true,
+	"argon2": true, "re2": true, "grpc": true, "bufferutil": true, "utf-8-validate": true, "cpu-features": true,
+	"kerberos": true, "libxmljs": true, "libxmljs2": true, "leveldown": true, "usb": true, "serialport": true,
+	"@serialport/bindings": true, "@serialport/bindings-cpp": true, "node-pty": true, "deasync": true,
+	"zeromq": true, "microtime": true, "farmhash": true, "isolated-vm": true, "@tensorflow/tfjs-node": true,
+	"oracledb": true, "ibm_db": true, "odbc": true, "lz4": true, "snappy": true, "hiredis": true,
+}
+
+// flaggedBinaries are binaries a distroless node image lacks and that
+// services commonly rely on.
+var flaggedBinaries = map[string]string{
+	"tini": "use docker run --init or the orchestrator's init instead", "dumb-init": "use docker run --init instead",
+	"curl": "write the health check in Node (HEALTHCHECK CMD [\"/nodejs/bin/node\", \"healthcheck.js\"])",
+	"wget": "write the health check in Node", "git": "keep a non-distroless image or drop the dependency",
+	"ffmpeg": "keep a non-distroless image or use a static build copied in", "bash": "remove the shell dependency",
+	"imagemagick": "keep a non-distroless image", "convert": "keep a non-distroless image", "python3": "keep a non-distroless image",
+	"python": "keep a non-distroless image", "gosu": "use USER instead", "su-exec": "use USER instead", "nc": "write the check in Node",
+}
+
+// Facts are the node_runtime facts.
+type Facts struct {
+	EnginesNode string      `json:"engines_node,omitempty"`
+	Images      []Image     `json:"images"`
+	Native      []Native    `json:"native_addons,omitempty"`
+	OSPackages  []OSPackage `json:"os_packages,omitempty"`
+	Binaries    []BinaryUse `json:"binaries,omitempty"`
+}
+
+// Image is one Dockerfile's builder and runtime bases.
+type Image struct {
+	Dockerfile string `json:"dockerfile"`
+	Builder    *Base  `json:"builder,omitempty"`
+	Runtime    Base   `json:"runtime"`
+}
+
+// Base is a stage's base image.
+type Base struct {
+	Stage     int    `json:"stage"`
+	Ref       string `json:"ref"`
+	NodeMajor int    `json:"node_major,omitempty"`
+	Libc      string `json:"libc"` // glibc, musl or unknown
+	Kind      string `json:"kind"`
+	Line      int    `json:"line"`
+}
+
+// Native is evidence of a native addon.
+type Native struct {
+	Package string `json:"package"`
+	How     string `json:"how"` // binding.gyp, prebuilds, known_package, node_gyp_script
+	File    string `json:"file"`
+}
+
+// OSPackage is a package installed in the final stage's chain.
+type OSPackage struct {
+	Dockerfile string `json:"dockerfile"`
+	Manager    string `json:"manager"`
+	Name       string `json:"name"`
+	Line       int    `json:"line"`
+	Flagged    bool   `json:"flagged"`
+}
+
+// BinaryUse is a binary the final stage runs at start or for health.
+type BinaryUse struct {
+	Dockerfile string `json:"dockerfile"`
+	Binary     string `json:"binary"`
+	Origin     string `json:"origin"` // entrypoint, cmd, healthcheck
+	Line       int    `json:"line"`
+	Fix        string `json:"fix,omitempty"`
+}
+
+// Probe is the node_runtime probe.
+type Probe struct{}
+
+// New returns the probe.
+func New() *Probe { return &Probe{} }
+
+var _ probe.Probe = (*Probe)(nil)
+
+// Desc describes the probe.
+func (*Probe) Desc() probe.Desc {
+	return probe.Desc{
+		Name:          Name,
+		Version:       "1",
+		Heaviness:     probe.Light,
+		CacheStrategy: probe.CacheContent,
+		DeclaredInputs: append([]string{"package.json", "binding.gyp", "node_modules/*/package.json", "node_modules/@*/*/package.json",
+			"node_modules/*/binding.gyp", "node_modules/@*/*/binding.gyp", "node_modules/*/prebuilds/**", "node_modules/@*/*/prebuilds/**"},
+			dockerfile.Patterns...),
+		NewFacts: func() any { return new(Facts) },
+	}
+}
+
+// Run reads the Dockerfiles, package.json and node_modules metadata.
+func (*Probe) Run(ctx context.Context, repo *probe.Repo, _ *probe.Context) (probe.Output, error) {
+	facts := &Facts{Images: []Image{}}
+	out := probe.Output{Confidence: probe.High, Facts: facts}
+	if data, err := repo.ReadFile("package.json"); err == nil {
+		var pj nodeproject.Facts
+		if nodeproject.Parse(data, &pj) == nil {
+			facts.EnginesNode = pj.EnginesNode
+			for _, d := range pj.Dependencies {
+				if knownNative[d.Name] {
+					facts.Native = append(facts.Native, Native{Package: d.Name, How: "known_package", File: "package.json"})
+				}
+			}
+			for name, s := range pj.Scripts {
+				if strings.Contains(s, "node-gyp") {
+					facts.Native = append(facts.Native, Native{Package: pj.Name, How: "node_gyp_script", File: "package.json#scripts." + name})
+				}
+			}
+		}
+	}
+	if err := nativeInModules(repo, facts); err != nil {
+		return probe.Output{}, err
+	}
+	sort.Slice(facts.Native, func(i, j int) bool {
+		a, b := facts.Native[i], facts.Native[j]
+		return a.Package+a.How+a.File < b.Package+b.How+b.File
+	})
+	files, err := dockerfileprobe.Find(repo)
+	if err != nil {
+		return probe.Output{}, err
+	}
+	for _, p := range files {
+		if err := ctx.Err(); err != nil {
+			return probe.Output{}, err
+		}
+		data, err := repo.ReadFile(p)
+		if err != nil {
+			return probe.Output{}, fmt.Errorf("reading %s: %w", p, err)
+		}
+		f, err := dockerfile.Parse(p, data)
+		if err != nil {
+			out.Confidence, out.Reason, out.Detail = probe.Medium, ReasonDockerfileError, err.Error()
+			continue
+		}
+		img := image(f)
+		facts.Images = append(facts.Images, img)
+		out.Warnings = append(out.Warnings, imageWarnings(f.Path, img, len(facts.Native) > 0)...)
+		pkgs := osPackages(f)
+		facts.OSPackages = append(facts.OSPackages, pkgs...)
+		for _, pk := range pkgs {
+			ev := []probe.Evidence{{File: f.Path, Line: pk.Line}}
+			out.Warnings = append(out.Warnings, probe.Warning{ID: WarnOSPackage, Message: fmt.Sprintf("the final stage installs %s with %s", pk.Name, pk.Manager), Evidence: ev})
+		}
+		bins := binaries(f)
+		facts.Binaries = append(facts.Binaries, bins...)
+		for _, b := range bins {
+			out.Warnings = append(out.Warnings, probe.Warning{ID: WarnMissingBinary,
+				Message: fmt.Sprintf("the %s runs %s, which distroless lacks: %s", b.Origin, b.Binary, b.Fix), Evidence: []probe.Evidence{{File: f.Path, Line: b.Line}}})
+		}
+	}
+	for _, n := range facts.Native {
+		out.Warnings = append(out.Warnings, probe.Warning{ID: WarnNativeAddon, Message: fmt.Sprintf("native addon %s (%s)", n.Package, n.How), Evidence: []probe.Evidence{{File: strings.SplitN(n.File, "#", 2)[0], Line: 1}}})
+	}
+	return out, nil
+}
+
+func nativeInModules(repo *probe.Repo, facts *Facts) error {
+	if repo.Exists("binding.gyp") {
+		facts.Native = append(facts.Native, Native{Package: ".", How: "binding.gyp", File: "binding.gyp"})
+	}
+	seen := map[string]bool{}
+	for _, pat := range []string{"node_modules/*/binding.gyp", "node_modules/@*/*/binding.gyp", "node_modules/*/prebuilds/**", "node_modules/@*/*/prebuilds/**"} {
+		ms, err := repo.Glob(pat)
+		if err != nil {
+			return err
+		}
+		for _, m := range ms {
+			pkg, how := moduleOf(m)
+			if pkg == "" || seen[pkg+how] {
+				continue
+			}
+			seen[pkg+how] = true
+			file := m
+			if how == "prebuilds" {
+				file = "node_modules/" + pkg + "/prebuilds"
+			}
+			facts.Native = append(facts.Native, Native{Package: pkg, How: how, File: file})
+		}
+	}
+	return nil
+}
+
+// moduleOf names the package a node_modules path belongs to.
+func moduleOf(p string) (pkg, how string) {
+	rest := strings.TrimPrefix(p, "node_modules/")
+	parts := strings.Split(rest, "/")
+	n := 1
+	if strings.HasPrefix(parts[0], "@") {
+		n = 2
+	}
+	if len(parts) <= n {
+		return "", ""
+	}
+	how = "binding.gyp"
+	if parts[n] == "prebuilds" {
+		how = "prebuilds"
+	}
+	return strings.Join(parts[:n], "/"), how
+}
+
+var (
+	majorRE      = regexp.MustCompile(`(?:^|[^0-9])(\d{1,2})(?:[.\-]|$)`)
+	distrolessRE = regexp.MustCompile(`nodejs(\d+)`)
+)
+
+// base describes a stage's root base image.
+func base(f *dockerfile.File, stage int) Base {
+	ref := f.RootBase(stage)
+	b := Base{Stage: stage, Ref: ref, Kind: string(dockerfile.ClassifyBase(ref)), Libc: "unknown", Line: f.Stages[stage].Line}
+	tag := ""
+	name := ref
+	if i := strings.LastIndex(ref, ":"); i > strings.LastIndex(ref, "/") {
+		name, tag = ref[:i], ref[i+1:]
+	}
+	switch dockerfile.ClassifyBase(ref) {
+	case dockerfile.BaseOfficialNode:
+		if m := majorRE.FindStringSubmatch(tag); m != nil {
+			b.NodeMajor, _ = strconv.Atoi(m[1])
+		}
+		b.Libc = "glibc"
+		if strings.Contains(tag, "alpine") {
+			b.Libc = "musl"
+		}
+	case dockerfile.BaseDistroless:
+		if m := distrolessRE.FindStringSubmatch(name); m != nil {
+			b.NodeMajor, _ = strconv.Atoi(m[1])
+		}
+		b.Libc = "glibc"
+	case dockerfile.BaseOther:
+		if strings.Contains(ref, "alpine") {
+			b.Libc = "musl"
+		}
+	}
+	return b
+}
+
+func image(f *dockerfile.File) Image {
+	img := Image{Dockerfile: f.Path, Runtime: base(f, f.Final)}
+	if f.Builder >= 0 {
+		b := base(f, f.Builder)
+		img.Builder = &b
+	}
+	return img
+}
+
+func imageWarnings(file string, img Image, native bool) []probe.Warning {
+	var ws []probe.Warning
+	ev := func(line int) []probe.Evidence { return []probe.Evidence{{File: file, Line: line}} }
+	rt := img.Runtime
+	if img.Builder != nil {
+		b := img.Builder
+		if b.NodeMajor != 0 && rt.NodeMajor != 0 && b.NodeMajor != rt.NodeMajor {
+			ws = append(ws, probe.Warning{ID: WarnMajorMismatch, Message: fmt.Sprintf("builder uses Node %d (%s), runtime Node %d (%s)", b.NodeMajor, b.Ref, rt.NodeMajor, rt.Ref), Evidence: ev(b.Line)})
+		}
+		if b.Libc == "musl" && native {
+			ws = append(ws, probe.Warning{ID: WarnMuslGlibc, Message: fmt.Sprintf("builder %s is musl; a distroless runtime is glibc, so the native addons built there will not load", b.Ref), Evidence: ev(b.Line)})
+		}
+	}
+	major := rt.NodeMajor
+	line := rt.Line
+	if img.Builder != nil && img.Builder.NodeMajor != 0 {
+		major, line = img.Builder.NodeMajor, img.Builder.Line
+	}
+	switch {
+	case major == 0 && (rt.Kind != string(dockerfile.BaseOther) || img.Builder != nil):
+		ws = append(ws, probe.Warning{ID: WarnUnknownNodeMajor, Message: "the Node major could not be read from the base tags; pin a major (node:22)", Evidence: ev(line)})
+	case major != 0 && !supported(major):
+		ws = append(ws, probe.Warning{ID: WarnUnsupportedMajor, Message: fmt.Sprintf("Node %d has no distroless image; bump to %d", major, nextSupported(major)), Evidence: ev(line)})
+	}
+	return ws
+}
+
+func supported(m int) bool {
+	for _, s := range DistrolessMajors {
+		if s == m {
+			return true
+		}
+	}
+	return false
+}
+
+func nextSupported(m int) int {
+	for _, s := range DistrolessMajors {
+		if s >= m {
+			return s
+		}
+	}
+	return DistrolessMajors[len(DistrolessMajors)-1]
+}
+
+// osPackages finds packages installed by RUN in the final stage's chain.
+func osPackages(f *dockerfile.File) []OSPackage {
+	var pkgs []OSPackage
+	for i := f.Final; i >= 0; i = f.Stages[i].BaseStage {
+		for _, in := range f.Stages[i].Instructions {
+			if in.Command != "run" || len(in.Args) == 0 {
+				continue
+			}
+			var cmds [][]string
+			if in.Form == dockerfile.FormShell {
+				cmds = shellcmd.Analyze(in.Args[0]).Commands
+			} else {
+				cmds = [][]string{in.Args}
+			}
+			for _, c := range cmds {
+				mgr, names := installs(c)
+				for _, n := range names {
+					_, flagged := flaggedBinaries[n]
+					pkgs = append(pkgs, OSPackage{Dockerfile: f.Path, Manager: mgr, Name: n, Line: in.Line, Flagged: flagged})
+				}
+			}
+		}
+	}
+	return pkgs
+}
+
+// installs recognises apt-get/apt/apk/yum/dnf/microdnf install commands.
+func installs(argv []string) (string, []string) {
+	if len(argv) < 2 {
+		return "", nil
+	}
+	mgr := path.Base(argv[0])
+	var verb []string
+	switch mgr {
+	case "apt-get", "apt", "yum", "dnf", "microdnf":
+		verb = []string{"install"}
+	case "apk":
+		verb = []string{"add"}
+	default:
+		return "", nil
+	}
+	var names []string
+	found := false
+	for _, a := range argv[1:] {
+		switch {
+		case !found && a == verb[0]:
+			found = true
+		case found && !strings.HasPrefix(a, "-") && a != "<expanded>":
+			n := a
+			if i := strings.IndexAny(n, "=<>"); i > 0 {
+				n = n[:i]
+			}
+			names = append(names, n)
+		}
+	}
+	return mgr, names
+}
+
+// binaries finds flagged binaries run by the final stage's ENTRYPOINT, CMD
+// or HEALTHCHECK.
+func binaries(f *dockerfile.File) []BinaryUse {
+	var uses []BinaryUse
+	for _, c := range []string{"entrypoint", "cmd", "healthcheck"} {
+		in, ok := f.Effective(f.Final, c)
+		if !ok || len(in.Args) == 0 {
+			continue
+		}
+		var cmds [][]string
+		if in.Form == dockerfile.FormShell {
+			cmds = shellcmd.Analyze(strings.Join(in.Args, " ")).Commands
+		} else {
+			cmds = [][]string{in.Args}
+		}
+		for _, cmd := range cmds {
+			if len(cmd) == 0 {
+				continue
+			}
+			bin := path.Base(cmd[0])
+			if fix, ok := flaggedBinaries[bin]; ok {
+				uses = append(uses, BinaryUse{Dockerfile: f.Path, Binary: bin, Origin: c, Line: in.Line, Fix: fix})
+			}
+		}
+	}
+	return uses
+}
