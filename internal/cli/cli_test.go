@@ -199,3 +199,23 @@ func TestSummaryOnTerminal(t *testing.T) {
 		t.Errorf("no summary on a terminal stderr: %q", errb.String())
 	}
 }
+
+// TestWarningsDocIsCurrent keeps docs/warnings.md, the target of every
+// SARIF rule's helpUri, in step with the registry.
+func TestWarningsDocIsCurrent(t *testing.T) {
+	t.Parallel()
+	r := execute(t, t.Context(), "warnings", "--markdown")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	p := filepath.Join(filepath.Dir(example(t)), "..", "docs", "warnings.md")
+	b, err := os.ReadFile(p)
+	if err != nil || string(b) != r.stdout {
+		t.Fatalf("docs/warnings.md is stale (%v): run 'go run ./cmd/codegenie warnings --markdown > docs/warnings.md'", err)
+	}
+	for _, w := range builtin.NewRegistry().Warnings().All() {
+		if !strings.Contains(r.stdout, "### "+w.ID+"\n") {
+			t.Errorf("no heading for %s", w.ID)
+		}
+	}
+}

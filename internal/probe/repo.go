@@ -28,7 +28,8 @@ type Repo struct {
 	Root string
 
 	once  sync.Once
-	files []string // sorted; regular files and symlinks
+	files []string   // sorted; regular files and symlinks
+	segs  [][]string // files[i] split at "/"
 	err   error
 }
 
@@ -82,7 +83,13 @@ func (r *Repo) Exists(rel string) bool {
 // Files returns every regular file and symlink under Root, sorted, except
 // those under .git. Directory symlinks are listed, not followed.
 func (r *Repo) Files() ([]string, error) {
-	r.once.Do(func() { r.files, r.err = r.walk() })
+	r.once.Do(func() {
+		r.files, r.err = r.walk()
+		r.segs = make([][]string, len(r.files))
+		for i, f := range r.files {
+			r.segs[i] = strings.Split(f, "/")
+		}
+	})
 	return r.files, r.err
 }
 
@@ -134,8 +141,8 @@ func (r *Repo) Glob(pattern string) ([]string, error) {
 	pat := strings.Split(pattern, "/")
 	vendored := pat[0] == "node_modules" || pat[0] == ".git"
 	var out []string
-	for _, f := range files {
-		segs := strings.Split(f, "/")
+	for i, f := range files {
+		segs := r.segs[i]
 		if !vendored && hasVendoredSegment(segs[:len(segs)-1]) {
 			continue
 		}
