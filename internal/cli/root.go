@@ -117,6 +117,7 @@ whether the service can run on a distroless image, which has no shell.`,
 		newCmdWarnings(g),
 		newCmdCache(g),
 		newCmdVersion(g),
+		newCmdDev(g),
 	)
 	return root
 }

@@ -1,0 +1,69 @@
+package cli
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/codegenie/codegenie/internal/devimages"
+)
+
+func newCmdDev(g *globals) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:     "dev",
+		Short:   "Tools for developing and testing codegenie",
+		Example: `  codegenie dev images serve --addr 127.0.0.1:5000`,
+		Args:    exactArgs(0, "a subcommand: images"),
+		RunE:    func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+	}
+	images := &cobra.Command{
+		Use:   "images",
+		Short: "Build and serve local stand-ins of node:22 and gcr.io/distroless/nodejs22-debian13",
+		Example: `  codegenie dev images serve --addr 127.0.0.1:5000 &
+  codegenie gather --registry-mirror docker.io=127.0.0.1:5000,gcr.io=127.0.0.1:5000 ./my-service`,
+		Args: exactArgs(0, "a subcommand: serve"),
+		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+	}
+	var addr string
+	serve := &cobra.Command{
+		Use:   "serve",
+		Short: "Build the stand-in images and serve them from a registry on loopback until interrupted",
+		Long: `serve builds node:22 (a real Node 22 and npm from the tarballs scripts/setup.sh
+fetched, busybox as /bin/sh, and a #!/bin/sh docker-entrypoint.sh) and a
+distroless node 22 image (node at /nodejs/bin/node, no shell), pushes them to an
+in-process registry on loopback, prints the mirror setting and each digest, and
+serves until interrupted. Machines with no Docker Hub (CI here) use it so that
+unmodified FROM node:22 and FROM gcr.io/distroless/nodejs22-debian13 resolve.`,
+		Example: `  codegenie dev images serve
+  codegenie dev images serve --addr 127.0.0.1:5000`,
+		Args: exactArgs(0, "no arguments"),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			start := time.Now()
+			node, distroless, nonroot, err := devimages.Build(devimages.DefaultInputs())
+			if err != nil {
+				return err
+			}
+			reg, err := devimages.Serve(cmd.Context(), addr, node, distroless, nonroot)
+			if err != nil {
+				return err
+			}
+			defer reg.Close()
+			fmt.Fprintf(g.stdout, "registry-mirror: %s\n", reg.Mirrors())
+			for _, tags := range [][]string{devimages.NodeTags, devimages.DistrolessTags, devimages.NonrootTags} {
+				for _, t := range tags {
+					fmt.Fprintf(g.stdout, "%s@%s\n", t, reg.Digests[t])
+				}
+			}
+			if g.stderrTTY {
+				fmt.Fprintf(g.stderr, "built and pushed in %s; serving on %s until interrupted\n", time.Since(start).Round(time.Millisecond), reg.Host)
+			}
+			<-cmd.Context().Done()
+			return nil
+		},
+	}
+	serve.Flags().StringVar(&addr, "addr", "127.0.0.1:5000", "loopback address to listen on (port 0 picks one)")
+	images.AddCommand(serve)
+	cmd.AddCommand(images)
+	return cmd
+}
