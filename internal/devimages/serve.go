@@ -74,7 +74,7 @@ func Serve(ctx context.Context, addr string, node, distroless, nonroot v1.Image)
 		tags []string
 	}{{node, NodeTags}, {distroless, DistrolessTags}, {nonroot, NonrootTags}} {
 		if err := push(p.img, p.tags); err != nil {
-			r.Close()
+			_ = r.Close()
 			return nil, err
 		}
 	}
