@@ -234,9 +234,18 @@ type PruneResult struct {
 
 // Prune removes entries last written more than olderThan ago (every entry
 // when olderThan is zero), corrupt entries, and stale temporary files.
+// Stat memos unused for olderThan go too.
 func (c *Cache) Prune(olderThan time.Duration) (PruneResult, error) {
 	var res PruneResult
 	now := c.now()
+	if memos, err := os.ReadDir(filepath.Join(c.dir, memoDir)); err == nil {
+		for _, m := range memos {
+			fi, err := m.Info()
+			if err == nil && (olderThan == 0 || now.Sub(fi.ModTime()) > olderThan) {
+				_ = os.Remove(filepath.Join(c.dir, memoDir, m.Name()))
+			}
+		}
+	}
 	err := c.each(func(p string, fi fs.FileInfo, temp bool) error {
 		remove := false
 		switch {

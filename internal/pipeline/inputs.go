@@ -2,11 +2,7 @@ package pipeline
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"fmt"
-	"io"
-	"os"
+	"errors"
 	"strings"
 	"sync"
 
@@ -36,12 +32,16 @@ func (r *run) inputs(ctx context.Context, pr probe.Probe, d *probe.Desc) (ins []
 			ins = append(ins, cache.Input{Path: decl, Digest: absent})
 			continue
 		}
-		for _, m := range matches {
-			dg, err := r.digests.file(m)
-			if err != nil {
-				return nil, false, &InputError{Probe: d.Name, Path: m, Err: err}
+		dgs, err := r.digests.files(ctx, matches)
+		if err != nil {
+			var fe *fileError
+			if errors.As(err, &fe) {
+				return nil, false, &InputError{Probe: d.Name, Path: fe.path, Err: fe.err}
 			}
-			ins = append(ins, cache.Input{Path: m, Digest: dg})
+			return nil, false, err
+		}
+		for i, m := range matches {
+			ins = append(ins, cache.Input{Path: m, Digest: dgs[i]})
 		}
 	}
 	if l, ok := pr.(probe.ImageLister); ok {
@@ -68,11 +68,84 @@ func (r *run) inputs(ctx context.Context, pr probe.Probe, d *probe.Desc) (ins []
 }
 
 // digests memoises file and image digests for one run, so probes sharing
-// an input hash it once.
+// an input hash it once, and consults the cache's stat memo so that an
+// unchanged file is not read again on a later run.
 type digests struct {
-	repo *probe.Repo
-	mu   sync.Mutex
-	m    map[string]*memo
+	repo  *probe.Repo
+	stat  *cache.StatMemo // nil without a cache
+	mu    sync.Mutex
+	m     map[string]*memo
+	used  map[string]bool
+	usedM sync.Mutex
+}
+
+type fileError struct {
+	path string
+	err  error
+}
+
+func (e *fileError) Error() string { return e.path + ": " + e.err.Error() }
+func (e *fileError) Unwrap() error { return e.err }
+
+// files returns the digests of paths, in order, hashing with a bounded
+// number of workers.
+func (d *digests) files(ctx context.Context, paths []string) ([]string, error) {
+	out := make([]string, len(paths))
+	if len(paths) == 1 {
+		dg, err := d.file(paths[0])
+		if err != nil {
+			return nil, &fileError{paths[0], err}
+		}
+		out[0] = dg
+		return out, nil
+	}
+	var (
+		wg    sync.WaitGroup
+		next  = make(chan int)
+		errMu sync.Mutex
+		first error
+	)
+	for range min(hashWorkers(), len(paths)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				dg, err := d.file(paths[i])
+				if err != nil {
+					errMu.Lock()
+					if first == nil {
+						first = &fileError{paths[i], err}
+					}
+					errMu.Unlock()
+					continue
+				}
+				out[i] = dg
+			}
+		}()
+	}
+	for i := range paths {
+		if ctx.Err() != nil {
+			break
+		}
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return out, first
+}
+
+// save writes the stat memo, keeping the entries of the files this run
+// used.
+func (d *digests) save() error {
+	if d.stat == nil {
+		return nil
+	}
+	d.usedM.Lock()
+	defer d.usedM.Unlock()
+	return d.stat.Save(d.used)
 }
 
 type memo struct {
@@ -81,8 +154,12 @@ type memo struct {
 	err  error
 }
 
-func newDigests(repo *probe.Repo) *digests {
-	return &digests{repo: repo, m: make(map[string]*memo)}
+func newDigests(repo *probe.Repo, c *cache.Cache) *digests {
+	d := &digests{repo: repo, m: make(map[string]*memo), used: make(map[string]bool)}
+	if c != nil {
+		d.stat = c.Memo(repo.Root)
+	}
+	return d
 }
 
 func (d *digests) get(key string, fn func() (string, error)) (string, error) {
@@ -99,16 +176,25 @@ func (d *digests) get(key string, fn func() (string, error)) (string, error) {
 
 func (d *digests) file(rel string) (string, error) {
 	return d.get("file:"+rel, func() (string, error) {
-		f, err := os.Open(d.repo.Abs(rel))
+		abs := d.repo.Abs(rel)
+		if d.stat != nil {
+			d.usedM.Lock()
+			d.used[rel] = true
+			d.usedM.Unlock()
+			if id, err := statFile(abs); err == nil {
+				if dg, ok := d.stat.Lookup(rel, id); ok {
+					return dg, nil
+				}
+			}
+		}
+		dg, id, err := hashFile(abs)
 		if err != nil {
 			return "", err
 		}
-		defer f.Close()
-		h := sha256.New()
-		if _, err := io.Copy(h, f); err != nil {
-			return "", fmt.Errorf("hashing: %w", err)
+		if d.stat != nil {
+			d.stat.Record(rel, id, dg)
 		}
-		return "sha256:" + hex.EncodeToString(h.Sum(nil)), nil
+		return dg, nil
 	})
 }
 

@@ -125,7 +125,7 @@ func (p *Pipeline) Run(ctx context.Context, repo *probe.Repo, pctx *probe.Contex
 			light = append(light, pr)
 		}
 	}
-	run := &run{p: p, repo: repo, pctx: pctx, digests: newDigests(repo)}
+	run := &run{p: p, repo: repo, pctx: pctx, digests: newDigests(repo, p.Cache)}
 	records := make([]Record, 0, len(light)+len(last))
 	lightLimit := p.LightLimit
 	if lightLimit <= 0 {
@@ -147,6 +147,9 @@ func (p *Pipeline) Run(ctx context.Context, repo *probe.Repo, pctx *probe.Contex
 		records = append(records, recs...)
 	}
 	sort.Slice(records, func(i, j int) bool { return records[i].Result.Probe < records[j].Result.Probe })
+	if err := run.digests.save(); err != nil {
+		pctx.Logger.Warn("saving the stat memo", "err", err)
+	}
 	return records, nil
 }
 

@@ -493,3 +493,45 @@ func TestAppliesToTasks(t *testing.T) {
 		t.Fatalf("records = %v, want only all_tasks", byName(recs))
 	}
 }
+
+// TestInPlaceEditMissesTheCache: an edit that keeps the size and restores
+// the modification time is still seen, because the key hashes content and
+// the stat memo keys on the change time too.
+func TestInPlaceEditMissesTheCache(t *testing.T) {
+	t.Parallel()
+	pr := newFake("reads", probe.Light, func(_ context.Context, repo *probe.Repo) (probe.Output, error) {
+		b, err := repo.ReadFile("package.json")
+		if err != nil {
+			return probe.Output{}, err
+		}
+		return probe.Output{Confidence: probe.High, Facts: &facts{N: int(b[0])}}, nil
+	})
+	p := newPipeline(t, true, pr)
+	repo := repoWith(t, map[string]string{"package.json": "1"})
+	past := time.Now().Add(-time.Hour)
+	if err := os.Chtimes(repo.Abs("package.json"), past, past); err != nil {
+		t.Fatal(err)
+	}
+	run := func() Record {
+		t.Helper()
+		recs, err := p.Run(t.Context(), mustReopen(t, repo), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return recs[0]
+	}
+	first := run()
+	if r := run(); !r.CacheHit {
+		t.Fatal("unchanged repository missed")
+	}
+	if err := os.WriteFile(repo.Abs("package.json"), []byte("2"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(repo.Abs("package.json"), past, past); err != nil {
+		t.Fatal(err)
+	}
+	got := run()
+	if got.CacheHit || bytes.Equal(got.Raw, first.Raw) {
+		t.Fatalf("an in-place edit was answered from the cache: %s", got.Raw)
+	}
+}

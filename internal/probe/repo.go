@@ -31,6 +31,7 @@ type Repo struct {
 	files []string   // sorted; regular files and symlinks
 	segs  [][]string // files[i] split at "/"
 	err   error
+	globs sync.Map // pattern → []string, for probes sharing patterns
 }
 
 // OpenRepo checks that dir is a readable directory and returns its view.
@@ -119,7 +120,8 @@ func (r *Repo) walk() ([]string, error) {
 	return files, nil
 }
 
-// Glob returns the files matching pattern, sorted. A pattern is a
+// Glob returns the files matching pattern, sorted. Callers must not
+// modify the returned slice: results are shared between callers. A pattern is a
 // slash-separated path whose segments use path.Match syntax, plus "**" for
 // any number of segments. Unless the pattern starts with node_modules or
 // .git, matches inside those directories are left out. A pattern with no
@@ -134,14 +136,26 @@ func (r *Repo) Glob(pattern string) ([]string, error) {
 		}
 		return nil, nil
 	}
+	if v, ok := r.globs.Load(pattern); ok {
+		return v.([]string), nil
+	}
 	files, err := r.Files()
 	if err != nil {
 		return nil, err
 	}
 	pat := strings.Split(pattern, "/")
 	vendored := pat[0] == "node_modules" || pat[0] == ".git"
+	// A last segment "*<literal>" (such as *.js) lets most paths be
+	// rejected with a suffix check before matching.
+	suffix := ""
+	if last := pat[len(pat)-1]; strings.HasPrefix(last, "*") && !strings.ContainsAny(last[1:], `*?[\`) {
+		suffix = last[1:]
+	}
 	var out []string
 	for i, f := range files {
+		if suffix != "" && !strings.HasSuffix(f, suffix) {
+			continue
+		}
 		segs := r.segs[i]
 		if !vendored && hasVendoredSegment(segs[:len(segs)-1]) {
 			continue
@@ -150,6 +164,7 @@ func (r *Repo) Glob(pattern string) ([]string, error) {
 			out = append(out, f)
 		}
 	}
+	r.globs.Store(pattern, out)
 	return out, nil
 }
 

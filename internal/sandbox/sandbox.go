@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/codegenie/codegenie/internal/trace"
@@ -57,6 +58,51 @@ type SpawnRequest struct {
 	AllowNetwork bool          `json:"allow_network,omitempty"`
 	Timeout      time.Duration `json:"timeout,omitempty"`
 	Limits       Limits        `json:"limits,omitzero"`
+	// Build, when set, makes the spawn build the workspace's Dockerfile and
+	// boot the image instead of running Command: every build step and the
+	// boot run in the sandbox, traced, and Result.Phases says how each went.
+	Build *BuildSpec `json:"build,omitempty"`
+}
+
+// BuildSpec is an image build and boot inside the sandbox.
+type BuildSpec struct {
+	// Dockerfile is the workspace-relative path of the Dockerfile.
+	Dockerfile string `json:"dockerfile"`
+	// Targets are built in order: stage names, or "" for the final stage.
+	Targets []string `json:"targets"`
+	// Boot runs the last target's image with its entrypoint, cmd, env,
+	// workdir and user, network off, for BootFor or until it exits.
+	Boot    bool          `json:"boot,omitempty"`
+	BootFor time.Duration `json:"boot_for,omitempty"`
+	// RegistryMirrors maps a registry (docker.io, gcr.io) to the host of a
+	// mirror to pull base images from instead.
+	RegistryMirrors map[string]string `json:"registry_mirrors,omitempty"`
+}
+
+// Phase names.
+const (
+	PhaseBoot = "boot"
+)
+
+// BuildPhase is the phase name of step N (1-based, counting RUN steps) of
+// a build stage: "build:<stage>:<step N>".
+func BuildPhase(stage string, step int) string {
+	return fmt.Sprintf("build:%s:step %d", stage, step)
+}
+
+// PhaseResult is how one phase of a build-and-boot spawn went.
+type PhaseResult struct {
+	// Name is "build:<target>" for a whole target, a BuildPhase for one
+	// step, or PhaseBoot.
+	Name     string        `json:"name"`
+	ExitCode int           `json:"exit_code"`
+	Failed   bool          `json:"failed,omitempty"`
+	TimedOut bool          `json:"timed_out,omitempty"`
+	Duration time.Duration `json:"duration"`
+	// OutputTail is the end of the phase's combined output, bounded.
+	OutputTail string `json:"output_tail,omitempty"`
+	// Image is the built image's ID, for build targets.
+	Image string `json:"image,omitempty"`
 }
 
 // Validate checks the request before anything runs.
@@ -64,8 +110,19 @@ func (r *SpawnRequest) Validate() error {
 	if err := r.Role.Validate(); err != nil {
 		return err
 	}
-	if len(r.Command) == 0 || r.Command[0] == "" {
+	if r.Build == nil && (len(r.Command) == 0 || r.Command[0] == "") {
 		return fmt.Errorf("%w: empty command", ErrInvalidRequest)
+	}
+	if b := r.Build; b != nil {
+		if b.Dockerfile == "" || strings.HasPrefix(b.Dockerfile, "/") || strings.Contains(b.Dockerfile, "..") {
+			return fmt.Errorf("%w: build Dockerfile %q must be a path inside the workspace", ErrInvalidRequest, b.Dockerfile)
+		}
+		if len(b.Targets) == 0 {
+			return fmt.Errorf("%w: build names no target", ErrInvalidRequest)
+		}
+		if b.BootFor < 0 {
+			return fmt.Errorf("%w: negative boot time", ErrInvalidRequest)
+		}
 	}
 	if r.Workspace.Dir == "" {
 		return fmt.Errorf("%w: no workspace directory", ErrInvalidRequest)
@@ -90,12 +147,14 @@ type Result struct {
 	Trace           []trace.Event `json:"trace,omitempty"`
 	// TraceComplete is true only when tracing was asked for and no event
 	// was dropped and the stream ended cleanly.
-	TraceComplete bool          `json:"trace_complete"`
-	TimedOut      bool          `json:"timed_out,omitempty"`
-	Backend       string        `json:"backend"`
-	Started       time.Time     `json:"started"`
-	Duration      time.Duration `json:"duration"`
-	AuditID       string        `json:"audit_id,omitempty"`
+	TraceComplete bool `json:"trace_complete"`
+	TimedOut      bool `json:"timed_out,omitempty"`
+	// Phases report each phase of a Build spawn, in order.
+	Phases   []PhaseResult `json:"phases,omitempty"`
+	Backend  string        `json:"backend"`
+	Started  time.Time     `json:"started"`
+	Duration time.Duration `json:"duration"`
+	AuditID  string        `json:"audit_id,omitempty"`
 }
 
 // UnsupportedError says why a backend cannot run on this host. It matches

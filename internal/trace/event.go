@@ -93,7 +93,15 @@ type Event struct {
 	// "build:builder:step 2" or "boot". Sources leave it empty; the caller
 	// that knows the phases fills it in.
 	Phase string `json:"phase,omitempty"`
+	// Interp is the interpreter named by the shebang of the exec'd file,
+	// read host-side from the sandbox's root filesystem (gVisor reports a
+	// script's path, not its interpreter). Empty for an ELF binary or when
+	// not looked up; InterpUnknown when the file could not be read.
+	Interp string `json:"interp,omitempty"`
 }
+
+// InterpUnknown marks an exec whose interpreter could not be read.
+const InterpUnknown = "?"
 
 // eventAlias breaks the recursion of UnmarshalJSON.
 type eventAlias Event

@@ -49,10 +49,21 @@ func ClassifyShell(e *Event, interp Interpreters) (m ShellMatch, shell bool, unk
 	case path.Base(e.Binary) == "busybox" && len(e.Argv) > 1 && IsShellName(e.Argv[1]):
 		return ShellMatch{By: "busybox", Shell: path.Base(e.Argv[1])}, true, false
 	}
-	if e.Kind != KindExec || interp == nil || e.Binary == "" {
+	if e.Kind != KindExec || e.Binary == "" {
 		return ShellMatch{}, false, false
 	}
-	ip, isScript, ok := interp(e.Binary)
+	var ip string
+	var isScript, ok bool
+	switch {
+	case e.Interp == InterpUnknown:
+		ok = false
+	case e.Interp != "":
+		ip, isScript, ok = e.Interp, true, true
+	case interp != nil:
+		ip, isScript, ok = interp(e.Binary)
+	default:
+		return ShellMatch{}, false, false
+	}
 	switch {
 	case !ok:
 		return ShellMatch{By: "shebang", Shell: "unknown"}, false, true

@@ -142,3 +142,14 @@ func TestRootfsInterpreters(t *testing.T) {
 		t.Errorf("#!/usr/bin/env bash script: %+v, %v", m, shell)
 	}
 }
+
+func TestClassifyUsesEventInterp(t *testing.T) {
+	t.Parallel()
+	m, shell, _ := ClassifyShell(&Event{Kind: KindExec, Binary: "/entry.sh", Interp: "/bin/sh"}, nil)
+	if !shell || m.By != "shebang" {
+		t.Errorf("event with Interp /bin/sh: %+v, %v", m, shell)
+	}
+	if _, shell, unknown := ClassifyShell(&Event{Kind: KindExec, Binary: "/x", Interp: InterpUnknown}, nil); shell || !unknown {
+		t.Errorf("event with unknown interpreter: shell %v unknown %v", shell, unknown)
+	}
+}

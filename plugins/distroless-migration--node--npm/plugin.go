@@ -9,6 +9,7 @@ package nodenpm
 
 import (
 	"github.com/codegenie/codegenie/internal/probe"
+	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/probes/childprocess"
 	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/probes/dockerfileprobe"
 	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/probes/entrypoints"
 	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/probes/nodeproject"
@@ -28,6 +29,7 @@ func Register(reg *probe.Registry) {
 	w.MustRegister(npmscripts.Warnings...)
 	w.MustRegister(entrypoints.Warnings...)
 	w.MustRegister(noderuntime.Warnings...)
+	w.MustRegister(childprocess.Warnings...)
 	w.MustRegister(readiness.Warnings...)
 	reg.MustRegister(
 		nodeproject.New(),
@@ -35,6 +37,7 @@ func Register(reg *probe.Registry) {
 		npmscripts.New(),
 		entrypoints.New(),
 		noderuntime.New(),
+		childprocess.New(),
 	)
 	if err := reg.RegisterAssessor(readiness.New(Task)); err != nil {
 		panic(err)

@@ -16,6 +16,7 @@ import (
 	"github.com/codegenie/codegenie/internal/probe"
 	"github.com/codegenie/codegenie/internal/strictjson"
 	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/dockerfile"
+	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/probes/childprocess"
 	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/probes/dockerfileprobe"
 	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/probes/entrypoints"
 	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/probes/noderuntime"
@@ -98,6 +99,13 @@ func (a *Assessor) Assess(results []probe.Result) (probe.Assessment, error) {
 			return as, fmt.Errorf("decoding %s facts: %w", r.Probe, err)
 		}
 		b.runtime(&f)
+	}
+	if r, ok := byName[childprocess.Name]; ok {
+		var f childprocess.Facts
+		if err := strictjson.Unmarshal(r.Facts, &f); err != nil {
+			return as, fmt.Errorf("decoding %s facts: %w", r.Probe, err)
+		}
+		b.childProcess(&f)
 	}
 	for _, ext := range extensions {
 		if r, ok := byName[ext.probe]; ok {
@@ -394,4 +402,42 @@ func majorOr(m int) string {
 		return "22"
 	}
 	return fmt.Sprint(m)
+}
+
+// childProcess: calls that run a shell or a binary distroless lacks.
+func (b *builder) childProcess(f *childprocess.Facts) {
+	for _, fd := range f.Findings {
+		evs := []probe.Evidence{{File: fd.File, Line: fd.Line, Column: fd.Column, Note: fd.Function}}
+		where := "the app"
+		dep := fd.Origin == childprocess.OriginDependency
+		if dep {
+			where = "dependency " + fd.Package
+		}
+		what := fd.Function
+		if fd.Command != "" {
+			what = fmt.Sprintf("%s(%q)", fd.Function, fd.Command)
+		}
+		switch fd.Kind {
+		case childprocess.KindShell:
+			fix := "call execFile or spawn with an argv (no shell: true) instead of a command line"
+			id := childprocess.WarnShellInApp
+			if dep {
+				id = childprocess.WarnShellInDependency
+				fix = fmt.Sprintf("pin or patch %s, or show with a trace that the call never runs", fd.Package)
+			}
+			b.Add(probe.Blocker{ID: id, Kind: probe.ShellAtRuntime, Title: fmt.Sprintf("%s calls %s, which runs /bin/sh", where, what), Fix: fix, Evidence: evs})
+		case childprocess.KindMaybeShell:
+			id := pick(dep, childprocess.WarnMaybeShellInDependency, childprocess.WarnMaybeShellInApp)
+			b.Add(probe.Blocker{ID: id, Kind: probe.UnknownKind, Title: fmt.Sprintf("%s calls %s with options that may set shell: true", where, what), Evidence: evs})
+		case childprocess.KindBinary:
+			id := pick(dep, childprocess.WarnBinaryInDependency, childprocess.WarnBinaryInApp)
+			bin := fd.Binary
+			if bin == "" {
+				bin = fd.Command
+			}
+			b.Add(probe.Blocker{ID: id, Kind: probe.MissingBinary, Title: fmt.Sprintf("%s runs %s, which a distroless image does not have", where, bin),
+				Fix: "keep a non-distroless image, copy a static build of it in, or do the work in Node", Evidence: evs})
+		case childprocess.KindDynamic, childprocess.KindNode:
+		}
+	}
 }

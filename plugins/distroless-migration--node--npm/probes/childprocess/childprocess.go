@@ -1,0 +1,404 @@
+package childprocess
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"sort"
+	"strings"
+
+	"github.com/codegenie/codegenie/internal/probe"
+)
+
+// Name is the probe's name.
+const Name = "child_process"
+
+// MaxParseBytes is the largest file the probe parses. Larger files are
+// still searched for "child_process"; one that mentions it is reported as
+// too large rather than parsed.
+const MaxParseBytes = 2 << 20
+
+// Reasons this probe gives for medium confidence.
+const (
+	ReasonInvalidPackageJSON       probe.Reason = "invalid_package_json"
+	ReasonDependenciesNotInstalled probe.Reason = "dependencies_not_installed"
+	ReasonParseErrors              probe.Reason = "parse_errors"
+	ReasonFilesTooLarge            probe.Reason = "files_too_large"
+)
+
+// Warning IDs.
+const (
+	WarnShellInApp             = "child_process.shell_in_app"
+	WarnShellInDependency      = "child_process.shell_in_dependency"
+	WarnMaybeShellInApp        = "child_process.maybe_shell_in_app"
+	WarnMaybeShellInDependency = "child_process.maybe_shell_in_dependency"
+	WarnBinaryInApp            = "child_process.binary_in_app"
+	WarnBinaryInDependency     = "child_process.binary_in_dependency"
+	WarnDynamicInApp           = "child_process.dynamic_in_app"
+	WarnDynamicInDependency    = "child_process.dynamic_in_dependency"
+	WarnParseError             = "child_process.parse_error"
+	WarnFileTooLarge           = "child_process.file_too_large"
+	WarnDependencyNotInstalled = "child_process.dependency_not_installed"
+	WarnInvalidPackageJSON     = "child_process.invalid_package_json"
+	WarnOutsideRepository      = "child_process.outside_repository"
+)
+
+const warnPrefix = Name + "."
+
+// Warnings are the warnings this probe raises.
+var Warnings = []probe.WarningDesc{
+	{ID: WarnShellInApp, Summary: "application code runs a command through /bin/sh (exec, execSync, or shell: true), which a distroless image lacks"},
+	{ID: WarnShellInDependency, Summary: "a production dependency runs a command through /bin/sh (exec, execSync, or shell: true), which a distroless image lacks"},
+	{ID: WarnMaybeShellInApp, Summary: "application code starts a process with a shell option that is not a literal; it may run /bin/sh"},
+	{ID: WarnMaybeShellInDependency, Summary: "a production dependency starts a process with a shell option that is not a literal; it may run /bin/sh"},
+	{ID: WarnBinaryInApp, Summary: "application code runs a program other than node (such as git or getconf), which a distroless image lacks"},
+	{ID: WarnBinaryInDependency, Summary: "a production dependency runs a program other than node (such as git or getconf), which a distroless image lacks"},
+	{ID: WarnDynamicInApp, Summary: "application code starts a process whose command is not a literal, or passes child_process on; check what it runs"},
+	{ID: WarnDynamicInDependency, Summary: "a production dependency starts a process whose command is not a literal, or passes child_process on; check what it runs"},
+	{ID: WarnParseError, Summary: "a JavaScript or TypeScript file that mentions child_process has syntax errors; calls near them may be missed"},
+	{ID: WarnFileTooLarge, Summary: "a file that mentions child_process is too large to parse; its calls were not examined"},
+	{ID: WarnDependencyNotInstalled, Summary: "a production dependency is not installed under node_modules, so its code was not scanned"},
+	{ID: WarnInvalidPackageJSON, Summary: "a package.json could not be read, so the production dependencies it declares were not followed"},
+	{ID: WarnOutsideRepository, Summary: "a symlink points outside the repository; its target was not scanned"},
+}
+
+// Kind classifies what a child_process call needs at run time.
+type Kind string
+
+// The kinds, from worst to harmless.
+const (
+	// KindShell runs /bin/sh (or another shell) for certain.
+	KindShell Kind = "shell"
+	// KindMaybeShell runs a shell depending on a value known only at run
+	// time.
+	KindMaybeShell Kind = "maybe_shell"
+	// KindBinary runs a program other than node and a shell, by a literal
+	// name or path.
+	KindBinary Kind = "binary"
+	// KindDynamic runs a command that is not a literal, or the module or
+	// one of its functions escapes where it cannot be followed.
+	KindDynamic Kind = "dynamic"
+	// KindNode runs node itself (fork, or spawn of process.execPath).
+	KindNode Kind = "node"
+)
+
+// Origin says whose code a finding is in.
+type Origin string
+
+// The origins.
+const (
+	OriginApp        Origin = "app"
+	OriginDependency Origin = "dependency"
+)
+
+// FunctionModule is the Function of a finding where the child_process
+// module object itself escapes (is exported, passed as an argument, or
+// re-exported wholesale), so its uses could not be followed.
+const FunctionModule = "module"
+
+// Facts are the child_process facts.
+type Facts struct {
+	// Findings are sorted by file, line, column and function.
+	Findings []Finding `json:"findings"`
+	Counts   Counts    `json:"counts"`
+	// FilesScanned counts the candidate files read and searched.
+	FilesScanned int `json:"files_scanned"`
+	// FilesParsed counts the files that mention child_process and were
+	// parsed.
+	FilesParsed int `json:"files_parsed"`
+	// ParseErrors lists the parsed files with syntax errors.
+	ParseErrors []string `json:"parse_errors,omitempty"`
+	// TooLarge lists the files that mention child_process but exceed
+	// MaxParseBytes.
+	TooLarge []string `json:"too_large,omitempty"`
+	// NodeModules says whether a node_modules directory is present at the
+	// repository root.
+	NodeModules bool `json:"node_modules"`
+	// DependenciesScanned counts the installed production packages whose
+	// files were scanned.
+	DependenciesScanned int `json:"dependencies_scanned"`
+	// MissingDependencies are required production dependencies that are
+	// declared but not installed (or installed outside the repository).
+	MissingDependencies []MissingDependency `json:"missing_dependencies,omitempty"`
+}
+
+// Finding is one use of child_process.
+type Finding struct {
+	// File is repository-relative and slash-separated.
+	File string `json:"file"`
+	// Line and Column are 1-based; Column counts Unicode code points.
+	Line     int    `json:"line"`
+	Column   int    `json:"column"`
+	Function string `json:"function"`
+	Kind     Kind   `json:"kind"`
+	// Command is the first argument when it is a string literal or a
+	// template literal without substitutions.
+	Command string `json:"command,omitempty"`
+	// Binary is the program the call runs when it is known: the command of
+	// spawn or execFile, or the first word of a shell command line.
+	Binary string `json:"binary,omitempty"`
+	Origin Origin `json:"origin"`
+	// Package and PackageVersion name the dependency a finding is in, from
+	// its package.json.
+	Package        string `json:"package,omitempty"`
+	PackageVersion string `json:"package_version,omitempty"`
+}
+
+// Counts counts findings by origin and kind.
+type Counts struct {
+	App        KindCounts `json:"app"`
+	Dependency KindCounts `json:"dependency"`
+}
+
+// KindCounts counts findings by kind.
+type KindCounts struct {
+	Shell      int `json:"shell"`
+	MaybeShell int `json:"maybe_shell"`
+	Binary     int `json:"binary"`
+	Dynamic    int `json:"dynamic"`
+	Node       int `json:"node"`
+}
+
+func (c *KindCounts) add(k Kind) {
+	switch k {
+	case KindShell:
+		c.Shell++
+	case KindMaybeShell:
+		c.MaybeShell++
+	case KindBinary:
+		c.Binary++
+	case KindDynamic:
+		c.Dynamic++
+	case KindNode:
+		c.Node++
+	}
+}
+
+// MissingDependency is a production dependency that could not be scanned.
+type MissingDependency struct {
+	Name string `json:"name"`
+	// RequiredBy is "package.json" for the root, else name@version of the
+	// package that depends on it.
+	RequiredBy string `json:"required_by"`
+}
+
+// Probe is the child_process probe.
+type Probe struct{}
+
+// New returns the probe.
+func New() *Probe { return &Probe{} }
+
+var _ probe.Probe = (*Probe)(nil)
+
+// appExts are the application's source extensions; depExts are those Node
+// loads from a dependency.
+var (
+	appExts = []string{".js", ".cjs", ".mjs", ".jsx", ".ts", ".cts", ".mts", ".tsx"}
+	depExts = []string{".js", ".cjs", ".mjs"}
+)
+
+// Desc describes the probe. The declared inputs cover every file the output
+// can depend on; see the package documentation for what that costs.
+func (*Probe) Desc() probe.Desc {
+	inputs := []string{"package.json"}
+	for _, e := range appExts {
+		inputs = append(inputs, "**/*"+e)
+	}
+	inputs = append(inputs, "node_modules/**/package.json")
+	for _, e := range depExts {
+		inputs = append(inputs, "node_modules/**/*"+e)
+	}
+	return probe.Desc{
+		Name:           Name,
+		Version:        "1",
+		Heaviness:      probe.Light,
+		CacheStrategy:  probe.CacheContent,
+		DeclaredInputs: inputs,
+		NewFacts:       func() any { return new(Facts) },
+	}
+}
+
+// Run scans the application and its installed production dependencies.
+func (*Probe) Run(ctx context.Context, repo *probe.Repo, _ *probe.Context) (probe.Output, error) {
+	files, err := repo.Files()
+	if err != nil {
+		return probe.Output{}, err
+	}
+	s := newSession(repo, files)
+	tasks := s.appTasks()
+	if err := s.resolveDependencies(); err != nil {
+		return probe.Output{}, err
+	}
+	tasks = append(tasks, s.dependencyTasks()...)
+	results, err := s.scanAll(ctx, tasks)
+	if err != nil {
+		return probe.Output{}, err
+	}
+	return s.output(tasks, results), nil
+}
+
+// issue is one reason for lowered confidence, in priority order.
+type issue struct {
+	reason probe.Reason
+	detail string
+}
+
+func (s *session) output(tasks []task, results []result) probe.Output {
+	facts := &Facts{
+		Findings:            []Finding{},
+		NodeModules:         s.nodeModules,
+		DependenciesScanned: s.scannedPackages,
+		MissingDependencies: s.missing,
+	}
+	var warnings []probe.Warning
+	var issues []issue
+	if len(s.invalid) > 0 {
+		for _, e := range s.invalid {
+			warnings = append(warnings, probe.Warning{ID: WarnInvalidPackageJSON, Message: e.msg, Evidence: []probe.Evidence{{File: e.file, Line: e.line, Column: e.column}}})
+		}
+		issues = append(issues, issue{ReasonInvalidPackageJSON, fmt.Sprintf("%d package.json files could not be read; their dependencies were not followed", len(s.invalid))})
+	}
+	switch {
+	case s.declared > 0 && !s.nodeModules:
+		warnings = append(warnings, probe.Warning{ID: WarnDependencyNotInstalled, Message: fmt.Sprintf("package.json declares %d production dependencies but node_modules is absent; they were not scanned", s.declared)})
+		issues = append(issues, issue{ReasonDependenciesNotInstalled, "node_modules is absent, so production dependencies were not scanned"})
+	case len(s.missing) > 0:
+		for _, m := range s.missing {
+			warnings = append(warnings, probe.Warning{ID: WarnDependencyNotInstalled, Message: fmt.Sprintf("%s (required by %s) is not installed under node_modules", m.Name, m.RequiredBy)})
+		}
+		issues = append(issues, issue{ReasonDependenciesNotInstalled, fmt.Sprintf("%d production dependencies are not installed", len(s.missing))})
+	}
+	for _, o := range s.outside {
+		warnings = append(warnings, probe.Warning{ID: WarnOutsideRepository, Message: fmt.Sprintf("%s points outside the repository and was not scanned", o)})
+	}
+
+	var evidence []probe.Evidence
+	for i, r := range results {
+		t := &tasks[i]
+		if r.symlink {
+			s.symlinks = true
+		}
+		if r.outside {
+			warnings = append(warnings, probe.Warning{ID: WarnOutsideRepository, Message: fmt.Sprintf("%s points outside the repository and was not scanned", t.path)})
+		}
+		if !r.read {
+			continue
+		}
+		facts.FilesScanned++
+		if r.tooLarge {
+			facts.TooLarge = append(facts.TooLarge, t.path)
+			warnings = append(warnings, probe.Warning{ID: WarnFileTooLarge, Message: fmt.Sprintf("%s mentions child_process but is larger than %d bytes; it was not parsed", t.path, MaxParseBytes), Evidence: []probe.Evidence{{File: t.path}}})
+		}
+		if !r.parsed {
+			continue
+		}
+		facts.FilesParsed++
+		if r.syntaxErr != nil {
+			facts.ParseErrors = append(facts.ParseErrors, t.path)
+			ev := probe.Evidence{File: t.path, Line: r.syntaxErr.line, Column: r.syntaxErr.column}
+			warnings = append(warnings, probe.Warning{ID: WarnParseError, Message: fmt.Sprintf("%s:%d:%d: syntax error; calls near it may be missed", t.path, ev.Line, ev.Column), Evidence: []probe.Evidence{ev}})
+		}
+		for _, c := range r.calls {
+			f := Finding{
+				File: t.path, Line: c.line, Column: c.column,
+				Function: c.function, Kind: c.kind, Command: c.command, Binary: c.binary,
+				Origin: t.origin,
+			}
+			if t.pkg != nil {
+				f.Package, f.PackageVersion = t.pkg.name, t.pkg.version
+			}
+			facts.Findings = append(facts.Findings, f)
+		}
+	}
+	sort.Slice(facts.Findings, func(i, j int) bool {
+		a, b := &facts.Findings[i], &facts.Findings[j]
+		if a.File != b.File {
+			return a.File < b.File
+		}
+		if a.Line != b.Line {
+			return a.Line < b.Line
+		}
+		if a.Column != b.Column {
+			return a.Column < b.Column
+		}
+		return a.Function < b.Function
+	})
+	for _, f := range facts.Findings {
+		if f.Origin == OriginApp {
+			facts.Counts.App.add(f.Kind)
+		} else {
+			facts.Counts.Dependency.add(f.Kind)
+		}
+		ev := probe.Evidence{File: f.File, Line: f.Line, Column: f.Column, Note: fmt.Sprintf("%s: %s", f.Function, f.Kind)}
+		evidence = append(evidence, ev)
+		if id := warningFor(f); id != "" {
+			warnings = append(warnings, probe.Warning{ID: id, Message: describe(f), Evidence: []probe.Evidence{ev}})
+		}
+	}
+	if len(facts.ParseErrors) > 0 {
+		issues = append(issues, issue{ReasonParseErrors, fmt.Sprintf("%d files have syntax errors", len(facts.ParseErrors))})
+	}
+	if len(facts.TooLarge) > 0 {
+		issues = append(issues, issue{ReasonFilesTooLarge, fmt.Sprintf("%d files were too large to parse", len(facts.TooLarge))})
+	}
+	out := probe.Output{Confidence: probe.High, Facts: facts, Warnings: warnings, Evidence: evidence, Uncacheable: s.symlinks}
+	if len(issues) > 0 {
+		details := make([]string, len(issues))
+		for i, is := range issues {
+			details[i] = is.detail
+		}
+		out.Confidence, out.Reason, out.Detail = probe.Medium, issues[0].reason, strings.Join(details, "; ")
+	}
+	return out
+}
+
+// warningFor returns the warning a finding raises, or "" for node.
+func warningFor(f Finding) string {
+	var base string
+	switch f.Kind {
+	case KindShell:
+		base = "shell"
+	case KindMaybeShell:
+		base = "maybe_shell"
+	case KindBinary:
+		base = "binary"
+	case KindDynamic:
+		base = "dynamic"
+	case KindNode:
+		return ""
+	default:
+		return ""
+	}
+	if f.Origin == OriginApp {
+		return warnPrefix + base + "_in_app"
+	}
+	return warnPrefix + base + "_in_dependency"
+}
+
+// describe is a finding's warning message: one line, naming the place.
+func describe(f Finding) string {
+	where := fmt.Sprintf("%s:%d", f.File, f.Line)
+	if f.Package != "" {
+		where = fmt.Sprintf("%s@%s %s", f.Package, f.PackageVersion, where)
+	}
+	call := f.Function + "(…)"
+	if f.Command != "" {
+		call = fmt.Sprintf("%s(%q)", f.Function, f.Command)
+	}
+	switch {
+	case f.Function == FunctionModule:
+		return fmt.Sprintf("%s: the child_process module is passed on; its uses were not followed", where)
+	case f.Kind == KindShell:
+		return fmt.Sprintf("%s: %s runs a shell", where, call)
+	case f.Kind == KindMaybeShell:
+		return fmt.Sprintf("%s: %s sets a shell option that is not a literal; it may run a shell", where, call)
+	case f.Kind == KindBinary:
+		return fmt.Sprintf("%s: %s runs %s, which a distroless image does not have", where, call, f.Binary)
+	default:
+		return fmt.Sprintf("%s: %s runs a command that is not a literal", where, call)
+	}
+}
+
+// isNotExist reports a file that vanished or a dangling symlink.
+func isNotExist(err error) bool { return errors.Is(err, fs.ErrNotExist) }

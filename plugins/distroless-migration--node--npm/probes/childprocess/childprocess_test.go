@@ -1,0 +1,439 @@
+package childprocess
+
+import (
+	"bytes"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/codegenie/codegenie/internal/cache"
+	"github.com/codegenie/codegenie/internal/pipeline"
+	"github.com/codegenie/codegenie/internal/probe"
+)
+
+func writeRepo(t testing.TB, dir string, files map[string]string) {
+	t.Helper()
+	for name, body := range files {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func runProbe(t *testing.T, dir string) probe.Output {
+	t.Helper()
+	repo, err := probe.OpenRepo(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := New().Run(t.Context(), repo, &probe.Context{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := out.Validate(); err != nil {
+		t.Fatalf("invalid output: %v", err)
+	}
+	var reg probe.Warnings
+	reg.MustRegister(Warnings...)
+	for _, w := range out.Warnings {
+		if _, ok := reg.Lookup(w.ID); !ok {
+			t.Errorf("unregistered warning %s", w.ID)
+		}
+		if strings.Contains(w.Message, "\n") {
+			t.Errorf("warning %s message has a newline: %q", w.ID, w.Message)
+		}
+	}
+	return out
+}
+
+func warningIDs(out probe.Output) []string {
+	var ids []string
+	for _, w := range out.Warnings {
+		ids = append(ids, w.ID)
+	}
+	sort.Strings(ids)
+	return ids
+}
+
+// fixture is a service with production dependencies (one nested, one
+// hoisted, one scoped, a cycle), a devDependency and an unused package
+// that shell out, and an optional dependency that is not installed.
+var fixture = map[string]string{
+	"package.json": `{
+  "name": "svc", "version": "1.0.0",
+  "dependencies": {"arch": "^2.2.0", "@acme/util": "1.0.0"},
+  "optionalDependencies": {"fsevents": "*"},
+  "devDependencies": {"devtool": "1.0.0"}
+}`,
+	"src/index.js": "const { execSync } = require('child_process');\n" +
+		"const rev = execSync('git rev-parse HEAD').toString();\n",
+	"src/server.ts": "import { spawn } from 'node:child_process';\n" +
+		"// child_process is only used for the health check\n" +
+		"export function check() { return spawn('curl', ['-f', 'http://localhost/']); }\n",
+	"src/comment.js":    "// we never use child_process here\nmodule.exports = 1;\n",
+	"src/types.d.ts":    "import { exec } from 'child_process';\nexec('not code');\n",
+	"src/README.md":     "require('child_process').exec('docs')\n",
+	"test/util.test.js": "const cp = require('child_process');\ncp.fork('./helper.js');\n",
+
+	"node_modules/arch/package.json": `{"name":"arch","version":"2.2.0","dependencies":{"inner":"^1.0.0"}}`,
+	"node_modules/arch/index.js": "var cp = require('child_process')\n" +
+		"module.exports = function arch () {\n" +
+		"  var bits = cp.execSync('getconf LONG_BIT', { encoding: 'utf8' })\n" +
+		"}\n",
+	"node_modules/arch/README.md":                       "cp.execSync('getconf LONG_BIT') from child_process\n",
+	"node_modules/arch/node_modules/inner/package.json": `{"name":"inner","version":"1.0.0","dependencies":{"hoisted":"3"}}`,
+	"node_modules/arch/node_modules/inner/lib/run.js":   "const { spawn } = require('child_process');\nspawn('ffmpeg', ['-version']);\n",
+	"node_modules/hoisted/package.json":                 `{"name":"hoisted","version":"3.1.0","dependencies":{"arch":"2"},"devDependencies":{"devtool":"1"}}`,
+	"node_modules/hoisted/index.mjs":                    "import { fork } from 'node:child_process';\nfork('./w.js');\n",
+	"node_modules/@acme/util/package.json":              `{"name":"@acme/util","version":"1.0.0","peerDependencies":{"not-installed-peer":"1"}}`,
+	"node_modules/@acme/util/index.cjs":                 "const cp = require('child_process');\nexports.run = (cmd) => cp.spawn(cmd, { shell: process.platform === 'win32' });\n",
+	"node_modules/@acme/util/index.d.ts":                "child_process",
+	// Not reached: the root's inner is shadowed by arch's nested copy.
+	"node_modules/inner/package.json": `{"name":"inner","version":"1.5.0"}`,
+	"node_modules/inner/index.js":     "require('child_process').execSync('rm -rf /tmp/x');\n",
+	// A devDependency that shells out.
+	"node_modules/devtool/package.json": `{"name":"devtool","version":"1.0.0"}`,
+	"node_modules/devtool/index.js":     "require('child_process').execSync('make');\n",
+}
+
+func TestRunRepository(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	writeRepo(t, dir, fixture)
+	out := runProbe(t, dir)
+	if out.Confidence != probe.High || out.Uncacheable {
+		t.Fatalf("confidence %s (%s: %s), uncacheable %v; want high and cacheable", out.Confidence, out.Reason, out.Detail, out.Uncacheable)
+	}
+	want := &Facts{
+		Findings: []Finding{
+			{File: "node_modules/@acme/util/index.cjs", Line: 2, Column: 24, Function: "spawn", Kind: KindMaybeShell, Origin: OriginDependency, Package: "@acme/util", PackageVersion: "1.0.0"},
+			{File: "node_modules/arch/index.js", Line: 3, Column: 14, Function: "execSync", Kind: KindShell, Command: "getconf LONG_BIT", Binary: "getconf", Origin: OriginDependency, Package: "arch", PackageVersion: "2.2.0"},
+			{File: "node_modules/arch/node_modules/inner/lib/run.js", Line: 2, Column: 1, Function: "spawn", Kind: KindBinary, Command: "ffmpeg", Binary: "ffmpeg", Origin: OriginDependency, Package: "inner", PackageVersion: "1.0.0"},
+			{File: "node_modules/hoisted/index.mjs", Line: 2, Column: 1, Function: "fork", Kind: KindNode, Command: "./w.js", Origin: OriginDependency, Package: "hoisted", PackageVersion: "3.1.0"},
+			{File: "src/index.js", Line: 2, Column: 13, Function: "execSync", Kind: KindShell, Command: "git rev-parse HEAD", Binary: "git", Origin: OriginApp},
+			{File: "src/server.ts", Line: 3, Column: 34, Function: "spawn", Kind: KindBinary, Command: "curl", Binary: "curl", Origin: OriginApp},
+			{File: "test/util.test.js", Line: 2, Column: 1, Function: "fork", Kind: KindNode, Command: "./helper.js", Origin: OriginApp},
+		},
+		Counts: Counts{
+			App:        KindCounts{Shell: 1, Binary: 1, Node: 1},
+			Dependency: KindCounts{Shell: 1, MaybeShell: 1, Binary: 1, Node: 1},
+		},
+		// App: index.js, server.ts, comment.js, util.test.js. Dependencies:
+		// arch/index.js, inner/lib/run.js, hoisted/index.mjs,
+		// @acme/util/index.cjs. comment.js names child_process in prose
+		// only, so it is not parsed.
+		FilesScanned:        8,
+		FilesParsed:         7,
+		NodeModules:         true,
+		DependenciesScanned: 4,
+	}
+	if diff := cmp.Diff(want, out.Facts); diff != "" {
+		t.Errorf("facts (-want +got):\n%s", diff)
+	}
+	wantIDs := []string{
+		WarnBinaryInApp, WarnBinaryInDependency, WarnMaybeShellInDependency, WarnShellInApp, WarnShellInDependency,
+	}
+	if diff := cmp.Diff(wantIDs, warningIDs(out)); diff != "" {
+		t.Errorf("warnings (-want +got):\n%s", diff)
+	}
+	if len(out.Evidence) != len(want.Findings) {
+		t.Errorf("%d evidence entries, want one per finding (%d)", len(out.Evidence), len(want.Findings))
+	}
+	for _, w := range out.Warnings {
+		if w.ID == WarnShellInDependency && w.Message != `arch@2.2.0 node_modules/arch/index.js:3: execSync("getconf LONG_BIT") runs a shell` {
+			t.Errorf("message %q", w.Message)
+		}
+	}
+}
+
+func TestRunConfidence(t *testing.T) {
+	t.Parallel()
+	big := "// " + strings.Repeat("x", MaxParseBytes) + "\nrequire('child_process').exec('x')\n"
+	tests := []struct {
+		name       string
+		files      map[string]string
+		reason     probe.Reason
+		ids        []string
+		findings   int
+		missing    []MissingDependency
+		parseErrs  []string
+		tooLarge   []string
+		wantFacts  bool
+		uncachable bool
+	}{
+		{
+			name: "no node_modules",
+			files: map[string]string{
+				"package.json": `{"dependencies":{"arch":"2"}}`,
+				"index.js":     "require('child_process').exec('ls')",
+			},
+			reason: ReasonDependenciesNotInstalled, ids: []string{WarnDependencyNotInstalled, WarnShellInApp}, findings: 1,
+		},
+		{
+			name: "dependency missing",
+			files: map[string]string{
+				"package.json":                   `{"dependencies":{"arch":"2","gone":"1"}}`,
+				"node_modules/arch/package.json": `{"name":"arch","version":"2.0.0","dependencies":{"also-gone":"1"}}`,
+			},
+			reason: ReasonDependenciesNotInstalled, ids: []string{WarnDependencyNotInstalled, WarnDependencyNotInstalled},
+			missing: []MissingDependency{{Name: "also-gone", RequiredBy: "arch@2.0.0"}, {Name: "gone", RequiredBy: "package.json"}},
+		},
+		{
+			name: "syntax error",
+			files: map[string]string{
+				"a.js": "const cp = require('child_process');\ncp.exec('ls');\nfunction (( {\n",
+			},
+			reason: ReasonParseErrors, ids: []string{WarnParseError, WarnShellInApp}, findings: 1, parseErrs: []string{"a.js"},
+		},
+		{
+			name: "too large",
+			files: map[string]string{
+				"bundle.js": big,
+				"prose.js":  "// " + strings.Repeat("y", MaxParseBytes) + "\n// child_process\n",
+				"small.js":  "// 'child_process'\n",
+			},
+			reason: ReasonFilesTooLarge, ids: []string{WarnFileTooLarge}, tooLarge: []string{"bundle.js"},
+		},
+		{
+			name: "invalid root package.json",
+			files: map[string]string{
+				"package.json":                   `{"dependencies": [}`,
+				"node_modules/arch/package.json": `{}`,
+			},
+			reason: ReasonInvalidPackageJSON, ids: []string{WarnInvalidPackageJSON},
+		},
+		{
+			name: "invalid dependency package.json",
+			files: map[string]string{
+				"package.json":                   `{"dependencies":{"arch":"2"}}`,
+				"node_modules/arch/package.json": `{"name": 7}`,
+				"node_modules/arch/index.js":     "require('child_process').execSync('getconf LONG_BIT')",
+			},
+			reason: ReasonInvalidPackageJSON, ids: []string{WarnInvalidPackageJSON, WarnShellInDependency}, findings: 1,
+		},
+		{
+			name: "hostile dependency names stay in node_modules",
+			files: map[string]string{
+				"package.json":                   `{"dependencies":{"../src":"1","@x/../../y":"1","arch":"2"}}`,
+				"node_modules/arch/package.json": `{"dependencies":{"/etc":"1"}}`,
+				"src/package.json":               `{}`,
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			writeRepo(t, dir, tt.files)
+			out := runProbe(t, dir)
+			wantConf := probe.High
+			if tt.reason != "" {
+				wantConf = probe.Medium
+			}
+			if out.Confidence != wantConf || out.Reason != tt.reason {
+				t.Errorf("confidence %s/%s (%s), want %s/%s", out.Confidence, out.Reason, out.Detail, wantConf, tt.reason)
+			}
+			if diff := cmp.Diff(tt.ids, warningIDs(out)); diff != "" {
+				t.Errorf("warnings (-want +got):\n%s", diff)
+			}
+			f := out.Facts.(*Facts)
+			if len(f.Findings) != tt.findings {
+				t.Errorf("findings = %+v, want %d", f.Findings, tt.findings)
+			}
+			if diff := cmp.Diff(tt.missing, f.MissingDependencies); diff != "" {
+				t.Errorf("missing (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.parseErrs, f.ParseErrors); diff != "" {
+				t.Errorf("parse errors (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.tooLarge, f.TooLarge); diff != "" {
+				t.Errorf("too large (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestMentionsModule(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		src  string
+		want bool
+	}{
+		{"require('child_process')", true},
+		{`import x from "node:child_process"`, true},
+		{"await import(`child_process`)", true},
+		{"// uses child_process for builds", false},
+		{"'child_process\"", false},
+		{"'node:child_process", false},
+		{"child_process'", false},
+		{"x:child_process'", false},
+		{"'child_processes'", false},
+		{"child_process child_process 'child_process'", true},
+		{"", false},
+	}
+	for _, tt := range tests {
+		if got := mentionsModule([]byte(tt.src)); got != tt.want {
+			t.Errorf("mentionsModule(%q) = %v, want %v", tt.src, got, tt.want)
+		}
+		// Streamed, with the match across every possible chunk boundary.
+		for cut := 0; cut <= len(tt.src); cut++ {
+			r := io.MultiReader(strings.NewReader(tt.src[:cut]), strings.NewReader(tt.src[cut:]))
+			if got, err := streamMentions(r); err != nil || got != tt.want {
+				t.Errorf("streamMentions(%q cut at %d) = %v, %v; want %v", tt.src, cut, got, err, tt.want)
+			}
+		}
+	}
+}
+
+func TestParseErrorEvidence(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	writeRepo(t, dir, map[string]string{"lib/a.js": "const cp = require('child_process');\ncp.exec('ls');\nfunction (( {\n"})
+	out := runProbe(t, dir)
+	var got []probe.Evidence
+	for _, w := range out.Warnings {
+		if w.ID == WarnParseError {
+			got = append(got, w.Evidence...)
+		}
+	}
+	if diff := cmp.Diff([]probe.Evidence{{File: "lib/a.js", Line: 3, Column: 1}}, got); diff != "" {
+		t.Errorf("parse error evidence (-want +got):\n%s", diff)
+	}
+}
+
+// TestSymlinks covers a pnpm layout (node_modules/<name> is a symlink into
+// node_modules/.pnpm) and a source file linking outside the repository.
+func TestSymlinks(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	outside := t.TempDir()
+	store := "node_modules/.pnpm/arch@2.2.0/node_modules/"
+	writeRepo(t, dir, map[string]string{
+		"package.json":              `{"dependencies":{"arch":"2"}}`,
+		store + "arch/package.json": `{"name":"arch","version":"2.2.0","dependencies":{"dep":"1"}}`,
+		store + "arch/index.js":     "require('child_process').execSync('getconf LONG_BIT')\n",
+		"node_modules/.pnpm/dep@1.0.0/node_modules/dep/package.json": `{"name":"dep","version":"1.0.0"}`,
+		"node_modules/.pnpm/dep@1.0.0/node_modules/dep/index.js":     "require('child_process').spawn('git')\n",
+	})
+	writeRepo(t, outside, map[string]string{"secret.js": "require('child_process').exec('outside')\n"})
+	links := map[string]string{
+		"node_modules/arch": ".pnpm/arch@2.2.0/node_modules/arch",
+		store + "dep":       "../../dep@1.0.0/node_modules/dep",
+		"src/evil.js":       filepath.Join(outside, "secret.js"),
+		"src/same.js":       "../node_modules/.pnpm/arch@2.2.0/node_modules/arch/index.js",
+		"src/dangling.js":   "nowhere.js",
+	}
+	for name, target := range links {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(target, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out := runProbe(t, dir)
+	if !out.Uncacheable {
+		t.Error("an output that followed symlinks is cacheable")
+	}
+	f := out.Facts.(*Facts)
+	var got []string
+	for _, x := range f.Findings {
+		got = append(got, x.File+" "+x.Package+" "+string(x.Kind))
+	}
+	want := []string{
+		"node_modules/.pnpm/arch@2.2.0/node_modules/arch/index.js arch shell",
+		"node_modules/.pnpm/dep@1.0.0/node_modules/dep/index.js dep binary",
+		"src/same.js  shell",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("findings (-want +got):\n%s", diff)
+	}
+	if !cmp.Equal([]string{WarnBinaryInDependency, WarnOutsideRepository, WarnShellInApp, WarnShellInDependency}, warningIDs(out)) {
+		t.Errorf("warnings = %v", warningIDs(out))
+	}
+}
+
+func TestDesc(t *testing.T) {
+	t.Parallel()
+	d := New().Desc()
+	if err := d.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if d.Name != Name || d.Heaviness != probe.Light || d.CacheStrategy != probe.CacheContent {
+		t.Errorf("desc = %+v", d)
+	}
+	var reg probe.Warnings
+	for _, w := range Warnings {
+		if !strings.HasPrefix(w.ID, Name+".") {
+			t.Errorf("warning %s is not in the probe's namespace", w.ID)
+		}
+		if err := reg.Register(w); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// TestDeclaredInputsCoverOutput runs the probe through the pipeline with a
+// cache: an unchanged repository is a hit with identical bytes, and every
+// kind of change the output depends on is a miss.
+func TestDeclaredInputsCoverOutput(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	writeRepo(t, dir, fixture)
+	c, err := cache.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := probe.NewRegistry()
+	reg.Warnings().MustRegister(Warnings...)
+	reg.MustRegister(New())
+	p := &pipeline.Pipeline{Registry: reg, Cache: c, Version: "test"}
+	gather := func() pipeline.Record {
+		t.Helper()
+		repo, err := probe.OpenRepo(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs, err := p.Run(t.Context(), repo, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return recs[0]
+	}
+	first := gather()
+	if first.CacheHit || !first.Cacheable || first.Result.Confidence != probe.High {
+		t.Fatalf("first run: hit %v, cacheable %v, %s (%s)", first.CacheHit, first.Cacheable, first.Result.Confidence, first.Result.Detail)
+	}
+	if again := gather(); !again.CacheHit || !bytes.Equal(again.Raw, first.Raw) {
+		t.Fatalf("unchanged repository: hit %v, identical %v", again.CacheHit, bytes.Equal(again.Raw, first.Raw))
+	}
+	changes := []struct{ file, body string }{
+		{"src/index.js", "require('child_process').exec('changed')\n"},
+		{"src/new/thing.tsx", "import { exec } from 'child_process'; exec('new');\n"},
+		{"package.json", `{"dependencies":{"arch":"^2.2.0"}}`},
+		{"node_modules/arch/index.js", "require('child_process').exec('changed')\n"},
+		{"node_modules/arch/lib/extra.cjs", "require('child_process').exec('new file')\n"},
+		{"node_modules/arch/node_modules/inner/package.json", `{"name":"inner","version":"1.0.1"}`},
+		{"node_modules/hoisted/index.mjs", "\n"},
+	}
+	for _, ch := range changes {
+		writeRepo(t, dir, map[string]string{ch.file: ch.body})
+		rec := gather()
+		if rec.CacheHit {
+			t.Errorf("after changing %s: cache hit", ch.file)
+		}
+		if again := gather(); !again.CacheHit {
+			t.Errorf("after changing %s: second run missed", ch.file)
+		}
+	}
+}

@@ -1,0 +1,254 @@
+package childprocess
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path"
+	"sort"
+	"strings"
+)
+
+// pkg is one installed production package.
+type pkg struct {
+	dir     string // repository-relative, symlinks resolved
+	name    string
+	version string
+	// scan is false for a package whose directory lies outside
+	// node_modules (a workspace link): its files are application code.
+	scan bool
+}
+
+// invalidJSON is a package.json that could not be decoded.
+type invalidJSON struct {
+	file         string
+	line, column int
+	msg          string
+}
+
+// manifest is the part of package.json that dependency resolution reads.
+type manifest struct {
+	Name                 string            `json:"name"`
+	Version              string            `json:"version"`
+	Dependencies         map[string]string `json:"dependencies"`
+	OptionalDependencies map[string]string `json:"optionalDependencies"`
+	PeerDependencies     map[string]string `json:"peerDependencies"`
+}
+
+// edge is a dependency to resolve: name, looked up from the package
+// directory from, as Node would.
+type edge struct {
+	from, name, requiredBy string
+	optional               bool
+}
+
+// search returns the index of the first listed file not less than p.
+func (s *session) search(p string) int { return sort.SearchStrings(s.files, p) }
+
+// listed reports whether p is a listed file or symlink.
+func (s *session) listed(p string) bool {
+	i := s.search(p)
+	return i < len(s.files) && s.files[i] == p
+}
+
+// resolveDependencies walks the production dependency graph from the root
+// package.json: dependencies and optionalDependencies, then, for each
+// installed package, its own dependencies, optionalDependencies and
+// peerDependencies, each resolved like Node's require from the package's
+// real directory (nested node_modules first, then each ancestor's, up to the
+// root). devDependencies are not production code. Each package directory
+// is visited once, which also ends cycles.
+func (s *session) resolveDependencies() error {
+	i := s.search("node_modules/")
+	s.nodeModules = s.listed("node_modules") || (i < len(s.files) && strings.HasPrefix(s.files[i], "node_modules/"))
+	if !s.listed("package.json") {
+		return nil
+	}
+	root, ok, err := s.readManifest("package.json")
+	if err != nil || !ok {
+		return err
+	}
+	var queue []edge
+	queue = appendEdges(queue, "", "package.json", root.Dependencies, false)
+	queue = appendEdges(queue, "", "package.json", root.OptionalDependencies, true)
+	s.declared = len(queue)
+	if !s.nodeModules {
+		return nil
+	}
+	seen := make(map[string]bool)
+	missing := make(map[MissingDependency]bool)
+	for len(queue) > 0 {
+		e := queue[0]
+		queue = queue[1:]
+		dir, found, err := s.lookup(e.from, e.name)
+		if err != nil {
+			return err
+		}
+		if !found {
+			m := MissingDependency{Name: e.name, RequiredBy: e.requiredBy}
+			if !e.optional && !missing[m] {
+				missing[m] = true
+				s.missing = append(s.missing, m)
+			}
+			continue
+		}
+		if seen[dir] {
+			continue
+		}
+		seen[dir] = true
+		m, ok, err := s.readManifest(dir + "/package.json")
+		if err != nil {
+			return err
+		}
+		p := &pkg{dir: dir, name: e.name, scan: hasVendoredDir(dir + "/")}
+		if ok {
+			if m.Name != "" {
+				p.name = m.Name
+			}
+			p.version = m.Version
+		}
+		s.packages = append(s.packages, p)
+		by := p.name
+		if p.version != "" {
+			by += "@" + p.version
+		}
+		queue = appendEdges(queue, dir, by, m.Dependencies, false)
+		queue = appendEdges(queue, dir, by, m.OptionalDependencies, true)
+		queue = appendEdges(queue, dir, by, m.PeerDependencies, true)
+	}
+	sort.Slice(s.missing, func(i, j int) bool {
+		a, b := s.missing[i], s.missing[j]
+		if a.Name != b.Name {
+			return a.Name < b.Name
+		}
+		return a.RequiredBy < b.RequiredBy
+	})
+	return nil
+}
+
+// appendEdges adds deps in name order, so the walk is deterministic.
+func appendEdges(q []edge, from, by string, deps map[string]string, optional bool) []edge {
+	names := make([]string, 0, len(deps))
+	for n := range deps {
+		if validPackageName(n) {
+			names = append(names, n)
+		}
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		q = append(q, edge{from: from, name: n, requiredBy: by, optional: optional})
+	}
+	return q
+}
+
+// validPackageName accepts name or @scope/name without path tricks, so a
+// hostile package.json cannot make the walk leave node_modules.
+func validPackageName(n string) bool {
+	parts := strings.Split(n, "/")
+	switch {
+	case len(parts) == 1:
+	case len(parts) == 2 && strings.HasPrefix(parts[0], "@") && len(parts[0]) > 1:
+	default:
+		return false
+	}
+	for _, p := range parts {
+		if p == "" || p == "." || p == ".." || strings.ContainsAny(p, "\\\x00") {
+			return false
+		}
+	}
+	return true
+}
+
+// lookup finds the directory of package name as require does from the
+// directory from: from/node_modules/name, then each ancestor's node_modules
+// (skipping directories that are themselves node_modules), up to the root.
+// The result has its symlinks resolved.
+func (s *session) lookup(from, name string) (string, bool, error) {
+	for dir := from; ; dir = parent(dir) {
+		if path.Base(dir) != "node_modules" {
+			cand := path.Join(dir, "node_modules", name)
+			if s.listed(cand + "/package.json") {
+				return cand, true, nil
+			}
+			if s.throughSymlink(cand) {
+				s.symlinks = true
+				real, inside, err := s.realPath(cand)
+				switch {
+				case isNotExist(err):
+				case err != nil:
+					return "", false, fmt.Errorf("resolving %s: %w", cand, err)
+				case !inside:
+					s.outside = append(s.outside, cand)
+				case s.repo.Exists(real + "/package.json"):
+					return real, true, nil
+				}
+			}
+		}
+		if dir == "" {
+			return "", false, nil
+		}
+	}
+}
+
+// parent returns the parent of a repository-relative directory; the root
+// is "".
+func parent(dir string) string {
+	if i := strings.LastIndexByte(dir, '/'); i >= 0 {
+		return dir[:i]
+	}
+	return ""
+}
+
+// throughSymlink reports whether p or one of its ancestors is listed as a
+// file, which for a directory path means a symlink: the listing does not
+// descend into symlinked directories.
+func (s *session) throughSymlink(p string) bool {
+	for {
+		if s.listed(p) {
+			return true
+		}
+		i := strings.LastIndexByte(p, '/')
+		if i < 0 {
+			return false
+		}
+		p = p[:i]
+	}
+}
+
+// readManifest decodes a package.json. A file that is not valid is
+// recorded and reported as not ok, never as an error; an error is a file
+// that exists but cannot be read.
+func (s *session) readManifest(rel string) (manifest, bool, error) {
+	var m manifest
+	data, err := s.repo.ReadFile(rel)
+	if isNotExist(err) {
+		return m, false, nil
+	}
+	if err != nil {
+		return m, false, fmt.Errorf("reading %s: %w", rel, err)
+	}
+	if err := json.Unmarshal(data, &m); err != nil {
+		s.invalid = append(s.invalid, locateJSONError(rel, data, err))
+		return manifest{}, false, nil
+	}
+	return m, true, nil
+}
+
+// locateJSONError places a decoding error at a 1-based line and column.
+func locateJSONError(rel string, data []byte, err error) invalidJSON {
+	off := int64(0)
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &se):
+		off = se.Offset - 1
+	case errors.As(err, &te):
+		off = te.Offset - 1
+	}
+	off = max(0, min(off, int64(len(data))))
+	before := data[:off]
+	line := bytes.Count(before, []byte("\n")) + 1
+	col := int(off) - bytes.LastIndexByte(before, '\n')
+	return invalidJSON{file: rel, line: line, column: col, msg: fmt.Sprintf("%s:%d:%d: %v", rel, line, col, err)}
+}
