@@ -46,7 +46,7 @@ func hashFile(path string) (string, cache.FileID, error) {
 	if err != nil {
 		return "", cache.FileID{}, &pathError{"open", err}
 	}
-	defer syscall.Close(fd)
+	defer func() { _ = syscall.Close(fd) }()
 	var st syscall.Stat_t
 	if err := syscall.Fstat(fd, &st); err != nil {
 		return "", cache.FileID{}, &pathError{"stat", err}
