@@ -113,4 +113,7 @@ type Context struct {
 	Logger *slog.Logger
 	// Task is the task the gather serves (for example "distroless-migration").
 	Task string
+	// RegistryMirrors maps a registry (docker.io, gcr.io) to the mirror
+	// host base images are pulled from, for probes that build images.
+	RegistryMirrors map[string]string
 }

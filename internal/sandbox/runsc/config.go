@@ -1,0 +1,162 @@
+package runsc
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/codegenie/codegenie/internal/sandbox"
+)
+
+// DefaultRunscPath is where scripts/setup.sh installs the pinned runsc.
+const DefaultRunscPath = "/usr/local/lib/codegenie/bin/runsc"
+
+// EnvRunsc names the environment variable that overrides DefaultRunscPath.
+const EnvRunsc = "CODEGENIE_RUNSC"
+
+// DefaultMount is where the workspace appears inside the sandbox when the
+// request does not say.
+const DefaultMount = "/workspace"
+
+// Defaults for Config.Limits.
+const (
+	DefaultMemoryBytes = 1 << 30
+	DefaultCPUs        = 1.0
+	DefaultPIDs        = 256
+	DefaultOutputBytes = 1 << 20
+)
+
+// Platforms runsc can use here. KVM needs /dev/kvm, which this kind of
+// machine (itself a Firecracker guest) does not have.
+const (
+	PlatformSystrap = "systrap"
+	PlatformPtrace  = "ptrace"
+)
+
+// maxStateDir bounds Config.StateDir so that the trace socket inside a spawn
+// directory fits a sockaddr_un (107 bytes).
+const maxStateDir = 64
+
+// Config configures a Backend. The zero value of every field but StateDir
+// takes a default; Validate reports what is wrong. Build it from flags, then
+// call New.
+type Config struct {
+	// Runsc is the runsc binary. Default: $CODEGENIE_RUNSC, else
+	// DefaultRunscPath.
+	Runsc string
+	// StateDir holds one directory per spawn: its runsc --root, its OCI
+	// bundle and its trace socket. It must be an absolute path of at most
+	// 64 bytes, used by one gate-control at a time; Reap cleans what a
+	// crashed process left in it. It is created 0700 if missing.
+	StateDir string
+	// Platform is the runsc platform: PlatformSystrap (default) or
+	// PlatformPtrace.
+	Platform string
+	// Rootfs is the host directory used as the root filesystem when a
+	// request names none. It is never written to, except that runsc creates
+	// a missing mount point for the workspace in it.
+	Rootfs string
+	// Limits are the limits of a request that sets none. Zero fields take
+	// DefaultMemoryBytes, DefaultCPUs, DefaultPIDs and DefaultOutputBytes.
+	Limits sandbox.Limits
+	// NoCgroups runs runsc with --ignore-cgroups: memory, CPU and pids
+	// limits are then not enforced (see Backend.Enforcement). New sets it
+	// itself when the host has no usable cgroup controllers.
+	NoCgroups bool
+	// Hostname is the sandbox's hostname. Default "sandbox".
+	Hostname string
+	// KillGrace bounds the wait for runsc to exit after the sandbox was
+	// killed, before its process group is killed too. Default 5s.
+	KillGrace time.Duration
+}
+
+// Validate reports whether c, with its defaults applied, is usable. It does
+// not run runsc; New does.
+func (c Config) Validate() error {
+	c = c.withDefaults()
+	var errs []error
+	if !filepath.IsAbs(c.Runsc) {
+		errs = append(errs, fmt.Errorf("runsc path %q is not absolute", c.Runsc))
+	}
+	switch {
+	case c.StateDir == "":
+		errs = append(errs, errors.New("no state directory"))
+	case !filepath.IsAbs(c.StateDir) || filepath.Clean(c.StateDir) != c.StateDir:
+		errs = append(errs, fmt.Errorf("state directory %q is not a clean absolute path", c.StateDir))
+	case len(c.StateDir) > maxStateDir:
+		errs = append(errs, fmt.Errorf("state directory %q is longer than %d bytes (the trace socket path must fit a sockaddr_un)", c.StateDir, maxStateDir))
+	}
+	switch c.Platform {
+	case PlatformSystrap, PlatformPtrace:
+	default:
+		errs = append(errs, fmt.Errorf("platform %q: want %s or %s", c.Platform, PlatformSystrap, PlatformPtrace))
+	}
+	if c.Rootfs != "" && !filepath.IsAbs(c.Rootfs) {
+		errs = append(errs, fmt.Errorf("default rootfs %q is not absolute", c.Rootfs))
+	}
+	l := c.Limits
+	if l.MemoryBytes < 0 || l.CPUs < 0 || l.PIDs < 0 || l.OutputBytes < 0 {
+		errs = append(errs, fmt.Errorf("negative default limit in %+v", l))
+	}
+	if c.KillGrace < 0 {
+		errs = append(errs, fmt.Errorf("negative kill grace %v", c.KillGrace))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("validating runsc backend config: %w", err)
+	}
+	return nil
+}
+
+func (c Config) withDefaults() Config {
+	if c.Runsc == "" {
+		c.Runsc = os.Getenv(EnvRunsc)
+	}
+	if c.Runsc == "" {
+		c.Runsc = DefaultRunscPath
+	}
+	if c.Platform == "" {
+		c.Platform = PlatformSystrap
+	}
+	if c.Hostname == "" {
+		c.Hostname = "sandbox"
+	}
+	if c.KillGrace == 0 {
+		c.KillGrace = 5 * time.Second
+	}
+	c.Limits = withDefaultLimits(c.Limits, sandbox.Limits{
+		MemoryBytes: DefaultMemoryBytes,
+		CPUs:        DefaultCPUs,
+		PIDs:        DefaultPIDs,
+		OutputBytes: DefaultOutputBytes,
+	})
+	return c
+}
+
+// withDefaultLimits fills the zero fields of l from def.
+func withDefaultLimits(l, def sandbox.Limits) sandbox.Limits {
+	if l.MemoryBytes == 0 {
+		l.MemoryBytes = def.MemoryBytes
+	}
+	if l.CPUs == 0 {
+		l.CPUs = def.CPUs
+	}
+	if l.PIDs == 0 {
+		l.PIDs = def.PIDs
+	}
+	if l.OutputBytes == 0 {
+		l.OutputBytes = def.OutputBytes
+	}
+	return l
+}
+
+// stateTag is a short digest of the state directory. Container IDs and
+// cgroup names start with it, so that Reap touches only what a backend with
+// the same state directory made.
+func stateTag(stateDir string) string {
+	sum := sha256.Sum256([]byte(stateDir))
+	return hex.EncodeToString(sum[:4])
+}
