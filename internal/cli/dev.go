@@ -48,7 +48,7 @@ unmodified FROM node:22 and FROM gcr.io/distroless/nodejs22-debian13 resolve.`,
 			if err != nil {
 				return err
 			}
-			defer reg.Close()
+			defer func() { _ = reg.Close() }()
 			fmt.Fprintf(g.stdout, "registry-mirror: %s\n", reg.Mirrors())
 			for _, tags := range [][]string{devimages.NodeTags, devimages.DistrolessTags, devimages.NonrootTags} {
 				for _, t := range tags {

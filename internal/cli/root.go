@@ -117,6 +117,8 @@ whether the service can run on a distroless image, which has no shell.`,
 		newCmdWarnings(g),
 		newCmdCache(g),
 		newCmdVersion(g),
+		newCmdGateControl(g),
+		newCmdAudit(g),
 		newCmdDev(g),
 	)
 	return root

@@ -224,7 +224,10 @@ func Analyze(t *Tree, interp Interpreters) Analysis {
 	a := Analysis{Invocations: []Invocation{}}
 	for i := range t.Events {
 		e := &t.Events[i]
-		if e.Kind != KindExec && e.Kind != KindStart {
+		// A container's first process is reported as a start event with
+		// unresolved arguments; the backend follows it with an exec event
+		// for the same process, which is the one classified.
+		if e.Kind != KindExec {
 			continue
 		}
 		a.Execs++

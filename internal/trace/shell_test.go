@@ -81,8 +81,8 @@ func TestAnalyzeAncestryAndAttempts(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("invocations (-want +got):\n%s", diff)
 	}
-	if a.Execs != 4 {
-		t.Errorf("execs = %d, want 4", a.Execs)
+	if a.Execs != 3 {
+		t.Errorf("execs = %d, want 3 (the start event is not an exec)", a.Execs)
 	}
 }
 

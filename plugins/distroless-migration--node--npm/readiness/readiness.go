@@ -21,6 +21,7 @@ import (
 	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/probes/entrypoints"
 	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/probes/noderuntime"
 	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/probes/npmscripts"
+	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/probes/shelltrace"
 	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/shellcmd"
 )
 
@@ -29,17 +30,19 @@ const Name = "distroless_readiness"
 
 // Note IDs (registered warnings, used as notes).
 const (
-	NoteStaticOnly = "distroless_readiness.static_evidence_only"
+	NoteStaticOnly    = "distroless_readiness.static_evidence_only"
+	NoteNotReached    = "distroless_readiness.static_not_reached"
+	NoteUnexplained   = "distroless_readiness.trace_unexplained"
+	NoteBuilderShells = "distroless_readiness.builder_stage_shells"
 )
 
 // Warnings are the IDs this assessor uses for notes.
 var Warnings = []probe.WarningDesc{
 	{ID: NoteStaticOnly, Summary: "the verdict rests on static evidence only; no traced build and boot ran"},
+	{ID: NoteNotReached, Summary: "a shell use found statically did not run during the traced boot (it may run later, on another path)"},
+	{ID: NoteUnexplained, Summary: "the traced boot ran a shell that no static finding explains"},
+	{ID: NoteBuilderShells, Summary: "shells ran in builder-stage build steps; they stay in the builder and do not block"},
 }
-
-// HeavyProbes are the probes whose low confidence forbids a ready verdict.
-// Plugins add theirs when registered.
-var HeavyProbes = map[string]bool{}
 
 // Assessor is the distroless_readiness assessor.
 type Assessor struct {
@@ -107,20 +110,14 @@ func (a *Assessor) Assess(results []probe.Result) (probe.Assessment, error) {
 		}
 		b.childProcess(&f)
 	}
-	for _, ext := range extensions {
-		if r, ok := byName[ext.probe]; ok {
-			if err := ext.fn(r, b); err != nil {
-				return as, err
-			}
-		}
-	}
 	heavyRan := false
-	for name := range HeavyProbes {
-		if r, ok := byName[name]; ok {
-			if r.Confidence == probe.High {
-				heavyRan = true
-			}
+	if r, ok := byName[shelltrace.Name]; ok && r.Confidence != probe.Low {
+		var f shelltrace.Facts
+		if err := strictjson.Unmarshal(r.Facts, &f); err != nil {
+			return as, fmt.Errorf("decoding %s facts: %w", r.Probe, err)
 		}
+		b.trace(&f)
+		heavyRan = true
 	}
 	if !heavyRan {
 		b.notes = append(b.notes, probe.Note{ID: NoteStaticOnly, Message: "no traced build and boot confirmed these findings; only a trace proves that no shell runs"})
@@ -151,21 +148,6 @@ func (a *Assessor) Assess(results []probe.Result) (probe.Assessment, error) {
 	}
 	return as, nil
 }
-
-// Extension lets another probe of the plugin (child_process, the trace)
-// add blockers without this package importing it.
-type Extension func(r probe.Result, b *Builder) error
-
-type extension struct {
-	probe string
-	fn    Extension
-}
-
-var extensions []extension
-
-// Extend registers fn for the results of probe name. It is called from
-// package initialisation of the plugin only.
-func Extend(name string, fn Extension) { extensions = append(extensions, extension{name, fn}) }
 
 // Builder collects blockers and notes.
 type Builder = builder
@@ -440,4 +422,95 @@ func (b *builder) childProcess(f *childprocess.Facts) {
 		case childprocess.KindDynamic, childprocess.KindNode:
 		}
 	}
+}
+
+// attach adds evidence to the first blocker with one of ids, and reports
+// whether there was one.
+func (b *builder) attach(ev probe.Evidence, ids ...string) bool {
+	for _, id := range ids {
+		for i := range b.blockers {
+			if b.blockers[i].ID == id {
+				b.blockers[i].Evidence = append(b.blockers[i].Evidence, ev)
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// trace cross-checks the static blockers with the traced build and boot.
+// A boot shell confirms the static blocker that predicted it and lends it
+// the trace event as evidence; a boot shell nothing predicted becomes a
+// blocker of its own. A static shell use in app code that the boot never
+// reached is reported as a disagreement. Shells in builder-stage steps do
+// not block.
+func (b *builder) trace(f *shelltrace.Facts) {
+	bootChildProcess := false
+	var builderShells []string
+	for _, inv := range f.Invocations {
+		ev := probe.Evidence{Trace: &probe.TraceRef{Phase: inv.Phase, PID: inv.PID, Index: inv.Index},
+			Note: fmt.Sprintf("%s %q", pick(inv.Attempted, "tried", "ran"), strings.Join(inv.Argv, " "))}
+		if inv.Phase != "boot" {
+			finalStage := false
+			if inv.Cause.Line > 0 {
+				finalStage = b.attach(probe.Evidence{File: inv.Cause.File, Line: inv.Cause.Line, Trace: ev.Trace, Note: ev.Note},
+					dockerfileprobe.WarnShellFormRunFinal)
+			}
+			if !finalStage {
+				builderShells = append(builderShells, inv.Phase)
+			}
+			continue
+		}
+		var ok bool
+		switch inv.Cause.Kind {
+		case "npm_script":
+			ok = b.attach(ev, npmscripts.WarnPackageManagerStart)
+		case "base_image_entrypoint":
+			ok = b.attach(ev, entrypoints.WarnBaseEntry)
+		case "instruction":
+			ok = b.attach(ev, dockerfileprobe.WarnShellFormCmd, dockerfileprobe.WarnShellFormEntry, npmscripts.WarnShellFormStart)
+		case "entrypoint_script":
+			ok = b.attach(ev, entrypoints.WarnShellShebang, entrypoints.WarnShellShim)
+		case "child_process":
+			bootChildProcess = true
+			ok = b.attach(ev, childprocess.WarnShellInApp, childprocess.WarnShellInDependency)
+		}
+		if !ok {
+			b.Add(probe.Blocker{ID: shelltrace.WarnShellAtBoot, Kind: probe.ShellAtRuntime,
+				Title:    fmt.Sprintf("the traced boot %s a shell: %s (under %s)", pick(inv.Attempted, "tried to run", "ran"), strings.Join(inv.Argv, " "), lastOr(inv.Ancestry)),
+				Fix:      "find what starts it (cause: " + inv.Cause.Kind + ") and replace it with an exec-form command",
+				Evidence: []probe.Evidence{ev}})
+			b.Note(probe.Note{ID: NoteUnexplained, Message: fmt.Sprintf("no static finding explains the boot shell %q (pid %d)", strings.Join(inv.Argv, " "), inv.PID), Evidence: []probe.Evidence{ev}})
+		}
+	}
+	if len(builderShells) > 0 {
+		b.Note(probe.Note{ID: NoteBuilderShells, Message: fmt.Sprintf("%d shell(s) ran in builder-stage steps (%s); the runtime image does not need them", len(builderShells), strings.Join(dedupe(builderShells), ", "))})
+	}
+	// Static shell uses in the app that the boot did not reach.
+	if !bootChildProcess {
+		for _, bl := range b.blockers {
+			if bl.ID == childprocess.WarnShellInApp && len(bl.Evidence) > 0 {
+				b.Note(probe.Note{ID: NoteNotReached, Message: fmt.Sprintf("%s was not reached during the traced boot; it may still run on another path", bl.Title), Evidence: bl.Evidence[:1]})
+			}
+		}
+	}
+}
+
+func lastOr(s []string) string {
+	if len(s) == 0 {
+		return "the container"
+	}
+	return s[len(s)-1]
+}
+
+func dedupe(s []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, x := range s {
+		if !seen[x] {
+			seen[x] = true
+			out = append(out, x)
+		}
+	}
+	return out
 }

@@ -1,0 +1,239 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/codegenie/codegenie/internal/audit"
+)
+
+// followPoll is how often audit tail --follow looks for new records.
+const followPoll = 250 * time.Millisecond
+
+func newCmdAudit(g *globals) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "audit",
+		Short: "Check and read gate-control's hash-chained audit log",
+		Example: `  codegenie audit verify /var/lib/codegenie/audit.log
+  codegenie audit tail -n 20 --follow /var/lib/codegenie/audit.log`,
+		Args: exactArgs(0, "a subcommand: verify or tail"),
+		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+	}
+	cmd.AddCommand(newCmdAuditVerify(g), newCmdAuditTail(g))
+	return cmd
+}
+
+func newCmdAuditVerify(g *globals) *cobra.Command {
+	var anchorFlag string
+	cmd := &cobra.Command{
+		Use:   "verify FILE",
+		Short: "Check every record of an audit log and its hash chain",
+		Long: `verify reads the whole log and checks that every line is a strictly decoded
+record, that the sequence numbers count up from 1, and that each record holds
+the hash of the one before. It names the first bad record and exits 1, or
+prints the count and the anchor of the last record and exits 0.
+
+A chain alone cannot tell that records were cut from the end, or that the
+whole file was rewritten. Keep the printed anchor (SEQ:HASH) where the log's
+writer cannot change it, and pass it back with --anchor.`,
+		Example: `  codegenie audit verify /var/lib/codegenie/audit.log
+  codegenie audit verify --anchor 1042:5f0c…e9 /var/lib/codegenie/audit.log`,
+		Args: exactArgs(1, "exactly one FILE, the audit log"),
+		RunE: func(_ *cobra.Command, args []string) error {
+			var anchor *audit.Anchor
+			if anchorFlag != "" {
+				a, err := parseAnchor(anchorFlag)
+				if err != nil {
+					return usageErr("--anchor: %v", err)
+				}
+				anchor = &a
+			}
+			return runAuditVerify(g, args[0], anchor)
+		},
+	}
+	cmd.Flags().StringVar(&anchorFlag, "anchor", "", "SEQ:HASH of a record the log must still hold, from an earlier verify")
+	return cmd
+}
+
+// parseAnchor parses SEQ:HASH.
+func parseAnchor(s string) (audit.Anchor, error) {
+	seq, hash, ok := strings.Cut(s, ":")
+	if !ok {
+		return audit.Anchor{}, fmt.Errorf("%q is not SEQ:HASH", s)
+	}
+	n, err := strconv.ParseUint(seq, 10, 64)
+	if err != nil {
+		return audit.Anchor{}, fmt.Errorf("%q is not SEQ:HASH: bad sequence number", s)
+	}
+	if len(hash) != len(audit.Genesis) {
+		return audit.Anchor{}, fmt.Errorf("%q is not SEQ:HASH: the hash is not 64 hex digits", s)
+	}
+	return audit.Anchor{Seq: n, Hash: hash}, nil
+}
+
+func runAuditVerify(g *globals, file string, anchor *audit.Anchor) error {
+	f, err := os.Open(file)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	rd := audit.NewReader(f)
+	n := 0
+	for {
+		_, err := rd.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return badLog(file, err)
+		}
+		n++
+		if anchor != nil && rd.Anchor().Seq == anchor.Seq && rd.Anchor().Hash != anchor.Hash {
+			break // VerifyAgainst below names it
+		}
+	}
+	if anchor != nil {
+		if _, err := f.Seek(0, io.SeekStart); err != nil {
+			return err
+		}
+		if _, err := audit.VerifyAgainst(f, *anchor); err != nil {
+			return badLog(file, err)
+		}
+	}
+	last := rd.Anchor()
+	fmt.Fprintf(g.stdout, "%s: ok, %d records; anchor %d:%s\n", file, n, last.Seq, last.Hash)
+	return nil
+}
+
+// badLog is the exit-1 error of a log that fails verification: one line
+// that names the first bad record.
+func badLog(file string, err error) error {
+	var ve *audit.VerifyError
+	if errors.As(err, &ve) {
+		return &ExitError{Code: ExitNotReady, Err: fmt.Errorf("%s is not intact: %w", file, err)}
+	}
+	return err
+}
+
+func newCmdAuditTail(g *globals) *cobra.Command {
+	var n int
+	var follow bool
+	cmd := &cobra.Command{
+		Use:   "tail FILE",
+		Short: "Print the last records of an audit log, one line each",
+		Long: `tail checks the log's chain as it reads it and prints the last -n records,
+one line each, with strings from requesters quoted. With --follow it keeps
+printing records as gate-control appends them, until interrupted. A bad record
+stops it with exit 1, after the good records before it.`,
+		Example: `  codegenie audit tail /var/lib/codegenie/audit.log
+  codegenie audit tail -n 100 --follow /var/lib/codegenie/audit.log`,
+		Args: exactArgs(1, "exactly one FILE, the audit log"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if n < 0 {
+				return usageErr("-n must not be negative")
+			}
+			return runAuditTail(cmd.Context(), g, args[0], n, follow)
+		},
+	}
+	cmd.Flags().IntVarP(&n, "lines", "n", 10, "how many of the last records to print")
+	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing records as they are appended")
+	return cmd
+}
+
+func runAuditTail(ctx context.Context, g *globals, file string, n int, follow bool) error {
+	f, err := os.Open(file)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	var ring []audit.Record
+	caughtUp := false
+	flush := func() error {
+		for _, r := range ring {
+			if err := audit.Format(g.stdout, r); err != nil {
+				return err
+			}
+		}
+		ring = nil
+		caughtUp = true
+		return nil
+	}
+	var src io.Reader = f
+	var fr *followReader
+	if follow {
+		fr = &followReader{done: ctx.Done(), f: f, onIdle: flush}
+		src = fr
+	}
+	rd := audit.NewReader(src)
+	for {
+		r, err := rd.Next()
+		if fr != nil && fr.err != nil {
+			return fr.err
+		}
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			if ferr := flush(); ferr != nil {
+				return ferr
+			}
+			if follow && ctx.Err() != nil {
+				return nil // interrupted in the middle of a line
+			}
+			return badLog(file, err)
+		}
+		if caughtUp {
+			if err := audit.Format(g.stdout, r); err != nil {
+				return err
+			}
+			continue
+		}
+		ring = append(ring, r)
+		if len(ring) > n {
+			ring = ring[1:]
+		}
+	}
+	return flush()
+}
+
+// followReader reads a growing file: at its end it waits for more until
+// done is closed, and only then reports io.EOF. The first time it reaches the
+// end it calls onIdle, on the reading goroutine: by then every complete
+// line read so far has been handed to the audit.Reader's caller.
+type followReader struct {
+	done   <-chan struct{}
+	f      *os.File
+	onIdle func() error
+	idled  bool
+	err    error // from onIdle
+}
+
+func (r *followReader) Read(p []byte) (int, error) {
+	for {
+		n, err := r.f.Read(p)
+		if n > 0 || !errors.Is(err, io.EOF) {
+			return n, err
+		}
+		if !r.idled {
+			r.idled = true
+			if r.err = r.onIdle(); r.err != nil {
+				return 0, io.EOF
+			}
+		}
+		t := time.NewTimer(followPoll)
+		select {
+		case <-r.done:
+			t.Stop()
+			return 0, io.EOF
+		case <-t.C:
+		}
+	}
+}

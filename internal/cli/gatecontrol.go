@@ -1,0 +1,168 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/codegenie/codegenie/internal/gatecontrol"
+	"github.com/codegenie/codegenie/internal/gatecontrol/auth"
+	"github.com/codegenie/codegenie/internal/sandbox/runsc"
+)
+
+// DefaultRunscStateDir is where gate-control's runsc backend keeps its
+// per-spawn state, and where it reaps after a crash.
+const DefaultRunscStateDir = "/var/lib/codegenie/runsc"
+
+func newCmdGateControl(g *globals) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "gate-control",
+		Short: "Run or manage gate-control, the one privileged process that runs sandboxes",
+		Long: `gate-control holds the HMAC key and the sandbox backend, authenticates
+every request, runs each spawn in a gVisor sandbox, and writes a hash-chained
+audit log. Clients (gather, migrate) reach it on a unix socket or over TLS 1.3.`,
+		Example: `  sudo codegenie gate-control serve
+  sudo codegenie gate-control rotate-key --overlap 24h`,
+		Args: exactArgs(0, "a subcommand: serve or rotate-key"),
+		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+	}
+	cmd.AddCommand(newCmdGateControlServe(g), newCmdGateControlRotateKey(g))
+	return cmd
+}
+
+type serveFlags struct {
+	cfg     gatecontrol.Config
+	backend string
+	runsc   runsc.Config
+}
+
+func newCmdGateControlServe(g *globals) *cobra.Command {
+	var f serveFlags
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Serve sandbox spawns on a unix socket and/or TLS until SIGTERM",
+		Long: `serve runs gate-control. It creates the key file (0600) when it is missing,
+reaps sandboxes that a crashed gate-control left in the state directory (and
+audits each as orphan.reaped), then serves. On SIGTERM or SIGINT it stops
+accepting, lets running spawns finish for --drain-timeout, then kills them.
+
+A spawn's audit records are fsynced before its response. A rotated key file
+(rotate-key) is picked up without a restart.`,
+		Example: `  sudo codegenie gate-control serve
+  sudo codegenie gate-control serve --rootfs /srv/rootfs --max-concurrent 4
+  sudo codegenie gate-control serve --socket '' --listen :7443 \
+      --tls-cert server.pem --tls-key server-key.pem --tls-client-ca clients-ca.pem`,
+		Args: exactArgs(0, "no arguments"),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runServe(cmd.Context(), g, &f)
+		},
+	}
+	fl := cmd.Flags()
+	c := &f.cfg
+	fl.StringVar(&c.KeyFile, "key-file", gatecontrol.DefaultKeyFile, "HMAC key file, created 0600 when missing")
+	fl.StringVar(&c.AuditLog, "audit-log", gatecontrol.DefaultAuditLog, "audit log file")
+	fl.StringVar(&c.Socket, "socket", gatecontrol.DefaultSocket, "unix socket to listen on (mode 0660); empty for none")
+	fl.StringVar(&c.TCPAddr, "listen", "", "TCP host:port to listen on with TLS 1.3; empty for none")
+	fl.StringVar(&c.TLSCertFile, "tls-cert", "", "PEM certificate chain of the TLS listener")
+	fl.StringVar(&c.TLSKeyFile, "tls-key", "", "PEM private key of the TLS listener")
+	fl.StringVar(&c.TLSClientCAFile, "tls-client-ca", "", "PEM CAs: require client certificates that verify against them")
+	fl.Int64Var(&c.MaxBodyBytes, "max-body", gatecontrol.DefaultMaxBodyBytes, "largest request body, in bytes")
+	fl.IntVar(&c.MaxConcurrent, "max-concurrent", gatecontrol.DefaultMaxConcurrent(), "spawns that run at once")
+	fl.IntVar(&c.MaxQueue, "max-queue", gatecontrol.DefaultMaxQueue, "spawns that may wait for a slot; more get 429")
+	fl.DurationVar(&c.QueueTimeout, "queue-timeout", gatecontrol.DefaultQueueTimeout, "longest wait for a slot; then 503")
+	fl.DurationVar(&c.DefaultTimeout, "default-timeout", gatecontrol.DefaultSpawnTimeout, "timeout of a spawn that asks for none")
+	fl.DurationVar(&c.MaxTimeout, "max-timeout", gatecontrol.DefaultMaxTimeout, "cap on every spawn's timeout")
+	fl.DurationVar(&c.DrainTimeout, "drain-timeout", gatecontrol.DefaultDrainTimeout, "on SIGTERM, how long running spawns may finish before they are killed")
+	fl.Int64Var(&c.DigestMaxBytes, "digest-max-bytes", gatecontrol.DefaultDigestMaxSize, "workspace bytes hashed for the audit digest; larger files count by size and mtime")
+	fl.IntVar(&c.DigestMaxFiles, "digest-max-files", gatecontrol.DefaultDigestMaxN, "workspace entries covered by the audit digest")
+	fl.StringVar(&f.backend, "backend", runsc.Name, "sandbox backend: "+runsc.Name)
+	r := &f.runsc
+	fl.StringVar(&r.Runsc, "runsc", "", "runsc binary (default $"+runsc.EnvRunsc+", else "+runsc.DefaultRunscPath+")")
+	fl.StringVar(&r.StateDir, "state-dir", DefaultRunscStateDir, "runsc state directory (at most 64 bytes); reaped at start")
+	fl.StringVar(&r.Platform, "platform", runsc.PlatformSystrap, "runsc platform: systrap or ptrace")
+	fl.StringVar(&r.Rootfs, "rootfs", "", "host directory used as the root filesystem of requests that name none")
+	fl.BoolVar(&r.NoCgroups, "no-cgroups", false, "do not use cgroups: memory, CPU and pids limits are not enforced")
+	fl.Int64Var(&r.Limits.MemoryBytes, "memory", runsc.DefaultMemoryBytes, "default memory limit of a spawn, in bytes")
+	fl.Float64Var(&r.Limits.CPUs, "cpus", runsc.DefaultCPUs, "default CPU limit of a spawn")
+	fl.Int64Var(&r.Limits.PIDs, "pids", runsc.DefaultPIDs, "default process limit of a spawn")
+	fl.Int64Var(&r.Limits.OutputBytes, "output-bytes", runsc.DefaultOutputBytes, "default limit of each output stream of a spawn, in bytes")
+	return cmd
+}
+
+func runServe(ctx context.Context, g *globals, f *serveFlags) error {
+	if f.backend != runsc.Name {
+		return usageErr("unknown --backend %q: want %s", f.backend, runsc.Name)
+	}
+	// Check the flags before the backend exists: making it creates the
+	// state directory. A typed nil stands in for it here.
+	pre := f.cfg
+	pre.Backend, pre.BackendName = (*runsc.Backend)(nil), runsc.Name
+	if err := pre.Validate(); err != nil {
+		return &ExitError{Code: ExitUsage, Err: err}
+	}
+	if err := f.runsc.Validate(); err != nil {
+		return &ExitError{Code: ExitUsage, Err: err}
+	}
+	level := slog.LevelInfo
+	if g.verbose {
+		level = slog.LevelDebug
+	}
+	logger := slog.New(slog.NewTextHandler(g.stderr, &slog.HandlerOptions{Level: level}))
+	backend, err := runsc.New(f.runsc)
+	if err != nil {
+		return err
+	}
+	cfg := f.cfg
+	cfg.Backend = backend
+	cfg.BackendName = runsc.Name
+	cfg.Logger = logger
+	srv, err := gatecontrol.New(cfg)
+	if err != nil {
+		return err
+	}
+	err = srv.Run(ctx)
+	if errors.Is(err, context.DeadlineExceeded) {
+		// Spawns still running at the drain deadline were killed: that
+		// is what SIGTERM asks for, not a failure of gate-control.
+		logger.Warn("gate-control stopped", "err", err)
+		return nil
+	}
+	return err
+}
+
+func newCmdGateControlRotateKey(g *globals) *cobra.Command {
+	var keyFile string
+	var overlap time.Duration
+	cmd := &cobra.Command{
+		Use:   "rotate-key",
+		Short: "Replace gate-control's signing key; the old one verifies for --overlap more",
+		Long: `rotate-key writes a new current key into the key file (atomically). The old
+key keeps verifying requests for --overlap, so clients holding it keep working
+while they pick up the new one. A running gate-control reads the file again
+within a second. Keys past their overlap are dropped.`,
+		Example: `  sudo codegenie gate-control rotate-key --overlap 24h
+  sudo codegenie gate-control rotate-key --key-file /etc/codegenie/key --overlap 0s`,
+		Args: exactArgs(0, "no arguments"),
+		RunE: func(*cobra.Command, []string) error {
+			if overlap < 0 {
+				return usageErr("--overlap must not be negative")
+			}
+			ring, err := auth.Rotate(keyFile, overlap, nil)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(g.stdout, "current key: %s\n", ring.Current().ID)
+			for _, p := range ring.Previous() {
+				fmt.Fprintf(g.stdout, "previous key: %s (verifies until %s)\n", p.ID, p.Expires.Format(time.RFC3339))
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&keyFile, "key-file", gatecontrol.DefaultKeyFile, "HMAC key file")
+	cmd.Flags().DurationVar(&overlap, "overlap", 24*time.Hour, "how long the old key keeps verifying")
+	return cmd
+}

@@ -1,0 +1,80 @@
+package gatecontrol
+
+import (
+	"github.com/codegenie/codegenie/internal/sandbox"
+)
+
+// Paths of the HTTP API. Every request to them is signed (see package auth).
+const (
+	// SpawnPath takes a POST of a JSON sandbox.SpawnRequest and answers
+	// 200 with a JSON sandbox.Result, or an ErrorResponse.
+	SpawnPath = "/v1/spawn"
+	// PingPath answers a GET with 204 and no body once the server is up.
+	// It runs nothing and writes no audit record, except a spawn.rejected
+	// one when authentication fails.
+	PingPath = "/v1/ping"
+)
+
+// Code is the machine-readable kind of an ErrorResponse. The client maps
+// codes back to the sandbox package's errors.
+type Code string
+
+// Codes of ErrorResponse, with the HTTP status each is sent with.
+const (
+	// CodeInvalidRequest (400): the body is not a valid SpawnRequest:
+	// malformed JSON, an unknown field, an empty command, a workspace that
+	// is not an absolute path to a directory. Maps to
+	// sandbox.ErrInvalidRequest.
+	CodeInvalidRequest Code = "invalid_request"
+	// CodeInvalidRole (400): the request names no role or an unknown one.
+	// Maps to sandbox.ErrInvalidRole.
+	CodeInvalidRole Code = "invalid_role"
+	// CodeUnauthorized (401): the request's signature did not verify.
+	CodeUnauthorized Code = "unauthorized"
+	// CodeNotFound (404) and CodeMethodNotAllowed (405): no such endpoint.
+	CodeNotFound         Code = "not_found"
+	CodeMethodNotAllowed Code = "method_not_allowed"
+	// CodeTooLarge (413): the body is longer than the server's limit.
+	// Maps to sandbox.ErrInvalidRequest.
+	CodeTooLarge Code = "too_large"
+	// CodeOverloaded (429): as many spawns wait as the queue holds. Try
+	// again later.
+	CodeOverloaded Code = "overloaded"
+	// CodeBackend (500): the sandbox backend failed to do its job.
+	CodeBackend Code = "backend"
+	// CodeAudit (500): the audit log could not be written, so nothing
+	// runs (or, after a spawn, its result is withheld).
+	CodeAudit Code = "audit"
+	// CodeNotSupported (501): the backend cannot run on this host.
+	// ErrorResponse.Unsupported says why. Maps to a
+	// *sandbox.UnsupportedError.
+	CodeNotSupported Code = "not_supported"
+	// CodeUnavailable (503): the server is shutting down, or the request
+	// waited in the queue longer than the server allows.
+	CodeUnavailable Code = "unavailable"
+	// CodeTimeout (504): the spawn ran past its timeout and was killed.
+	// ErrorResponse.Result holds what the backend reported, if anything.
+	// Maps to sandbox.ErrTimeout.
+	CodeTimeout Code = "timeout"
+)
+
+// ErrorResponse is the JSON body of every response whose status is not 200
+// or 204.
+type ErrorResponse struct {
+	Code    Code   `json:"code"`
+	Message string `json:"message"`
+	// AuditID is the spawn ID of the audit records of a request that got
+	// as far as being authenticated.
+	AuditID string `json:"audit_id,omitempty"`
+	// Unsupported is set with CodeNotSupported.
+	Unsupported *Unsupported `json:"unsupported,omitempty"`
+	// Result is what the backend reported together with its error, such
+	// as the partial output of a spawn that timed out.
+	Result *sandbox.Result `json:"result,omitempty"`
+}
+
+// Unsupported carries a sandbox.UnsupportedError across the wire.
+type Unsupported struct {
+	Backend string `json:"backend"`
+	Reason  string `json:"reason"`
+}

@@ -1,0 +1,199 @@
+package gatecontrol
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime"
+	"time"
+
+	"github.com/codegenie/codegenie/internal/sandbox"
+)
+
+// Defaults for Config's zero fields.
+const (
+	DefaultKeyFile       = "/var/lib/codegenie/key"
+	DefaultAuditLog      = "/var/lib/codegenie/audit.log"
+	DefaultSocket        = "/run/codegenie/gate-control.sock"
+	DefaultMaxBodyBytes  = 1 << 20
+	DefaultMaxQueue      = 64
+	DefaultQueueTimeout  = 10 * time.Minute
+	DefaultSpawnTimeout  = 10 * time.Minute
+	DefaultMaxTimeout    = time.Hour
+	DefaultDrainTimeout  = 30 * time.Second
+	DefaultDigestMaxSize = 64 << 20
+	DefaultDigestMaxN    = 200_000
+)
+
+// DefaultMaxConcurrent is the default limit of spawns running at once: the
+// number of CPUs.
+func DefaultMaxConcurrent() int { return runtime.NumCPU() }
+
+// Reaper is the optional ability of a backend to find and remove the
+// sandboxes that an earlier gate-control left behind when it crashed. The
+// server calls it once, in Start, before it accepts requests, and audits
+// each removed item (a sandbox ID, a mount, a directory) as orphan.reaped.
+type Reaper interface {
+	Reap(ctx context.Context) ([]string, error)
+}
+
+// Config configures a Server. Zero fields take the defaults above; Validate
+// refuses the rest of what is wrong.
+type Config struct {
+	// KeyFile holds the HMAC keys (see auth.LoadOrCreateKeyFile). It is
+	// created, with mode 0600 and a new key, when missing. The server
+	// re-reads it when it changes, so auth.Rotate takes effect without a
+	// restart.
+	KeyFile string
+	// AuditLog is the audit log file (see package audit), created with
+	// mode 0600 when missing. Only one server can have it open.
+	AuditLog string
+
+	// Socket is the path of the unix socket to listen on, with mode 0660.
+	// Empty means no unix socket.
+	Socket string
+	// TCPAddr is the host:port to listen on with TLS 1.3. Empty means no
+	// TCP listener. It needs TLSCertFile and TLSKeyFile.
+	TCPAddr string
+	// TLSCertFile and TLSKeyFile are the server's PEM certificate chain
+	// and private key.
+	TLSCertFile, TLSKeyFile string
+	// TLSClientCAFile, when set, makes the TLS listener require a client
+	// certificate that verifies against the PEM CAs in it.
+	TLSClientCAFile string
+
+	// MaxBodyBytes bounds a request body. Default DefaultMaxBodyBytes.
+	MaxBodyBytes int64
+	// MaxConcurrent is how many spawns run at once. Default
+	// DefaultMaxConcurrent().
+	MaxConcurrent int
+	// MaxQueue is how many more spawns may wait for a free slot; past
+	// that, requests get 429. Default DefaultMaxQueue.
+	MaxQueue int
+	// QueueTimeout is how long a spawn may wait for a slot before it gets
+	// 503. Default DefaultQueueTimeout.
+	QueueTimeout time.Duration
+	// DefaultTimeout is the timeout of a spawn that asks for none.
+	// Default DefaultSpawnTimeout, but at most MaxTimeout.
+	DefaultTimeout time.Duration
+	// MaxTimeout caps every spawn's timeout. Default DefaultMaxTimeout.
+	MaxTimeout time.Duration
+	// DrainTimeout is how long Run lets in-flight spawns finish after its
+	// context is done, before it cancels them. Default DefaultDrainTimeout.
+	DrainTimeout time.Duration
+
+	// DigestMaxBytes is how many bytes of file content the workspace
+	// digest reads per spawn; past that, files count by size and mtime
+	// (see the package documentation). Default DefaultDigestMaxSize.
+	DigestMaxBytes int64
+	// DigestMaxFiles is how many workspace entries the digest covers.
+	// Default DefaultDigestMaxN.
+	DigestMaxFiles int
+
+	// Backend runs the sandboxes. If it also implements Reaper, Start
+	// reaps what an earlier run left.
+	Backend sandbox.Client
+	// BackendName names the backend in the audit log, such as "runsc".
+	BackendName string
+
+	// Logger receives operational logs. Default: discard.
+	Logger *slog.Logger
+	// Now is the server's clock, for authentication and the audit log.
+	// Default time.Now.
+	Now func() time.Time
+}
+
+// withDefaults returns c with the zero fields set.
+func (c Config) withDefaults() Config {
+	if c.MaxBodyBytes == 0 {
+		c.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if c.MaxConcurrent == 0 {
+		c.MaxConcurrent = DefaultMaxConcurrent()
+	}
+	if c.MaxQueue == 0 {
+		c.MaxQueue = DefaultMaxQueue
+	}
+	if c.QueueTimeout == 0 {
+		c.QueueTimeout = DefaultQueueTimeout
+	}
+	if c.MaxTimeout == 0 {
+		c.MaxTimeout = DefaultMaxTimeout
+	}
+	if c.DefaultTimeout == 0 {
+		c.DefaultTimeout = min(DefaultSpawnTimeout, c.MaxTimeout)
+	}
+	if c.DrainTimeout == 0 {
+		c.DrainTimeout = DefaultDrainTimeout
+	}
+	if c.DigestMaxBytes == 0 {
+		c.DigestMaxBytes = DefaultDigestMaxSize
+	}
+	if c.DigestMaxFiles == 0 {
+		c.DigestMaxFiles = DefaultDigestMaxN
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return c
+}
+
+// Validate reports what is wrong with c, after the defaults apply to its
+// zero fields. It does not touch the file system.
+func (c Config) Validate() error {
+	c = c.withDefaults()
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if c.KeyFile == "" {
+		bad("no key file")
+	}
+	if c.AuditLog == "" {
+		bad("no audit log")
+	}
+	if c.Socket == "" && c.TCPAddr == "" {
+		bad("no listener: set a unix socket, a TCP address, or both")
+	}
+	if c.TCPAddr != "" && (c.TLSCertFile == "" || c.TLSKeyFile == "") {
+		bad("the TCP listener needs a TLS certificate and key")
+	}
+	if c.TCPAddr == "" && (c.TLSCertFile != "" || c.TLSKeyFile != "" || c.TLSClientCAFile != "") {
+		bad("TLS files given without a TCP address")
+	}
+	if c.MaxBodyBytes < 0 {
+		bad("negative max body size %d", c.MaxBodyBytes)
+	}
+	if c.MaxConcurrent < 0 {
+		bad("negative max concurrent spawns %d", c.MaxConcurrent)
+	}
+	if c.MaxQueue < 0 {
+		bad("negative max queue %d", c.MaxQueue)
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"queue timeout", c.QueueTimeout}, {"default timeout", c.DefaultTimeout}, {"max timeout", c.MaxTimeout}, {"drain timeout", c.DrainTimeout}} {
+		if d.v < 0 {
+			bad("negative %s %v", d.name, d.v)
+		}
+	}
+	if c.DefaultTimeout > c.MaxTimeout {
+		bad("default timeout %v is above the max timeout %v", c.DefaultTimeout, c.MaxTimeout)
+	}
+	if c.DigestMaxBytes < 0 || c.DigestMaxFiles < 0 {
+		bad("negative workspace digest bound")
+	}
+	if c.Backend == nil {
+		bad("no sandbox backend")
+	}
+	if c.BackendName == "" {
+		bad("no backend name")
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("invalid gate-control config: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,462 @@
+// Package shelltrace is the shell_invocation_trace probe of ADR-0002: it
+// builds the repository's Dockerfile (the builder target, then the final
+// stage) and boots the final image inside the sandbox, with every exec
+// traced host-side, and reports each shell the build or the boot ran, with
+// its phase, process ancestry and cause. Nothing is guessed: a run that did
+// not finish, or whose trace may have lost events, is low confidence with a
+// typed reason, never "no shell".
+//
+// Run makes one kind of privileged call, pctx.Sandbox.Spawn with
+// sandbox.RoleProbe; the build and the boot happen inside gate-control and
+// the sandbox, never in this process.
+//
+// Declared inputs: the ADR lists the Dockerfiles, package.json and the
+// resolved base-image digests. A build whose Dockerfile copies the
+// repository (COPY . .) also depends on the application's files, so the
+// probe declares its sources and scripts as well: a warm answer must never
+// describe code that has since changed.
+package shelltrace
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/codegenie/codegenie/internal/probe"
+	"github.com/codegenie/codegenie/internal/sandbox"
+	"github.com/codegenie/codegenie/internal/trace"
+	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/dockerfile"
+	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/probes/dockerfileprobe"
+	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/probes/nodeproject"
+)
+
+// Name is the probe's name.
+const Name = "shell_invocation_trace"
+
+// Reasons for low confidence.
+const (
+	ReasonSandboxUnavailable probe.Reason = "sandbox_unavailable"
+	ReasonSandboxBootFailed  probe.Reason = "sandbox_boot_failed"
+	ReasonBuildFailed        probe.Reason = "build_failed"
+	ReasonBootFailed         probe.Reason = "boot_failed"
+	ReasonTimeout            probe.Reason = "timeout"
+	ReasonTraceIncomplete    probe.Reason = "trace_incomplete"
+	ReasonNoDockerfile       probe.Reason = "no_dockerfile"
+	ReasonInterpreterUnknown probe.Reason = "interpreter_unknown"
+)
+
+// Warning IDs.
+const (
+	WarnSandboxBootFailed  = "shell_invocation_trace.sandbox_boot_failed"
+	WarnSandboxUnavailable = "shell_invocation_trace.sandbox_unavailable"
+	WarnBuildFailed        = "shell_invocation_trace.build_failed"
+	WarnBootFailed         = "shell_invocation_trace.boot_failed"
+	WarnTraceIncomplete    = "shell_invocation_trace.trace_incomplete"
+	WarnTimeout            = "shell_invocation_trace.timeout"
+	WarnShellAtBoot        = "shell_invocation_trace.shell_at_boot"
+	WarnShellInBuild       = "shell_invocation_trace.shell_in_build"
+	WarnInterpreterUnknown = "shell_invocation_trace.interpreter_unknown"
+)
+
+// Warnings are the warnings this probe raises.
+var Warnings = []probe.WarningDesc{
+	{ID: WarnSandboxBootFailed, Summary: "the sandbox could not start, so nothing was traced"},
+	{ID: WarnSandboxUnavailable, Summary: "no sandbox was available (gate-control not configured and not root), so nothing was traced"},
+	{ID: WarnBuildFailed, Summary: "the image did not build inside the sandbox; the failing step and its output are attached"},
+	{ID: WarnBootFailed, Summary: "the built image could not be booted inside the sandbox"},
+	{ID: WarnTraceIncomplete, Summary: "the trace may have lost events, so it cannot show that no shell ran"},
+	{ID: WarnTimeout, Summary: "the traced build and boot ran past the probe's timeout"},
+	{ID: WarnShellAtBoot, Summary: "the traced boot of the image ran (or tried to run) a shell"},
+	{ID: WarnShellInBuild, Summary: "a traced build step ran a shell"},
+	{ID: WarnInterpreterUnknown, Summary: "a script ran whose interpreter could not be read, so it may have been a shell"},
+}
+
+// DefaultBootFor is how long the boot runs when it does not exit.
+const DefaultBootFor = 10 * time.Second
+
+// Facts are the traced build and boot.
+type Facts struct {
+	Dockerfile  string         `json:"dockerfile,omitempty"`
+	Targets     []string       `json:"targets,omitempty"`
+	Backend     string         `json:"backend,omitempty"`
+	Phases      []Phase        `json:"phases,omitempty"`
+	Execs       int            `json:"execs"`
+	Invocations []Invocation   `json:"invocations"`
+	Complete    bool           `json:"trace_complete"`
+	AuditID     string         `json:"audit_id,omitempty"`
+	Unresolved  []UnresolvedEx `json:"unresolved,omitempty"`
+}
+
+// Phase is how a phase went.
+type Phase struct {
+	Name       string `json:"name"`
+	ExitCode   int    `json:"exit_code"`
+	Failed     bool   `json:"failed,omitempty"`
+	TimedOut   bool   `json:"timed_out,omitempty"`
+	DurationMS int64  `json:"duration_ms"`
+	OutputTail string `json:"output_tail,omitempty"`
+}
+
+// Invocation is one shell the trace saw.
+type Invocation struct {
+	Phase     string   `json:"phase"`
+	Index     int      `json:"index"`
+	PID       int32    `json:"pid"`
+	PPID      int32    `json:"ppid"`
+	Ancestry  []string `json:"ancestry,omitempty"`
+	Binary    string   `json:"binary"`
+	Argv      []string `json:"argv,omitempty"`
+	Cwd       string   `json:"cwd,omitempty"`
+	UID       int32    `json:"uid"`
+	By        string   `json:"by"`
+	Shell     string   `json:"shell"`
+	Attempted bool     `json:"attempted,omitempty"`
+	Cause     Cause    `json:"cause"`
+}
+
+// Cause is what made a shell run.
+type Cause struct {
+	// Kind: instruction (a shell-form RUN, CMD, ENTRYPOINT or HEALTHCHECK),
+	// npm_script, child_process, entrypoint_script, base_image_entrypoint
+	// or unknown.
+	Kind   string `json:"kind"`
+	Detail string `json:"detail,omitempty"`
+	File   string `json:"file,omitempty"`
+	Line   int    `json:"line,omitempty"`
+}
+
+// UnresolvedEx is an exec of a script whose interpreter was unreadable.
+type UnresolvedEx struct {
+	Phase  string `json:"phase"`
+	PID    int32  `json:"pid"`
+	Binary string `json:"binary"`
+}
+
+// Probe is the shell_invocation_trace probe.
+type Probe struct {
+	// BootFor is how long to boot the image; zero means DefaultBootFor.
+	BootFor time.Duration
+}
+
+// New returns the probe.
+func New() *Probe { return &Probe{} }
+
+var (
+	_ probe.Probe       = (*Probe)(nil)
+	_ probe.ImageLister = (*Probe)(nil)
+)
+
+// Desc describes the probe.
+func (*Probe) Desc() probe.Desc {
+	inputs := append([]string{"package.json", "package-lock.json", "yarn.lock", "pnpm-lock.yaml"}, dockerfile.Patterns...)
+	inputs = append(inputs, "**/*.js", "**/*.cjs", "**/*.mjs", "**/*.ts", "**/*.json", "**/*.sh", ".dockerignore")
+	return probe.Desc{
+		Name:           Name,
+		Version:        "1",
+		Heaviness:      probe.Heavy,
+		RunsLast:       true,
+		CacheStrategy:  probe.CacheContent,
+		DeclaredInputs: inputs,
+		Timeout:        20 * time.Minute,
+		NewFacts:       func() any { return new(Facts) },
+	}
+}
+
+// ImageInputs lists the base images of the Dockerfile the probe builds, so
+// that a new digest behind a tag invalidates the cache.
+func (*Probe) ImageInputs(repo *probe.Repo) ([]string, error) {
+	f, _, err := pick(repo)
+	if err != nil || f == nil {
+		return nil, err
+	}
+	return f.ImageBases(), nil
+}
+
+// pick chooses the Dockerfile to build: ./Dockerfile, else the first one.
+func pick(repo *probe.Repo) (*dockerfile.File, []byte, error) {
+	files, err := dockerfileprobe.Find(repo)
+	if err != nil || len(files) == 0 {
+		return nil, nil, err
+	}
+	p := files[0]
+	for _, f := range files {
+		if f == "Dockerfile" {
+			p = f
+		}
+	}
+	data, err := repo.ReadFile(p)
+	if err != nil {
+		return nil, nil, err
+	}
+	f, err := dockerfile.Parse(p, data)
+	if err != nil {
+		return nil, nil, err
+	}
+	return f, data, nil
+}
+
+func low(r probe.Reason, warn, detail string, facts *Facts) probe.Output {
+	return probe.Output{Confidence: probe.Low, Reason: r, Detail: detail, Facts: facts, Uncacheable: true,
+		Warnings: []probe.Warning{{ID: warn, Message: detail}}}
+}
+
+// Run builds and boots the image in the sandbox and analyses the trace.
+func (p *Probe) Run(ctx context.Context, repo *probe.Repo, pctx *probe.Context) (probe.Output, error) {
+	facts := &Facts{Invocations: []Invocation{}}
+	f, _, err := pick(repo)
+	if err != nil {
+		var pe *dockerfile.ParseError
+		if errors.As(err, &pe) {
+			return probe.Output{Confidence: probe.Low, Reason: "dockerfile_parse_error", Detail: pe.Error(), Facts: facts}, nil
+		}
+		return probe.Output{}, err
+	}
+	if f == nil {
+		return probe.Output{Confidence: probe.Low, Reason: ReasonNoDockerfile, Detail: "no Dockerfile to build", Facts: facts}, nil
+	}
+	facts.Dockerfile = f.Path
+	if pctx == nil || pctx.Sandbox == nil {
+		return low(ReasonSandboxUnavailable, WarnSandboxUnavailable,
+			"no sandbox: configure a gate-control (--gate-control) or run as root so gather starts a private one", facts), nil
+	}
+	facts.Targets = targets(f)
+	bootFor := p.BootFor
+	if bootFor <= 0 {
+		bootFor = DefaultBootFor
+	}
+	req := sandbox.SpawnRequest{
+		Role:         sandbox.RoleProbe,
+		Workspace:    sandbox.Workspace{Dir: repo.Root},
+		CaptureTrace: true,
+		Build: &sandbox.BuildSpec{
+			Dockerfile: f.Path, Targets: facts.Targets, Boot: true, BootFor: bootFor,
+			RegistryMirrors: pctx.RegistryMirrors,
+		},
+	}
+	if d, ok := ctx.Deadline(); ok {
+		req.Timeout = time.Until(d)
+	}
+	res, err := pctx.Sandbox.Spawn(ctx, req)
+	facts.Backend, facts.AuditID, facts.Complete = res.Backend, res.AuditID, res.TraceComplete
+	for _, ph := range res.Phases {
+		facts.Phases = append(facts.Phases, Phase{Name: ph.Name, ExitCode: ph.ExitCode, Failed: ph.Failed, TimedOut: ph.TimedOut,
+			DurationMS: ph.Duration.Milliseconds(), OutputTail: tail(ph.OutputTail, 2000)})
+	}
+	switch {
+	case errors.Is(err, sandbox.ErrTimeout) || res.TimedOut:
+		return low(ReasonTimeout, WarnTimeout, "the build and boot ran past the timeout", facts), nil
+	case ctx.Err() != nil:
+		return probe.Output{}, ctx.Err()
+	case errors.Is(err, sandbox.ErrNotSupported):
+		return low(ReasonSandboxUnavailable, WarnSandboxUnavailable, err.Error(), facts), nil
+	case err != nil:
+		return low(ReasonSandboxBootFailed, WarnSandboxBootFailed, err.Error(), facts), nil
+	}
+	for _, ph := range res.Phases {
+		if !ph.Failed {
+			continue
+		}
+		if ph.Name == sandbox.PhaseBoot {
+			return low(ReasonBootFailed, WarnBootFailed, fmt.Sprintf("boot failed: %s", lastLines(ph.OutputTail, 5)), facts), nil
+		}
+		line := stepLine(f, ph.Name)
+		out := low(ReasonBuildFailed, WarnBuildFailed, fmt.Sprintf("%s failed with exit %d: %s", ph.Name, ph.ExitCode, lastLines(ph.OutputTail, 5)), facts)
+		if line > 0 {
+			out.Warnings[0].Evidence = []probe.Evidence{{File: f.Path, Line: line}}
+			out.Evidence = out.Warnings[0].Evidence
+		}
+		return out, nil
+	}
+	if !res.TraceComplete {
+		return low(ReasonTraceIncomplete, WarnTraceIncomplete,
+			"the trace may have dropped events (a burst, an oversized exec, or a broken stream); no conclusion about shells is possible", facts), nil
+	}
+	scripts := loadScripts(repo)
+	tree := trace.BuildTree(res.Trace)
+	a := trace.Analyze(tree, nil)
+	facts.Execs = a.Execs
+	out := probe.Output{Confidence: probe.High, Facts: facts}
+	for _, inv := range a.Invocations {
+		in := Invocation{Phase: inv.Phase, Index: inv.Index, PID: inv.PID, PPID: inv.PPID, Ancestry: inv.Ancestry, Binary: inv.Binary,
+			Argv: inv.Argv, Cwd: inv.Cwd, UID: inv.UID, By: inv.Match.By, Shell: inv.Match.Shell, Attempted: inv.Attempted}
+		in.Cause = cause(f, tree, inv, scripts)
+		facts.Invocations = append(facts.Invocations, in)
+		ev := []probe.Evidence{{Trace: &probe.TraceRef{Phase: inv.Phase, PID: inv.PID, Index: inv.Index}, Note: strings.Join(inv.Argv, " ")}}
+		if in.Cause.File != "" {
+			ev = append(ev, probe.Evidence{File: in.Cause.File, Line: in.Cause.Line, Note: in.Cause.Kind})
+		}
+		verb := "ran"
+		if in.Attempted {
+			verb = "tried to run"
+		}
+		id := WarnShellInBuild
+		if inv.Phase == sandbox.PhaseBoot {
+			id = WarnShellAtBoot
+		}
+		out.Warnings = append(out.Warnings, probe.Warning{ID: id,
+			Message:  fmt.Sprintf("%s: %s %s %q (pid %d, under %s; cause: %s)", phaseOr(inv.Phase), strings.Join(in.Ancestry, " → "), verb, strings.Join(inv.Argv, " "), inv.PID, parentOr(in.Ancestry), in.Cause.Kind),
+			Evidence: ev})
+	}
+	for _, i := range a.Unresolved {
+		e := res.Trace[i]
+		facts.Unresolved = append(facts.Unresolved, UnresolvedEx{Phase: e.Phase, PID: e.PID, Binary: e.Binary})
+		out.Warnings = append(out.Warnings, probe.Warning{ID: WarnInterpreterUnknown,
+			Message:  fmt.Sprintf("%s ran %s, whose interpreter could not be read", phaseOr(e.Phase), e.Binary),
+			Evidence: []probe.Evidence{{Trace: &probe.TraceRef{Phase: e.Phase, PID: e.PID, Index: i}}}})
+	}
+	if len(a.Unresolved) > 0 {
+		out.Confidence, out.Reason = probe.Medium, ReasonInterpreterUnknown
+		out.Detail = fmt.Sprintf("%d script(s) ran whose interpreter could not be read", len(a.Unresolved))
+	}
+	return out, nil
+}
+
+// targets: the builder stage (by name; an unnamed builder is built as part
+// of the final stage), then the final stage.
+func targets(f *dockerfile.File) []string {
+	if f.Builder >= 0 && f.Stages[f.Builder].Name != "" {
+		return []string{f.Stages[f.Builder].Name, ""}
+	}
+	return []string{""}
+}
+
+func phaseOr(p string) string {
+	if p == "" {
+		return "unattributed"
+	}
+	return p
+}
+
+func parentOr(anc []string) string {
+	if len(anc) == 0 {
+		return "the container"
+	}
+	return anc[len(anc)-1]
+}
+
+func tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[len(s)-n:]
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, " | ")
+}
+
+// stepLine maps "build:<stage>:step N" to the Dockerfile line of that
+// stage's N-th instruction (FROM is step 1).
+func stepLine(f *dockerfile.File, phase string) int {
+	parts := strings.Split(phase, ":")
+	if len(parts) != 3 || parts[0] != "build" {
+		return 0
+	}
+	var n int
+	if _, err := fmt.Sscanf(parts[2], "step %d", &n); err != nil || n < 1 {
+		return 0
+	}
+	st, ok := f.StageRef(parts[1])
+	if !ok {
+		return 0
+	}
+	s := f.Stages[st]
+	if n == 1 {
+		return s.Line
+	}
+	if n-2 < len(s.Instructions) {
+		return s.Instructions[n-2].Line
+	}
+	return 0
+}
+
+type scripts struct {
+	path  string
+	cmds  map[string]string
+	lines map[string]int
+}
+
+func loadScripts(repo *probe.Repo) scripts {
+	data, err := repo.ReadFile("package.json")
+	if err != nil {
+		return scripts{}
+	}
+	var pj nodeproject.Facts
+	if nodeproject.Parse(data, &pj) != nil {
+		return scripts{}
+	}
+	return scripts{path: "package.json", cmds: pj.Scripts, lines: nodeproject.ScriptLines(data)}
+}
+
+// cause explains a shell: the instruction of a build step, or at boot the
+// process above it.
+func cause(f *dockerfile.File, tree *trace.Tree, inv trace.Invocation, sc scripts) Cause {
+	if strings.HasPrefix(inv.Phase, "build:") {
+		c := Cause{Kind: "instruction", File: f.Path, Line: stepLine(f, inv.Phase)}
+		if parts := strings.Split(inv.Phase, ":"); len(parts) == 3 {
+			if st, ok := f.StageRef(parts[1]); ok {
+				var n int
+				if _, err := fmt.Sscanf(parts[2], "step %d", &n); err == nil && n >= 2 && n-2 < len(f.Stages[st].Instructions) {
+					c.Detail = f.Stages[st].Instructions[n-2].Source
+				}
+			}
+		}
+		return c
+	}
+	// At boot: who is above the shell?
+	parent := ""
+	if len(inv.Ancestry) > 0 {
+		parent = inv.Ancestry[len(inv.Ancestry)-1]
+	}
+	first := func(s string) string {
+		w, _, _ := strings.Cut(s, " ")
+		return path.Base(w)
+	}
+	line := ""
+	if len(inv.Argv) >= 3 && inv.Argv[1] == "-c" {
+		line = inv.Argv[2]
+	}
+	switch {
+	case inv.Match.By == "shebang":
+		if path.Base(inv.Binary) == dockerfile.NodeEntrypoint {
+			return Cause{Kind: "base_image_entrypoint", Detail: inv.Binary, File: f.Path, Line: f.Stages[f.Final].Line}
+		}
+		return Cause{Kind: "entrypoint_script", Detail: inv.Binary}
+	case strings.Contains(parent, "npm") || first(parent) == "yarn" || first(parent) == "pnpm":
+		c := Cause{Kind: "npm_script", Detail: line}
+		names := make([]string, 0, len(sc.cmds))
+		for n := range sc.cmds {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		for _, n := range names {
+			if sc.cmds[n] == line {
+				c.Detail, c.File, c.Line = n+": "+line, sc.path, sc.lines[n]
+				break
+			}
+		}
+		return c
+	case first(parent) == "node" || first(parent) == "nodejs":
+		return Cause{Kind: "child_process", Detail: parent}
+	case len(inv.Ancestry) == 0 || inv.PPID == 0:
+		for _, c := range []string{"entrypoint", "cmd"} {
+			if in, ok := f.Effective(f.Final, c); ok && in.Form == dockerfile.FormShell {
+				return Cause{Kind: "instruction", Detail: in.Source, File: f.Path, Line: in.Line}
+			}
+		}
+	case first(parent) == dockerfile.NodeEntrypoint || strings.HasPrefix(parent, "docker-entrypoint"):
+		if in, ok := f.Effective(f.Final, "cmd"); ok && in.Form == dockerfile.FormShell {
+			return Cause{Kind: "instruction", Detail: in.Source, File: f.Path, Line: in.Line}
+		}
+		return Cause{Kind: "base_image_entrypoint", Detail: parent}
+	}
+	return Cause{Kind: "unknown", Detail: parent}
+}
