@@ -15,10 +15,13 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/codegenie/codegenie/internal/builtin"
+	"github.com/codegenie/codegenie/internal/gatecontrol"
+	"github.com/codegenie/codegenie/internal/gatecontrol/client"
 	"github.com/codegenie/codegenie/internal/gather"
 	"github.com/codegenie/codegenie/internal/image"
 	"github.com/codegenie/codegenie/internal/pipeline"
 	"github.com/codegenie/codegenie/internal/report"
+	"github.com/codegenie/codegenie/internal/sandbox"
 	nodenpm "github.com/codegenie/codegenie/plugins/distroless-migration--node--npm"
 )
 
@@ -30,6 +33,13 @@ type gatherFlags struct {
 	lightTimeout time.Duration
 	heavyTimeout time.Duration
 	mirrors      string
+	gc           gateControlFlags
+}
+
+// gateControlFlags say where gather's sandbox is.
+type gateControlFlags struct {
+	addr, key, ca, cert, certKey string
+	noSandbox                    bool
 }
 
 func newCmdGather(g *globals) *cobra.Command {
@@ -64,7 +74,70 @@ stderr is a terminal.`,
 	fl.DurationVar(&f.lightTimeout, "light-timeout", pipeline.DefaultLightTimeout, "timeout of each light probe")
 	fl.DurationVar(&f.heavyTimeout, "heavy-timeout", pipeline.DefaultHeavyTimeout, "timeout of each heavy probe")
 	fl.StringVar(&f.mirrors, "registry-mirror", os.Getenv("CODEGENIE_REGISTRY_MIRRORS"), "registry mirrors, REGISTRY=HOST[:PORT],... (env CODEGENIE_REGISTRY_MIRRORS)")
+	fl.StringVar(&f.gc.addr, "gate-control", os.Getenv("CODEGENIE_GATE_CONTROL"), "gate-control to run sandboxes through: a unix socket path, or HOST:PORT for TLS (env CODEGENIE_GATE_CONTROL); default: as root, a private gate-control child")
+	fl.StringVar(&f.gc.key, "gate-control-key", envOr("CODEGENIE_GATE_CONTROL_KEY", gatecontrol.DefaultKeyFile), "gate-control's HMAC key file (env CODEGENIE_GATE_CONTROL_KEY)")
+	fl.StringVar(&f.gc.ca, "gate-control-ca", "", "PEM CAs that verify gate-control's TLS certificate")
+	fl.StringVar(&f.gc.cert, "gate-control-cert", "", "PEM client certificate for gate-control")
+	fl.StringVar(&f.gc.certKey, "gate-control-cert-key", "", "PEM key of --gate-control-cert")
+	fl.BoolVar(&f.gc.noSandbox, "no-sandbox", false, "run no sandbox: probes that need one report sandbox_unavailable")
 	return cmd
+}
+
+func envOr(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
+}
+
+// sandboxFor returns the sandbox client gather uses, and a function to
+// release it. With no gate-control configured it starts, as root and only
+// when a probe first needs it, a private gate-control child with a fresh
+// key: still one privileged process. Otherwise there is none.
+func sandboxFor(g *globals, f *gateControlFlags) (sandbox.Client, func(), error) {
+	switch {
+	case f.noSandbox:
+		return nil, func() {}, nil
+	case f.addr != "":
+		cfg := client.Config{KeyFile: f.key, CAFile: f.ca, ClientCertFile: f.cert, ClientKeyFile: f.certKey}
+		if strings.HasPrefix(f.addr, "/") || strings.HasPrefix(f.addr, "unix:") {
+			cfg.Socket = strings.TrimPrefix(f.addr, "unix:")
+		} else {
+			cfg.Address = f.addr
+		}
+		c, err := client.New(cfg)
+		if err != nil {
+			return nil, nil, usageErr("--gate-control: %v", err)
+		}
+		return c, func() { _ = c.Close() }, nil
+	case os.Geteuid() == 0:
+		stderr := io.Discard
+		if g.verbose {
+			stderr = g.stderr
+		}
+		l := client.NewLazy(client.PrivateConfig{Stderr: stderr})
+		return l, func() {
+			if err := l.Close(); err != nil {
+				g.logger().Warn("stopping the private gate-control", "err", err)
+			}
+		}, nil
+	}
+	return nil, func() {}, nil
+}
+
+// mirrorMap turns parsed mirrors into the registry → host map builds use.
+func mirrorMap(m image.Mirrors) map[string]string {
+	out := map[string]string{}
+	for reg, hosts := range m {
+		if len(hosts) == 0 {
+			continue
+		}
+		if reg == "index.docker.io" {
+			reg = "docker.io"
+		}
+		out[reg] = hosts[0]
+	}
+	return out
 }
 
 func runGather(cmd *cobra.Command, g *globals, f *gatherFlags, dir string) error {
@@ -96,14 +169,21 @@ func runGather(cmd *cobra.Command, g *globals, f *gatherFlags, dir string) error
 	if err != nil {
 		return usageErr("%v", err)
 	}
+	sb, release, err := sandboxFor(g, &f.gc)
+	if err != nil {
+		return err
+	}
+	defer release()
 	opts := gather.Options{
-		Registry:     builtin.NewRegistry(),
-		Version:      Version,
-		Images:       &image.Remote{Mirrors: mirrors},
-		Task:         f.task,
-		LightTimeout: f.lightTimeout,
-		HeavyTimeout: f.heavyTimeout,
-		Logger:       g.logger(),
+		Registry:        builtin.NewRegistry(),
+		Version:         Version,
+		Images:          &image.Remote{Mirrors: mirrors},
+		Sandbox:         sb,
+		RegistryMirrors: mirrorMap(mirrors),
+		Task:            f.task,
+		LightTimeout:    f.lightTimeout,
+		HeavyTimeout:    f.heavyTimeout,
+		Logger:          g.logger(),
 	}
 	if !f.noCache {
 		if opts.Cache, err = g.openCache(); err != nil {

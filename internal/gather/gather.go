@@ -30,6 +30,9 @@ type Options struct {
 	Images  image.Resolver
 	Sandbox sandbox.Client
 	Task    string
+	// RegistryMirrors maps a registry (docker.io, gcr.io) to a mirror host,
+	// for probes that build images.
+	RegistryMirrors map[string]string
 	// LightTimeout and HeavyTimeout override the pipeline defaults.
 	LightTimeout, HeavyTimeout time.Duration
 	Logger                     *slog.Logger
@@ -66,7 +69,7 @@ func Run(ctx context.Context, dir string, o Options) (*Outcome, error) {
 		Logger:       o.Logger,
 		Progress:     o.Progress,
 	}
-	pctx := &probe.Context{Sandbox: o.Sandbox, Logger: o.Logger, Task: o.Task}
+	pctx := &probe.Context{Sandbox: o.Sandbox, Logger: o.Logger, Task: o.Task, RegistryMirrors: o.RegistryMirrors}
 	recs, err := p.Run(ctx, repo, pctx)
 	if err != nil {
 		var ie *pipeline.InputError
