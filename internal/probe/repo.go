@@ -147,8 +147,12 @@ func (r *Repo) Glob(pattern string) ([]string, error) {
 	vendored := pat[0] == "node_modules" || pat[0] == ".git"
 	// A last segment "*<literal>" (such as *.js) lets most paths be
 	// rejected with a suffix check before matching.
-	suffix := ""
-	if last := pat[len(pat)-1]; strings.HasPrefix(last, "*") && !strings.ContainsAny(last[1:], `*?[\`) {
+	// A literal last segment (package.json) must equal the base name.
+	suffix, base := "", ""
+	switch last := pat[len(pat)-1]; {
+	case !strings.ContainsAny(last, `*?[\`):
+		base = last
+	case strings.HasPrefix(last, "*") && !strings.ContainsAny(last[1:], `*?[\`):
 		suffix = last[1:]
 	}
 	var out []string
@@ -157,6 +161,9 @@ func (r *Repo) Glob(pattern string) ([]string, error) {
 			continue
 		}
 		segs := r.segs[i]
+		if base != "" && segs[len(segs)-1] != base {
+			continue
+		}
 		if !vendored && hasVendoredSegment(segs[:len(segs)-1]) {
 			continue
 		}
