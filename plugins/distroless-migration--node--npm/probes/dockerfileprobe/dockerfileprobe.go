@@ -87,7 +87,7 @@ func (*Probe) Desc() probe.Desc {
 
 // Run parses every Dockerfile.
 func (*Probe) Run(ctx context.Context, repo *probe.Repo, _ *probe.Context) (probe.Output, error) {
-	files, err := Find(repo)
+	files, err := ParseAll(ctx, repo)
 	if err != nil {
 		return probe.Output{}, err
 	}
@@ -98,34 +98,60 @@ func (*Probe) Run(ctx context.Context, repo *probe.Repo, _ *probe.Context) (prob
 		return out, nil
 	}
 	var failed []string
-	for _, p := range files {
-		if err := ctx.Err(); err != nil {
-			return probe.Output{}, err
-		}
-		data, err := repo.ReadFile(p)
-		if err != nil {
-			return probe.Output{}, fmt.Errorf("reading %s: %w", p, err)
-		}
-		parsed, err := dockerfile.Parse(p, data)
-		if err != nil {
-			var pe *dockerfile.ParseError
-			if !errors.As(err, &pe) {
-				return probe.Output{}, err
-			}
-			facts.Files = append(facts.Files, File{Path: p, Error: &Error{Line: pe.Line, Message: pe.Msg}})
-			ev := probe.Evidence{File: p, Line: pe.Line}
+	for _, pf := range files {
+		if pe := pf.Err; pe != nil {
+			facts.Files = append(facts.Files, File{Path: pf.Path, Error: &Error{Line: pe.Line, Message: pe.Msg}})
+			ev := probe.Evidence{File: pf.Path, Line: pe.Line}
 			out.Warnings = append(out.Warnings, probe.Warning{ID: WarnParseError, Message: pe.Error(), Evidence: []probe.Evidence{ev}})
 			out.Evidence = append(out.Evidence, ev)
 			failed = append(failed, pe.Error())
 			continue
 		}
-		facts.Files = append(facts.Files, File{Path: p, Parsed: parsed})
-		out.Warnings = append(out.Warnings, findings(parsed)...)
+		facts.Files = append(facts.Files, File{Path: pf.Path, Parsed: pf.File})
+		out.Warnings = append(out.Warnings, findings(pf.File)...)
 	}
 	if len(failed) > 0 {
 		out.Confidence = probe.Low
 		out.Reason = ReasonParseError
 		out.Detail = strings.Join(failed, "; ")
+	}
+	return out, nil
+}
+
+// Parsed is one of the repository's Dockerfiles: parsed, or the error
+// that stopped its parse.
+type Parsed struct {
+	Path string
+	File *dockerfile.File
+	Err  *dockerfile.ParseError
+}
+
+// ParseAll finds, reads and parses every Dockerfile, sorted by path. A
+// parse error is the file's own; a read error or cancellation stops it.
+func ParseAll(ctx context.Context, repo *probe.Repo) ([]Parsed, error) {
+	files, err := Find(repo)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Parsed, 0, len(files))
+	for _, p := range files {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		data, err := repo.ReadFile(p)
+		if err != nil {
+			return nil, fmt.Errorf("reading %s: %w", p, err)
+		}
+		f, err := dockerfile.Parse(p, data)
+		var pe *dockerfile.ParseError
+		switch {
+		case err == nil:
+			out = append(out, Parsed{Path: p, File: f})
+		case errors.As(err, &pe):
+			out = append(out, Parsed{Path: p, Err: pe})
+		default:
+			return nil, err
+		}
 	}
 	return out, nil
 }

@@ -133,17 +133,13 @@ func (*Probe) Run(ctx context.Context, repo *probe.Repo, pctx *probe.Context) (p
 	facts := &Facts{Executables: []Executable{}}
 	out := probe.Output{Confidence: probe.High, Facts: facts}
 	files := map[string]*dockerfile.File{}
-	paths, err := dockerfileprobe.Find(repo)
+	parsed, err := dockerfileprobe.ParseAll(ctx, repo)
 	if err != nil {
 		return probe.Output{}, err
 	}
-	for _, p := range paths {
-		data, err := repo.ReadFile(p)
-		if err != nil {
-			return probe.Output{}, fmt.Errorf("reading %s: %w", p, err)
-		}
-		if f, err := dockerfile.Parse(p, data); err == nil {
-			files[p] = f
+	for _, pf := range parsed {
+		if pf.File != nil {
+			files[pf.Path] = pf.File
 		}
 	}
 	r := &resolver{repo: repo}

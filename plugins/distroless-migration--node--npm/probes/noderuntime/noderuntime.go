@@ -175,21 +175,14 @@ func (*Probe) Run(ctx context.Context, repo *probe.Repo, _ *probe.Context) (prob
 		a, b := facts.Native[i], facts.Native[j]
 		return a.Package+a.How+a.File < b.Package+b.How+b.File
 	})
-	files, err := dockerfileprobe.Find(repo)
+	files, err := dockerfileprobe.ParseAll(ctx, repo)
 	if err != nil {
 		return probe.Output{}, err
 	}
-	for _, p := range files {
-		if err := ctx.Err(); err != nil {
-			return probe.Output{}, err
-		}
-		data, err := repo.ReadFile(p)
-		if err != nil {
-			return probe.Output{}, fmt.Errorf("reading %s: %w", p, err)
-		}
-		f, err := dockerfile.Parse(p, data)
-		if err != nil {
-			out.Confidence, out.Reason, out.Detail = probe.Medium, ReasonDockerfileError, err.Error()
+	for _, pf := range files {
+		f := pf.File
+		if f == nil {
+			out.Confidence, out.Reason, out.Detail = probe.Medium, ReasonDockerfileError, pf.Err.Error()
 			continue
 		}
 		img := image(f)

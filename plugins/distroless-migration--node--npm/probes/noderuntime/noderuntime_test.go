@@ -1,43 +1,17 @@
 package noderuntime
 
 import (
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/codegenie/codegenie/internal/probe"
+	"github.com/codegenie/codegenie/internal/probe/probetest"
 )
 
 func runOn(t *testing.T, files map[string]string) (*Facts, []string) {
 	t.Helper()
-	dir := t.TempDir()
-	for name, body := range files {
-		p := filepath.Join(dir, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	repo, err := probe.OpenRepo(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := New().Run(t.Context(), repo, &probe.Context{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := out.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	var ids []string
-	for _, w := range out.Warnings {
-		ids = append(ids, w.ID)
-	}
-	return out.Facts.(*Facts), ids
+	out := probetest.Run(t, New(), probetest.Repo(t, files))
+	return out.Facts.(*Facts), probetest.WarningIDs(out)
 }
 
 func TestAlpineBuilderWithNativeAddon(t *testing.T) {

@@ -111,7 +111,7 @@ func (*Probe) Desc() probe.Desc {
 
 // Run resolves each Dockerfile's start chain.
 func (*Probe) Run(ctx context.Context, repo *probe.Repo, _ *probe.Context) (probe.Output, error) {
-	files, err := dockerfileprobe.Find(repo)
+	files, err := dockerfileprobe.ParseAll(ctx, repo)
 	if err != nil {
 		return probe.Output{}, err
 	}
@@ -122,26 +122,19 @@ func (*Probe) Run(ctx context.Context, repo *probe.Repo, _ *probe.Context) (prob
 			out.Confidence, out.Reason, out.Detail = probe.Medium, r, detail
 		}
 	}
-	for _, p := range files {
-		if err := ctx.Err(); err != nil {
-			return probe.Output{}, err
-		}
-		data, err := repo.ReadFile(p)
-		if err != nil {
-			return probe.Output{}, fmt.Errorf("reading %s: %w", p, err)
-		}
-		f, err := dockerfile.Parse(p, data)
-		if err != nil {
-			lower(ReasonDockerfileParseError, err.Error())
+	for _, pf := range files {
+		f := pf.File
+		if f == nil {
+			lower(ReasonDockerfileParseError, pf.Err.Error())
 			continue
 		}
-		pkg, err := loadPackage(repo, path.Dir(p))
+		pkg, err := loadPackage(repo, path.Dir(pf.Path))
 		if err != nil {
 			lower(ReasonPackageJSONError, err.Error())
 		}
 		c, ws := resolve(f, pkg)
 		if !c.Start.Known {
-			lower(ReasonUnknownBase, fmt.Sprintf("%s: the final stage inherits its start command from %s, whose config is not read statically", p, f.RootBase(f.Final)))
+			lower(ReasonUnknownBase, fmt.Sprintf("%s: the final stage inherits its start command from %s, whose config is not read statically", pf.Path, f.RootBase(f.Final)))
 		}
 		facts.Chains = append(facts.Chains, c)
 		out.Warnings = append(out.Warnings, ws...)

@@ -1,48 +1,21 @@
 package npmscripts
 
 import (
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/codegenie/codegenie/internal/probe"
+	"github.com/codegenie/codegenie/internal/probe/probetest"
 )
 
 func runOn(t *testing.T, files map[string]string) (*Facts, probe.Output) {
 	t.Helper()
-	dir := t.TempDir()
-	for name, body := range files {
-		p := filepath.Join(dir, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	repo, err := probe.OpenRepo(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := New().Run(t.Context(), repo, &probe.Context{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := out.Validate(); err != nil {
-		t.Fatal(err)
-	}
+	out := probetest.Run(t, New(), probetest.Repo(t, files))
 	return out.Facts.(*Facts), out
 }
 
-func warningIDs(out probe.Output) []string {
-	var ids []string
-	for _, w := range out.Warnings {
-		ids = append(ids, w.ID)
-	}
-	return ids
-}
+func warningIDs(out probe.Output) []string { return probetest.WarningIDs(out) }
 
 func TestChains(t *testing.T) {
 	t.Parallel()

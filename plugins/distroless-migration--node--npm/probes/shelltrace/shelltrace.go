@@ -169,7 +169,7 @@ func (*Probe) Desc() probe.Desc {
 // ImageInputs lists the base images of the Dockerfile the probe builds, so
 // that a new digest behind a tag invalidates the cache.
 func (*Probe) ImageInputs(repo *probe.Repo) ([]string, error) {
-	f, _, err := pick(repo)
+	f, err := pick(repo)
 	if err != nil || f == nil {
 		return nil, err
 	}
@@ -177,26 +177,21 @@ func (*Probe) ImageInputs(repo *probe.Repo) ([]string, error) {
 }
 
 // pick chooses the Dockerfile to build: ./Dockerfile, else the first one.
-func pick(repo *probe.Repo) (*dockerfile.File, []byte, error) {
-	files, err := dockerfileprobe.Find(repo)
+func pick(repo *probe.Repo) (*dockerfile.File, error) {
+	files, err := dockerfileprobe.ParseAll(context.Background(), repo)
 	if err != nil || len(files) == 0 {
-		return nil, nil, err
+		return nil, err
 	}
-	p := files[0]
-	for _, f := range files {
-		if f == "Dockerfile" {
-			p = f
+	chosen := files[0]
+	for _, pf := range files {
+		if pf.Path == "Dockerfile" {
+			chosen = pf
 		}
 	}
-	data, err := repo.ReadFile(p)
-	if err != nil {
-		return nil, nil, err
+	if chosen.Err != nil {
+		return nil, chosen.Err
 	}
-	f, err := dockerfile.Parse(p, data)
-	if err != nil {
-		return nil, nil, err
-	}
-	return f, data, nil
+	return chosen.File, nil
 }
 
 func low(r probe.Reason, warn, detail string, facts *Facts) probe.Output {
@@ -207,7 +202,7 @@ func low(r probe.Reason, warn, detail string, facts *Facts) probe.Output {
 // Run builds and boots the image in the sandbox and analyses the trace.
 func (p *Probe) Run(ctx context.Context, repo *probe.Repo, pctx *probe.Context) (probe.Output, error) {
 	facts := &Facts{Invocations: []Invocation{}}
-	f, _, err := pick(repo)
+	f, err := pick(repo)
 	if err != nil {
 		var pe *dockerfile.ParseError
 		if errors.As(err, &pe) {
