@@ -37,7 +37,7 @@ func execute(t *testing.T, ctx context.Context, args ...string) result {
 func TestGatherExampleColdThenWarmIsIdentical(t *testing.T) {
 	t.Parallel()
 	cacheDir := t.TempDir()
-	cold := execute(t, t.Context(), "--cache-dir", cacheDir, "gather", example(t))
+	cold := execute(t, t.Context(), "--cache-dir", cacheDir, "gather", "--no-sandbox", example(t))
 	// The example is not ready for distroless: exit 1, and silent in a pipe.
 	if cold.code != ExitNotReady {
 		t.Fatalf("cold gather exit %d, want %d: %s", cold.code, ExitNotReady, cold.stderr)
@@ -52,7 +52,7 @@ func TestGatherExampleColdThenWarmIsIdentical(t *testing.T) {
 	if len(ctx.Probes) == 0 {
 		t.Fatal("no probe results")
 	}
-	warm := execute(t, t.Context(), "--cache-dir", cacheDir, "gather", example(t))
+	warm := execute(t, t.Context(), "--cache-dir", cacheDir, "gather", "--no-sandbox", example(t))
 	if warm.code != ExitNotReady || warm.stdout != cold.stdout {
 		t.Fatalf("warm gather (exit %d) differs from cold:\n%s\n---\n%s", warm.code, cold.stdout, warm.stdout)
 	}
@@ -73,7 +73,7 @@ func TestGatherOutFile(t *testing.T) {
 	if err := os.WriteFile(out, []byte("old"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	r := execute(t, t.Context(), "--cache-dir", t.TempDir(), "gather", "--out", out, example(t))
+	r := execute(t, t.Context(), "--cache-dir", t.TempDir(), "gather", "--no-sandbox", "--out", out, example(t))
 	if r.code != ExitNotReady || r.stdout != "" {
 		t.Fatalf("exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
 	}
@@ -85,7 +85,7 @@ func TestGatherOutFile(t *testing.T) {
 	if len(entries) != 1 || entries[0].Name() != "context.json" {
 		t.Errorf("temp files left beside --out: %v", entries)
 	}
-	bad := execute(t, t.Context(), "--cache-dir", t.TempDir(), "gather", "--out", filepath.Join(dir, "missing-dir", "c.json"), example(t))
+	bad := execute(t, t.Context(), "--cache-dir", t.TempDir(), "gather", "--no-sandbox", "--out", filepath.Join(dir, "missing-dir", "c.json"), example(t))
 	if bad.code != ExitNotReady || !strings.Contains(bad.stderr, "missing-dir") {
 		t.Errorf("--out into a missing directory: exit %d, stderr %q", bad.code, bad.stderr)
 	}
@@ -142,7 +142,7 @@ func TestCanceledGatherExits130(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
-	r := execute(t, ctx, "--cache-dir", t.TempDir(), "gather", example(t))
+	r := execute(t, ctx, "--cache-dir", t.TempDir(), "gather", "--no-sandbox", example(t))
 	if r.code != ExitCanceled {
 		t.Fatalf("exit %d, want %d (stderr %q)", r.code, ExitCanceled, r.stderr)
 	}
@@ -191,7 +191,7 @@ func TestEveryCommandHasAnExample(t *testing.T) {
 func TestSummaryOnTerminal(t *testing.T) {
 	t.Parallel()
 	var out, errb bytes.Buffer
-	code := Execute(t.Context(), []string{"--cache-dir", t.TempDir(), "gather", example(t)}, Streams{Out: &out, Err: &errb, ErrTTY: true})
+	code := Execute(t.Context(), []string{"--cache-dir", t.TempDir(), "gather", "--no-sandbox", example(t)}, Streams{Out: &out, Err: &errb, ErrTTY: true})
 	if code != ExitNotReady {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}

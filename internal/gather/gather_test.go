@@ -69,7 +69,9 @@ func BenchmarkGatherWarm(b *testing.B) {
 			b.Fatal(err)
 		}
 		for _, r := range out.Records {
-			if !r.CacheHit {
+			// Without a sandbox the trace probe answers sandbox_unavailable,
+			// which is never cached (it says nothing about the repository).
+			if !r.CacheHit && r.Cacheable {
 				b.Fatalf("%s missed the cache", r.Result.Probe)
 			}
 		}

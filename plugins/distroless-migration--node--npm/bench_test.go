@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/codegenie/codegenie/internal/builtin"
 	"github.com/codegenie/codegenie/internal/cache"
 	"github.com/codegenie/codegenie/internal/pipeline"
 	"github.com/codegenie/codegenie/internal/probe"
@@ -89,16 +88,7 @@ func synthRepo(b *testing.B) string {
 //	go test -run '^$' -bench LightProbesCold50k -benchtime 5x ./plugins/distroless-migration--node--npm/
 func BenchmarkLightProbesCold50k(b *testing.B) {
 	dir := synthRepo(b)
-	reg := probe.NewRegistry()
-	full := builtin.NewRegistry()
-	for _, p := range full.All() {
-		if d := p.Desc(); d.Heaviness == probe.Light && !d.RunsLast {
-			reg.MustRegister(p)
-		}
-	}
-	for _, w := range full.Warnings().All() {
-		reg.Warnings().MustRegister(w)
-	}
+	reg := staticRegistry()
 	for _, cached := range []bool{false, true} {
 		name := "uncached"
 		if cached {
