@@ -40,7 +40,7 @@ unmodified FROM node:22 and FROM gcr.io/distroless/nodejs22-debian13 resolve.`,
 		Args: exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			start := time.Now()
-			node, distroless, nonroot, err := devimages.Build(devimages.DefaultInputs())
+			node, distroless, nonroot, err := devimages.Cached(devimages.DefaultInputs(), devimages.DefaultCacheDir())
 			if err != nil {
 				return err
 			}

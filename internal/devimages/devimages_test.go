@@ -96,6 +96,22 @@ func TestBuildAndServe(t *testing.T) {
 		t.Errorf("two builds differ: %s and %s", d1, d2)
 	}
 
+	// The on-disk cache gives back the same images.
+	dir := t.TempDir()
+	c1, _, _, err := Cached(in, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c2, _, _, err := Cached(in, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, img := range []v1.Image{c1, c2} {
+		if d, _ := img.Digest(); d != d1 {
+			t.Errorf("cached node image digest %s, built %s", d, d1)
+		}
+	}
+
 	reg, err := Serve(t.Context(), "127.0.0.1:0", node, distroless, nonroot)
 	if err != nil {
 		t.Fatal(err)

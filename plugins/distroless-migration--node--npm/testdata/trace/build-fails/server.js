@@ -1,0 +1,1 @@
+require('node:http').createServer((q, s) => s.end('ok')).listen(8080, () => console.log('listening'));
