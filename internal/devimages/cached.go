@@ -95,7 +95,7 @@ func writeLayout(p string, imgs ...v1.Image) error {
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(tmp)
+	defer func() { _ = os.RemoveAll(tmp) }()
 	lp, err := layout.Write(tmp, empty.Index)
 	if err != nil {
 		return err
