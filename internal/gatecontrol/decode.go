@@ -57,6 +57,11 @@ func readSent(body []byte) sent {
 	var v struct {
 		Role    json.RawMessage `json:"role"`
 		Command json.RawMessage `json:"command"`
+		Build   *struct {
+			Dockerfile string   `json:"dockerfile"`
+			Targets    []string `json:"targets"`
+			Boot       bool     `json:"boot"`
+		} `json:"build"`
 	}
 	if json.Unmarshal(body, &v) != nil {
 		return sent{}
@@ -74,6 +79,20 @@ func readSent(body []byte) sent {
 	var argv []string
 	if json.Unmarshal(v.Command, &argv) == nil {
 		s.Argv = boundArgv(argv)
+	}
+	if b := v.Build; b != nil && len(s.Argv) == 0 {
+		// A build-and-boot spawn has no command: audit what it builds.
+		desc := []string{"(build)", b.Dockerfile}
+		for _, t := range b.Targets {
+			if t == "" {
+				t = "(final)"
+			}
+			desc = append(desc, "--target="+t)
+		}
+		if b.Boot {
+			desc = append(desc, "(boot)")
+		}
+		s.Argv = boundArgv(desc)
 	}
 	return s
 }

@@ -108,3 +108,12 @@ func TestWorkspaceDigestDoesNotOpenSpecialFiles(t *testing.T) {
 		t.Error("a file as the workspace: no error")
 	}
 }
+
+func TestReadSentDescribesBuilds(t *testing.T) {
+	t.Parallel()
+	s := readSent([]byte(`{"role":"probe","workspace":{"dir":"/w"},"build":{"dockerfile":"Dockerfile","targets":["builder",""],"boot":true}}`))
+	want := []string{"(build)", "Dockerfile", "--target=builder", "--target=(final)", "(boot)"}
+	if s.Role != "probe" || strings.Join(s.Argv, " ") != strings.Join(want, " ") {
+		t.Fatalf("readSent = %+v, want role probe and argv %q", s, want)
+	}
+}
