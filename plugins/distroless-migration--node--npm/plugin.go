@@ -15,6 +15,7 @@ import (
 	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/probes/nodeproject"
 	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/probes/noderuntime"
 	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/probes/npmscripts"
+	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/probes/shelltrace"
 	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/readiness"
 )
 
@@ -30,6 +31,7 @@ func Register(reg *probe.Registry) {
 	w.MustRegister(entrypoints.Warnings...)
 	w.MustRegister(noderuntime.Warnings...)
 	w.MustRegister(childprocess.Warnings...)
+	w.MustRegister(shelltrace.Warnings...)
 	w.MustRegister(readiness.Warnings...)
 	reg.MustRegister(
 		nodeproject.New(),
@@ -38,6 +40,7 @@ func Register(reg *probe.Registry) {
 		entrypoints.New(),
 		noderuntime.New(),
 		childprocess.New(),
+		shelltrace.New(),
 	)
 	if err := reg.RegisterAssessor(readiness.New(Task)); err != nil {
 		panic(err)

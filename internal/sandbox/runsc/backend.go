@@ -212,6 +212,9 @@ func (b *Backend) Spawn(ctx context.Context, req sandbox.SpawnRequest) (sandbox.
 	if err := req.Validate(); err != nil {
 		return res, err
 	}
+	if req.Build != nil {
+		return b.spawnBuild(ctx, req)
+	}
 	p, err := b.plan(&req)
 	if err != nil {
 		return res, err
@@ -241,85 +244,38 @@ func (b *Backend) Spawn(ctx context.Context, req sandbox.SpawnRequest) (sandbox.
 
 	var tr *tracer
 	if req.CaptureTrace {
-		tr, err = startTracer(sp.dir, req.KeepTraceEnv)
+		tr, err = startTracer(filepath.Join(sp.dir, "trace"), req.KeepTraceEnv)
 		if err != nil {
 			return res, fmt.Errorf("starting trace listener (no sandbox started): %w", err)
 		}
 		defer tr.close()
 	}
 
-	cgroupPath := ""
-	if !b.cfg.NoCgroups {
-		cgroupPath = "/" + id
+	c := container{
+		spec: specInput{
+			args:      req.Command,
+			env:       p.env,
+			cwd:       p.cwd,
+			rootfs:    p.rootfs,
+			hostname:  b.cfg.Hostname,
+			workspace: p.workspace,
+			mount:     p.mount,
+			writable:  req.Workspace.Writable,
+			network:   req.AllowNetwork,
+			platform:  b.cfg.Platform,
+			limits:    p.limits,
+			enforce:   b.enforce,
+		},
+		timeout: req.Timeout,
+		output:  p.limits.OutputBytes,
 	}
-	spec := buildSpec(specInput{
-		args:       req.Command,
-		env:        p.env,
-		cwd:        p.cwd,
-		rootfs:     p.rootfs,
-		hostname:   b.cfg.Hostname,
-		workspace:  p.workspace,
-		mount:      p.mount,
-		writable:   req.Workspace.Writable,
-		network:    req.AllowNetwork,
-		platform:   b.cfg.Platform,
-		cgroupPath: cgroupPath,
-		limits:     p.limits,
-		enforce:    b.enforce,
-	})
-	if err := writeSpec(sp.bundle(), spec); err != nil {
+	if tr != nil {
+		c.podInit = tr.config
+	}
+	stopErr, err := b.runContainer(ctx, sp, c, &res)
+	if err != nil {
 		return res, err
 	}
-	args := b.globalFlags(sp.root(), req.AllowNetwork)
-	args = append(args, "--log="+sp.log(), "--log-format=json")
-	if tr != nil {
-		args = append(args, "--pod-init-config="+tr.config)
-	}
-	args = append(args, "run", "--bundle", sp.bundle(), id)
-
-	stdout := newBoundedBuffer(p.limits.OutputBytes)
-	stderr := newBoundedBuffer(p.limits.OutputBytes)
-	cmd := exec.Command(b.cfg.Runsc, args...)
-	cmd.Env = runscEnv
-	cmd.Dir = sp.bundle()
-	cmd.Stdout, cmd.Stderr = stdout, stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.WaitDelay = b.cfg.KillGrace
-
-	res.Started = time.Now()
-	if err := cmd.Start(); err != nil {
-		return res, fmt.Errorf("starting runsc: %w", err)
-	}
-	// Wait's error adds nothing: the exit status is in cmd.ProcessState,
-	// which Wait always sets once the process was reaped.
-	waitc := make(chan struct{})
-	go func() {
-		_ = cmd.Wait()
-		close(waitc)
-	}()
-	var timeout <-chan time.Time
-	if req.Timeout > 0 {
-		t := time.NewTimer(req.Timeout)
-		defer t.Stop()
-		timeout = t.C
-	}
-	var stopErr error
-	select {
-	case <-waitc:
-	case <-timeout:
-		res.TimedOut = true
-		stopErr = fmt.Errorf("running sandbox %s: %w after %v", id, sandbox.ErrTimeout, req.Timeout)
-		b.kill(sp, id, cmd, waitc)
-	case <-ctx.Done():
-		stopErr = fmt.Errorf("running sandbox %s: %w", id, ctxErr(ctx))
-		b.kill(sp, id, cmd, waitc)
-	}
-	res.Duration = time.Since(res.Started)
-	if stopErr == nil && cmd.ProcessState != nil {
-		res.ExitCode = cmd.ProcessState.ExitCode()
-	}
-	res.Stdout, res.StdoutTruncated = stdout.result()
-	res.Stderr, res.StderrTruncated = stderr.result()
 
 	if tr != nil {
 		coll := tr.finish()
@@ -337,6 +293,84 @@ func (b *Backend) Spawn(ctx context.Context, req sandbox.SpawnRequest) (sandbox.
 		return res, fmt.Errorf("running runsc sandbox %s: %s", id, msg)
 	}
 	return res, nil
+}
+
+// container is one runsc run in a prepared spawn directory: the spec to
+// write, how long it may run, how much output to keep, and the
+// pod-init-config of the trace it reports to ("" without a trace).
+type container struct {
+	spec    specInput
+	timeout time.Duration
+	output  int64
+	podInit string
+}
+
+// runContainer writes c's spec to the spawn's bundle, runs it with runsc
+// as container sp.id, and waits for it, or kills it when c.timeout passes
+// or ctx is done. It fills res's ExitCode (-1 when killed), Stdout, Stderr,
+// TimedOut, Started and Duration. stopErr reports a kill (matching
+// sandbox.ErrTimeout or ctx's error); err reports that runsc could not be
+// started at all. A failure of runsc itself is left to the caller, in
+// runscFailure(sp.log()).
+func (b *Backend) runContainer(ctx context.Context, sp *spawnDir, c container, res *sandbox.Result) (stopErr, err error) {
+	id := sp.id
+	if !b.cfg.NoCgroups {
+		c.spec.cgroupPath = "/" + id
+	}
+	if err := writeSpec(sp.bundle(), buildSpec(c.spec)); err != nil {
+		return nil, err
+	}
+	args := b.globalFlags(sp.root(), c.spec.network)
+	args = append(args, "--log="+sp.log(), "--log-format=json")
+	if c.podInit != "" {
+		args = append(args, "--pod-init-config="+c.podInit)
+	}
+	args = append(args, "run", "--bundle", sp.bundle(), id)
+
+	stdout := newBoundedBuffer(c.output)
+	stderr := newBoundedBuffer(c.output)
+	cmd := exec.Command(b.cfg.Runsc, args...)
+	cmd.Env = runscEnv
+	cmd.Dir = sp.bundle()
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.WaitDelay = b.cfg.KillGrace
+
+	res.Started = time.Now()
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting runsc: %w", err)
+	}
+	// Wait's error adds nothing: the exit status is in cmd.ProcessState,
+	// which Wait always sets once the process was reaped.
+	waitc := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		close(waitc)
+	}()
+	var timeout <-chan time.Time
+	if c.timeout > 0 {
+		t := time.NewTimer(c.timeout)
+		defer t.Stop()
+		timeout = t.C
+	}
+	select {
+	case <-waitc:
+	case <-timeout:
+		res.TimedOut = true
+		stopErr = fmt.Errorf("running sandbox %s: %w after %v", id, sandbox.ErrTimeout, c.timeout)
+		b.kill(sp, id, cmd, waitc)
+	case <-ctx.Done():
+		stopErr = fmt.Errorf("running sandbox %s: %w", id, ctxErr(ctx))
+		b.kill(sp, id, cmd, waitc)
+	}
+	res.Duration = time.Since(res.Started)
+	res.ExitCode = -1
+	if stopErr == nil && cmd.ProcessState != nil {
+		res.ExitCode = cmd.ProcessState.ExitCode()
+	}
+	res.Stdout, res.StdoutTruncated = stdout.result()
+	res.Stderr, res.StderrTruncated = stderr.result()
+	return stopErr, nil
 }
 
 // ctxErr is ctx's error, with its cause when the cause says more, so that
@@ -472,10 +506,10 @@ type tracer struct {
 	err    error
 }
 
-// startTracer listens on a socket in a private directory of dir and writes
-// the pod-init-config that makes runsc connect to it.
-func startTracer(dir string, keepEnv bool) (*tracer, error) {
-	tdir := filepath.Join(dir, "trace")
+// startTracer makes the private directory tdir (0700), listens on a
+// socket in it and writes the pod-init-config that makes runsc connect to
+// it.
+func startTracer(tdir string, keepEnv bool) (*tracer, error) {
 	if err := os.Mkdir(tdir, 0o700); err != nil {
 		return nil, fmt.Errorf("creating trace directory: %w", err)
 	}
@@ -525,11 +559,32 @@ func (t *tracer) close() {
 // symlink-resolved Binary. The trace is complete only if the collection is,
 // and it holds exactly one container start whose args are the command.
 func accountInit(coll *seccheck.Collection, req sandbox.SpawnRequest, p plan) ([]trace.Event, bool) {
-	events := coll.Events
-	complete := coll.Complete
+	ip := initProc{argv: req.Command, lookup: p.lookup, cwd: p.cwd}
+	if req.KeepTraceEnv {
+		ip.env = p.env
+	}
+	events, ok := insertInit(coll.Events, ip)
+	return events, ok && coll.Complete
+}
+
+// initProc is what the backend knows of a container's first process.
+type initProc struct {
+	// container restricts the search to the events of one container ID;
+	// "" takes every event.
+	container string
+	argv      []string
+	lookup    lookup
+	cwd       string
+	env       []string // kept in the event only when the spawn keeps env
+}
+
+// insertInit inserts the exec event of ip's process right after the one
+// container start it looks for (see accountInit). ok is false when there is
+// no such start, more than one, or one whose args are not ip.argv.
+func insertInit(events []trace.Event, ip initProc) ([]trace.Event, bool) {
 	start := -1
 	for i := range events {
-		if events[i].Kind != trace.KindStart {
+		if events[i].Kind != trace.KindStart || (ip.container != "" && events[i].Container != ip.container) {
 			continue
 		}
 		if start >= 0 {
@@ -541,34 +596,51 @@ func accountInit(coll *seccheck.Collection, req sandbox.SpawnRequest, p plan) ([
 		return events, false
 	}
 	s := events[start]
-	if !slices.Equal(s.Argv, req.Command) {
-		complete = false
+	ok := sameInitArgv(s.Argv, ip.argv, ip.lookup)
+	init := initExec(s, ip.argv, ip.lookup, ip.cwd)
+	init.Env = slices.Clone(ip.env)
+	out := make([]trace.Event, 0, len(events)+1)
+	out = append(out, events[:start+1]...)
+	out = append(out, init)
+	out = append(out, events[start+1:]...)
+	return out, ok
+}
+
+// sameInitArgv reports whether the args of a container/start event are
+// argv. gVisor reports the args of the spec, except that for a #! script
+// the first is the script's resolved path (as the kernel passes it to the
+// interpreter), so that one may also be the path the lookup found.
+func sameInitArgv(start, argv []string, lk lookup) bool {
+	if len(start) != len(argv) || len(argv) == 0 || !slices.Equal(start[1:], argv[1:]) {
+		return false
 	}
+	return start[0] == argv[0] || (start[0] != "" && (start[0] == lk.execfn || start[0] == lk.binary))
+}
+
+// initExec is the exec event of the first process of the container whose
+// start event is s: same PID, time, cwd and uid, with argv, and the execfn
+// and symlink-resolved binary of the host-side lookup (empty when it could
+// not tell).
+func initExec(s trace.Event, argv []string, lk lookup, cwd string) trace.Event {
 	init := trace.Event{
 		Kind:      trace.KindExec,
 		Time:      s.Time,
 		PID:       s.PID,
 		PPID:      s.PPID,
 		TID:       s.TID,
-		Binary:    p.lookup.binary,
-		Execfn:    p.lookup.execfn,
-		Argv:      slices.Clone(req.Command),
+		Binary:    lk.binary,
+		Execfn:    lk.execfn,
+		Argv:      slices.Clone(argv),
 		Cwd:       s.Cwd,
 		UID:       s.UID,
 		Comm:      s.Comm,
 		Container: s.Container,
+		Phase:     s.Phase,
 	}
 	if init.Cwd == "" {
-		init.Cwd = p.cwd
+		init.Cwd = cwd
 	}
-	if req.KeepTraceEnv {
-		init.Env = slices.Clone(p.env)
-	}
-	out := make([]trace.Event, 0, len(events)+1)
-	out = append(out, events[:start+1]...)
-	out = append(out, init)
-	out = append(out, events[start+1:]...)
-	return out, complete
+	return init
 }
 
 // spawnDir is one spawn's directory in the state directory: its runsc root,
@@ -651,6 +723,11 @@ func (b *Backend) cleanup(ctx context.Context, dir, id string, force bool) error
 		if err := removeCgroup(ctx, cg); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	// A build spawn's step sandboxes live in the runsc root of its private
+	// buildah directory (see buildah), not in root.
+	if err := b.cleanBuild(ctx, filepath.Join(dir, "b", "r")); err != nil {
+		errs = append(errs, err)
 	}
 	if err := os.RemoveAll(dir); err != nil {
 		unmountBelow(dir)

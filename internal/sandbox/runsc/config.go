@@ -48,6 +48,11 @@ type Config struct {
 	// Runsc is the runsc binary. Default: $CODEGENIE_RUNSC, else
 	// DefaultRunscPath.
 	Runsc string
+	// Buildah is the buildah binary that Build spawns run on the host.
+	// Default: buildah on the PATH of the runsc processes (Debian's, which
+	// scripts/setup.sh installs). Only Build spawns need it; without it
+	// they return a *sandbox.UnsupportedError.
+	Buildah string
 	// StateDir holds one directory per spawn: its runsc --root, its OCI
 	// bundle and its trace socket. It must be an absolute path of at most
 	// 64 bytes, used by one gate-control at a time; Reap cleans what a
@@ -94,6 +99,9 @@ func (c Config) Validate() error {
 	case PlatformSystrap, PlatformPtrace:
 	default:
 		errs = append(errs, fmt.Errorf("platform %q: want %s or %s", c.Platform, PlatformSystrap, PlatformPtrace))
+	}
+	if c.Buildah != "" && !filepath.IsAbs(c.Buildah) {
+		errs = append(errs, fmt.Errorf("buildah path %q is not absolute", c.Buildah))
 	}
 	if c.Rootfs != "" && !filepath.IsAbs(c.Rootfs) {
 		errs = append(errs, fmt.Errorf("default rootfs %q is not absolute", c.Rootfs))

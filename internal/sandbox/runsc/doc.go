@@ -1,10 +1,12 @@
 // Package runsc is the gVisor backend of the sandbox port: Backend
 // implements sandbox.Client by running each spawn in a fresh gVisor sandbox
-// with the pinned runsc that scripts/setup.sh builds (cgo off). It also
-// finds and removes the sandboxes a crashed process left (Backend.Reap). It
-// does not pull or unpack images (the rootfs is a host directory), build
-// Dockerfiles, authenticate callers or write the audit log; gate-control
-// does those above it.
+// with the pinned runsc that scripts/setup.sh builds (cgo off). A spawn
+// runs either a command on a host directory as its rootfs, or
+// (SpawnRequest.Build) a Dockerfile build with buildah whose every RUN step
+// runs in a sandbox of its own, then a boot of the built image; see
+// "Builds" below. It also finds and removes the sandboxes a crashed process
+// left (Backend.Reap). It does not authenticate callers or write the audit
+// log; gate-control does those above it.
 //
 // # One spawn
 //
@@ -112,7 +114,181 @@
 // that path with its symlinks resolved by the host-side lookup (for busybox,
 // /bin/sh gives /bin/busybox), or empty when the lookup could not tell. The
 // trace is complete only if the Collection is, exactly one container start
-// arrived, and its args are the command.
+// arrived, and its args are the command (for a #! script gVisor reports the
+// script's resolved path as the first arg, which counts as well).
+//
+// # Builds
+//
+// A spawn with a Build builds BuildSpec.Targets in order with buildah on
+// the host, every RUN step in its own runsc sandbox (ENVIRONMENT.md, layout
+// (a)), then, with Boot, boots the last target's image in one more. All
+// those sandboxes report to one trace listener. The spawn directory holds:
+//
+//	<id>/Dockerfile  the Dockerfile, read through the workspace with os.Root
+//	                 (a symlink cannot point buildah at a host file), at most
+//	                 1 MiB; buildah reads this copy
+//	<id>/b/          a private buildah: vfs storage, runroot, the runsc root
+//	                 of the steps, TMPDIR, HOME and every configuration file
+//	                 (see buildah); nothing of the host's containers setup
+//	<id>/trace/      the trace socket and pod-init-config, as for a command
+//
+// and the boot gets a spawn directory of its own, as a command spawn does.
+// The request may not set Command, Rootfs, Cwd, Env or AllowNetwork: they
+// come from the image, and the network stays off.
+//
+// Each target is one
+//
+//	buildah bud --isolation=oci --runtime=<runsc> --runtime-flag=root=<id>/b/r
+//	      --runtime-flag=platform=<p> --runtime-flag=overlay2=none
+//	      --runtime-flag=network=none --runtime-flag=gofer-network-namespace=new
+//	      [--runtime-flag=pod-init-config=<id>/trace/pod-init.json]
+//	      --network=none --layers --format=docker --pull=false
+//	      --ulimit=nofile=1024:4096 [--memory=... --cpu-quota=...]
+//	      -f <id>/Dockerfile [--target=<stage>] -t <unique tag> <workspace>
+//
+// overlay2=none is required (otherwise a step's writes vanish before the
+// next step reads them); --layers makes the final target reuse the steps
+// that the builder target ran instead of running them again; --format=docker
+// keeps HEALTHCHECK; --pull=false pulls a base image only when the private
+// store lacks it. The workspace is the build context, only read (its
+// .dockerignore applies; a <Dockerfile>.dockerignore beside the original
+// does not, since buildah reads the copy). Limits:
+// memory and CPU apply to each step's sandbox (runsc makes its cgroups);
+// buildah 1.28 has no pids limit, so PIDs is not enforced in build steps.
+// Timeout bounds the whole spawn, builds and boot together.
+//
+// buildah is started as /bin/sh in a new private mount namespace (the Go
+// runtime unshares it and makes / private before exec); the shell
+// bind-mounts <id>/b/c over /var/lib/containers/cache, where buildah writes
+// its blob info cache as root whatever --root says, and an empty directory
+// over /etc/containers/registries.conf.d, whose short-name aliases would
+// apply otherwise, then execs buildah. This rather than unshare(1): it needs
+// only sh and mount, and the namespace with its mounts (and any mount runsc
+// leaves in its root) goes away with its last process, so there is nothing
+// to unmount, after a crash either. The mount point is created on the host
+// if missing and stays empty. buildah's environment is PATH, HOME, TMPDIR
+// and CONTAINERS_CONF, CONTAINERS_STORAGE_CONF, CONTAINERS_REGISTRIES_CONF
+// and REGISTRY_AUTH_FILE naming private files: the host's registry
+// credentials are not used. registries.conf maps each registry of
+// RegistryMirrors to its mirror (insecure = true only for a loopback
+// mirror) and resolves short names on docker.io. The signature policy
+// accepts anything: the store is private, and nothing here verifies
+// signatures. buildah runs in its own process group, killed if this process
+// dies (Pdeathsig) and when the spawn times out or ctx ends.
+//
+// # Build phases
+//
+// buildah announces each instruction as "[i/n] STEP k/m: KEYWORD ..." (no
+// [i/n] when one stage is built), and each RUN step that runs is one runsc
+// sandbox, hence one trace connection and container ID. Phases:
+//
+//   - sandbox.BuildPhase(stage, k) for each RUN step that ran, where stage
+//     is the stage's name, or its 0-based index (as COPY --from counts)
+//     when it has none, and k is buildah's STEP number in that stage (FROM
+//     is 1: k-1 indexes the stage's instructions after FROM). ExitCode 0,
+//     Duration from its header until buildah reports its layer (or starts
+//     committing the image), OutputTail its last 20 lines (4 KiB). A step
+//     that buildah reused from the layer cache ran nothing and gets no
+//     phase.
+//   - "build:<target>" ("build:final" for "") for each target: buildah's
+//     exit code, Failed when non-zero, the last 40 lines (8 KiB) of its
+//     output, and Image, the built image's ID.
+//   - A failed build stops there: the failing step (RUN or not) is Failed,
+//     with the step's exit code from buildah's error when it is a RUN, and
+//     its last lines; no later target is built, nothing boots, and
+//     Result.ExitCode is buildah's exit code. Otherwise ExitCode is 0,
+//     whatever the boot did.
+//
+// A step's output goes to the same stream as the headers, so a header
+// counts only if it fits the Dockerfile, which the backend parses too: the
+// stage exists, has m instructions and the k-th is the announced keyword,
+// [i/n] is there exactly when several stages are built, and it comes
+// strictly after the previous header. A step that prints headers can thus
+// at most announce the very next step early (moving a duration boundary,
+// not an attribution). The n-th build container in the trace is mapped to
+// the n-th RUN step that ran; the counts must agree (the failing step may
+// lack a sandbox that never started), each container must have one
+// container/start, and its args must fit the RUN instruction (the exec
+// form's args, or the shell form's command as the last argument). Any
+// disagreement leaves those events without a phase and the trace
+// incomplete. The boot's events are known by its container ID and get
+// sandbox.PhaseBoot.
+//
+// # Boot
+//
+// buildah from --pull=never the last image, buildah mount (with vfs a plain
+// directory of the private store), and buildah inspect for its config. The
+// command is entrypoint + cmd (neither: a Failed boot phase), with the
+// image's env (PATH and HOME added when missing), working directory
+// (default /) and user: a name or uid, with an optional :group, resolved
+// against the image's /etc/passwd and /etc/group (read through os.Root) as
+// Docker does, supplementary groups included; an unknown name fails the
+// boot. The backend resolves the command in the image (missing: exit 127,
+// not executable: 126, not started) and runs it with the command spawn's
+// machinery: its own spawn directory and runsc root, the same config.json
+// (without a workspace mount), cgroups and limits, network off, the build's
+// trace listener. It runs for BootFor (default 10s) or until it exits.
+// Reaching BootFor is success, the service is up: the boot phase has
+// TimedOut set, ExitCode -1 (it never exited) and Failed unset. An earlier
+// exit records its exit code, Failed when non-zero; a runsc failure (an
+// image runsc cannot start) is a Failed phase with runsc's message in the
+// tail. Result.Stdout and Stderr are the boot's.
+//
+// # Build traces
+//
+// Besides phases, the backend completes the trace as for a command: after
+// every container/start it inserts the exec event of that first process
+// (blind spot 2): for the boot, the command it ran, resolved in the image
+// (so docker-entrypoint.sh, a #!/bin/sh script, is the boot's first exec);
+// for a build step, the start's args, resolved in the stage's image with
+// the default PATH. Every exec of a file that is not ELF gets Event.Interp,
+// its shebang's interpreter (blind spot 1), read host-side: for the boot
+// from its working container; for a build step from the image of its stage
+// once the build is over (the committed layer of the stage's last step,
+// mounted as a working container while the boot runs), which is the image
+// after the step, not the step's own rootfs (buildah removed that): a
+// script that a later step deleted or rewrote reads as unknown or as its
+// later self. A file that cannot be read gets trace.InterpUnknown. The
+// trace is complete only when the collection is (no drop, every connection
+// clean, every init's exit seen), the phases are all accounted for, and
+// neither the spawn nor a build was stopped. More than
+// seccheck.DefaultMaxConns sandboxes in one spawn (RUN steps plus boot) are
+// refused, which fails that step closed.
+//
+// # What layout (a) leaves exposed
+//
+// Only the RUN steps' code runs in gVisor. buildah itself runs as root on
+// the host, and it handles untrusted input there: it parses the Dockerfile
+// from the repository, pulls and unpacks the base images' layers (tarballs
+// from a registry or mirror), reads the build context for COPY and ADD, and
+// commits each step by walking the file tree that the sandboxed step just
+// wrote (symlinks, hard links, device nodes, odd modes and names). A bug in
+// buildah's Dockerfile parser, layer extraction, copier or commit is a bug
+// as root on the host, outside the sandbox. What the backend adds: a
+// private store, configuration and credentials-free environment, a private
+// mount namespace, the Dockerfile read through os.Root, no network for the
+// steps, bounded output parsing, and resource limits on the steps (not on
+// buildah). What a step writes (setuid files, device nodes) only ever runs
+// again inside gVisor: the images are booted here and deleted with the
+// store. Layout (b), buildah inside one runsc sandbox (buildah
+// --storage-driver vfs bud --isolation chroot), would put parsing,
+// unpacking and committing behind gVisor too, so that a buildah bug stays
+// in the sentry; its price
+// is that steps are no longer sandboxes of their own but chroots inside one
+// sandbox, the trace mixes buildah's own helpers with the steps' processes
+// so that phases must be inferred from the process tree instead of read
+// from container IDs, and pulls need the network inside the sandbox. This
+// backend takes (a) for exact, per-container attribution; (b) is the way to
+// close the host-side exposure if it matters more than that.
+//
+// # Costs (measured here; see BenchmarkBuildBoot)
+//
+// vfs storage copies a whole image to create each step's container and
+// walks it to commit each layer: about 2 s per instruction with a 150 MB
+// node base, RUN or not, on top of runsc's 0.5–0.7 s per RUN step. Every
+// spawn pulls its base images into an empty store. The boot adds buildah
+// from (one more copy), and tracing adds the copy of each builder stage's
+// image, overlapped with the boot.
 //
 // # Crashes
 //
@@ -120,6 +296,11 @@
 // state directory's lock exclusively (spawns take it shared while they set
 // up), and cleans every spawn directory whose lock it can take, plus the
 // cgroups named with this state directory's tag that no live spawn owns.
+// For a build's spawn directory that includes the step sandboxes left in
+// its private runsc root (killed and deleted, with the cgroups runsc named
+// after them) and the private buildah store; buildah itself dies with the
+// process that started it (Pdeathsig), and its mount namespace with it.
+// The end of every build spawn, whatever way it ends, does the same.
 // Container IDs are "cg-<tag>-<random>", where tag is a digest of StateDir,
 // so backends with different state directories never touch each other's
 // sandboxes. A StateDir must not be shared by two differently configured

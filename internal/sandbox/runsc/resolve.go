@@ -36,7 +36,8 @@ const (
 const maxSymlinks = 40
 
 // fsView maps sandbox paths to host paths: the rootfs, with the workspace
-// bind-mounted at mount. Paths under virtual are sandbox-only filesystems.
+// bind-mounted at mount (none when mount is ""). Paths under virtual are
+// sandbox-only filesystems.
 type fsView struct {
 	rootfs    string
 	mount     string
@@ -176,7 +177,7 @@ func (v fsView) hostPath(p string) (string, bool) {
 			return "", false
 		}
 	}
-	if within(p, v.mount) {
+	if v.mount != "" && within(p, v.mount) {
 		return v.workspace + strings.TrimPrefix(p, v.mount), true
 	}
 	return v.rootfs + p, true

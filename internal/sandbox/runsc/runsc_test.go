@@ -80,6 +80,29 @@ func checkNoLeftovers(t testing.TB, b *Backend) {
 	if strings.Contains(string(mi), b.cfg.StateDir) {
 		t.Errorf("mounts left below %s", b.cfg.StateDir)
 	}
+	if procs := processesUsing(b.cfg.StateDir); len(procs) > 0 {
+		t.Errorf("processes left that use %s: %q", b.cfg.StateDir, procs)
+	}
+}
+
+// processesUsing lists the command lines that mention dir: runsc sandboxes
+// and gofers, buildah, left running.
+func processesUsing(dir string) []string {
+	entries, _ := os.ReadDir("/proc")
+	var out []string
+	for _, e := range entries {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		if cmd := strings.ReplaceAll(string(b), "\x00", " "); strings.Contains(cmd, dir+"/") {
+			out = append(out, cmd)
+		}
+	}
+	return out
 }
 
 func TestConformance(t *testing.T) {
@@ -143,6 +166,7 @@ func TestConfigValidate(t *testing.T) {
 		{"kvm platform", Config{StateDir: "/tmp/x", Platform: "kvm"}, false},
 		{"relative runsc", Config{StateDir: "/tmp/x", Runsc: "runsc"}, false},
 		{"relative rootfs", Config{StateDir: "/tmp/x", Rootfs: "rootfs"}, false},
+		{"relative buildah", Config{StateDir: "/tmp/x", Buildah: "buildah"}, false},
 		{"negative limit", Config{StateDir: "/tmp/x", Limits: sandbox.Limits{PIDs: -1}}, false},
 		{"negative grace", Config{StateDir: "/tmp/x", KillGrace: -time.Second}, false},
 	} {

@@ -36,8 +36,9 @@ type ociProcess struct {
 }
 
 type ociUser struct {
-	UID uint32 `json:"uid"`
-	GID uint32 `json:"gid"`
+	UID            uint32   `json:"uid"`
+	GID            uint32   `json:"gid"`
+	AdditionalGids []uint32 `json:"additionalGids,omitempty"`
 }
 
 type ociCapabilities struct {
@@ -140,8 +141,9 @@ type specInput struct {
 	cwd        string
 	rootfs     string
 	hostname   string
+	user       ociUser
 	workspace  string // host directory
-	mount      string // inside the sandbox
+	mount      string // inside the sandbox; "" mounts no workspace
 	writable   bool
 	network    bool
 	platform   string
@@ -166,7 +168,7 @@ func buildSpec(in specInput) ociSpec {
 	s := ociSpec{
 		Version: "1.0.2",
 		Process: ociProcess{
-			User: ociUser{UID: 0, GID: 0},
+			User: in.user,
 			Args: in.args,
 			Env:  in.env,
 			Cwd:  in.cwd,
@@ -186,9 +188,11 @@ func buildSpec(in specInput) ociSpec {
 			{Destination: "/proc", Type: "proc", Source: "proc"},
 			{Destination: "/tmp", Type: "tmpfs", Source: "tmpfs", Options: []string{"nosuid", "nodev", "mode=1777"}},
 			{Destination: "/dev/shm", Type: "tmpfs", Source: "shm", Options: []string{"nosuid", "nodev", "noexec", "mode=1777"}},
-			{Destination: in.mount, Type: "bind", Source: in.workspace, Options: wsOpts},
 		},
 		Linux: ociLinux{Namespaces: ns},
+	}
+	if in.mount != "" {
+		s.Mounts = append(s.Mounts, ociMount{Destination: in.mount, Type: "bind", Source: in.workspace, Options: wsOpts})
 	}
 	if in.cgroupPath != "" {
 		s.Linux.CgroupsPath = in.cgroupPath

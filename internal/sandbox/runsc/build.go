@@ -1,0 +1,394 @@
+package runsc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/codegenie/codegenie/internal/sandbox"
+)
+
+// DefaultBootFor is how long a build spawn boots the image when
+// BuildSpec.BootFor is zero.
+const DefaultBootFor = 10 * time.Second
+
+// errDeadline is the cause of a build spawn's context when its Timeout
+// passes.
+var errDeadline = errors.New("build spawn timeout")
+
+// buildPlan is a validated build request.
+type buildPlan struct {
+	workspace  string
+	dockerfile []byte
+	// stages is nil when the Dockerfile does not parse; the build then
+	// fails before buildah runs.
+	stages   []stage
+	parseErr error
+	targets  []string
+	limits   sandbox.Limits
+	bootFor  time.Duration
+}
+
+// planBuild validates what SpawnRequest.Validate does not check of a build
+// request, and reads the Dockerfile through the workspace root, so that a
+// symlink cannot make buildah read a host file.
+func (b *Backend) planBuild(req *sandbox.SpawnRequest) (buildPlan, error) {
+	spec := req.Build
+	bp := buildPlan{workspace: req.Workspace.Dir, targets: spec.Targets, bootFor: spec.BootFor}
+	switch {
+	case len(req.Command) > 0:
+		return bp, invalid("a build request runs the image it builds, not a command")
+	case req.Rootfs != "" || req.Cwd != "" || len(req.Env) > 0:
+		return bp, invalid("a build request takes its rootfs, cwd and env from the image it builds")
+	case req.AllowNetwork:
+		return bp, invalid("builds and boots run with the network off in the %s backend", Name)
+	}
+	if !filepath.IsAbs(bp.workspace) {
+		return bp, invalid("workspace %q is not an absolute path", bp.workspace)
+	}
+	if err := isDir(bp.workspace); err != nil {
+		return bp, invalid("workspace: %v", err)
+	}
+	for _, t := range spec.Targets {
+		if len(t) > 128 || strings.ContainsAny(t, "\x00\n\r") || strings.HasPrefix(t, "-") {
+			return bp, invalid("build target %q is not a stage name", t)
+		}
+	}
+	if err := checkMirrors(spec.RegistryMirrors); err != nil {
+		return bp, err
+	}
+	if bp.bootFor == 0 {
+		bp.bootFor = DefaultBootFor
+	}
+	bp.limits = withDefaultLimits(req.Limits, b.cfg.Limits)
+	root, err := os.OpenRoot(bp.workspace)
+	if err != nil {
+		return bp, invalid("workspace: %v", err)
+	}
+	defer root.Close()
+	f, err := root.Open(filepath.Clean(spec.Dockerfile))
+	if err != nil {
+		return bp, invalid("Dockerfile: %v", err)
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return bp, invalid("Dockerfile %s is not a regular file", spec.Dockerfile)
+	}
+	bp.dockerfile, err = readBounded(f, maxDockerfile)
+	if err != nil {
+		return bp, invalid("Dockerfile %s: %v", spec.Dockerfile, err)
+	}
+	bp.stages, bp.parseErr = parseStages(bp.dockerfile)
+	return bp, nil
+}
+
+// targetStage returns the index of the stage a target builds: the last for
+// "", else the stage of that name (case-insensitive, as buildah matches).
+func (bp *buildPlan) targetStage(target string) (int, bool) {
+	if target == "" {
+		return len(bp.stages) - 1, true
+	}
+	for i, s := range bp.stages {
+		if strings.EqualFold(s.name, target) {
+			return i, true
+		}
+	}
+	return 0, false
+}
+
+// targetPhase is the phase name of a whole target.
+func targetPhase(target string) string {
+	if target == "" {
+		return "build:final"
+	}
+	return "build:" + target
+}
+
+// buildRun is one build spawn in progress.
+type buildRun struct {
+	b    *Backend
+	req  *sandbox.SpawnRequest
+	plan buildPlan
+	sp   *spawnDir
+	bh   *buildah
+	tr   *tracer
+	df   string // the private copy of the Dockerfile that buildah reads
+	// targets are the targets buildah ran for, in order.
+	targets []*targetRun
+	// premounted is closed once premount has mounted the images of the
+	// build steps' stages; nil when it did not run.
+	premounted chan struct{}
+	mounts     map[string]string // image ID → rootfs ("" when it failed)
+}
+
+// targetRun is the outcome of one buildah bud.
+type targetRun struct {
+	target string
+	stage  int
+	log    *buildLog
+	exit   int
+	image  string // full image ID when it built
+	// stopped: the spawn's deadline passed (timedOut) or its ctx ended
+	// while buildah ran, and buildah was killed.
+	stopped, timedOut bool
+}
+
+// spawnBuild builds req.Build's targets with buildah on the host, every
+// RUN step in its own runsc sandbox, boots the last image in a runsc
+// sandbox of its own, and attributes the trace to phases. See doc.go.
+func (b *Backend) spawnBuild(ctx context.Context, req sandbox.SpawnRequest) (sandbox.Result, error) {
+	res := sandbox.Result{Backend: Name, ExitCode: -1}
+	bp, err := b.planBuild(&req)
+	if err != nil {
+		return res, err
+	}
+	tools, err := b.buildTools()
+	if err != nil {
+		return res, err
+	}
+	if ctx.Err() != nil {
+		return res, fmt.Errorf("starting build: %w", ctxErr(ctx))
+	}
+	id, err := b.newID()
+	if err != nil {
+		return res, err
+	}
+	sp, err := b.createSpawnDir(id)
+	if err != nil {
+		return res, err
+	}
+	defer sp.release()
+
+	parent := ctx
+	if req.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, req.Timeout, errDeadline)
+		defer cancel()
+	}
+	br := &buildRun{b: b, req: &req, plan: bp, sp: sp, df: filepath.Join(sp.dir, "Dockerfile")}
+	if err := os.WriteFile(br.df, bp.dockerfile, 0o600); err != nil {
+		return res, fmt.Errorf("copying the Dockerfile: %w", err)
+	}
+	if br.bh, err = newBuildah(tools, filepath.Join(sp.dir, "b"), req.Build.RegistryMirrors); err != nil {
+		return res, err
+	}
+	if req.CaptureTrace {
+		br.tr, err = startTracer(filepath.Join(sp.dir, "trace"), req.KeepTraceEnv)
+		if err != nil {
+			return res, fmt.Errorf("starting trace listener (no sandbox started): %w", err)
+		}
+		defer br.tr.close()
+	}
+
+	res.Started = time.Now()
+	stopped := func() error {
+		if ctx.Err() == nil {
+			return nil
+		}
+		if parent.Err() == nil && errors.Is(context.Cause(ctx), errDeadline) {
+			res.TimedOut = true
+			return fmt.Errorf("building in sandbox %s: %w after %v", id, sandbox.ErrTimeout, req.Timeout)
+		}
+		return fmt.Errorf("building in sandbox %s: %w", id, ctxErr(parent))
+	}
+	var stopErr, infraErr error
+	built := true
+	for i, target := range bp.targets {
+		tr, phases, err := br.buildTarget(ctx, i, target)
+		res.Phases = append(res.Phases, phases...)
+		if stopErr = stopped(); stopErr != nil {
+			built = false
+			break
+		}
+		if err != nil {
+			infraErr, built = err, false
+			break
+		}
+		if tr.exit != 0 {
+			res.ExitCode, built = tr.exit, false
+			break
+		}
+	}
+	var boot *bootRun
+	if built {
+		res.ExitCode = 0
+		if req.Build.Boot {
+			boot, err = br.boot(ctx, br.targets[len(br.targets)-1].image)
+			if boot != nil {
+				res.Phases = append(res.Phases, boot.phase)
+				res.Stdout, res.StdoutTruncated = boot.stdout, boot.stdoutTruncated
+				res.Stderr, res.StderrTruncated = boot.stderr, boot.stderrTruncated
+			}
+			if stopErr = stopped(); stopErr == nil && err != nil {
+				infraErr = err
+			}
+		}
+	}
+	if br.tr != nil {
+		coll := br.tr.finish()
+		// Interpreters are read from images mounted now; that needs a
+		// live context, bounded, even when the spawn's own has ended.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(parent), 2*time.Minute)
+		res.Trace, res.TraceComplete = br.attribute(rctx, coll, boot, stopErr == nil && parent.Err() == nil)
+		cancel()
+		if stopErr != nil || infraErr != nil {
+			res.TraceComplete = false
+		}
+	}
+	res.Duration = time.Since(res.Started)
+	if stopErr != nil {
+		res.ExitCode = -1
+		return res, stopErr
+	}
+	if infraErr != nil {
+		res.ExitCode = -1
+		return res, infraErr
+	}
+	return res, nil
+}
+
+// budArgs are the arguments of buildah bud for one target.
+func (br *buildRun) budArgs(target, tag string) []string {
+	b, bh := br.b, br.bh
+	args := []string{"bud",
+		"--signature-policy", bh.path("policy.json"),
+		"--isolation=oci",
+		"--runtime=" + b.cfg.Runsc,
+		"--runtime-flag=root=" + bh.runscRoot(),
+		"--runtime-flag=platform=" + b.cfg.Platform,
+		// Without it a step's writes vanish before the next step reads
+		// them (ENVIRONMENT.md): buildah commits the rootfs directory.
+		"--runtime-flag=overlay2=none",
+		"--runtime-flag=network=none",
+		"--runtime-flag=gofer-network-namespace=new",
+		"--network=none",
+		"--layers",
+		// The default OCI format drops HEALTHCHECK.
+		"--format=docker",
+		// Pull a base image only when the private store lacks it: the
+		// second target reuses the first's pulls.
+		"--pull=false",
+		fmt.Sprintf("--ulimit=nofile=%d:%d", nofileSoft, nofileHard),
+	}
+	if b.cfg.NoCgroups {
+		args = append(args, "--runtime-flag=ignore-cgroups")
+	} else {
+		l := br.plan.limits
+		if b.enforce.Memory {
+			args = append(args, fmt.Sprintf("--memory=%db", l.MemoryBytes), fmt.Sprintf("--memory-swap=%db", l.MemoryBytes))
+		}
+		if b.enforce.CPU {
+			quota := max(int64(l.CPUs*cpuPeriod), 1000)
+			args = append(args, fmt.Sprintf("--cpu-period=%d", cpuPeriod), fmt.Sprintf("--cpu-quota=%d", quota))
+		}
+	}
+	if br.tr != nil {
+		args = append(args, "--runtime-flag=pod-init-config="+br.tr.config)
+	}
+	args = append(args, "-f", br.df)
+	if target != "" {
+		args = append(args, "--target="+target)
+	}
+	return append(args, "-t", tag, br.plan.workspace)
+}
+
+// buildTarget runs buildah bud for the n-th target and returns its phases:
+// one per RUN step that ran a sandbox (and one for a failing step of
+// another kind), then one for the target. err reports a failure of the
+// backend, not of the build.
+func (br *buildRun) buildTarget(ctx context.Context, n int, target string) (*targetRun, []sandbox.PhaseResult, error) {
+	name := targetPhase(target)
+	start := time.Now()
+	fail := func(msg string) (*targetRun, []sandbox.PhaseResult, error) {
+		tr := &targetRun{target: target, exit: 1}
+		return tr, []sandbox.PhaseResult{{Name: name, ExitCode: 1, Failed: true, Duration: time.Since(start), OutputTail: msg + "\n"}}, nil
+	}
+	if br.plan.parseErr != nil {
+		return fail(br.plan.parseErr.Error())
+	}
+	idx, ok := br.plan.targetStage(target)
+	if !ok {
+		return fail(fmt.Sprintf("no stage named %q in the Dockerfile", target))
+	}
+	tr := &targetRun{target: target, stage: idx, log: newBuildLog(br.plan.stages, idx)}
+	tag := fmt.Sprintf("localhost/%s-%d", br.sp.id, n)
+	lw := &lineWriter{fn: tr.log.line, now: time.Now}
+	cmd := br.bh.command(br.budArgs(target, tag)...)
+	cmd.Stdout, cmd.Stderr = lw, lw
+	err := run(ctx, cmd)
+	lw.flush()
+	end := time.Now()
+	tr.log.finish(end)
+	var exitErr *exec.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &exitErr), errors.Is(err, exec.ErrWaitDelay):
+	case ctx.Err() != nil:
+	default:
+		return tr, nil, fmt.Errorf("running buildah: %w", err)
+	}
+	tr.exit = -1
+	if cmd.ProcessState != nil {
+		tr.exit = cmd.ProcessState.ExitCode()
+	}
+	if ctx.Err() != nil {
+		tr.exit, tr.stopped = -1, true
+		tr.timedOut = errors.Is(context.Cause(ctx), errDeadline)
+	}
+	br.targets = append(br.targets, tr)
+	if err := br.b.cleanBuild(context.WithoutCancel(ctx), br.bh.runscRoot()); err != nil && tr.exit == 0 {
+		return tr, nil, fmt.Errorf("cleaning up build sandboxes: %w", err)
+	}
+
+	phases := br.stepPhases(tr)
+	tp := sandbox.PhaseResult{Name: name, ExitCode: tr.exit, Failed: tr.exit != 0, TimedOut: tr.timedOut,
+		Duration: end.Sub(start), OutputTail: tr.log.all.String()}
+	if tr.exit == 0 {
+		id, err := br.bh.imageID(ctx, tag)
+		if err != nil {
+			return tr, append(phases, tp), fmt.Errorf("reading the image of %s: %w", name, err)
+		}
+		tr.image, tp.Image = id, id
+		// The target stage's image is the committed one, whatever the
+		// output said.
+		tr.log.image[idx] = id
+	}
+	return tr, append(phases, tp), nil
+}
+
+// stepPhases are the phases of the steps of one target: every RUN step
+// that ran a sandbox, in order, and, when the build failed at a step (or
+// was killed during one), that step as Failed with its output tail.
+func (br *buildRun) stepPhases(tr *targetRun) []sandbox.PhaseResult {
+	l := tr.log
+	var phases []sandbox.PhaseResult
+	failing := (*step)(nil)
+	if tr.exit != 0 && (l.failedAtStep || tr.stopped) {
+		failing = l.last
+	}
+	for _, s := range l.steps {
+		ranRun := s.keyword == "RUN" && !s.cached
+		if !ranRun && s != failing {
+			continue
+		}
+		p := sandbox.PhaseResult{
+			Name:       sandbox.BuildPhase(l.stages[s.stage].label(s.stage), s.num),
+			Duration:   s.end.Sub(s.start),
+			OutputTail: s.out.String(),
+		}
+		if s == failing {
+			p.Failed, p.TimedOut = true, tr.timedOut
+			p.ExitCode = tr.exit
+			if s.keyword == "RUN" && l.runExit >= 0 && !tr.stopped {
+				p.ExitCode = l.runExit
+			}
+		}
+		phases = append(phases, p)
+	}
+	return phases
+}

@@ -1,0 +1,498 @@
+package runsc
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/codegenie/codegenie/internal/devimages"
+	"github.com/codegenie/codegenie/internal/sandbox"
+	"github.com/codegenie/codegenie/internal/sandbox/sandboxtest"
+	"github.com/codegenie/codegenie/internal/trace"
+)
+
+// devRegistry serves the stand-in base images (node:22, node:22-slim,
+// gcr.io/distroless/nodejs22-debian13) once per test binary: building them
+// takes several seconds. TestMain stops it.
+var devRegistry struct {
+	once sync.Once
+	host string
+	stop func()
+	err  error
+	took time.Duration
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if devRegistry.stop != nil {
+		devRegistry.stop()
+	}
+	os.Exit(code)
+}
+
+// mirrors returns registry mirrors that send docker.io and gcr.io to the
+// stand-in registry. The images come from the tarballs that
+// scripts/setup.sh fetches; without them the test fails (CI runs setup).
+// Under the race detector a helper process (testdata/devregistry) builds
+// and serves them, since an instrumented build takes minutes.
+func mirrors(t testing.TB) map[string]string {
+	t.Helper()
+	devRegistry.once.Do(func() {
+		start := time.Now()
+		if raceEnabled {
+			devRegistry.host, devRegistry.stop, devRegistry.err = serveOutOfProcess()
+		} else {
+			devRegistry.host, devRegistry.stop, devRegistry.err = serveInProcess()
+		}
+		devRegistry.took = time.Since(start)
+	})
+	if devRegistry.err != nil {
+		t.Fatalf("stand-in images: %v", devRegistry.err)
+	}
+	t.Logf("stand-in registry %s (built and served in %v)", devRegistry.host, devRegistry.took.Round(time.Millisecond))
+	return map[string]string{"docker.io": devRegistry.host, "gcr.io": devRegistry.host}
+}
+
+func serveInProcess() (string, func(), error) {
+	node, distroless, nonroot, err := devimages.Build(devimages.DefaultInputs())
+	if err != nil {
+		return "", nil, err
+	}
+	reg, err := devimages.Serve(context.Background(), "127.0.0.1:0", node, distroless, nonroot)
+	if err != nil {
+		return "", nil, err
+	}
+	return reg.Host, func() { _ = reg.Close() }, nil
+}
+
+// serveOutOfProcess builds testdata/devregistry (not instrumented) and runs
+// it until stop closes its stdin.
+func serveOutOfProcess() (string, func(), error) {
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		return "", nil, err
+	}
+	dir, err := os.MkdirTemp("", "cgdevreg")
+	if err != nil {
+		return "", nil, err
+	}
+	bin := filepath.Join(dir, "devregistry")
+	if out, err := exec.Command(gobin, "build", "-o", bin, "./testdata/devregistry").CombinedOutput(); err != nil {
+		_ = os.RemoveAll(dir)
+		return "", nil, fmt.Errorf("building testdata/devregistry: %w\n%s", err, out)
+	}
+	cmd := exec.Command(bin)
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return "", nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return "", nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		_ = os.RemoveAll(dir)
+		return "", nil, err
+	}
+	stop := func() {
+		_ = stdin.Close()
+		_ = cmd.Wait()
+		_ = os.RemoveAll(dir)
+	}
+	host, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		stop()
+		return "", nil, fmt.Errorf("devregistry printed no host: %w", err)
+	}
+	return strings.TrimSpace(host), stop, nil
+}
+
+// workspace writes files into a fresh directory.
+func workspace(t testing.TB, files map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for name, body := range files {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// The two-stage fixture: a builder stage with a shell-form RUN, and an
+// npm start service on node:22-slim.
+const (
+	twoStageDockerfile = `FROM node:22 AS builder
+RUN echo building && mkdir -p /out && echo x > /out/x
+
+FROM node:22-slim
+COPY --from=builder /out /out
+WORKDIR /app
+COPY package.json server.js ./
+CMD ["npm","start"]
+`
+	npmPackage = `{"name":"fixture","version":"1.0.0","private":true,"scripts":{"start":"node server.js"}}
+`
+	listeningServer = `require('http').createServer((q, r) => r.end('ok')).listen(8080, () => console.log('listening'));
+`
+)
+
+func buildRequest(ws string, m map[string]string, targets ...string) sandbox.SpawnRequest {
+	return sandbox.SpawnRequest{
+		Role:         sandbox.RoleProbe,
+		Workspace:    sandbox.Workspace{Dir: ws},
+		CaptureTrace: true,
+		Timeout:      3 * time.Minute,
+		Build: &sandbox.BuildSpec{
+			Dockerfile: "Dockerfile", Targets: targets, Boot: true, BootFor: 3 * time.Second, RegistryMirrors: m,
+		},
+	}
+}
+
+func phaseNames(ps []sandbox.PhaseResult) []string {
+	var names []string
+	for _, p := range ps {
+		names = append(names, p.Name)
+	}
+	return names
+}
+
+func phase(ps []sandbox.PhaseResult, name string) sandbox.PhaseResult {
+	for _, p := range ps {
+		if p.Name == name {
+			return p
+		}
+	}
+	return sandbox.PhaseResult{}
+}
+
+// logResult logs what a build spawn did, for the timings and for failures.
+func logResult(t *testing.T, res sandbox.Result) {
+	t.Helper()
+	t.Logf("spawn took %v, exit %d, trace complete %v, %d events", res.Duration.Round(time.Millisecond), res.ExitCode, res.TraceComplete, len(res.Trace))
+	for _, p := range res.Phases {
+		t.Logf("phase %-22s exit %3d failed %-5v timed out %-5v %v", p.Name, p.ExitCode, p.Failed, p.TimedOut, p.Duration.Round(time.Millisecond))
+	}
+}
+
+func dumpTrace(t *testing.T, events []trace.Event) {
+	t.Helper()
+	for i, e := range events {
+		t.Logf("%3d %-12s %-22s pid %3d ppid %3d %s %q interp %q", i, e.Kind, e.Phase, e.PID, e.PPID, e.Binary, e.Argv, e.Interp)
+	}
+}
+
+// TestBuildTwoStage builds the builder target, then the final one (which
+// reuses the builder's layers), and boots npm start.
+func TestBuildTwoStage(t *testing.T) {
+	b := newBackend(t, Config{})
+	m := mirrors(t)
+	ws := workspace(t, map[string]string{"Dockerfile": twoStageDockerfile, "package.json": npmPackage, "server.js": listeningServer})
+	res, err := b.Spawn(t.Context(), buildRequest(ws, m, "builder", ""))
+	logResult(t, res)
+	if err != nil {
+		t.Fatalf("Spawn: %v", err)
+	}
+	if res.ExitCode != 0 || !res.TraceComplete {
+		dumpTrace(t, res.Trace)
+		t.Fatalf("exit %d, trace complete %v; want 0 and true; phases %+v", res.ExitCode, res.TraceComplete, res.Phases)
+	}
+	// The final target reuses the builder's step: it runs no sandbox and
+	// gets no phase of its own.
+	if diff := cmp.Diff([]string{"build:builder:step 2", "build:builder", "build:final", "boot"}, phaseNames(res.Phases)); diff != "" {
+		t.Errorf("phases (-want +got):\n%s", diff)
+	}
+	for _, name := range []string{"build:builder", "build:final"} {
+		if p := phase(res.Phases, name); p.Failed || !reImageID.MatchString(p.Image) {
+			t.Errorf("%s: %+v; want built, with an image ID", name, p)
+		}
+	}
+	if p := phase(res.Phases, "build:builder:step 2"); p.Failed || !strings.Contains(p.OutputTail, "building") {
+		t.Errorf("builder step: %+v; want its output", p)
+	}
+	boot := phase(res.Phases, "boot")
+	if !boot.TimedOut || boot.Failed || !strings.Contains(boot.OutputTail, "listening") {
+		t.Errorf("boot: %+v; want still running (TimedOut) after listening", boot)
+	}
+
+	tree := trace.BuildTree(res.Trace)
+	a := trace.Analyze(tree, nil)
+	var build, bootShells []trace.Invocation
+	for _, inv := range a.Invocations {
+		switch inv.Phase {
+		case "build:builder:step 2":
+			build = append(build, inv)
+		case sandbox.PhaseBoot:
+			bootShells = append(bootShells, inv)
+		default:
+			t.Errorf("invocation in phase %q: %+v", inv.Phase, inv)
+		}
+	}
+	if len(build) != 1 || !slices.Equal(build[0].Argv, []string{"/bin/sh", "-c", "echo building && mkdir -p /out && echo x > /out/x"}) {
+		t.Errorf("builder step shells: %+v; want /bin/sh -c of the RUN", build)
+	}
+	if len(a.Unresolved) > 0 {
+		t.Errorf("unresolved interpreters: %v", a.Unresolved)
+	}
+
+	// The boot: docker-entrypoint.sh (a #!/bin/sh script of the base
+	// image) first, then npm, then sh -c "node server.js" under npm.
+	var bootExecs []trace.Event
+	for _, e := range res.Trace {
+		if e.Phase == sandbox.PhaseBoot && e.Kind == trace.KindExec {
+			bootExecs = append(bootExecs, e)
+		}
+	}
+	if len(bootExecs) < 3 {
+		dumpTrace(t, res.Trace)
+		t.Fatalf("%d boot execs, want at least 3", len(bootExecs))
+	}
+	first := bootExecs[0]
+	if first.Binary != "/usr/local/bin/docker-entrypoint.sh" || first.Interp != "/bin/sh" || !slices.Equal(first.Argv, []string{"docker-entrypoint.sh", "npm", "start"}) {
+		t.Errorf("first boot exec: %+v; want docker-entrypoint.sh npm start, interpreter /bin/sh", first)
+	}
+	if !strings.HasSuffix(bootExecs[1].Binary, "npm-cli.js") || bootExecs[1].Interp == "" {
+		t.Errorf("second boot exec: %+v; want npm's script with its interpreter", bootExecs[1])
+	}
+	var npmSh *trace.Invocation
+	for i, inv := range bootShells {
+		if slices.Equal(inv.Argv, []string{"sh", "-c", "node server.js"}) {
+			npmSh = &bootShells[i]
+		}
+	}
+	if npmSh == nil || len(npmSh.Ancestry) == 0 || !strings.Contains(npmSh.Ancestry[len(npmSh.Ancestry)-1], "npm") {
+		dumpTrace(t, res.Trace)
+		t.Errorf("boot shells %+v; want sh -c node server.js under npm", bootShells)
+	}
+	if bootShells[0].Match.By != "shebang" || bootShells[0].PID != first.PID {
+		t.Errorf("first boot shell %+v; want docker-entrypoint.sh by its shebang", bootShells[0])
+	}
+}
+
+// TestBuildDistroless boots a distroless image whose server runs execSync
+// at start: node's attempt to exec /bin/sh fails, and it exits non-zero.
+func TestBuildDistroless(t *testing.T) {
+	b := newBackend(t, Config{})
+	m := mirrors(t)
+	ws := workspace(t, map[string]string{
+		"Dockerfile": "FROM gcr.io/distroless/nodejs22-debian13\nWORKDIR /app\nCOPY server.js ./\nCMD [\"server.js\"]\n",
+		"server.js":  "require('child_process').execSync('echo hi');\n" + listeningServer,
+	})
+	res, err := b.Spawn(t.Context(), buildRequest(ws, m, ""))
+	logResult(t, res)
+	if err != nil {
+		t.Fatalf("Spawn: %v", err)
+	}
+	if res.ExitCode != 0 || !res.TraceComplete {
+		dumpTrace(t, res.Trace)
+		t.Fatalf("exit %d, trace complete %v; want 0 and true; phases %+v", res.ExitCode, res.TraceComplete, res.Phases)
+	}
+	if diff := cmp.Diff([]string{"build:final", "boot"}, phaseNames(res.Phases)); diff != "" {
+		t.Errorf("phases (-want +got):\n%s", diff)
+	}
+	boot := phase(res.Phases, "boot")
+	if boot.TimedOut || boot.ExitCode == 0 || !boot.Failed || !strings.Contains(boot.OutputTail, "ENOENT") {
+		t.Errorf("boot: %+v; want a crash (spawnSync /bin/sh ENOENT)", boot)
+	}
+	a := trace.Analyze(trace.BuildTree(res.Trace), nil)
+	var attempts []trace.Invocation
+	for _, inv := range a.Invocations {
+		if inv.Phase != sandbox.PhaseBoot || !inv.Attempted {
+			t.Errorf("invocation %+v; want only failed attempts at boot", inv)
+			continue
+		}
+		attempts = append(attempts, inv)
+	}
+	if len(attempts) != 1 || attempts[0].Binary != "/bin/sh" || !strings.HasPrefix(attempts[0].Ancestry[len(attempts[0].Ancestry)-1], "node") &&
+		!strings.Contains(strings.Join(attempts[0].Ancestry, " "), "node") {
+		dumpTrace(t, res.Trace)
+		t.Errorf("attempts %+v; want one attempt of /bin/sh under node", attempts)
+	}
+	for _, e := range res.Trace {
+		if e.Phase == sandbox.PhaseBoot && e.Kind == trace.KindExec {
+			if e.Binary != "/nodejs/bin/node" || e.Interp != "" {
+				t.Errorf("first boot exec %+v; want /nodejs/bin/node, an ELF binary", e)
+			}
+			break
+		}
+	}
+}
+
+// TestBuildFails checks that a failing RUN stops the build: its phase is
+// Failed with the step's exit code and output, and nothing boots.
+func TestBuildFails(t *testing.T) {
+	b := newBackend(t, Config{})
+	m := mirrors(t)
+	ws := workspace(t, map[string]string{
+		"Dockerfile": "FROM node:22\nRUN echo before\nRUN echo out; echo err >&2; exit 3\nRUN echo never\n",
+	})
+	res, err := b.Spawn(t.Context(), buildRequest(ws, m, ""))
+	logResult(t, res)
+	if err != nil {
+		t.Fatalf("Spawn: %v", err)
+	}
+	if res.ExitCode != 3 {
+		t.Errorf("exit %d, want 3 (the failing step's)", res.ExitCode)
+	}
+	if diff := cmp.Diff([]string{"build:0:step 2", "build:0:step 3", "build:final"}, phaseNames(res.Phases)); diff != "" {
+		t.Errorf("phases (-want +got):\n%s", diff)
+	}
+	step := phase(res.Phases, "build:0:step 3")
+	// The step's stdout and stderr reach buildah through two pipes: their
+	// order is not kept.
+	if !step.Failed || step.ExitCode != 3 || !strings.Contains(step.OutputTail, "out\n") || !strings.Contains(step.OutputTail, "err\n") {
+		t.Errorf("failing step: %+v; want Failed, exit 3, its output", step)
+	}
+	if p := phase(res.Phases, "build:0:step 2"); p.Failed {
+		t.Errorf("the step before: %+v", p)
+	}
+	if p := phase(res.Phases, "build:final"); !p.Failed || p.ExitCode != 3 || p.Image != "" {
+		t.Errorf("target: %+v; want Failed with exit 3 and no image", p)
+	}
+	var sawStep3 bool
+	for _, e := range res.Trace {
+		if e.Phase == sandbox.PhaseBoot {
+			t.Fatalf("a boot event after a failed build: %+v", e)
+		}
+		if e.Phase == "build:0:step 3" && e.Kind == trace.KindExec && slices.Equal(e.Argv, []string{"/bin/sh", "-c", "echo out; echo err >&2; exit 3"}) {
+			sawStep3 = true
+		}
+	}
+	if !sawStep3 {
+		dumpTrace(t, res.Trace)
+		t.Error("no exec of the failing step in its phase")
+	}
+	t.Logf("trace complete: %v", res.TraceComplete)
+}
+
+// TestBuildTimeout kills a build in the middle of a RUN step: the spawn
+// says it timed out, and nothing is left (checkNoLeftovers: the spawn
+// directories with the private store, the step's sandbox, its cgroups,
+// its processes).
+func TestBuildTimeout(t *testing.T) {
+	b := newBackend(t, Config{})
+	m := mirrors(t)
+	ws := workspace(t, map[string]string{"Dockerfile": "FROM node:22\nRUN echo started; sleep 120\n"})
+	req := buildRequest(ws, m, "")
+	req.Timeout = 10 * time.Second
+	start := time.Now()
+	res, err := b.Spawn(t.Context(), req)
+	logResult(t, res)
+	if !errors.Is(err, sandbox.ErrTimeout) || !res.TimedOut || res.ExitCode != -1 || res.TraceComplete {
+		t.Fatalf("err %v, timed out %v, exit %d, complete %v; want ErrTimeout, a partial result", err, res.TimedOut, res.ExitCode, res.TraceComplete)
+	}
+	if d := time.Since(start); d > req.Timeout+15*time.Second {
+		t.Errorf("the spawn returned %v after it started, for a %v timeout", d, req.Timeout)
+	}
+	if p := phase(res.Phases, "build:0:step 2"); p.Name != "" && (!p.Failed || !p.TimedOut || p.ExitCode != -1) {
+		t.Errorf("the killed step: %+v; want Failed, TimedOut, exit -1", p)
+	}
+	if p := phase(res.Phases, "build:final"); !p.Failed || !p.TimedOut {
+		t.Errorf("the killed target: %+v; want Failed, TimedOut", p)
+	}
+	var sawStart bool
+	for _, e := range res.Trace {
+		sawStart = sawStart || e.Kind == trace.KindStart && slices.Equal(e.Argv, []string{"/bin/sh", "-c", "echo started; sleep 120"})
+	}
+	if !sawStart {
+		t.Logf("the step had not started when the timeout passed (a slow pull?): %+v", res.Phases)
+	}
+}
+
+// TestReapBuild simulates a gate-control that crashed during a build: a
+// spawn directory with a private build store and a step sandbox still
+// running in its runsc root. Reap removes it all.
+func TestReapBuild(t *testing.T) {
+	rootfs := sandboxtest.BusyboxRootfs(t)
+	b := newBackend(t, Config{Rootfs: rootfs})
+	tools, err := b.buildTools()
+	if _, ok := errors.AsType[*sandbox.UnsupportedError](err); ok {
+		t.Skipf("builds unsupported here: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := b.newID()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp, err := b.createSpawnDir(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bh, err := newBuildah(tools, filepath.Join(sp.dir, "b"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A store as buildah leaves it: read-only directories included.
+	layer := filepath.Join(bh.path("s"), "vfs", "dir", "0123", "usr", "lib")
+	if err := os.MkdirAll(layer, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(layer, "f"), []byte("x"), 0o444); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(layer, 0o555); err != nil {
+		t.Fatal(err)
+	}
+	// A step sandbox, as buildah would have started it, named as buildah
+	// names them.
+	step := "buildah-buildah" + strings.TrimPrefix(id, b.idPrefix())
+	bundle := filepath.Join(sp.dir, "stepbundle")
+	if err := os.Mkdir(bundle, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	spec := buildSpec(specInput{args: []string{"sleep", "600"}, env: []string{defaultPath}, cwd: "/", rootfs: rootfs, hostname: "step", platform: b.cfg.Platform})
+	if err := writeSpec(bundle, spec); err != nil {
+		t.Fatal(err)
+	}
+	out, err := os.Create(filepath.Join(t.TempDir(), "step.out"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	flags := []string{"--root=" + bh.runscRoot(), "--platform=" + b.cfg.Platform, "--overlay2=none", "--network=none", "--gofer-network-namespace=new"}
+	if b.cfg.NoCgroups {
+		flags = append(flags, "--ignore-cgroups")
+	}
+	cmd := exec.Command(b.cfg.Runsc, append(flags, "run", "--detach", "--bundle", bundle, step)...)
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Run(); err != nil {
+		o, _ := os.ReadFile(out.Name())
+		t.Fatalf("starting the step sandbox: %v\n%s", err, o)
+	}
+	sp.lock.Close() // the crash
+	pid := sandboxPID(t, b, bh.runscRoot(), step)
+
+	reaped, err := b.Reap(t.Context())
+	if err != nil {
+		t.Fatalf("Reap: %v", err)
+	}
+	if diff := cmp.Diff([]string{id}, reaped); diff != "" {
+		t.Errorf("reaped (-want +got):\n%s", diff)
+	}
+	if _, err := os.Stat(sp.dir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the build's spawn directory is still there: %v", err)
+	}
+	if len(cgroupLeaves(step)) > 0 {
+		t.Errorf("the step's cgroups are still there: %v", cgroupLeaves(step))
+	}
+	waitFor(t, func() bool { return syscall.Kill(pid, 0) != nil })
+}

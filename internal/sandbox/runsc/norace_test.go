@@ -1,0 +1,5 @@
+//go:build !race
+
+package runsc
+
+const raceEnabled = false

@@ -1,0 +1,103 @@
+package runsc
+
+import (
+	"bytes"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/moby/buildkit/frontend/dockerfile/parser"
+)
+
+// The backend reads the Dockerfile itself, with the same parser family that
+// buildah uses, for one purpose: to check the step headers in buildah's
+// output against the instructions they claim to announce. Build steps write
+// to the same stream as those headers, so a header that does not match the
+// Dockerfile is not a header (see buildLog).
+
+// maxDockerfile bounds the Dockerfile the backend reads and copies.
+const maxDockerfile = 1 << 20
+
+// stage is one FROM section of a Dockerfile.
+type stage struct {
+	// name is the stage's AS name, or "" when it has none.
+	name string
+	// instrs are its instructions, FROM first: buildah's "STEP k/m"
+	// announces instrs[k-1], and m is len(instrs).
+	instrs []instr
+}
+
+// label is the stage's name in phase names: its AS name, or its 0-based
+// index when it has none (the index COPY --from takes).
+func (s stage) label(index int) string {
+	if s.name != "" {
+		return s.name
+	}
+	return strconv.Itoa(index)
+}
+
+// instr is one instruction of a stage.
+type instr struct {
+	keyword string // upper case: FROM, RUN, COPY...
+	line    int
+	// For RUN: shell is the command of the shell form (the last argument
+	// the container gets), argv the arguments of the exec form. Both are
+	// empty for a heredoc RUN, whose command the backend does not check.
+	shell string
+	argv  []string
+}
+
+// parseStages splits a Dockerfile into its stages. Instructions before the
+// first FROM (global ARGs) belong to no stage.
+func parseStages(dockerfile []byte) ([]stage, error) {
+	res, err := parser.Parse(bytes.NewReader(dockerfile))
+	if err != nil {
+		return nil, fmt.Errorf("parsing Dockerfile: %w", err)
+	}
+	var stages []stage
+	for _, n := range res.AST.Children {
+		kw := strings.ToUpper(n.Value)
+		if kw == "FROM" {
+			s := stage{}
+			// FROM [--platform=...] image [AS name]
+			if a := n.Next; a != nil && a.Next != nil && strings.EqualFold(a.Next.Value, "as") && a.Next.Next != nil {
+				s.name = a.Next.Next.Value
+			}
+			stages = append(stages, s)
+		}
+		if len(stages) == 0 {
+			continue
+		}
+		in := instr{keyword: kw, line: n.StartLine}
+		if kw == "RUN" && len(n.Heredocs) == 0 {
+			if n.Attributes["json"] {
+				for a := n.Next; a != nil; a = a.Next {
+					in.argv = append(in.argv, a.Value)
+				}
+			} else if n.Next != nil {
+				in.shell = n.Next.Value
+			}
+		}
+		last := &stages[len(stages)-1]
+		last.instrs = append(last.instrs, in)
+	}
+	if len(stages) == 0 {
+		return nil, fmt.Errorf("parsing Dockerfile: no FROM instruction")
+	}
+	return stages, nil
+}
+
+// checkArgv reports whether a container's start args fit the RUN
+// instruction in: the exec form's arguments, or the shell form's command as
+// the last argument (after the SHELL in force, /bin/sh -c by default). A
+// heredoc RUN is not checked.
+func (in instr) checkArgv(argv []string) bool {
+	switch {
+	case in.argv != nil:
+		return slices.Equal(in.argv, argv)
+	case in.shell != "":
+		return len(argv) >= 2 && argv[len(argv)-1] == in.shell
+	}
+	return true
+}

@@ -1,0 +1,277 @@
+package nodenpm_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/codegenie/codegenie/internal/builtin"
+	"github.com/codegenie/codegenie/internal/cache"
+	"github.com/codegenie/codegenie/internal/devimages"
+	"github.com/codegenie/codegenie/internal/gatecontrol/client"
+	"github.com/codegenie/codegenie/internal/gather"
+	"github.com/codegenie/codegenie/internal/image"
+	"github.com/codegenie/codegenie/internal/probe"
+	"github.com/codegenie/codegenie/internal/sandbox"
+	"github.com/codegenie/codegenie/internal/sandbox/runsc"
+	"github.com/codegenie/codegenie/internal/strictjson"
+	nodenpm "github.com/codegenie/codegenie/plugins/distroless-migration--node--npm"
+	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/probes/shelltrace"
+)
+
+// These tests build and boot real images in gVisor through a private
+// gate-control child, with the local stand-in images behind a loopback
+// registry mirror. They need root, runsc, buildah and the Node tarballs
+// (scripts/setup.sh); they skip only where runsc cannot run, and say so.
+
+type traceEnv struct {
+	registry *devimages.Registry
+	sandbox  *countingSandbox
+	stop     func()
+	mirrors  image.Mirrors
+}
+
+var (
+	envOnce sync.Once
+	env     *traceEnv
+	envErr  error
+	envSkip string
+)
+
+// countingSandbox counts spawns, to show cache hits never reach it.
+type countingSandbox struct {
+	inner  sandbox.Client
+	spawns atomic.Int32
+}
+
+func (c *countingSandbox) Spawn(ctx context.Context, req sandbox.SpawnRequest) (sandbox.Result, error) {
+	c.spawns.Add(1)
+	return c.inner.Spawn(ctx, req)
+}
+
+func setupTrace(t *testing.T) *traceEnv {
+	t.Helper()
+	envOnce.Do(func() {
+		stateDir, err := os.MkdirTemp("", "cgp")
+		if err != nil {
+			envErr = err
+			return
+		}
+		defer os.RemoveAll(stateDir)
+		if _, err := runsc.New(runsc.Config{StateDir: stateDir}); err != nil {
+			var ue *sandbox.UnsupportedError
+			if errors.As(err, &ue) {
+				envSkip = ue.Error()
+				return
+			}
+			envErr = err
+			return
+		}
+		node, distroless, nonroot, err := devimages.Cached(devimages.DefaultInputs(), devimages.DefaultCacheDir())
+		if err != nil {
+			envErr = err
+			return
+		}
+		reg, err := devimages.Serve(context.Background(), "127.0.0.1:0", node, distroless, nonroot)
+		if err != nil {
+			envErr = err
+			return
+		}
+		binDir, err := os.MkdirTemp("", "cgbin")
+		if err != nil {
+			envErr = err
+			return
+		}
+		bin := filepath.Join(binDir, "codegenie")
+		if out, err := exec.Command("go", "build", "-o", bin, "github.com/codegenie/codegenie/cmd/codegenie").CombinedOutput(); err != nil {
+			envErr = errors.New("go build: " + err.Error() + "\n" + string(out))
+			return
+		}
+		lazy := client.NewLazy(client.PrivateConfig{Executable: bin, Stderr: os.Stderr})
+		mirrors, _ := image.ParseMirrors(reg.Mirrors())
+		env = &traceEnv{registry: reg, sandbox: &countingSandbox{inner: lazy}, mirrors: mirrors,
+			stop: func() { _ = lazy.Close(); _ = reg.Close(); os.RemoveAll(binDir) }}
+	})
+	if envSkip != "" {
+		t.Skipf("the gVisor backend cannot run here: %s", envSkip)
+	}
+	if envErr != nil {
+		t.Fatal(envErr)
+	}
+	return env
+}
+
+func gatherTraced(t *testing.T, e *traceEnv, dir string, c *cache.Cache) *gather.Outcome {
+	t.Helper()
+	out, err := gather.Run(t.Context(), dir, gather.Options{
+		Registry: builtin.NewRegistry(), Version: "test", Cache: c, Task: nodenpm.Task,
+		Sandbox: e.sandbox, Images: &image.Remote{Mirrors: e.mirrors},
+		RegistryMirrors: map[string]string{"docker.io": e.registry.Host, "gcr.io": e.registry.Host},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func traceResult(t *testing.T, out *gather.Outcome) (probe.Result, *shelltrace.Facts) {
+	t.Helper()
+	for _, r := range out.Context.Probes {
+		if r.Probe == shelltrace.Name {
+			var f shelltrace.Facts
+			if err := strictjson.Unmarshal(r.Facts, &f); err != nil {
+				t.Fatal(err)
+			}
+			return r, &f
+		}
+	}
+	t.Fatal("no shell_invocation_trace result")
+	return probe.Result{}, nil
+}
+
+func bootShells(f *shelltrace.Facts) []shelltrace.Invocation {
+	var out []shelltrace.Invocation
+	for _, i := range f.Invocations {
+		if i.Phase == sandbox.PhaseBoot {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+func TestTraceFixtures(t *testing.T) {
+	e := setupTrace(t)
+	t.Cleanup(func() {})
+	dir := func(name string) string { return filepath.Join("testdata", "trace", name) }
+	type check func(t *testing.T, r probe.Result, f *shelltrace.Facts, a probe.Assessment)
+	hasBoot := func(kind string, pred func(shelltrace.Invocation) bool) check {
+		return func(t *testing.T, r probe.Result, f *shelltrace.Facts, a probe.Assessment) {
+			t.Helper()
+			if r.Confidence == probe.Low {
+				t.Fatalf("trace low: %s %s", r.Reason, r.Detail)
+			}
+			for _, i := range bootShells(f) {
+				if i.Cause.Kind == kind && (pred == nil || pred(i)) {
+					return
+				}
+			}
+			t.Errorf("no boot shell caused by %s; boot shells: %+v", kind, bootShells(f))
+		}
+	}
+	tests := []struct {
+		name  string
+		check check
+	}{
+		{"npm-start", hasBoot("npm_script", func(i shelltrace.Invocation) bool {
+			return strings.Join(i.Argv, " ") == "sh -c node server.js" && len(i.Ancestry) > 0 && strings.Contains(i.Ancestry[len(i.Ancestry)-1], "npm")
+		})},
+		{"shell-form-cmd", hasBoot("instruction", nil)},
+		{"execsync-boot", hasBoot("child_process", func(i shelltrace.Invocation) bool {
+			return strings.HasPrefix(i.Ancestry[len(i.Ancestry)-1], "node") && strings.Contains(strings.Join(i.Argv, " "), "echo hi")
+		})},
+		{"execfile-true", func(t *testing.T, r probe.Result, f *shelltrace.Facts, a probe.Assessment) {
+			if r.Confidence != probe.High {
+				t.Fatalf("trace %s: %s %s", r.Confidence, r.Reason, r.Detail)
+			}
+			if b := bootShells(f); len(b) != 0 {
+				t.Errorf("boot shells %+v, want none", b)
+			}
+		}},
+		{"sh-entrypoint", hasBoot("entrypoint_script", func(i shelltrace.Invocation) bool { return i.By == "shebang" })},
+		{"builder-shells", func(t *testing.T, r probe.Result, f *shelltrace.Facts, a probe.Assessment) {
+			if r.Confidence != probe.High {
+				t.Fatalf("trace %s: %s %s", r.Confidence, r.Reason, r.Detail)
+			}
+			build := 0
+			for _, i := range f.Invocations {
+				if strings.HasPrefix(i.Phase, "build:builder:") {
+					build++
+				}
+			}
+			if build == 0 || len(bootShells(f)) != 0 {
+				t.Errorf("invocations %+v: want shells in builder steps and none at boot", f.Invocations)
+			}
+			if a.Verdict != probe.Ready {
+				t.Errorf("verdict %s (%+v), want ready: builder shells do not block", a.Verdict, a.Blockers)
+			}
+		}},
+		{"build-fails", func(t *testing.T, r probe.Result, f *shelltrace.Facts, a probe.Assessment) {
+			if r.Reason != shelltrace.ReasonBuildFailed || len(r.Evidence) == 0 || r.Evidence[0].Line != 4 {
+				t.Errorf("got %s/%s %+v, want build_failed at Dockerfile:4", r.Confidence, r.Reason, r.Evidence)
+			}
+			if !strings.Contains(r.Detail, "exit 3") {
+				t.Errorf("detail %q does not name the exit", r.Detail)
+			}
+		}},
+		{"oversized-exec", func(t *testing.T, r probe.Result, f *shelltrace.Facts, a probe.Assessment) {
+			if r.Confidence != probe.Low || r.Reason != shelltrace.ReasonTraceIncomplete {
+				t.Errorf("got %s/%s, want low/trace_incomplete", r.Confidence, r.Reason)
+			}
+			if a.Verdict == probe.Ready {
+				t.Error("an incomplete trace gave a ready verdict")
+			}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			start := time.Now()
+			c, err := cache.Open(t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			out := gatherTraced(t, e, dir(tt.name), c)
+			r, f := traceResult(t, out)
+			t.Logf("%s: %s/%s in %s, %d execs, %d shells", tt.name, r.Confidence, r.Reason, time.Since(start).Round(time.Millisecond), f.Execs, len(f.Invocations))
+			tt.check(t, r, f, out.Context.Assessments["distroless_readiness"])
+		})
+	}
+}
+
+// TestTraceCache: an unchanged repository is answered from the cache
+// without touching the sandbox; a changed package.json or Dockerfile is not.
+func TestTraceCache(t *testing.T) {
+	e := setupTrace(t)
+	src := filepath.Join("testdata", "trace", "npm-start")
+	dir := t.TempDir()
+	for _, f := range []string{"Dockerfile", "package.json", "server.js"} {
+		b, err := os.ReadFile(filepath.Join(src, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, f), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, err := cache.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := e.sandbox.spawns.Load()
+	gatherTraced(t, e, dir, c)
+	if got := e.sandbox.spawns.Load() - before; got != 1 {
+		t.Fatalf("cold gather spawned %d times, want 1", got)
+	}
+	gatherTraced(t, e, dir, c)
+	if got := e.sandbox.spawns.Load() - before; got != 1 {
+		t.Fatalf("warm gather touched the sandbox (%d spawns)", got)
+	}
+	for i, change := range []struct{ file, body string }{
+		{"package.json", `{"name":"npm-start","scripts":{"start":"node server.js --port 8080"}}`},
+		{"Dockerfile", "FROM node:22\nWORKDIR /app\nCOPY . .\nENV PORT=8080\nCMD [\"npm\", \"start\"]\n"},
+	} {
+		if err := os.WriteFile(filepath.Join(dir, change.file), []byte(change.body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		gatherTraced(t, e, dir, c)
+		if got := e.sandbox.spawns.Load() - before; got != int32(2+i) {
+			t.Fatalf("after changing %s: %d spawns, want %d", change.file, got, 2+i)
+		}
+	}
+}
