@@ -217,7 +217,8 @@ func (r *run) one(ctx context.Context, pr probe.Probe) (Record, error) {
 	start := time.Now()
 	log := r.pctx.Logger.With("probe", d.Name)
 
-	useCache := r.p.Cache != nil && d.CacheStrategy == probe.CacheContent
+	cannotRun := d.NeedsSandbox && r.pctx.Sandbox == nil
+	useCache := r.p.Cache != nil && d.CacheStrategy == probe.CacheContent && !cannotRun
 	var key cache.Key
 	if useCache {
 		inputs, complete, err := r.inputs(ctx, pr, &d)

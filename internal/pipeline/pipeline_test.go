@@ -535,3 +535,34 @@ func TestInPlaceEditMissesTheCache(t *testing.T) {
 		t.Fatalf("an in-place edit was answered from the cache: %s", got.Raw)
 	}
 }
+
+// TestNoSandboxSkipsInputs: a probe that needs a sandbox, run without one,
+// resolves no inputs (no registry round trip) and is not cached.
+func TestNoSandboxSkipsInputs(t *testing.T) {
+	t.Parallel()
+	f := newFake("traced", probe.Heavy, func(context.Context, *probe.Repo) (probe.Output, error) {
+		return probe.Output{Confidence: probe.Low, Reason: probe.ReasonSandboxUnavailable, Uncacheable: true}, nil
+	})
+	f.desc.NeedsSandbox = true
+	f.desc.DeclaredInputs = append(f.desc.DeclaredInputs, "image-digest:node:22")
+	p := newPipeline(t, true, f)
+	var calls atomic.Int32
+	p.Images = countingImages{&calls}
+	recs, err := p.Run(t.Context(), repoWith(t, map[string]string{"package.json": "{}"}), &probe.Context{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if calls.Load() != 0 {
+		t.Errorf("resolved %d image digests for a probe that cannot run", calls.Load())
+	}
+	if recs[0].Cacheable || recs[0].Result.Reason != probe.ReasonSandboxUnavailable {
+		t.Errorf("record = %+v", recs[0])
+	}
+}
+
+type countingImages struct{ n *atomic.Int32 }
+
+func (c countingImages) Digest(context.Context, string) (string, error) {
+	c.n.Add(1)
+	return "sha256:1", nil
+}

@@ -42,6 +42,11 @@ type Desc struct {
 	AppliesToTasks []string
 	// Timeout overrides the pipeline's per-probe timeout when non-zero.
 	Timeout time.Duration
+	// NeedsSandbox marks a probe that can only answer through
+	// Context.Sandbox. Without one the pipeline neither resolves its inputs
+	// (no registry round trips) nor caches it; the probe reports
+	// sandbox_unavailable itself.
+	NeedsSandbox bool
 	// NewFacts returns a pointer to a zero value of the probe's facts type.
 	// Decoding a stored context uses it to reject unknown fields.
 	NewFacts func() any

@@ -162,6 +162,7 @@ func (*Probe) Desc() probe.Desc {
 		CacheStrategy:  probe.CacheContent,
 		DeclaredInputs: inputs,
 		Timeout:        20 * time.Minute,
+		NeedsSandbox:   true,
 		NewFacts:       func() any { return new(Facts) },
 	}
 }
