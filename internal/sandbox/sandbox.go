@@ -84,8 +84,10 @@ const (
 	PhaseBoot = "boot"
 )
 
-// BuildPhase is the phase name of step N (1-based, counting RUN steps) of
-// a build stage: "build:<stage>:<step N>".
+// BuildPhase is the phase name of step N of a build stage:
+// "build:<stage>:step N". N is buildah's STEP number within the stage (its
+// FROM is step 1); stage is the stage's name, or its 0-based index when it
+// has none.
 func BuildPhase(stage string, step int) string {
 	return fmt.Sprintf("build:%s:step %d", stage, step)
 }
