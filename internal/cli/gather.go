@@ -33,6 +33,7 @@ type gatherFlags struct {
 	lightTimeout time.Duration
 	heavyTimeout time.Duration
 	mirrors      string
+	bootFor      time.Duration
 	gc           gateControlFlags
 }
 
@@ -80,6 +81,7 @@ stderr is a terminal.`,
 	fl.StringVar(&f.gc.cert, "gate-control-cert", "", "PEM client certificate for gate-control")
 	fl.StringVar(&f.gc.certKey, "gate-control-cert-key", "", "PEM key of --gate-control-cert")
 	fl.BoolVar(&f.gc.noSandbox, "no-sandbox", false, "run no sandbox: probes that need one report sandbox_unavailable")
+	fl.DurationVar(&f.bootFor, "boot-for", 10*time.Second, "how long the traced boot runs the image when it does not exit")
 	return cmd
 }
 
@@ -162,8 +164,8 @@ func runGather(cmd *cobra.Command, g *globals, f *gatherFlags, dir string) error
 	default:
 		return usageErr("unknown --format %q: want json, text or sarif", f.format)
 	}
-	if f.lightTimeout <= 0 || f.heavyTimeout <= 0 {
-		return usageErr("timeouts must be positive")
+	if f.lightTimeout <= 0 || f.heavyTimeout <= 0 || f.bootFor <= 0 {
+		return usageErr("timeouts and --boot-for must be positive")
 	}
 	mirrors, err := image.ParseMirrors(f.mirrors)
 	if err != nil {
@@ -180,6 +182,7 @@ func runGather(cmd *cobra.Command, g *globals, f *gatherFlags, dir string) error
 		Images:          &image.Remote{Mirrors: mirrors},
 		Sandbox:         sb,
 		RegistryMirrors: mirrorMap(mirrors),
+		BootFor:         f.bootFor,
 		Task:            f.task,
 		LightTimeout:    f.lightTimeout,
 		HeavyTimeout:    f.heavyTimeout,

@@ -33,6 +33,8 @@ type Options struct {
 	// RegistryMirrors maps a registry (docker.io, gcr.io) to a mirror host,
 	// for probes that build images.
 	RegistryMirrors map[string]string
+	// BootFor bounds image boots; zero means the probes' default.
+	BootFor time.Duration
 	// LightTimeout and HeavyTimeout override the pipeline defaults.
 	LightTimeout, HeavyTimeout time.Duration
 	Logger                     *slog.Logger
@@ -69,7 +71,7 @@ func Run(ctx context.Context, dir string, o Options) (*Outcome, error) {
 		Logger:       o.Logger,
 		Progress:     o.Progress,
 	}
-	pctx := &probe.Context{Sandbox: o.Sandbox, Logger: o.Logger, Task: o.Task, RegistryMirrors: o.RegistryMirrors}
+	pctx := &probe.Context{Sandbox: o.Sandbox, Logger: o.Logger, Task: o.Task, RegistryMirrors: o.RegistryMirrors, BootFor: o.BootFor}
 	recs, err := p.Run(ctx, repo, pctx)
 	if err != nil {
 		var ie *pipeline.InputError

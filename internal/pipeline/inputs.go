@@ -52,6 +52,11 @@ func (r *run) inputs(ctx context.Context, pr probe.Probe, d *probe.Desc) (ins []
 		}
 		images = append(images, more...)
 	}
+	if k, ok := pr.(probe.Keyed); ok {
+		for _, setting := range k.KeySettings(r.pctx) {
+			ins = append(ins, cache.Input{Path: "setting:" + setting, Digest: "-"})
+		}
+	}
 	for _, ref := range images {
 		if r.p.Images == nil {
 			r.pctx.Logger.Debug("no image resolver; running uncached", "probe", d.Name, "image", ref)

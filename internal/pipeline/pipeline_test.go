@@ -566,3 +566,27 @@ func (c countingImages) Digest(context.Context, string) (string, error) {
 	c.n.Add(1)
 	return "sha256:1", nil
 }
+
+type keyed struct {
+	*fake
+}
+
+func (keyed) KeySettings(pctx *probe.Context) []string { return []string{"task=" + pctx.Task} }
+
+// TestKeySettings: a setting a probe puts in its key separates entries.
+func TestKeySettings(t *testing.T) {
+	t.Parallel()
+	p := newPipeline(t, true, keyed{newFake("settled", probe.Light, okRun(1))})
+	repo := repoWith(t, map[string]string{"package.json": "{}"})
+	hit := func(task string) bool {
+		t.Helper()
+		recs, err := p.Run(t.Context(), repo, &probe.Context{Task: task})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return recs[0].CacheHit
+	}
+	if hit("a") || !hit("a") || hit("b") || !hit("b") {
+		t.Fatal("want: miss, hit for setting a; miss, hit for setting b")
+	}
+}

@@ -63,6 +63,13 @@ type ImageLister interface {
 	ImageInputs(repo *Repo) ([]string, error)
 }
 
+// Keyed is implemented by probes whose output depends on settings of the
+// run (such as how long an image boots) as well as on their inputs. Each
+// returned "name=value" joins the cache key.
+type Keyed interface {
+	KeySettings(pctx *Context) []string
+}
+
 var nameRE = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
 
 // Validate checks a descriptor when it is registered.
@@ -121,4 +128,7 @@ type Context struct {
 	// RegistryMirrors maps a registry (docker.io, gcr.io) to the mirror
 	// host base images are pulled from, for probes that build images.
 	RegistryMirrors map[string]string
+	// BootFor is how long probes that boot an image let it run; zero means
+	// each probe's default.
+	BootFor time.Duration
 }

@@ -114,6 +114,8 @@ func gatherTraced(t *testing.T, e *traceEnv, dir string, c *cache.Cache) *gather
 		Registry: builtin.NewRegistry(), Version: "test", Cache: c, Task: nodenpm.Task,
 		Sandbox: e.sandbox, Images: &image.Remote{Mirrors: e.mirrors},
 		RegistryMirrors: map[string]string{"docker.io": e.registry.Host, "gcr.io": e.registry.Host},
+		// Boot to listening takes under 2 s here; 4 s keeps CI short.
+		BootFor: 4 * time.Second,
 	})
 	if err != nil {
 		t.Fatal(err)

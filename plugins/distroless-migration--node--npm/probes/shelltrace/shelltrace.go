@@ -148,7 +148,34 @@ func New() *Probe { return &Probe{} }
 var (
 	_ probe.Probe       = (*Probe)(nil)
 	_ probe.ImageLister = (*Probe)(nil)
+	_ probe.Keyed       = (*Probe)(nil)
 )
+
+// KeySettings puts the boot time and the registry mirrors in the cache
+// key: a longer boot may see more, and another mirror may serve other
+// images under the same tags.
+func (p *Probe) KeySettings(pctx *probe.Context) []string {
+	s := []string{"boot_for=" + p.bootFor(pctx).String()}
+	regs := make([]string, 0, len(pctx.RegistryMirrors))
+	for reg := range pctx.RegistryMirrors {
+		regs = append(regs, reg)
+	}
+	sort.Strings(regs)
+	for _, reg := range regs {
+		s = append(s, "mirror="+reg+"="+pctx.RegistryMirrors[reg])
+	}
+	return s
+}
+
+func (p *Probe) bootFor(pctx *probe.Context) time.Duration {
+	switch {
+	case pctx != nil && pctx.BootFor > 0:
+		return pctx.BootFor
+	case p.BootFor > 0:
+		return p.BootFor
+	}
+	return DefaultBootFor
+}
 
 // Desc describes the probe.
 func (*Probe) Desc() probe.Desc {
@@ -220,10 +247,7 @@ func (p *Probe) Run(ctx context.Context, repo *probe.Repo, pctx *probe.Context) 
 			"no sandbox: configure a gate-control (--gate-control) or run as root so gather starts a private one", facts), nil
 	}
 	facts.Targets = targets(f)
-	bootFor := p.BootFor
-	if bootFor <= 0 {
-		bootFor = DefaultBootFor
-	}
+	bootFor := p.bootFor(pctx)
 	req := sandbox.SpawnRequest{
 		Role:         sandbox.RoleProbe,
 		Workspace:    sandbox.Workspace{Dir: repo.Root},

@@ -83,7 +83,7 @@ func TestTracedShells(t *testing.T) {
 	t.Parallel()
 	sb := &fakeSandbox{res: sandbox.Result{Backend: "gvisor", TraceComplete: true, Trace: npmStartTrace(),
 		Phases: []sandbox.PhaseResult{{Name: "build:builder:step 4"}, {Name: "build:builder"}, {Name: "build:final"}, {Name: "boot", TimedOut: true, Duration: 10 * time.Second}}}}
-	pctx := &probe.Context{Sandbox: sb, RegistryMirrors: map[string]string{"docker.io": "127.0.0.1:5000"}}
+	pctx := &probe.Context{Sandbox: sb, RegistryMirrors: map[string]string{"docker.io": "127.0.0.1:5000"}, BootFor: 3 * time.Second}
 	out, err := New().Run(t.Context(), repo(t), pctx)
 	if err != nil {
 		t.Fatal(err)
@@ -93,7 +93,7 @@ func TestTracedShells(t *testing.T) {
 	}
 	req := sb.reqs[0]
 	if req.Role != sandbox.RoleProbe || !req.CaptureTrace || req.Build == nil || req.Build.Dockerfile != "Dockerfile" ||
-		!cmp.Equal(req.Build.Targets, []string{"builder", ""}) || !req.Build.Boot || req.Build.RegistryMirrors["docker.io"] != "127.0.0.1:5000" {
+		!cmp.Equal(req.Build.Targets, []string{"builder", ""}) || !req.Build.Boot || req.Build.BootFor != 3*time.Second || req.Build.RegistryMirrors["docker.io"] != "127.0.0.1:5000" {
 		t.Fatalf("spawn request = %+v / %+v", req, req.Build)
 	}
 	type inv struct {
