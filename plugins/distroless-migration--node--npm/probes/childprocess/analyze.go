@@ -345,10 +345,7 @@ func (a *analysis) importStatement(s *sitter.Node) {
 					continue
 				}
 				a.decls[name.StartByte()] = true
-				imported, ok := a.literal(name)
-				if !ok {
-					imported = a.text(name)
-				}
+				imported := a.nameOf(name)
 				switch {
 				case imported == "default":
 					a.bind(local, moduleValue)
@@ -378,10 +375,7 @@ func (a *analysis) exportFrom(s *sitter.Node) {
 			continue
 		}
 		name := sp.ChildByFieldName("name")
-		exported, ok := a.literal(name)
-		if !ok {
-			exported = a.text(name)
-		}
+		exported := a.nameOf(name)
 		switch {
 		case exported == "default":
 			a.escape(sp, moduleValue)
@@ -389,6 +383,15 @@ func (a *analysis) exportFrom(s *sitter.Node) {
 			a.escape(sp, value{fn: exported})
 		}
 	}
+}
+
+// nameOf is the name a node spells: a string literal's value (import
+// { "exec" as x }, { "exec": x }), else the node's source text.
+func (a *analysis) nameOf(n *sitter.Node) string {
+	if s, ok := a.literal(n); ok {
+		return s
+	}
+	return a.text(n)
 }
 
 // bind records that the identifier id denotes v, and queues its uses.
@@ -586,10 +589,7 @@ func (a *analysis) destructure(pat *sitter.Node) {
 			}
 		case "pair_pattern": // { execSync: run } or { execSync: run = fallback }
 			key := c.ChildByFieldName("key")
-			name, ok := a.literal(key)
-			if !ok {
-				name = a.text(key)
-			}
+			name := a.nameOf(key)
 			local := c.ChildByFieldName("value")
 			if local != nil && local.Type() == "assignment_pattern" {
 				local = local.ChildByFieldName("left")
