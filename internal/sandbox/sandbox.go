@@ -43,6 +43,9 @@ type Limits struct {
 	CPUs        float64 `json:"cpus,omitempty"`
 	PIDs        int64   `json:"pids,omitempty"`
 	OutputBytes int64   `json:"output_bytes,omitempty"` // per stream; the rest is dropped
+	// DiskBytes bounds what the spawn may write: build storage and the
+	// writable workspace copy live on a filesystem of this size.
+	DiskBytes int64 `json:"disk_bytes,omitempty"`
 }
 
 // SpawnRequest is one command to run in a fresh sandbox.
@@ -132,7 +135,7 @@ func (r *SpawnRequest) Validate() error {
 	if r.Timeout < 0 {
 		return fmt.Errorf("%w: negative timeout", ErrInvalidRequest)
 	}
-	if r.Limits.MemoryBytes < 0 || r.Limits.CPUs < 0 || r.Limits.PIDs < 0 || r.Limits.OutputBytes < 0 {
+	if r.Limits.MemoryBytes < 0 || r.Limits.CPUs < 0 || r.Limits.PIDs < 0 || r.Limits.OutputBytes < 0 || r.Limits.DiskBytes < 0 {
 		return fmt.Errorf("%w: negative limit", ErrInvalidRequest)
 	}
 	return nil
