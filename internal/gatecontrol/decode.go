@@ -51,36 +51,41 @@ func decodeSpawnRequest(body []byte) (sandbox.SpawnRequest, sent, error) {
 	return req, s, nil
 }
 
-// readSent leniently reads the role and command of a body that may not be
-// a valid request.
+// readSent reads the role and command of a body that may not be a valid
+// request. It reads only keys spelled exactly as the schema spells them,
+// and nothing of a body with a duplicate key, so that it never reads a
+// field differently from decodeSpawnRequest.
 func readSent(body []byte) sent {
-	var v struct {
-		Role    json.RawMessage `json:"role"`
-		Command json.RawMessage `json:"command"`
-		Build   *struct {
-			Dockerfile string   `json:"dockerfile"`
-			Targets    []string `json:"targets"`
-			Boot       bool     `json:"boot"`
-		} `json:"build"`
-	}
-	if json.Unmarshal(body, &v) != nil {
+	var top map[string]json.RawMessage
+	if strictjson.Unmarshal(body, &top) != nil {
 		return sent{}
 	}
 	var s sent
-	if len(v.Role) > 0 {
+	if role := top["role"]; len(role) > 0 {
 		var str string
-		if json.Unmarshal(v.Role, &str) == nil {
+		if json.Unmarshal(role, &str) == nil {
 			s.Role = str
 		} else {
-			s.Role = string(v.Role)
+			s.Role = string(role)
 		}
 		s.Role = truncate(s.Role, maxAuditRole)
 	}
 	var argv []string
-	if json.Unmarshal(v.Command, &argv) == nil {
+	if json.Unmarshal(top["command"], &argv) == nil {
 		s.Argv = boundArgv(argv)
 	}
-	if b := v.Build; b != nil && len(s.Argv) == 0 {
+	var build map[string]json.RawMessage
+	if raw, ok := top["build"]; ok && json.Unmarshal(raw, &build) == nil && build != nil && len(s.Argv) == 0 {
+		var b struct {
+			Dockerfile string
+			Targets    []string
+			Boot       bool
+		}
+		// Each field on its own, by its exact key; a wrong type leaves
+		// the zero value.
+		_ = json.Unmarshal(build["dockerfile"], &b.Dockerfile)
+		_ = json.Unmarshal(build["targets"], &b.Targets)
+		_ = json.Unmarshal(build["boot"], &b.Boot)
 		// A build-and-boot spawn has no command: audit what it builds.
 		desc := []string{"(build)", b.Dockerfile}
 		for _, t := range b.Targets {

@@ -22,8 +22,9 @@
 //	POST /v1/spawn  JSON sandbox.SpawnRequest -> 200 JSON sandbox.Result
 //	GET  /v1/ping   -> 204, once the server serves
 //
-// The request is decoded strictly: unknown fields and trailing data are
-// errors. A sandbox whose command exits non-zero is a 200 with the exit
+// The request is decoded strictly (package strictjson): unknown fields,
+// trailing data, a key given twice and a key that differs from a field's
+// name only in case ("DIR", "Command") are errors, at any depth. A sandbox whose command exits non-zero is a 200 with the exit
 // code in the Result. Every other answer is an ErrorResponse with a Code,
 // chosen in one place (errorResponse):
 //

@@ -30,6 +30,9 @@ func FuzzDecodeSpawnRequest(f *testing.F) {
 		`{"role":"gate","role":"probe","workspace":{"dir":"/w"},"command":["true"]}`,
 		`{"role":"gate","workspace":{"dir":"/w"},"command":["true"],"env":[]}`,
 		`{"role":"gate","workspace":{"dir":"/w"},"build":{"dockerfile":"Dockerfile","targets":[""],"registry_mirrors":{}}}`,
+		`{"role":"probe","workspace":{"dir":"/w"},"command":["true"],"Command":["id"]}`,
+		`{"role":"probe","workspace":{"DIR":"/etc"},"command":["true"]}`,
+		`{"role":"probe","r\u006fle":"gate","workspace":{"dir":"/w"},"command":["true"]}`,
 		`null`, ``, `[`, `{"role":"\u0000"}`,
 	} {
 		f.Add([]byte(s))
@@ -55,6 +58,16 @@ func FuzzDecodeSpawnRequest(f *testing.F) {
 		}
 		if name, _ := req.Role.MarshalText(); string(name) != sent.Role {
 			t.Fatalf("audit role %q, decoded role %q", sent.Role, name)
+		}
+		// A generic, exact-case, last-key-wins parser reads the same role
+		// and workspace.
+		var generic map[string]any
+		if err := json.Unmarshal(body, &generic); err != nil {
+			t.Fatalf("encoding/json refuses an accepted body: %v", err)
+		}
+		ws, _ := generic["workspace"].(map[string]any)
+		if generic["role"] != sent.Role || ws["dir"] != req.Workspace.Dir {
+			t.Fatalf("another parser reads role %v, dir %v; the server %q, %q", generic["role"], ws["dir"], sent.Role, req.Workspace.Dir)
 		}
 		b, err := json.Marshal(req)
 		if err != nil {
