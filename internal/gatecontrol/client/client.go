@@ -22,6 +22,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -40,7 +41,9 @@ const DefaultMaxResponseBytes = 256 << 20
 type Config struct {
 	// Socket is the path of gate-control's unix socket.
 	Socket string
-	// Address is the host:port of gate-control's TLS listener.
+	// Address is the host:port of gate-control's TLS listener. An Address
+	// that is a socket path by the rule of ParseTarget (such as a relative
+	// "gc/gc.sock") is taken as Socket.
 	Address string
 	// ServerName is the name the server's certificate must have. Default:
 	// the host of Address.
@@ -62,9 +65,42 @@ type Config struct {
 	Now func() time.Time
 }
 
-// Validate reports what is wrong with c. It does not touch the file
-// system.
+// ParseTarget splits a gate-control address as a user writes it, such as
+// gather's --gate-control, into a unix socket path or a TLS host:port. It
+// is a socket path when it starts with "unix:" (which is cut off), contains
+// a "/", or names an existing socket file; otherwise it is a host:port.
+// Exactly one of the results is non-empty, unless s is empty.
+func ParseTarget(s string) (socket, address string) {
+	if p, ok := strings.CutPrefix(s, "unix:"); ok {
+		return p, ""
+	}
+	if isSocketPath(s) {
+		return s, ""
+	}
+	return "", s
+}
+
+func isSocketPath(s string) bool {
+	if strings.Contains(s, "/") {
+		return true
+	}
+	fi, err := os.Stat(s)
+	return err == nil && fi.Mode().Type() == os.ModeSocket
+}
+
+// resolved returns c with an Address that is a socket path moved to
+// Socket.
+func (c Config) resolved() Config {
+	if c.Socket == "" && c.Address != "" {
+		c.Socket, c.Address = ParseTarget(c.Address)
+	}
+	return c
+}
+
+// Validate reports what is wrong with c. It touches the file system only
+// to see whether Address names a socket.
 func (c Config) Validate() error {
+	c = c.resolved()
 	var errs []error
 	switch {
 	case c.Socket == "" && c.Address == "":
@@ -112,6 +148,7 @@ var _ sandbox.Client = (*Client)(nil)
 // New returns a Client for cfg. It reads the key file and the TLS files
 // now; it does not connect.
 func New(cfg Config) (*Client, error) {
+	cfg = cfg.resolved()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -131,7 +168,12 @@ func New(cfg Config) (*Client, error) {
 		DisableCompression:  true,
 	}
 	if cfg.Socket != "" {
-		socket := cfg.Socket
+		// Relative to the directory New ran in, whatever the process
+		// does later.
+		socket, err := filepath.Abs(cfg.Socket)
+		if err != nil {
+			return nil, fmt.Errorf("resolving gate-control socket path: %w", err)
+		}
 		c.tr.DialContext = func(ctx context.Context, _, _ string) (net.Conn, error) {
 			var d net.Dialer
 			return d.DialContext(ctx, "unix", socket)
