@@ -729,11 +729,12 @@ func (b *Backend) cleanup(ctx context.Context, dir, id string, force bool) error
 	if err := b.cleanBuild(ctx, filepath.Join(dir, "b", "r")); err != nil {
 		errs = append(errs, err)
 	}
+	// A build's disk is mounted at <dir>/b: detach it before removing the
+	// directory, rather than emptying it file by file first. Its blocks go
+	// with the image file.
+	unmountBelow(dir)
 	if err := os.RemoveAll(dir); err != nil {
-		unmountBelow(dir)
-		if err := os.RemoveAll(dir); err != nil {
-			errs = append(errs, fmt.Errorf("removing spawn directory: %w", err))
-		}
+		errs = append(errs, fmt.Errorf("removing spawn directory: %w", err))
 	}
 	return errors.Join(errs...)
 }

@@ -17,6 +17,9 @@ import (
 // BuildSpec.BootFor is zero.
 const DefaultBootFor = 10 * time.Second
 
+// diskWatchInterval is how often a build samples its disk's free space.
+const diskWatchInterval = 100 * time.Millisecond
+
 // errDeadline is the cause of a build spawn's context when its Timeout
 // passes.
 var errDeadline = errors.New("build spawn timeout")
@@ -66,6 +69,9 @@ func (b *Backend) planBuild(req *sandbox.SpawnRequest) (buildPlan, error) {
 		bp.bootFor = DefaultBootFor
 	}
 	bp.limits = withDefaultLimits(req.Limits, b.cfg.Limits)
+	if bp.limits.DiskBytes < minDiskBytes {
+		return bp, invalid("disk limit %d bytes is below the %d MiB a build needs", bp.limits.DiskBytes, minDiskBytes>>20)
+	}
 	root, err := os.OpenRoot(bp.workspace)
 	if err != nil {
 		return bp, invalid("workspace: %v", err)
@@ -118,6 +124,7 @@ type buildRun struct {
 	bh   *buildah
 	tr   *tracer
 	df   string // the private copy of the Dockerfile that buildah reads
+	disk *disk  // the filesystem of the private buildah
 	// targets are the targets buildah ran for, in order.
 	targets []*targetRun
 	// premounted is closed once premount has mounted the images of the
@@ -174,7 +181,17 @@ func (b *Backend) spawnBuild(ctx context.Context, req sandbox.SpawnRequest) (san
 	if err := os.WriteFile(br.df, bp.dockerfile, 0o600); err != nil {
 		return res, fmt.Errorf("copying the Dockerfile: %w", err)
 	}
-	if br.bh, err = newBuildah(tools, filepath.Join(sp.dir, "b"), req.Build.RegistryMirrors); err != nil {
+	bdir := filepath.Join(sp.dir, "b")
+	if err := os.Mkdir(bdir, 0o700); err != nil {
+		return res, fmt.Errorf("creating build directory: %w", err)
+	}
+	// The whole private buildah (store, runroot, TMPDIR, the steps' runsc
+	// root) lives on the spawn's own filesystem: a RUN step that writes
+	// without end fills it, not the host. cleanup unmounts it.
+	if br.disk, err = mountDisk(ctx, sp.dir, bdir, bp.limits.DiskBytes); err != nil {
+		return res, err
+	}
+	if br.bh, err = newBuildah(tools, bdir, req.Build.RegistryMirrors); err != nil {
 		return res, err
 	}
 	if req.CaptureTrace {
@@ -273,6 +290,7 @@ func (br *buildRun) budArgs(target, tag string) []string {
 		// Pull a base image only when the private store lacks it: the
 		// second target reuses the first's pulls.
 		"--pull=false",
+		"--cgroup-parent=/" + br.sp.id,
 		fmt.Sprintf("--ulimit=nofile=%d:%d", nofileSoft, nofileHard),
 	}
 	if b.cfg.NoCgroups {
@@ -320,7 +338,15 @@ func (br *buildRun) buildTarget(ctx context.Context, n int, target string) (*tar
 	lw := &lineWriter{fn: tr.log.line, now: time.Now}
 	cmd := br.bh.command(br.budArgs(target, tag)...)
 	cmd.Stdout, cmd.Stderr = lw, lw
+	wctx, stopWatch := context.WithCancel(ctx)
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		br.disk.watch(wctx, diskWatchInterval)
+	}()
 	err := run(ctx, cmd)
+	stopWatch()
+	<-watched
 	lw.flush()
 	end := time.Now()
 	tr.log.finish(end)
@@ -348,6 +374,16 @@ func (br *buildRun) buildTarget(ctx context.Context, n int, target string) (*tar
 	phases := br.stepPhases(tr)
 	tp := sandbox.PhaseResult{Name: name, ExitCode: tr.exit, Failed: tr.exit != 0, TimedOut: tr.timedOut,
 		Duration: end.Sub(start), OutputTail: tr.log.all.String()}
+	if tr.exit != 0 && !tr.stopped && br.disk.full(tp.OutputTail) {
+		// Said last, where a reader of the tail looks first.
+		msg := br.disk.fullMessage() + "\n"
+		tp.OutputTail += msg
+		for i := range phases {
+			if phases[i].Failed {
+				phases[i].OutputTail += msg
+			}
+		}
+	}
 	if tr.exit == 0 {
 		id, err := br.bh.imageID(ctx, tag)
 		if err != nil {

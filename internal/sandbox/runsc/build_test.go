@@ -437,6 +437,13 @@ func TestReapBuild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := os.Mkdir(filepath.Join(sp.dir, "b"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	// The build's own filesystem, mounted as a build mounts it.
+	if _, err := mountDisk(t.Context(), sp.dir, filepath.Join(sp.dir, "b"), 64<<20); err != nil {
+		t.Fatal(err)
+	}
 	bh, err := newBuildah(tools, filepath.Join(sp.dir, "b"), nil)
 	if err != nil {
 		t.Fatal(err)

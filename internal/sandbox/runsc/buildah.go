@@ -108,11 +108,11 @@ type buildah struct {
 }
 
 // newBuildah makes the private directories and configuration of a build
-// in dir, which must not exist yet.
+// in dir, which must exist (the mount point of the spawn's disk).
 func newBuildah(tools buildTools, dir string, mirrors map[string]string) (*buildah, error) {
 	bh := &buildah{tools: tools, dir: dir}
-	if err := os.Mkdir(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("creating build directory: %w", err)
+	if err := isDir(dir); err != nil {
+		return nil, fmt.Errorf("opening build directory: %w", err)
 	}
 	for _, d := range []string{"s", "rr", "r", "t", "c", "d", "h"} {
 		if err := os.Mkdir(bh.path(d), 0o700); err != nil {

@@ -28,6 +28,9 @@ const (
 	DefaultCPUs        = 1.0
 	DefaultPIDs        = 256
 	DefaultOutputBytes = 1 << 20
+	// DefaultDiskBytes bounds the filesystem of a build spawn: its image
+	// store, temporary files and the steps' writes.
+	DefaultDiskBytes = 10 << 30
 )
 
 // Platforms runsc can use here. KVM needs /dev/kvm, which this kind of
@@ -66,7 +69,8 @@ type Config struct {
 	// a missing mount point for the workspace in it.
 	Rootfs string
 	// Limits are the limits of a request that sets none. Zero fields take
-	// DefaultMemoryBytes, DefaultCPUs, DefaultPIDs and DefaultOutputBytes.
+	// DefaultMemoryBytes, DefaultCPUs, DefaultPIDs, DefaultOutputBytes and
+	// DefaultDiskBytes.
 	Limits sandbox.Limits
 	// NoCgroups runs runsc with --ignore-cgroups: memory, CPU and pids
 	// limits are then not enforced (see Backend.Enforcement). New sets it
@@ -107,7 +111,7 @@ func (c Config) Validate() error {
 		errs = append(errs, fmt.Errorf("default rootfs %q is not absolute", c.Rootfs))
 	}
 	l := c.Limits
-	if l.MemoryBytes < 0 || l.CPUs < 0 || l.PIDs < 0 || l.OutputBytes < 0 {
+	if l.MemoryBytes < 0 || l.CPUs < 0 || l.PIDs < 0 || l.OutputBytes < 0 || l.DiskBytes < 0 {
 		errs = append(errs, fmt.Errorf("negative default limit in %+v", l))
 	}
 	if c.KillGrace < 0 {
@@ -140,6 +144,7 @@ func (c Config) withDefaults() Config {
 		CPUs:        DefaultCPUs,
 		PIDs:        DefaultPIDs,
 		OutputBytes: DefaultOutputBytes,
+		DiskBytes:   DefaultDiskBytes,
 	})
 	return c
 }
@@ -157,6 +162,9 @@ func withDefaultLimits(l, def sandbox.Limits) sandbox.Limits {
 	}
 	if l.OutputBytes == 0 {
 		l.OutputBytes = def.OutputBytes
+	}
+	if l.DiskBytes == 0 {
+		l.DiskBytes = def.DiskBytes
 	}
 	return l
 }

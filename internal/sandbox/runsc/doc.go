@@ -91,9 +91,25 @@
 //     fork fails with ENOMEM. Under 16 host tasks the sandbox cannot boot,
 //     hence the offset.
 //   - Output: always enforced by the backend.
-//   - Not enforced: disk (overlay writes are memory and count there), I/O
-//     bandwidth, and the wall clock beyond Timeout (no default: a request
-//     without a Timeout runs until it exits or ctx is done).
+//   - Disk (default 10 GiB, Limits.DiskBytes): a build spawn writes only to
+//     a filesystem of its own: a sparse file of DiskBytes in its spawn
+//     directory, formatted ext4 (no journal, no reserved blocks) and
+//     loop-mounted (nosuid, nodev) at <id>/b, which holds the whole private
+//     buildah: image store, TMPDIR and the RUN steps' root filesystems. A
+//     step that writes without end gets ENOSPC from the host kernel at the
+//     limit; the failed step and target phases then end with "disk limit
+//     reached: ...", told by ENOSPC in the build output or by the free
+//     space, which the backend samples every 100 ms while buildah runs.
+//     The image costs the host only the blocks written to it (a 10 GiB one
+//     starts at about 4 MiB), a spawn is refused when the host filesystem
+//     has less than DiskBytes free, and the image goes when the spawn ends,
+//     after a crash too (Reap). A spawn running a command writes no disk
+//     at all: its rootfs and workspace writes are sandbox memory (the
+//     overlay) and count there. Measured: 512 MiB written by a RUN step
+//     with a 64 MiB limit stopped after 51 MiB, and the host lost 57 MiB.
+//   - Not enforced: I/O bandwidth, and the wall clock beyond Timeout (no
+//     default: a request without a Timeout runs until it exits or ctx is
+//     done).
 //
 // # Exec trace
 //
@@ -127,9 +143,11 @@
 //	<id>/Dockerfile  the Dockerfile, read through the workspace with os.Root
 //	                 (a symlink cannot point buildah at a host file), at most
 //	                 1 MiB; buildah reads this copy
-//	<id>/b/          a private buildah: vfs storage, runroot, the runsc root
-//	                 of the steps, TMPDIR, HOME and every configuration file
-//	                 (see buildah); nothing of the host's containers setup
+//	<id>/disk.img    the spawn's disk: a sparse ext4 image of DiskBytes
+//	<id>/b/          that disk, mounted: a private buildah: vfs storage,
+//	                 runroot, the runsc root of the steps, TMPDIR, HOME and
+//	                 every configuration file (see buildah); nothing of the
+//	                 host's containers setup
 //	<id>/trace/      the trace socket and pod-init-config, as for a command
 //
 // and the boot gets a spawn directory of its own, as a command spawn does.
@@ -143,14 +161,17 @@
 //	      --runtime-flag=network=none --runtime-flag=gofer-network-namespace=new
 //	      [--runtime-flag=pod-init-config=<id>/trace/pod-init.json]
 //	      --network=none --layers --format=docker --pull=false
-//	      --ulimit=nofile=1024:4096 [--memory=... --cpu-quota=...]
+//	      --cgroup-parent=/<id> --ulimit=nofile=1024:4096
+//	      [--memory=... --cpu-quota=...]
 //	      -f <id>/Dockerfile [--target=<stage>] -t <unique tag> <workspace>
 //
 // overlay2=none is required (otherwise a step's writes vanish before the
 // next step reads them); --layers makes the final target reuse the steps
 // that the builder target ran instead of running them again; --format=docker
 // keeps HEALTHCHECK; --pull=false pulls a base image only when the private
-// store lacks it. The workspace is the build context, only read (its
+// store lacks it; --cgroup-parent makes the steps' sandboxes use the
+// cgroups named for the spawn, which its cleanup (and Reap) find and
+// remove. The workspace is the build context, only read (its
 // .dockerignore applies; a <Dockerfile>.dockerignore beside the original
 // does not, since buildah reads the copy). Limits:
 // memory and CPU apply to each step's sandbox (runsc makes its cgroups);

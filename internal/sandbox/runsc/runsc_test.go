@@ -168,6 +168,7 @@ func TestConfigValidate(t *testing.T) {
 		{"relative rootfs", Config{StateDir: "/tmp/x", Rootfs: "rootfs"}, false},
 		{"relative buildah", Config{StateDir: "/tmp/x", Buildah: "buildah"}, false},
 		{"negative limit", Config{StateDir: "/tmp/x", Limits: sandbox.Limits{PIDs: -1}}, false},
+		{"negative disk", Config{StateDir: "/tmp/x", Limits: sandbox.Limits{DiskBytes: -1}}, false},
 		{"negative grace", Config{StateDir: "/tmp/x", KillGrace: -time.Second}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -185,7 +186,7 @@ func TestConfigDefaults(t *testing.T) {
 	if c.Runsc != "/opt/runsc" || c.Platform != PlatformSystrap {
 		t.Errorf("defaults: runsc %q, platform %q", c.Runsc, c.Platform)
 	}
-	want := sandbox.Limits{MemoryBytes: DefaultMemoryBytes, CPUs: DefaultCPUs, PIDs: DefaultPIDs, OutputBytes: DefaultOutputBytes}
+	want := sandbox.Limits{MemoryBytes: DefaultMemoryBytes, CPUs: DefaultCPUs, PIDs: DefaultPIDs, OutputBytes: DefaultOutputBytes, DiskBytes: DefaultDiskBytes}
 	if diff := cmp.Diff(want, c.Limits); diff != "" {
 		t.Errorf("default limits (-want +got):\n%s", diff)
 	}

@@ -1,0 +1,169 @@
+package runsc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// minDiskBytes is the smallest Limits.DiskBytes a build accepts: below it
+// ext4 has no room for a base image's first layer.
+const minDiskBytes = 16 << 20
+
+// diskImage is the name of a spawn's disk image in its spawn directory.
+const diskImage = "disk.img"
+
+// diskFullMessage starts the line that a build's failed phases get when
+// the build filled its filesystem.
+const diskFullMessage = "disk limit reached"
+
+// disk is a spawn's own size-limited filesystem: a sparse file of size
+// bytes in the spawn directory, formatted ext4 and loop-mounted at dir.
+// Everything the spawn writes to dir is bounded by size, whatever the
+// writer; on the host the image costs only the blocks written to it.
+type disk struct {
+	image string
+	dir   string
+	size  int64
+	// minFree is the least free space watch has seen, in bytes.
+	minFree atomic.Int64
+}
+
+// mountDisk makes a sparse image of size bytes in spawnDir, formats it
+// ext4 (no journal, no reserved blocks, inode tables left for the kernel
+// to skip) and mounts it at dir (nosuid, nodev), which must exist and be
+// empty. It refuses when the host filesystem under spawnDir has less than
+// size bytes free, so that a full spawn can never fill the host. The
+// caller unmounts it with unmount, or cleanup does.
+func mountDisk(ctx context.Context, spawnDir, dir string, size int64) (*disk, error) {
+	var st unix.Statfs_t
+	if err := unix.Statfs(spawnDir, &st); err != nil {
+		return nil, fmt.Errorf("reading the free space of the state directory: %w", err)
+	}
+	if free := int64(st.Bavail) * st.Bsize; free < size {
+		return nil, fmt.Errorf("creating the spawn's %d MiB disk: the host filesystem of the state directory has only %d MiB free; free some or lower Limits.DiskBytes",
+			size>>20, free>>20)
+	}
+	d := &disk{image: filepath.Join(spawnDir, diskImage), dir: dir, size: size}
+	d.minFree.Store(size)
+	f, err := os.OpenFile(d.image, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("creating the disk image: %w", err)
+	}
+	err = f.Truncate(size)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, fmt.Errorf("sizing the disk image: %w", err)
+	}
+	mkfs, err := lookTool("mkfs.ext4")
+	if err != nil {
+		return nil, fmt.Errorf("formatting the disk image (scripts/setup.sh installs e2fsprogs): %w", err)
+	}
+	mount, err := lookTool("mount")
+	if err != nil {
+		return nil, fmt.Errorf("mounting the disk image: %w", err)
+	}
+	if err := tool(ctx, mkfs, "-q", "-F", "-m", "0", "-O", "^has_journal", "-E", "nodiscard,lazy_itable_init=1", d.image); err != nil {
+		return nil, fmt.Errorf("formatting the disk image: %w", err)
+	}
+	if err := tool(ctx, mount, "-t", "ext4", "-o", "loop,nosuid,nodev,noinit_itable", d.image, dir); err != nil {
+		return nil, fmt.Errorf("mounting the disk image: %w", err)
+	}
+	if err := os.Chmod(dir, 0o700); err != nil {
+		d.unmount()
+		return nil, fmt.Errorf("restricting the disk: %w", err)
+	}
+	return d, nil
+}
+
+// tool runs a host tool with the backend's environment and returns its
+// first line of output in the error.
+func tool(ctx context.Context, name string, args ...string) error {
+	ctx, cancel := context.WithTimeout(ctx, adminTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Env = runscEnv
+	out := newBoundedBuffer(64 << 10)
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.WaitDelay = time.Second
+	if err := cmd.Run(); err != nil {
+		o, _ := out.result()
+		return fmt.Errorf("%s: %w: %s", filepath.Base(name), err, firstLine(o))
+	}
+	return nil
+}
+
+// free returns the bytes free on the disk now.
+func (d *disk) free() (int64, error) {
+	var st unix.Statfs_t
+	if err := unix.Statfs(d.dir, &st); err != nil {
+		return 0, err
+	}
+	return int64(st.Bavail) * st.Bsize, nil
+}
+
+// watch samples the free space every interval until ctx is done, keeping
+// the least seen in minFree: a build that filled the disk may have
+// deleted what it wrote by the time it exits.
+func (d *disk) watch(ctx context.Context, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		d.sample()
+		select {
+		case <-ctx.Done():
+			d.sample()
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func (d *disk) sample() {
+	if f, err := d.free(); err == nil && f < d.minFree.Load() {
+		d.minFree.Store(f)
+	}
+}
+
+// full reports whether the disk was (nearly) full at some point that
+// watch saw, or output says a write found no space.
+func (d *disk) full(output string) bool {
+	return d.minFree.Load() < max(d.size/256, 1<<20) || mentionsENOSPC(output)
+}
+
+// mentionsENOSPC reports whether output holds the message of ENOSPC.
+func mentionsENOSPC(output string) bool {
+	return strings.Contains(strings.ToLower(output), strings.ToLower(unix.ENOSPC.Error()))
+}
+
+// fullMessage is the line that tells a build filled its disk.
+func (d *disk) fullMessage() string {
+	return fmt.Sprintf("%s: the build filled its %s filesystem (Limits.DiskBytes); the host disk was not touched", diskFullMessage, sizeString(d.size))
+}
+
+// sizeString formats a byte count in MiB or GiB.
+func sizeString(n int64) string {
+	if n >= 1<<30 && n%(1<<30) == 0 {
+		return fmt.Sprintf("%d GiB", n>>30)
+	}
+	return fmt.Sprintf("%d MiB", n>>20)
+}
+
+// unmount detaches the disk. The loop device goes with its last user, and
+// the image's blocks with the image file (cleanup removes the spawn
+// directory).
+func (d *disk) unmount() {
+	if err := unix.Unmount(d.dir, 0); err != nil && !errors.Is(err, unix.EINVAL) {
+		_ = unix.Unmount(d.dir, unix.MNT_DETACH)
+	}
+}

@@ -1,0 +1,165 @@
+package runsc
+
+import (
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/codegenie/codegenie/internal/sandbox"
+	"github.com/codegenie/codegenie/internal/sandbox/sandboxtest"
+)
+
+// TestBuildDiskLimit is the attack of issue 10 item 1: a RUN step that
+// writes until it fails. With a 64 MiB disk, the write stops at the
+// spawn's own filesystem, the failing step and the target say "disk limit
+// reached", and the host filesystem under the state directory loses no
+// more than the limit. The step writes at most 512 MiB, so that a broken
+// limit cannot fill the host either.
+func TestBuildDiskLimit(t *testing.T) {
+	b := newBackend(t, Config{})
+	if _, err := b.buildTools(); err != nil {
+		t.Skipf("builds unsupported here: %v", err)
+	}
+	const limit = 64 << 20
+	ws := t.TempDir()
+	copyFile(t, sandboxtest.BusyboxHost, filepath.Join(ws, "busybox"))
+	df := "FROM scratch\nCOPY busybox /busybox\nRUN [\"/busybox\", \"dd\", \"if=/dev/zero\", \"of=/fill\", \"bs=1M\", \"count=512\"]\n"
+	if err := os.WriteFile(filepath.Join(ws, "Dockerfile"), []byte(df), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	req := buildRequest(ws, nil, "")
+	req.Limits.DiskBytes = limit
+
+	before := hostFree(t, b.cfg.StateDir)
+	var (
+		mu      sync.Mutex
+		minFree = before
+	)
+	done := make(chan struct{})
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		for {
+			f := hostFree(t, b.cfg.StateDir)
+			mu.Lock()
+			minFree = min(minFree, f)
+			mu.Unlock()
+			select {
+			case <-done:
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	}()
+	res, err := b.Spawn(t.Context(), req)
+	close(done)
+	<-sampled
+	logResult(t, res)
+	if err != nil {
+		t.Fatalf("Spawn: %v", err)
+	}
+	fall := before - minFree
+	t.Logf("host free space fell by at most %d MiB during the build (limit %d MiB)", fall>>20, limit>>20)
+	// Other work on the machine writes too: allow it a little.
+	if fall > limit+16<<20 {
+		t.Errorf("host free space fell by %d MiB, more than the %d MiB limit", fall>>20, limit>>20)
+	}
+	if res.ExitCode == 0 {
+		t.Fatal("a build that wrote 512 MiB to a 64 MiB disk succeeded")
+	}
+	step := phase(res.Phases, "build:0:step 3")
+	target := phase(res.Phases, "build:final")
+	t.Logf("failing step's tail:\n%s", step.OutputTail)
+	for _, p := range []sandbox.PhaseResult{step, target} {
+		if !p.Failed || !strings.Contains(p.OutputTail, diskFullMessage) {
+			t.Errorf("phase %q: failed %v, tail %q; want failed with %q", p.Name, p.Failed, p.OutputTail, diskFullMessage)
+		}
+	}
+}
+
+// TestDiskFull checks the detection of a full disk without a build: the
+// free space watch, and ENOSPC in the output.
+func TestDiskFull(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("mounting a loop device needs root")
+	}
+	dir := t.TempDir()
+	mnt := filepath.Join(dir, "m")
+	if err := os.Mkdir(mnt, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	d, err := mountDisk(t.Context(), dir, mnt, 32<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.unmount()
+	if d.full("ok") {
+		t.Error("an empty disk reads as full")
+	}
+	if !d.full("dd: error writing '/fill': No space left on device") {
+		t.Error("ENOSPC in the output is not a full disk")
+	}
+	f, err := os.Create(filepath.Join(mnt, "fill"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 1<<20)
+	var werr error
+	for range 64 {
+		if _, werr = f.Write(buf); werr != nil {
+			break
+		}
+	}
+	f.Close()
+	if !strings.Contains(werr.Error(), unix.ENOSPC.Error()) {
+		t.Fatalf("writing 64 MiB to a 32 MiB disk: %v, want ENOSPC", werr)
+	}
+	d.sample()
+	if err := os.Remove(f.Name()); err != nil {
+		t.Fatal(err)
+	}
+	if !d.full("") {
+		t.Error("a disk that was full and emptied again reads as never full")
+	}
+	var st unix.Stat_t
+	if err := unix.Stat(d.image, &st); err != nil {
+		t.Fatal(err)
+	}
+	if used := st.Blocks * 512; used > 33<<20 {
+		t.Errorf("the image uses %d MiB of host disk for a 32 MiB disk", used>>20)
+	}
+}
+
+func hostFree(t testing.TB, dir string) int64 {
+	var st unix.Statfs_t
+	if err := unix.Statfs(dir, &st); err != nil {
+		t.Error(err)
+		return 0
+	}
+	return int64(st.Bavail) * st.Bsize
+}
+
+func copyFile(t testing.TB, src, dst string) {
+	t.Helper()
+	in, err := os.Open(src)
+	if err != nil {
+		t.Fatalf("opening %s (scripts/setup.sh installs it): %v", src, err)
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_EXCL, 0o755)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		t.Fatal(err)
+	}
+	if err := out.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
