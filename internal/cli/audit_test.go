@@ -226,7 +226,9 @@ func TestGateControlServeFlagErrors(t *testing.T) {
 		"unknown backend":   {"--backend", "docker"},
 		"bad platform":      {"--platform", "kvm"},
 		"relative state":    {"--state-dir", "runsc"},
-		"default above max": {"--default-timeout", "2h", "--max-timeout", "1h"},
+		"default above max": {"--default-timeout", "2h", "--timeout", "1h"},
+		"negative disk cap": {"--disk", "-1"},
+		"negative cpus cap": {"--cpus", "-0.5"},
 	} {
 		r := execute(t, t.Context(), append(append([]string(nil), base...), extra...)...)
 		if r.code != ExitUsage || strings.Count(r.stderr, "\n") != 1 {

@@ -75,7 +75,9 @@ A spawn's audit records are fsynced before its response. A rotated key file
 	fl.IntVar(&c.MaxQueue, "max-queue", gatecontrol.DefaultMaxQueue, "spawns that may wait for a slot; more get 429")
 	fl.DurationVar(&c.QueueTimeout, "queue-timeout", gatecontrol.DefaultQueueTimeout, "longest wait for a slot; then 503")
 	fl.DurationVar(&c.DefaultTimeout, "default-timeout", gatecontrol.DefaultSpawnTimeout, "timeout of a spawn that asks for none")
-	fl.DurationVar(&c.MaxTimeout, "max-timeout", gatecontrol.DefaultMaxTimeout, "cap on every spawn's timeout")
+	fl.DurationVar(&c.MaxTimeout, "timeout", gatecontrol.DefaultMaxTimeout, "cap on every spawn's timeout: a request may ask for less, and is refused (limit_exceeds_cap) when it asks for more")
+	fl.DurationVar(&c.MaxTimeout, "max-timeout", gatecontrol.DefaultMaxTimeout, "old name of --timeout")
+	_ = fl.MarkDeprecated("max-timeout", "use --timeout")
 	fl.DurationVar(&c.DrainTimeout, "drain-timeout", gatecontrol.DefaultDrainTimeout, "on SIGTERM, how long running spawns may finish before they are killed")
 	fl.Int64Var(&c.DigestMaxBytes, "digest-max-bytes", gatecontrol.DefaultDigestMaxSize, "workspace bytes hashed for the audit digest; larger files count by size and mtime")
 	fl.IntVar(&c.DigestMaxFiles, "digest-max-files", gatecontrol.DefaultDigestMaxN, "workspace entries covered by the audit digest")
@@ -86,10 +88,14 @@ A spawn's audit records are fsynced before its response. A rotated key file
 	fl.StringVar(&r.Platform, "platform", runsc.PlatformSystrap, "runsc platform: systrap or ptrace")
 	fl.StringVar(&r.Rootfs, "rootfs", "", "host directory used as the root filesystem of requests that name none")
 	fl.BoolVar(&r.NoCgroups, "no-cgroups", false, "do not use cgroups: memory, CPU and pids limits are not enforced")
-	fl.Int64Var(&r.Limits.MemoryBytes, "memory", runsc.DefaultMemoryBytes, "default memory limit of a spawn, in bytes")
-	fl.Float64Var(&r.Limits.CPUs, "cpus", runsc.DefaultCPUs, "default CPU limit of a spawn")
-	fl.Int64Var(&r.Limits.PIDs, "pids", runsc.DefaultPIDs, "default process limit of a spawn")
-	fl.Int64Var(&r.Limits.OutputBytes, "output-bytes", runsc.DefaultOutputBytes, "default limit of each output stream of a spawn, in bytes")
+	// The caps: a spawn that asks for none of a resource gets the cap,
+	// one that asks for more is refused.
+	l := &c.MaxLimits
+	fl.Int64Var(&l.MemoryBytes, "memory", runsc.DefaultMemoryBytes, "cap on a spawn's memory, in bytes (and what it gets when it asks for none)")
+	fl.Float64Var(&l.CPUs, "cpus", runsc.DefaultCPUs, "cap on a spawn's CPUs (and what it gets when it asks for none)")
+	fl.Int64Var(&l.PIDs, "pids", runsc.DefaultPIDs, "cap on a spawn's processes (and what it gets when it asks for none)")
+	fl.Int64Var(&l.OutputBytes, "output-bytes", runsc.DefaultOutputBytes, "cap on each output stream of a spawn, in bytes (and what it gets when it asks for none)")
+	fl.Int64Var(&l.DiskBytes, "disk", runsc.DefaultDiskBytes, "cap on what a spawn may write (build storage, writable workspace), in bytes (and what it gets when it asks for none)")
 	return cmd
 }
 
@@ -104,6 +110,9 @@ func runServe(ctx context.Context, g *globals, f *serveFlags) error {
 	if err := pre.Validate(); err != nil {
 		return &ExitError{Code: ExitUsage, Err: err}
 	}
+	// The backend's defaults are the caps; gate-control fills every
+	// request's limits from them anyway.
+	f.runsc.Limits = f.cfg.MaxLimits
 	if err := f.runsc.Validate(); err != nil {
 		return &ExitError{Code: ExitUsage, Err: err}
 	}

@@ -26,6 +26,10 @@ const (
 	// is not an absolute path to a directory. Maps to
 	// sandbox.ErrInvalidRequest.
 	CodeInvalidRequest Code = "invalid_request"
+	// CodeLimitExceedsCap (400): the request asks for more memory, CPUs,
+	// pids, output, disk or time than the server's cap. It may ask for
+	// less. Maps to sandbox.ErrInvalidRequest.
+	CodeLimitExceedsCap Code = "limit_exceeds_cap"
 	// CodeInvalidRole (400): the request names no role or an unknown one.
 	// Maps to sandbox.ErrInvalidRole.
 	CodeInvalidRole Code = "invalid_role"

@@ -77,8 +77,16 @@ type Config struct {
 	// DefaultTimeout is the timeout of a spawn that asks for none.
 	// Default DefaultSpawnTimeout, but at most MaxTimeout.
 	DefaultTimeout time.Duration
-	// MaxTimeout caps every spawn's timeout. Default DefaultMaxTimeout.
+	// MaxTimeout caps every spawn's timeout: a request that asks for more
+	// is refused (CodeLimitExceedsCap). Default DefaultMaxTimeout.
 	MaxTimeout time.Duration
+	// MaxLimits caps every spawn's resources. A request may ask for less
+	// of each; one that asks for more is refused (CodeLimitExceedsCap,
+	// audited as spawn.rejected), and one that asks for none of a
+	// resource runs with the cap. Zero fields take DefaultMaxMemoryBytes,
+	// DefaultMaxCPUs, DefaultMaxPIDs, DefaultMaxOutputBytes and
+	// DefaultMaxDiskBytes.
+	MaxLimits sandbox.Limits
 	// DrainTimeout is how long Run lets in-flight spawns finish after its
 	// context is done, before it cancels them. Default DefaultDrainTimeout.
 	DrainTimeout time.Duration
@@ -127,6 +135,7 @@ func (c Config) withDefaults() Config {
 	if c.DrainTimeout == 0 {
 		c.DrainTimeout = DefaultDrainTimeout
 	}
+	c.MaxLimits = withDefaultCaps(c.MaxLimits)
 	if c.DigestMaxBytes == 0 {
 		c.DigestMaxBytes = DefaultDigestMaxSize
 	}
@@ -182,6 +191,9 @@ func (c Config) Validate() error {
 	}
 	if c.DefaultTimeout > c.MaxTimeout {
 		bad("default timeout %v is above the max timeout %v", c.DefaultTimeout, c.MaxTimeout)
+	}
+	if err := validCaps(c.MaxLimits); err != nil {
+		errs = append(errs, err)
 	}
 	if c.DigestMaxBytes < 0 || c.DigestMaxFiles < 0 {
 		bad("negative workspace digest bound")

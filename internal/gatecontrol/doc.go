@@ -31,6 +31,8 @@
 //	400 invalid_role     no role, or an unknown one (sandbox.ErrInvalidRole)
 //	400 invalid_request  bad JSON, unknown field, empty command, relative or
 //	                     missing workspace (sandbox.ErrInvalidRequest)
+//	400 limit_exceeds_cap  a limit or the timeout over the server's cap
+//	                     (sandbox.ErrInvalidRequest)
 //	401 unauthorized     the signature did not verify: malformed header,
 //	                     unknown or expired key, skew over 30 s, bad
 //	                     signature, replayed nonce
@@ -102,8 +104,12 @@
 //
 // At most Config.MaxConcurrent spawns run at once; up to Config.MaxQueue
 // more wait, in arrival order, for up to Config.QueueTimeout. A spawn's
-// timeout is its request's, or Config.DefaultTimeout when it has none,
-// capped at Config.MaxTimeout. The backend enforces it; the server cancels
+// timeout is its request's, or Config.DefaultTimeout when it has none.
+// Config.MaxTimeout and Config.MaxLimits (memory, CPUs, pids, output, disk)
+// are caps: a request may ask for less, gets the cap when it asks for
+// none, and is refused with 400 limit_exceeds_cap (audited as
+// spawn.rejected) when it asks for more. A request can never raise its own
+// limits. The backend enforces it; the server cancels
 // the backend's context itself a grace period after it. The spawn's context
 // also ends when the client disconnects, and the backend then kills the
 // sandbox. Start calls the backend's Reap, when it has one, before it

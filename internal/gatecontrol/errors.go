@@ -36,6 +36,8 @@ func errorResponse(err error) (int, ErrorResponse) {
 		return http.StatusNotFound, with(resp, CodeNotFound)
 	case errors.Is(err, errMethod):
 		return http.StatusMethodNotAllowed, with(resp, CodeMethodNotAllowed)
+	case errors.Is(err, errLimitExceedsCap):
+		return http.StatusBadRequest, with(resp, CodeLimitExceedsCap)
 	case errors.Is(err, sandbox.ErrInvalidRole):
 		return http.StatusBadRequest, with(resp, CodeInvalidRole)
 	case errors.Is(err, sandbox.ErrInvalidRequest):

@@ -70,6 +70,9 @@ func (s *Server) serveSpawn(w http.ResponseWriter, r *http.Request) {
 	req, sent, err := decodeSpawnRequest(body)
 	rec := audit.Record{SpawnID: id, Role: sent.Role, Backend: s.cfg.BackendName, KeyID: keyID, Argv: sent.Argv}
 	if err == nil {
+		req, err = s.capLimits(req)
+	}
+	if err == nil {
 		rec.WorkspaceDigest, err = workspaceDigest(r.Context(), req.Workspace.Dir, s.cfg.DigestMaxBytes, s.cfg.DigestMaxFiles)
 		if err != nil {
 			err = fmt.Errorf("%w: %w", sandbox.ErrInvalidRequest, err)
@@ -119,7 +122,6 @@ func (s *Server) serveSpawn(w http.ResponseWriter, r *http.Request) {
 // timeout itself).
 func (s *Server) run(ctx, client context.Context, req sandbox.SpawnRequest, rec audit.Record) (sandbox.Result, error) {
 	id := rec.SpawnID
-	req.Timeout = s.timeout(req.Timeout)
 	ctx, cancelT := context.WithTimeoutCause(ctx, req.Timeout+timeoutGrace, fmt.Errorf("%w: the backend did not end the spawn", sandbox.ErrTimeout))
 	defer cancelT()
 	if err := s.record(rec, audit.EventSpawnStarted); err != nil {
@@ -160,15 +162,6 @@ func (s *Server) run(ctx, client context.Context, req sandbox.SpawnRequest, rec 
 	log.Debug("spawn finished", "exit", res.ExitCode, "duration", elapsed, "err", err)
 	res.AuditID = id
 	return res, err
-}
-
-// timeout returns the timeout a spawn runs with: the default when it asks
-// for none, capped at the maximum.
-func (s *Server) timeout(asked time.Duration) time.Duration {
-	if asked == 0 {
-		return s.cfg.DefaultTimeout
-	}
-	return min(asked, s.cfg.MaxTimeout)
 }
 
 // readBody reads the whole body, refusing more than MaxBodyBytes before

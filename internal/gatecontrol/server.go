@@ -175,7 +175,8 @@ func (s *Server) Start(ctx context.Context) (err error) {
 			}
 		}()
 	}
-	s.log.Info("gate-control listening", "socket", s.cfg.Socket, "tcp", s.tcpAddrLocked(), "backend", s.cfg.BackendName)
+	s.log.Info("gate-control listening", "socket", s.cfg.Socket, "tcp", s.tcpAddrLocked(), "backend", s.cfg.BackendName,
+		"caps", capsString(s.cfg.MaxLimits, s.cfg.MaxTimeout))
 	return nil
 }
 

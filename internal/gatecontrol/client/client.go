@@ -337,7 +337,8 @@ var (
 
 // ServerError is an error answer from gate-control. It matches, with
 // errors.Is, the error its Code stands for: sandbox.ErrInvalidRole,
-// sandbox.ErrInvalidRequest (also for a body too large), sandbox.ErrTimeout,
+// sandbox.ErrInvalidRequest (also for a body too large and a limit over
+// the server's cap), sandbox.ErrTimeout,
 // sandbox.ErrNotSupported (and it unwraps to the *sandbox.UnsupportedError),
 // ErrUnauthorized, ErrOverloaded or ErrUnavailable. Other codes (backend,
 // audit, not_found) match none.
@@ -361,7 +362,7 @@ func (e *ServerError) Is(target error) bool {
 	switch e.Code {
 	case gatecontrol.CodeInvalidRole:
 		return target == sandbox.ErrInvalidRole
-	case gatecontrol.CodeInvalidRequest, gatecontrol.CodeTooLarge:
+	case gatecontrol.CodeInvalidRequest, gatecontrol.CodeTooLarge, gatecontrol.CodeLimitExceedsCap:
 		return target == sandbox.ErrInvalidRequest
 	case gatecontrol.CodeTimeout:
 		return target == sandbox.ErrTimeout

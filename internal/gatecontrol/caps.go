@@ -1,0 +1,94 @@
+package gatecontrol
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/codegenie/codegenie/internal/sandbox"
+)
+
+// Defaults for the zero fields of Config.MaxLimits.
+const (
+	DefaultMaxMemoryBytes = 1 << 30
+	DefaultMaxCPUs        = 1.0
+	DefaultMaxPIDs        = 256
+	DefaultMaxOutputBytes = 1 << 20
+	DefaultMaxDiskBytes   = 10 << 30
+)
+
+// errLimitExceedsCap is a request that asks for more of a resource than
+// the server's cap. It matches sandbox.ErrInvalidRequest too.
+var errLimitExceedsCap = fmt.Errorf("%w: %s", sandbox.ErrInvalidRequest, CodeLimitExceedsCap)
+
+// withDefaultCaps fills the zero fields of l with the package defaults.
+func withDefaultCaps(l sandbox.Limits) sandbox.Limits {
+	if l.MemoryBytes == 0 {
+		l.MemoryBytes = DefaultMaxMemoryBytes
+	}
+	if l.CPUs == 0 {
+		l.CPUs = DefaultMaxCPUs
+	}
+	if l.PIDs == 0 {
+		l.PIDs = DefaultMaxPIDs
+	}
+	if l.OutputBytes == 0 {
+		l.OutputBytes = DefaultMaxOutputBytes
+	}
+	if l.DiskBytes == 0 {
+		l.DiskBytes = DefaultMaxDiskBytes
+	}
+	return l
+}
+
+func validCaps(l sandbox.Limits) error {
+	if l.MemoryBytes < 0 || l.PIDs < 0 || l.OutputBytes < 0 || l.DiskBytes < 0 || !(l.CPUs >= 0) || math.IsInf(l.CPUs, 0) {
+		return fmt.Errorf("invalid limit caps %+v: every cap must be a non-negative, finite number", l)
+	}
+	return nil
+}
+
+// capLimits returns req with the limits and timeout it runs with: each
+// zero limit takes the server's cap, a zero timeout the default timeout.
+// A request that asks for more than a cap is refused with an error that
+// matches errLimitExceedsCap and names every limit over its cap.
+func (s *Server) capLimits(req sandbox.SpawnRequest) (sandbox.SpawnRequest, error) {
+	caps, asked := s.cfg.MaxLimits, req.Limits
+	var over []string
+	check := func(name string, asked, limit int64) int64 {
+		if asked > limit {
+			over = append(over, fmt.Sprintf("%s %d is over the cap %d", name, asked, limit))
+		}
+		if asked == 0 {
+			return limit
+		}
+		return asked
+	}
+	req.Limits.MemoryBytes = check("memory_bytes", asked.MemoryBytes, caps.MemoryBytes)
+	req.Limits.PIDs = check("pids", asked.PIDs, caps.PIDs)
+	req.Limits.OutputBytes = check("output_bytes", asked.OutputBytes, caps.OutputBytes)
+	req.Limits.DiskBytes = check("disk_bytes", asked.DiskBytes, caps.DiskBytes)
+	switch {
+	case asked.CPUs > caps.CPUs:
+		over = append(over, fmt.Sprintf("cpus %g is over the cap %g", asked.CPUs, caps.CPUs))
+	case asked.CPUs == 0:
+		req.Limits.CPUs = caps.CPUs
+	}
+	switch {
+	case req.Timeout > s.cfg.MaxTimeout:
+		over = append(over, fmt.Sprintf("timeout %v is over the cap %v", req.Timeout, s.cfg.MaxTimeout))
+	case req.Timeout == 0:
+		req.Timeout = s.cfg.DefaultTimeout
+	}
+	if len(over) > 0 {
+		return sandbox.SpawnRequest{}, fmt.Errorf("%w: %s", errLimitExceedsCap, strings.Join(over, "; "))
+	}
+	return req, nil
+}
+
+// capsString is the caps for the log.
+func capsString(l sandbox.Limits, timeout time.Duration) string {
+	return fmt.Sprintf("memory_bytes=%d cpus=%g pids=%d output_bytes=%d disk_bytes=%d timeout=%v",
+		l.MemoryBytes, l.CPUs, l.PIDs, l.OutputBytes, l.DiskBytes, timeout)
+}
