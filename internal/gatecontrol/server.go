@@ -268,7 +268,7 @@ func (s *Server) reap(ctx context.Context) error {
 	}
 	items, err := r.Reap(ctx)
 	for _, it := range items {
-		rec := audit.Record{Backend: s.cfg.BackendName, Reason: truncate("removed a sandbox left by an earlier gate-control: "+it, maxAuditReason)}
+		rec := audit.Record{Backend: s.cfg.BackendName, SpawnID: it, Reason: truncate("removed a sandbox left by an earlier gate-control: "+it, maxAuditReason)}
 		if _, aerr := s.audit.Append(withEvent(rec, audit.EventOrphanReaped)); aerr != nil {
 			return fmt.Errorf("auditing reaped sandboxes: %w", aerr)
 		}

@@ -677,7 +677,7 @@ func TestStartReapsAndAudits(t *testing.T) {
 	if diff := cmp.Diff([]string{"orphan.reaped", "orphan.reaped"}, events(recs)); diff != "" {
 		t.Fatalf("records (-want +got):\n%s", diff)
 	}
-	if !strings.Contains(recs[1].Reason, "cg-1234-bb") || recs[1].Backend != fakebackend.Name {
+	if !strings.Contains(recs[1].Reason, "cg-1234-bb") || recs[1].SpawnID != "cg-1234-bb" || recs[1].Backend != fakebackend.Name {
 		t.Errorf("reaped record: %+v", recs[1])
 	}
 
