@@ -31,6 +31,24 @@ func Format(w io.Writer, r Record) error {
 	field("spawn", r.SpawnID)
 	field("backend", r.Backend)
 	field("key", r.KeyID)
+	field("peer", r.Peer)
+	if r.Count != 0 {
+		b.WriteString(" count=")
+		b.WriteString(strconv.FormatUint(r.Count, 10))
+	}
+	if !r.Since.IsZero() {
+		b.WriteString(" since=")
+		b.WriteString(r.Since.UTC().Format("2006-01-02T15:04:05.000Z07:00"))
+	}
+	if r.BodyBytes != 0 || r.BodyDigest != "" {
+		b.WriteString(" body=")
+		b.WriteString(strconv.FormatInt(r.BodyBytes, 10))
+		b.WriteString("B")
+		if r.BodyDigest != "" {
+			b.WriteByte(',')
+			b.WriteString(quote(r.BodyDigest))
+		}
+	}
 	if r.Exit != nil {
 		b.WriteString(" exit=")
 		b.WriteString(strconv.Itoa(*r.Exit))

@@ -35,6 +35,12 @@ func TestFormat(t *testing.T) {
 			want: `2025-01-02T03:04:05.678Z #6 spawn.requested argv=["\x1b[2J" ""]` + "\n",
 		},
 		{
+			name: "tallied rejections",
+			rec: audit.Record{Seq: 7, Time: when, Event: audit.EventSpawnRejected, Peer: "tcp:192.0.2.1", Count: 9974, Since: when.Add(-10 * time.Second),
+				BodyBytes: 1 << 20, BodyDigest: "sha256:ab", Reason: "unauthenticated /v1/spawn: rate limited"},
+			want: `2025-01-02T03:04:05.678Z #7 spawn.rejected peer=tcp:192.0.2.1 count=9974 since=2025-01-02T03:03:55.678Z body=1048576B,sha256:ab reason="unauthenticated /v1/spawn: rate limited"` + "\n",
+		},
+		{
 			name: "bare",
 			rec:  audit.Record{Seq: 1, Time: when, Event: audit.EventOrphanReaped, Trace: &audit.TraceSummary{Complete: true}, Exit: intp(0)},
 			want: "2025-01-02T03:04:05.678Z #1 orphan.reaped exit=0 trace=events:0,shells:0,complete\n",

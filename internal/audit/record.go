@@ -50,6 +50,22 @@ type Record struct {
 	Trace *TraceSummary `json:"trace,omitempty"`
 	// DurationMS is how long the spawn ran, in milliseconds.
 	DurationMS int64 `json:"duration_ms,omitempty"`
+	// Peer names the connection that a request refused before
+	// authentication came from, as the kernel reports it, such as
+	// "unix:uid=0" or "tcp:192.0.2.1".
+	Peer string `json:"peer,omitempty"`
+	// Count is how many refused requests the record stands for, from
+	// Since to Time: gate-control folds the unauthenticated rejections of
+	// one peer, for one reason, in one interval, into one record. Zero
+	// means one.
+	Count uint64 `json:"count,omitempty"`
+	// Since is the time of the first of Count rejections.
+	Since time.Time `json:"since,omitzero"`
+	// BodyBytes is the total size of the request bodies read, and
+	// BodyDigest ("sha256:<hex>") identifies the first of them. Nothing
+	// else of an unauthenticated body is recorded.
+	BodyBytes  int64  `json:"body_bytes,omitempty"`
+	BodyDigest string `json:"body_digest,omitempty"`
 	// Prev is the hex SHA-256 of the previous record's line, or Genesis.
 	Prev string `json:"prev"`
 }

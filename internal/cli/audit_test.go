@@ -221,14 +221,15 @@ func TestGateControlServeFlagErrors(t *testing.T) {
 	dir := t.TempDir()
 	base := []string{"gate-control", "serve", "--key-file", dir + "/key", "--audit-log", dir + "/audit.log", "--state-dir", "/tmp/cg-flagtest"}
 	for name, extra := range map[string][]string{
-		"no listener":       {"--socket", ""},
-		"tcp without tls":   {"--listen", "127.0.0.1:0"},
-		"unknown backend":   {"--backend", "docker"},
-		"bad platform":      {"--platform", "kvm"},
-		"relative state":    {"--state-dir", "runsc"},
-		"default above max": {"--default-timeout", "2h", "--timeout", "1h"},
-		"negative disk cap": {"--disk", "-1"},
-		"negative cpus cap": {"--cpus", "-0.5"},
+		"no listener":            {"--socket", ""},
+		"tcp without tls":        {"--listen", "127.0.0.1:0"},
+		"tls without client CAs": {"--listen", "127.0.0.1:0", "--tls-cert", dir + "/c.pem", "--tls-key", dir + "/k.pem"},
+		"unknown backend":        {"--backend", "docker"},
+		"bad platform":           {"--platform", "kvm"},
+		"relative state":         {"--state-dir", "runsc"},
+		"default above max":      {"--default-timeout", "2h", "--timeout", "1h"},
+		"negative disk cap":      {"--disk", "-1"},
+		"negative cpus cap":      {"--cpus", "-0.5"},
 	} {
 		r := execute(t, t.Context(), append(append([]string(nil), base...), extra...)...)
 		if r.code != ExitUsage || strings.Count(r.stderr, "\n") != 1 {

@@ -50,8 +50,19 @@ reaps sandboxes that a crashed gate-control left in the state directory (and
 audits each as orphan.reaped), then serves. On SIGTERM or SIGINT it stops
 accepting, lets running spawns finish for --drain-timeout, then kills them.
 
-A spawn's audit records are fsynced before its response. A rotated key file
-(rotate-key) is picked up without a restart.`,
+A spawn's audit records are fsynced before its response. Requests refused
+before authentication are tallied per peer and reason into one record every
+10 s, holding only their count, size and digest; a peer that keeps failing is
+rate-limited (429). A rotated key file (rotate-key) is picked up without a
+restart.
+
+The TLS listener (--listen) requires client certificates that verify against
+--tls-client-ca; without it, serve refuses to start unless
+--insecure-no-client-cert is given, and then it warns.
+
+--memory, --cpus, --pids, --output-bytes, --disk and --timeout are caps: a
+request may ask for less, gets the cap when it asks for none, and is refused
+(limit_exceeds_cap, audited) when it asks for more.`,
 		Example: `  sudo codegenie gate-control serve
   sudo codegenie gate-control serve --rootfs /srv/rootfs --max-concurrent 4
   sudo codegenie gate-control serve --socket '' --listen :7443 \
@@ -69,7 +80,8 @@ A spawn's audit records are fsynced before its response. A rotated key file
 	fl.StringVar(&c.TCPAddr, "listen", "", "TCP host:port to listen on with TLS 1.3; empty for none")
 	fl.StringVar(&c.TLSCertFile, "tls-cert", "", "PEM certificate chain of the TLS listener")
 	fl.StringVar(&c.TLSKeyFile, "tls-key", "", "PEM private key of the TLS listener")
-	fl.StringVar(&c.TLSClientCAFile, "tls-client-ca", "", "PEM CAs: require client certificates that verify against them")
+	fl.StringVar(&c.TLSClientCAFile, "tls-client-ca", "", "PEM CAs that client certificates must verify against; required with --listen")
+	fl.BoolVar(&c.InsecureNoClientCert, "insecure-no-client-cert", false, "let --listen run without client certificates (insecure: only the HMAC stands between the port and the sandboxes); logs a warning")
 	fl.Int64Var(&c.MaxBodyBytes, "max-body", gatecontrol.DefaultMaxBodyBytes, "largest request body, in bytes")
 	fl.IntVar(&c.MaxConcurrent, "max-concurrent", gatecontrol.DefaultMaxConcurrent(), "spawns that run at once")
 	fl.IntVar(&c.MaxQueue, "max-queue", gatecontrol.DefaultMaxQueue, "spawns that may wait for a slot; more get 429")

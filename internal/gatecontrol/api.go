@@ -10,8 +10,8 @@ const (
 	// 200 with a JSON sandbox.Result, or an ErrorResponse.
 	SpawnPath = "/v1/spawn"
 	// PingPath answers a GET with 204 and no body once the server is up.
-	// It runs nothing and writes no audit record, except a spawn.rejected
-	// one when authentication fails.
+	// It runs nothing and writes no audit record, except that a failed
+	// authentication is tallied like a spawn's.
 	PingPath = "/v1/ping"
 )
 
@@ -44,6 +44,10 @@ const (
 	// CodeOverloaded (429): as many spawns wait as the queue holds. Try
 	// again later.
 	CodeOverloaded Code = "overloaded"
+	// CodeRateLimited (429): the peer sent too many requests that failed
+	// authentication; Retry-After says when it may send again. Maps to
+	// client.ErrOverloaded.
+	CodeRateLimited Code = "rate_limited"
 	// CodeBackend (500): the sandbox backend failed to do its job.
 	CodeBackend Code = "backend"
 	// CodeAudit (500): the audit log could not be written, so nothing

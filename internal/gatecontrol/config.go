@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"runtime"
 	"time"
 
@@ -24,6 +25,13 @@ const (
 	DefaultDrainTimeout  = 30 * time.Second
 	DefaultDigestMaxSize = 64 << 20
 	DefaultDigestMaxN    = 200_000
+	// DefaultRejectInterval is how long unauthenticated rejections are
+	// folded into one audit record per peer and reason.
+	DefaultRejectInterval = 10 * time.Second
+	// DefaultUnauthBurst and DefaultUnauthRate are the allowance of
+	// failed authentications per peer: a burst, then so many per second.
+	DefaultUnauthBurst = 20
+	DefaultUnauthRate  = 2.0
 )
 
 // DefaultMaxConcurrent is the default limit of spawns running at once: the
@@ -59,9 +67,14 @@ type Config struct {
 	// TLSCertFile and TLSKeyFile are the server's PEM certificate chain
 	// and private key.
 	TLSCertFile, TLSKeyFile string
-	// TLSClientCAFile, when set, makes the TLS listener require a client
-	// certificate that verifies against the PEM CAs in it.
+	// TLSClientCAFile makes the TLS listener require a client certificate
+	// that verifies against the PEM CAs in it. A TCP listener needs it,
+	// unless InsecureNoClientCert is set.
 	TLSClientCAFile string
+	// InsecureNoClientCert lets the TLS listener run without client
+	// certificates: anyone who reaches the port can then send requests
+	// that only the HMAC refuses. Start logs a warning.
+	InsecureNoClientCert bool
 
 	// MaxBodyBytes bounds a request body. Default DefaultMaxBodyBytes.
 	MaxBodyBytes int64
@@ -90,6 +103,17 @@ type Config struct {
 	// DrainTimeout is how long Run lets in-flight spawns finish after its
 	// context is done, before it cancels them. Default DefaultDrainTimeout.
 	DrainTimeout time.Duration
+
+	// RejectInterval is how long requests refused before authentication
+	// are tallied, per peer and reason, before one spawn.rejected record
+	// with their count is written. Default DefaultRejectInterval.
+	RejectInterval time.Duration
+	// UnauthBurst and UnauthRate are how many failed authentications a
+	// peer may have at once, and per second after that, before its
+	// requests are refused unread (429 rate_limited). Defaults
+	// DefaultUnauthBurst and DefaultUnauthRate.
+	UnauthBurst int
+	UnauthRate  float64
 
 	// DigestMaxBytes is how many bytes of file content the workspace
 	// digest reads per spawn; past that, files count by size and mtime
@@ -136,6 +160,15 @@ func (c Config) withDefaults() Config {
 		c.DrainTimeout = DefaultDrainTimeout
 	}
 	c.MaxLimits = withDefaultCaps(c.MaxLimits)
+	if c.RejectInterval == 0 {
+		c.RejectInterval = DefaultRejectInterval
+	}
+	if c.UnauthBurst == 0 {
+		c.UnauthBurst = DefaultUnauthBurst
+	}
+	if c.UnauthRate == 0 {
+		c.UnauthRate = DefaultUnauthRate
+	}
 	if c.DigestMaxBytes == 0 {
 		c.DigestMaxBytes = DefaultDigestMaxSize
 	}
@@ -169,6 +202,12 @@ func (c Config) Validate() error {
 	if c.TCPAddr != "" && (c.TLSCertFile == "" || c.TLSKeyFile == "") {
 		bad("the TCP listener needs a TLS certificate and key")
 	}
+	if c.TCPAddr != "" && c.TLSClientCAFile == "" && !c.InsecureNoClientCert {
+		bad("the TLS listener requires client certificates: give their CAs, or choose no client certificates explicitly (insecure)")
+	}
+	if c.TCPAddr != "" && c.TLSClientCAFile != "" && c.InsecureNoClientCert {
+		bad("client CAs given together with no client certificates")
+	}
 	if c.TCPAddr == "" && (c.TLSCertFile != "" || c.TLSKeyFile != "" || c.TLSClientCAFile != "") {
 		bad("TLS files given without a TCP address")
 	}
@@ -177,6 +216,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxConcurrent < 0 {
 		bad("negative max concurrent spawns %d", c.MaxConcurrent)
+	}
+	if c.RejectInterval < 0 || c.UnauthBurst < 0 || !(c.UnauthRate >= 0) || math.IsInf(c.UnauthRate, 0) {
+		bad("negative or infinite rejection interval, burst or rate")
 	}
 	if c.MaxQueue < 0 {
 		bad("negative max queue %d", c.MaxQueue)

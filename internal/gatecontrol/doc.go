@@ -14,7 +14,8 @@
 // # API
 //
 // gate-control serves HTTP/1.1 on a unix socket (mode 0660) and/or on TCP
-// with TLS 1.3, optionally requiring a client certificate. Every request
+// with TLS 1.3, requiring a client certificate unless
+// Config.InsecureNoClientCert says otherwise. Every request
 // is signed with auth.Sign over its method, URI, timestamp, nonce and body
 // digest. The body is capped at Config.MaxBodyBytes with
 // http.MaxBytesReader before the signature is checked.
@@ -39,6 +40,7 @@
 //	404, 405             no such endpoint or method
 //	413 too_large        body over Config.MaxBodyBytes
 //	429 overloaded       the wait queue is full (Retry-After)
+//	429 rate_limited     the peer failed authentication too often (Retry-After)
 //	500 backend          the backend failed
 //	500 audit            the audit log could not be written; nothing runs
 //	                     without its records
@@ -53,10 +55,17 @@
 // Each state change is one audit.Record, appended and fsynced before the
 // response is written:
 //
-//   - spawn.rejected: a request refused before anything ran. Before
-//     authentication (401, 413) it carries the key ID the request claimed
-//     and, for a spawn, the role and argv it sent; after authentication it
-//     follows spawn.requested, with the same spawn ID.
+//   - spawn.rejected: a request refused before anything ran. After
+//     authentication it follows spawn.requested, with the same spawn ID.
+//     Before authentication (401, 413, 429) nothing the request sent is
+//     recorded, since none of it is signed: the refusals of one peer (its
+//     uid on the unix socket, its IP over TLS) for one reason are tallied
+//     for Config.RejectInterval and written as one record with their
+//     count, the time of the first, the total body size and the digest of
+//     the first body, and the key ID only when it names a key the server
+//     has. A peer whose failures use up its allowance (Config.UnauthBurst,
+//     then Config.UnauthRate per second) is refused with 429 rate_limited
+//     before its request is read, until the allowance comes back.
 //   - spawn.requested: an authenticated spawn request, with the role as
 //     sent (so a missing or unknown role is recorded as it arrived).
 //   - spawn.started: the spawn was admitted and handed to the backend.

@@ -42,6 +42,8 @@ func errorResponse(err error) (int, ErrorResponse) {
 		return http.StatusBadRequest, with(resp, CodeInvalidRole)
 	case errors.Is(err, sandbox.ErrInvalidRequest):
 		return http.StatusBadRequest, with(resp, CodeInvalidRequest)
+	case errors.Is(err, errRateLimited):
+		return http.StatusTooManyRequests, with(resp, CodeRateLimited)
 	case errors.Is(err, errQueueFull):
 		return http.StatusTooManyRequests, with(resp, CodeOverloaded)
 	case errors.Is(err, errQueueTimeout), errors.Is(err, errShuttingDown), errors.Is(err, errDrainDeadline):
@@ -78,7 +80,9 @@ func writeError(w http.ResponseWriter, err error, auditID string, res *sandbox.R
 	resp.Result = res
 	switch status {
 	case http.StatusTooManyRequests, http.StatusServiceUnavailable:
-		w.Header().Set("Retry-After", strconv.Itoa(1))
+		if w.Header().Get("Retry-After") == "" {
+			w.Header().Set("Retry-After", strconv.Itoa(1))
+		}
 	case http.StatusUnauthorized:
 		w.Header().Set("WWW-Authenticate", auth.Scheme)
 	}

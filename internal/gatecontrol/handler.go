@@ -37,6 +37,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) servePing(w http.ResponseWriter, r *http.Request) {
+	if !s.admitPeer(w, r) {
+		return
+	}
 	body, err := s.readBody(w, r)
 	if err == nil {
 		_, err = s.authenticate(r, body)
@@ -52,8 +55,12 @@ func (s *Server) servePing(w http.ResponseWriter, r *http.Request) {
 // serveSpawn authenticates, decodes, admits and runs one spawn, writing
 // its audit records along the way: spawn.rejected for a request refused
 // before it ran; otherwise spawn.requested, spawn.started and
-// spawn.finished.
+// spawn.finished. A request refused before authentication is tallied
+// instead (see rejectUnauthenticated), and its peer rate-limited.
 func (s *Server) serveSpawn(w http.ResponseWriter, r *http.Request) {
+	if !s.admitPeer(w, r) {
+		return
+	}
 	body, err := s.readBody(w, r)
 	if err != nil {
 		s.rejectUnauthenticated(r, nil, err)
@@ -219,26 +226,6 @@ func (s *Server) record(rec audit.Record, e audit.EventType) error {
 // logged by record.
 func (s *Server) reject(rec audit.Record, why error) {
 	rec.Reason = truncate(why.Error(), maxAuditReason)
-	_ = s.record(rec, audit.EventSpawnRejected) // logged by record; the request is refused either way
-}
-
-// rejectUnauthenticated audits a request refused before it was
-// authenticated, with the key ID it claimed and what it sent. None of it
-// is trusted; the reason says so.
-func (s *Server) rejectUnauthenticated(r *http.Request, body []byte, why error) {
-	var rec audit.Record
-	var verr *auth.VerifyError
-	if errors.As(why, &verr) {
-		rec.KeyID = verr.KeyID
-	} else if h, err := auth.ParseHeader(r.Header.Get("Authorization")); err == nil {
-		rec.KeyID = h.KeyID
-	}
-	if r.URL.Path == SpawnPath && body != nil {
-		sent := readSent(body)
-		rec.Role, rec.Argv = sent.Role, sent.Argv
-	}
-	rec.Backend = s.cfg.BackendName
-	rec.Reason = truncate(fmt.Sprintf("unauthenticated %s %s: %v", r.Method, r.URL.Path, why), maxAuditReason)
 	_ = s.record(rec, audit.EventSpawnRejected) // logged by record; the request is refused either way
 }
 

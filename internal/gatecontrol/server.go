@@ -56,6 +56,11 @@ type Server struct {
 	closing  chan struct{} // closed when Shutdown begins
 	http     *http.Server
 
+	rejections *rejections
+	peers      *peerLimiter
+	flushStop  chan struct{} // closed by Shutdown to stop flushLoop
+	flushDone  chan struct{} // closed by flushLoop; nil until Start runs it
+
 	mu        sync.Mutex
 	started   bool
 	listeners []net.Listener
@@ -105,6 +110,10 @@ func New(cfg Config) (*Server, error) {
 		inflight: newInflight(),
 		closing:  closing,
 		serveErr: make(chan error, 2),
+
+		rejections: newRejections(),
+		peers:      newPeerLimiter(cfg.UnauthRate, cfg.UnauthBurst),
+		flushStop:  make(chan struct{}),
 	}
 	s.keys.stamp, _ = stampOf(cfg.KeyFile)
 	s.keys.checked = cfg.Now()
@@ -113,6 +122,7 @@ func New(cfg Config) (*Server, error) {
 		ReadHeaderTimeout: readHeaderTimeout,
 		IdleTimeout:       idleTimeout,
 		MaxHeaderBytes:    maxHeaderBytes,
+		ConnContext:       withPeer,
 		ErrorLog:          slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelDebug),
 	}
 	return s, nil
@@ -168,6 +178,11 @@ func (s *Server) Start(ctx context.Context) (err error) {
 		cleanup = append(cleanup, func() { _ = l.Close() })
 		s.listeners = append(s.listeners, tls.NewListener(l, tc))
 	}
+	if s.cfg.InsecureNoClientCert && s.cfg.TCPAddr != "" {
+		s.log.Warn("the TLS listener does not require client certificates: anyone who reaches it can send requests, refused only by their HMAC", "tcp", s.tcpAddrLocked())
+	}
+	s.flushDone = make(chan struct{})
+	go s.flushLoop(s.flushStop, s.flushDone)
 	for _, l := range s.listeners {
 		go func() {
 			if err := s.http.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -253,7 +268,15 @@ func (s *Server) shutdown(ctx context.Context) error {
 	if s.socket != nil {
 		removeIfSame(s.cfg.Socket, s.socket)
 	}
+	flushDone := s.flushDone
 	s.mu.Unlock()
+	// The last tallies of unauthenticated rejections.
+	close(s.flushStop)
+	if flushDone != nil {
+		<-flushDone
+	} else {
+		s.flushRejections()
+	}
 	if err := s.audit.Close(); err != nil {
 		errs = append(errs, err)
 	}
@@ -291,7 +314,7 @@ func (s *Server) tlsConfig() (*tls.Config, error) {
 		return nil, fmt.Errorf("loading TLS certificate: %w", err)
 	}
 	tc := &tls.Config{MinVersion: tls.VersionTLS13, Certificates: []tls.Certificate{cert}}
-	if s.cfg.TLSClientCAFile != "" {
+	if !s.cfg.InsecureNoClientCert {
 		pem, err := os.ReadFile(s.cfg.TLSClientCAFile)
 		if err != nil {
 			return nil, fmt.Errorf("loading TLS client CAs: %w", err)

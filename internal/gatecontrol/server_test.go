@@ -298,7 +298,7 @@ func TestRefusedRequestsAreAuditedAndRunNothing(t *testing.T) {
 				r, _ := h.send(t.Context(), "POST", SpawnPath, good, good, other, time.Now())
 				return r
 			},
-			status: 401, code: CodeUnauthorized, keyID: "intruder", role: "gate", reasonHave: "unknown key id",
+			status: 401, code: CodeUnauthorized, keyID: "", reasonHave: "unknown key id",
 		},
 		{
 			name: "wrong key",
@@ -306,7 +306,7 @@ func TestRefusedRequestsAreAuditedAndRunNothing(t *testing.T) {
 				r, _ := h.send(t.Context(), "POST", SpawnPath, good, good, sameIDWrongSecret, time.Now())
 				return r
 			},
-			status: 401, code: CodeUnauthorized, keyID: h.key.ID, role: "gate", reasonHave: "bad signature",
+			status: 401, code: CodeUnauthorized, keyID: h.key.ID, reasonHave: "bad signature",
 		},
 		{
 			name: "expired timestamp",
@@ -314,7 +314,7 @@ func TestRefusedRequestsAreAuditedAndRunNothing(t *testing.T) {
 				r, _ := h.send(t.Context(), "POST", SpawnPath, good, good, h.key, time.Now().Add(-2*time.Minute))
 				return r
 			},
-			status: 401, code: CodeUnauthorized, keyID: h.key.ID, role: "gate", reasonHave: "skew",
+			status: 401, code: CodeUnauthorized, keyID: h.key.ID, reasonHave: "skew",
 		},
 		{
 			name: "replayed nonce",
@@ -323,7 +323,7 @@ func TestRefusedRequestsAreAuditedAndRunNothing(t *testing.T) {
 				req.Header.Set("Authorization", origReq.Header.Get("Authorization"))
 				return h.roundTrip(req)
 			},
-			status: 401, code: CodeUnauthorized, keyID: h.key.ID, role: "gate", reasonHave: "nonce already used",
+			status: 401, code: CodeUnauthorized, keyID: h.key.ID, reasonHave: "nonce already used",
 		},
 		{
 			name: "tampered body",
@@ -332,7 +332,7 @@ func TestRefusedRequestsAreAuditedAndRunNothing(t *testing.T) {
 				r, _ := h.send(t.Context(), "POST", SpawnPath, good, evil, h.key, time.Now())
 				return r
 			},
-			status: 401, code: CodeUnauthorized, keyID: h.key.ID, role: "gate", reasonHave: "bad signature",
+			status: 401, code: CodeUnauthorized, keyID: h.key.ID, reasonHave: "bad signature",
 		},
 		{
 			name: "no authorization",
@@ -340,7 +340,7 @@ func TestRefusedRequestsAreAuditedAndRunNothing(t *testing.T) {
 				req, _ := http.NewRequestWithContext(t.Context(), "POST", "http://gc"+SpawnPath, bytes.NewReader(good))
 				return h.roundTrip(req)
 			},
-			status: 401, code: CodeUnauthorized, keyID: "", role: "gate", reasonHave: "malformed authorization",
+			status: 401, code: CodeUnauthorized, keyID: "", reasonHave: "malformed authorization",
 		},
 		{
 			name:   "unknown role",
@@ -388,6 +388,7 @@ func TestRefusedRequestsAreAuditedAndRunNothing(t *testing.T) {
 			if r.status != tc.status || r.err.Code != tc.code {
 				t.Fatalf("status %d %s (%s), want %d %s", r.status, r.err.Code, r.err.Message, tc.status, tc.code)
 			}
+			h.srv.flushRejections()
 			recs := h.records()[before:]
 			rej := recs[len(recs)-1]
 			if rej.Event != audit.EventSpawnRejected {
@@ -397,8 +398,13 @@ func TestRefusedRequestsAreAuditedAndRunNothing(t *testing.T) {
 				t.Errorf("rejected record: key %q role %q reason %q; want key %q role %q reason with %q",
 					rej.KeyID, rej.Role, rej.Reason, tc.keyID, tc.role, tc.reasonHave)
 			}
-			if tc.status == http.StatusUnauthorized && len(recs) != 1 {
-				t.Errorf("an unauthenticated request wrote %v, want only spawn.rejected", events(recs))
+			if tc.status == http.StatusUnauthorized {
+				if len(recs) != 1 {
+					t.Errorf("an unauthenticated request wrote %v, want only spawn.rejected", events(recs))
+				}
+				if rej.Count != 1 || !strings.HasPrefix(rej.Peer, "unix:uid=") || rej.Argv != nil || !strings.HasPrefix(rej.BodyDigest, "sha256:") {
+					t.Errorf("rejected record %+v: want count 1, a unix peer, no argv, a body digest", rej)
+				}
 			}
 			if tc.status == http.StatusBadRequest && (len(recs) != 2 || recs[0].Event != audit.EventSpawnRequested || recs[0].SpawnID != rej.SpawnID) {
 				t.Errorf("an authenticated bad request wrote %v, want spawn.requested then spawn.rejected of one spawn", events(recs))
@@ -427,12 +433,13 @@ func TestBodyTooLarge(t *testing.T) {
 	if r := h.roundTrip(req); r.status != http.StatusRequestEntityTooLarge {
 		t.Fatalf("chunked: status %d, want 413", r.status)
 	}
+	h.srv.flushRejections()
 	recs := h.records()
-	if diff := cmp.Diff([]string{"spawn.rejected", "spawn.rejected"}, events(recs)); diff != "" {
+	if diff := cmp.Diff([]string{"spawn.rejected"}, events(recs)); diff != "" {
 		t.Fatalf("records (-want +got):\n%s", diff)
 	}
-	if recs[0].KeyID != h.key.ID || !strings.Contains(recs[0].Reason, "too large") {
-		t.Errorf("rejected record: %+v", recs[0])
+	if recs[0].KeyID != h.key.ID || recs[0].Count != 2 || !strings.Contains(recs[0].Reason, "too large") {
+		t.Errorf("rejected record: %+v, want the two refusals in one", recs[0])
 	}
 	if n := len(h.fake.Spawns()); n != 0 {
 		t.Errorf("backend saw %d spawns", n)

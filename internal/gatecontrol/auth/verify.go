@@ -208,3 +208,11 @@ func (h *expiryHeap) Pop() any {
 	*h = old[:len(old)-1]
 	return e
 }
+
+// Known reports whether id names a key of the verifier's ring, current,
+// previous or expired: a key ID the server chose, not one a requester made
+// up.
+func (v *Verifier) Known(id string) bool {
+	_, err := v.ring.Load().Lookup(id, v.now())
+	return err == nil || errors.Is(err, ErrKeyExpired)
+}

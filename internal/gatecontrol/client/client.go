@@ -370,7 +370,7 @@ func (e *ServerError) Is(target error) bool {
 		return target == sandbox.ErrNotSupported
 	case gatecontrol.CodeUnauthorized:
 		return target == ErrUnauthorized
-	case gatecontrol.CodeOverloaded:
+	case gatecontrol.CodeOverloaded, gatecontrol.CodeRateLimited:
 		return target == ErrOverloaded
 	case gatecontrol.CodeUnavailable:
 		return target == ErrUnavailable
