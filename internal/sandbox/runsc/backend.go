@@ -47,6 +47,7 @@ type Backend struct {
 	cfg     Config
 	enforce Enforcement
 	tag     string
+	wd      watchdog
 }
 
 var _ sandbox.Client = (*Backend)(nil)
@@ -334,19 +335,19 @@ func (b *Backend) runContainer(ctx context.Context, sp *spawnDir, c container, r
 	cmd.Dir = sp.bundle()
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	intoCgroup(cmd, sp.cgroup)
 	cmd.WaitDelay = b.cfg.KillGrace
 
 	res.Started = time.Now()
-	if err := cmd.Start(); err != nil {
+	// runsc run is attached: its sandbox and gofer die with it, and it
+	// dies with this process (see lifetime.go).
+	p, err := startPinned(cmd)
+	if err != nil {
 		return nil, fmt.Errorf("starting runsc: %w", err)
 	}
 	// Wait's error adds nothing: the exit status is in cmd.ProcessState,
 	// which Wait always sets once the process was reaped.
-	waitc := make(chan struct{})
-	go func() {
-		_ = cmd.Wait()
-		close(waitc)
-	}()
+	waitc := p.done
 	var timeout <-chan time.Time
 	if c.timeout > 0 {
 		t := time.NewTimer(c.timeout)
@@ -652,6 +653,11 @@ type spawnDir struct {
 	dir    string
 	lock   *os.File
 	killed bool
+	// cgroup is the spawn's tracking cgroup, open; nil on a host without
+	// one (see lifetime.go).
+	cgroup *os.File
+	// unwatch releases the backend's watchdog.
+	unwatch func()
 }
 
 func (s *spawnDir) root() string   { return filepath.Join(s.dir, "root") }
@@ -662,21 +668,33 @@ func (s *spawnDir) log() string    { return filepath.Join(s.dir, "runsc.log") }
 // state directory's lock shared meanwhile, so that Reap (which holds it
 // exclusively) never sees a directory before its lock is taken.
 func (b *Backend) createSpawnDir(id string) (*spawnDir, error) {
+	// The watchdog runs before anything of the spawn does.
+	unwatch, err := b.holdWatchdog()
+	if err != nil {
+		return nil, err
+	}
 	g, err := lockFile(filepath.Join(b.cfg.StateDir, ".lock"), unix.LOCK_SH)
 	if err != nil {
+		unwatch()
 		return nil, err
 	}
 	defer g.Close() // closing releases the shared lock
 	dir := filepath.Join(b.cfg.StateDir, id)
 	if err := os.Mkdir(dir, 0o700); err != nil {
+		unwatch()
 		return nil, fmt.Errorf("creating spawn directory: %w", err)
 	}
 	lock, err := lockFile(filepath.Join(dir, "lock"), unix.LOCK_EX|unix.LOCK_NB)
 	if err != nil {
 		_ = os.RemoveAll(dir)
+		unwatch()
 		return nil, err
 	}
-	sp := &spawnDir{b: b, id: id, dir: dir, lock: lock}
+	sp := &spawnDir{b: b, id: id, dir: dir, lock: lock, unwatch: unwatch}
+	if sp.cgroup, err = makeTrackingCgroup(id); err != nil {
+		sp.release()
+		return nil, err
+	}
 	for _, d := range []string{sp.root(), sp.bundle()} {
 		if err := os.Mkdir(d, 0o700); err != nil {
 			sp.release()
@@ -693,8 +711,12 @@ func (b *Backend) createSpawnDir(id string) (*spawnDir, error) {
 func (s *spawnDir) release() {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*adminTimeout)
 	defer cancel()
+	if s.cgroup != nil {
+		_ = s.cgroup.Close()
+	}
 	_ = s.b.cleanup(ctx, s.dir, s.id, s.killed)
 	_ = s.lock.Close()
+	s.unwatch()
 }
 
 // cleanup deletes the containers left in a spawn directory's runsc root,

@@ -194,6 +194,7 @@ func (b *Backend) spawnBuild(ctx context.Context, req sandbox.SpawnRequest) (san
 	if br.bh, err = newBuildah(tools, bdir, req.Build.RegistryMirrors); err != nil {
 		return res, err
 	}
+	br.bh.cgroup = sp.cgroup
 	if req.CaptureTrace {
 		br.tr, err = startTracer(filepath.Join(sp.dir, "trace"), req.KeepTraceEnv)
 		if err != nil {

@@ -105,6 +105,9 @@ func (b *Backend) buildTools() (buildTools, error) {
 type buildah struct {
 	tools buildTools
 	dir   string
+	// cgroup is the spawn's tracking cgroup that buildah starts in; nil
+	// when the host has none.
+	cgroup *os.File
 }
 
 // newBuildah makes the private directories and configuration of a build
@@ -178,8 +181,9 @@ func (bh *buildah) command(args ...string) *exec.Cmd {
 	cmd.SysProcAttr = &syscall.SysProcAttr{
 		Unshareflags: syscall.CLONE_NEWNS,
 		Setpgid:      true,
-		Pdeathsig:    syscall.SIGKILL,
+		Pdeathsig:    syscall.SIGKILL, // run starts it pinned (see startPinned)
 	}
+	intoCgroup(cmd, bh.cgroup)
 	cmd.WaitDelay = 2 * time.Second
 	return cmd
 }
@@ -188,21 +192,16 @@ func (bh *buildah) command(args ...string) *exec.Cmd {
 // process group and returns ctx's error. The runsc sandboxes of build
 // steps are not in that group: cleanBuild deletes them.
 func run(ctx context.Context, cmd *exec.Cmd) error {
-	if err := cmd.Start(); err != nil {
+	p, err := startPinned(cmd)
+	if err != nil {
 		return err
 	}
-	waitc := make(chan struct{})
-	var werr error
-	go func() {
-		werr = cmd.Wait()
-		close(waitc)
-	}()
 	select {
-	case <-waitc:
-		return werr
+	case <-p.done:
+		return p.err
 	case <-ctx.Done():
 		_ = unix.Kill(-cmd.Process.Pid, unix.SIGKILL)
-		<-waitc
+		<-p.done
 		return ctxErr(ctx)
 	}
 }

@@ -138,10 +138,37 @@ func cgroupNames(prefix string) []string {
 	return names
 }
 
+// killCgroup kills every process in a cgroup v2 directory and its
+// descendants at once, with cgroup.kill; on cgroup v1, which has no
+// cgroup.kill, it does nothing (removeCgroup kills process by process).
+func killCgroup(dir string) {
+	f, err := os.OpenFile(filepath.Join(dir, "cgroup.kill"), os.O_WRONLY, 0)
+	if err != nil {
+		return
+	}
+	_, _ = f.WriteString("1")
+	_ = f.Close()
+}
+
 // removeCgroup kills every process left in the cgroup dir, which only the
-// sandbox of one container ID can have joined, and removes it. A missing
-// cgroup is not an error.
+// sandbox of one container ID can have joined, and removes it with the
+// cgroups below it. A missing cgroup is not an error.
 func removeCgroup(ctx context.Context, dir string) error {
+	killCgroup(dir)
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("reading cgroup %s: %w", dir, err)
+	}
+	for _, e := range entries {
+		if e.IsDir() {
+			if err := removeCgroup(ctx, filepath.Join(dir, e.Name())); err != nil {
+				return err
+			}
+		}
+	}
 	for {
 		pids, err := cgroupProcs(dir)
 		if errors.Is(err, fs.ErrNotExist) {

@@ -194,8 +194,9 @@
 // RegistryMirrors to its mirror (insecure = true only for a loopback
 // mirror) and resolves short names on docker.io. The signature policy
 // accepts anything: the store is private, and nothing here verifies
-// signatures. buildah runs in its own process group, killed if this process
-// dies (Pdeathsig) and when the spawn times out or ctx ends.
+// signatures. buildah runs in its own process group and the spawn's
+// tracking cgroup, killed if this process dies (Pdeathsig, and the
+// watchdog: see "Crashes") and when the spawn times out or ctx ends.
 //
 // # Build phases
 //
@@ -319,14 +320,31 @@
 //
 // # Crashes
 //
+// No sandbox outlives the process that owns the Backend, even after a
+// kill -9 (see lifetime.go): runsc run and buildah carry a parent-death
+// signal from an OS thread that lives as long as they do, runsc run takes
+// its sandbox and gofer with it, every spawn's processes start in a
+// tracking cgroup of its own (cgroup v2, in the unified hierarchy of the
+// hybrid layout, no controllers), and a watchdog, the owner's own
+// executable re-run, holding nothing but a pipe to it, runs while any
+// spawn is live. When the pipe breaks it kills the tracking cgroups
+// (cgroup.kill: the build steps' daemonized sandboxes too) and any process
+// that names the state directory, removes every cgroup of the state
+// directory's prefix, detaches the spawns' disks, and exits. Measured
+// here: nothing left running and no cgroup left 5 to 30 ms after a kill
+// -9 of the owner, in a booting sandbox, a RUN step or a boot (the dead
+// processes are then zombies of init until it reaps them). Without the
+// watchdog, a build step's sandbox and gofer and every spawn's cgroups
+// stayed. The spawn directories stay for Reap:
+//
 // A spawn holds an flock on <id>/lock for its whole life. Reap takes the
 // state directory's lock exclusively (spawns take it shared while they set
 // up), and cleans every spawn directory whose lock it can take, plus the
 // cgroups named with this state directory's tag that no live spawn owns.
 // For a build's spawn directory that includes the step sandboxes left in
 // its private runsc root (killed and deleted, with the cgroups runsc named
-// after them) and the private buildah store; buildah itself dies with the
-// process that started it (Pdeathsig), and its mount namespace with it.
+// after them), the private buildah store and its disk; buildah itself dies
+// with the process that started it, and its mount namespace with it.
 // The end of every build spawn, whatever way it ends, does the same.
 // Container IDs are "cg-<tag>-<random>", where tag is a digest of StateDir,
 // so backends with different state directories never touch each other's

@@ -1,0 +1,202 @@
+package runsc
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/codegenie/codegenie/internal/sandbox"
+	"github.com/codegenie/codegenie/internal/sandbox/sandboxtest"
+)
+
+// The owner process of TestKill9OwnerLeavesNothing is this test binary,
+// re-executed with these variables set.
+const (
+	ownerEnv      = "CODEGENIE_RUNSC_TEST_OWNER" // the spawn to run: command, build, boot
+	ownerStateEnv = "CODEGENIE_RUNSC_TEST_STATE"
+	ownerRootEnv  = "CODEGENIE_RUNSC_TEST_ROOTFS"
+	ownerWSEnv    = "CODEGENIE_RUNSC_TEST_WORKSPACE"
+)
+
+// runOwner makes a backend on the state directory it is given and runs
+// one long spawn in it, until it is killed.
+func runOwner(mode string) int {
+	b, err := New(Config{StateDir: os.Getenv(ownerStateEnv), Rootfs: os.Getenv(ownerRootEnv)})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	req := sandbox.SpawnRequest{Role: sandbox.RoleProbe, Workspace: sandbox.Workspace{Dir: os.Getenv(ownerWSEnv)}, Timeout: 2 * time.Minute}
+	switch mode {
+	case "command":
+		req.Command = []string{"sleep", "120"}
+	case "build", "boot":
+		req.CaptureTrace = true
+		req.Build = &sandbox.BuildSpec{Dockerfile: "Dockerfile", Targets: []string{""}, Boot: true, BootFor: 2 * time.Minute}
+	default:
+		fmt.Fprintln(os.Stderr, "unknown mode", mode)
+		return 2
+	}
+	_, err = b.Spawn(context.Background(), req)
+	fmt.Fprintln(os.Stderr, "the owner's spawn ended:", err)
+	return 1
+}
+
+// TestKill9OwnerLeavesNothing is the attack of issue 10 item 6: the
+// process that owns the backend (gate-control) is killed with SIGKILL
+// while a sandbox boots, during a build's RUN step, and during the boot of
+// a built image. Within 2 s no process of its sandboxes (runsc, gofer,
+// sandbox, buildah and its helpers) and no cgroup of its state directory
+// may be left. The spawn directories stay for Reap, which removes them
+// and names the spawn.
+func TestKill9OwnerLeavesNothing(t *testing.T) {
+	rootfs := sandboxtest.BusyboxRootfs(t)
+	for _, tc := range []struct {
+		name, mode string
+		dockerfile string
+		// ready says when to kill, from the command lines of the
+		// backend's processes.
+		ready func(cmdlines []string) bool
+	}{
+		{
+			name: "command sandbox booting", mode: "command",
+			ready: func(cl []string) bool { return slices.ContainsFunc(cl, isSandbox) },
+		},
+		{
+			name: "build step running", mode: "build",
+			dockerfile: "FROM scratch\nCOPY busybox /busybox\nRUN [\"/busybox\", \"sleep\", \"120\"]\n",
+			ready: func(cl []string) bool {
+				return slices.ContainsFunc(cl, func(c string) bool { return isSandbox(c) && strings.Contains(c, "/b/r") })
+			},
+		},
+		{
+			name: "built image booting", mode: "boot",
+			dockerfile: "FROM scratch\nCOPY busybox /busybox\nENTRYPOINT [\"/busybox\", \"sleep\", \"120\"]\n",
+			ready: func(cl []string) bool {
+				return slices.ContainsFunc(cl, func(c string) bool { return isSandbox(c) && !strings.Contains(c, "/b/r") })
+			},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := newBackend(t, Config{Rootfs: rootfs})
+			if tc.dockerfile != "" {
+				if _, err := b.buildTools(); err != nil {
+					t.Skipf("builds unsupported here: %v", err)
+				}
+			}
+			ws := t.TempDir()
+			if tc.dockerfile != "" {
+				copyFile(t, sandboxtest.BusyboxHost, filepath.Join(ws, "busybox"))
+				if err := os.WriteFile(filepath.Join(ws, "Dockerfile"), []byte(tc.dockerfile), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var stderr bytes.Buffer
+			owner := exec.Command("/proc/self/exe")
+			owner.Env = append(os.Environ(), ownerEnv+"="+tc.mode, ownerStateEnv+"="+b.cfg.StateDir, ownerRootEnv+"="+rootfs, ownerWSEnv+"="+ws)
+			owner.Stderr = &stderr
+			if err := owner.Start(); err != nil {
+				t.Fatal(err)
+			}
+			deadline := time.Now().Add(time.Minute)
+			for !tc.ready(processesUsing(b.cfg.StateDir)) {
+				if time.Now().After(deadline) {
+					owner.Process.Kill()
+					owner.Wait()
+					t.Fatalf("the owner's sandbox did not start: %s", stderr.String())
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			if tc.mode == "build" {
+				time.Sleep(500 * time.Millisecond) // into the step
+			}
+			before := leftovers(b)
+			if err := owner.Process.Signal(syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+			killed := time.Now()
+			owner.Wait()
+			var left []string
+			var noProcs time.Duration
+			for left = leftovers(b); len(left) > 0 && time.Since(killed) < 5*time.Second; left = leftovers(b) {
+				if noProcs == 0 && !slices.ContainsFunc(left, func(s string) bool { return !strings.HasPrefix(s, "cgroup ") }) {
+					noProcs = time.Since(killed)
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			t.Logf("no process left %v after the kill", noProcs.Round(time.Millisecond))
+			took := time.Since(killed)
+			t.Logf("before the kill: %d processes and cgroups:\n%s", len(before), strings.Join(before, "\n"))
+			t.Logf("nothing left %v after the kill", took.Round(time.Millisecond))
+			if len(left) > 0 || took > 2*time.Second {
+				t.Errorf("%v after the kill, left: %q; want nothing within 2s", took.Round(time.Millisecond), left)
+			}
+			dirs := liveDirs(t, b)
+			if len(dirs) == 0 {
+				t.Fatal("no spawn directory left for Reap")
+			}
+			reaped, err := b.Reap(t.Context())
+			if err != nil {
+				t.Errorf("Reap: %v", err)
+			}
+			if diff := cmp.Diff(dirs, reaped); diff != "" {
+				t.Errorf("reaped (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// zombie reports whether process pid has exited and waits for its parent
+// to reap it. The sandboxes' processes are reparented to init when their
+// runsc dies, and the init of these VMs reaps every couple of seconds: a
+// zombie holds no resource but its PID, and is not left running.
+func zombie(pid string) bool {
+	b, err := os.ReadFile(filepath.Join("/proc", pid, "stat"))
+	if err != nil {
+		return true // gone
+	}
+	_, after, ok := bytes.Cut(b, []byte(") "))
+	return ok && len(after) > 0 && (after[0] == 'Z' || after[0] == 'X')
+}
+
+func isSandbox(cmdline string) bool { return strings.HasPrefix(cmdline, "runsc-sandbox ") }
+
+// leftovers lists what of b's sandboxes exists: processes that name its
+// state directory or sit in one of its cgroups, and its cgroups.
+func leftovers(b *Backend) []string {
+	left := processesUsing(b.cfg.StateDir)
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		cg, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cgroup"))
+		if err != nil || !bytes.Contains(cg, []byte(":/"+b.idPrefix())) {
+			continue
+		}
+		if zombie(e.Name()) {
+			continue
+		}
+		cmd, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		left = append(left, "pid "+e.Name()+" in a cgroup of the backend: "+string(bytes.ReplaceAll(cmd, []byte{0}, []byte{' '})))
+	}
+	for _, h := range cgroupHierarchies() {
+		for _, name := range cgroupNames(b.idPrefix()) {
+			if _, err := os.Stat(filepath.Join(h, name)); err == nil {
+				left = append(left, "cgroup "+filepath.Join(h, name))
+			}
+		}
+	}
+	return left
+}
