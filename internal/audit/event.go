@@ -22,6 +22,9 @@ const (
 	// EventOrphanReaped is a sandbox left by an earlier gate-control that
 	// was found and removed.
 	EventOrphanReaped
+	// EventCheckpoint is the writer's signature over the records before
+	// it (Record.Checkpoint).
+	EventCheckpoint
 	eventEnd // keep last
 )
 
@@ -32,6 +35,7 @@ var eventNames = [...]string{
 	EventSpawnFinished:  "spawn.finished",
 	EventSpawnRejected:  "spawn.rejected",
 	EventOrphanReaped:   "orphan.reaped",
+	EventCheckpoint:     "audit.checkpoint",
 }
 
 // Valid reports whether e is one of the declared event types.

@@ -18,6 +18,7 @@ func TestEventTypeText(t *testing.T) {
 		{"spawn.finished", audit.EventSpawnFinished},
 		{"spawn.rejected", audit.EventSpawnRejected},
 		{"orphan.reaped", audit.EventOrphanReaped},
+		{"audit.checkpoint", audit.EventCheckpoint},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"crypto/ed25519"
 	"errors"
 	"fmt"
 	"io"
@@ -26,6 +27,33 @@ type Log struct {
 	now    func() time.Time
 	anchor Anchor
 	err    error // sticky: set by a failed write or sync, or Close
+
+	// Checkpoints, when key is set: every records at most between two.
+	key    ed25519.PrivateKey
+	every  uint64
+	since  uint64 // records after the last checkpoint record
+	lastCP uint64 // the Count of the last checkpoint
+}
+
+// DefaultCheckpointEvery is how many records WithCheckpoints lets pass
+// between two checkpoints when it is given no positive number.
+const DefaultCheckpointEvery = 100
+
+// WithCheckpoints makes the Log sign its chain with key: after every
+// records (DefaultCheckpointEvery when every is not positive), and at
+// Close, it appends an EventCheckpoint record that signs the count and head
+// of the records before it. When Open finds records after the last
+// checkpoint (left by a crash, or appended by someone else while no Log had
+// the file open), it signs them at once in a checkpoint that counts them as
+// Adopted. See VerifySigned.
+func WithCheckpoints(key ed25519.PrivateKey, every int) Option {
+	return func(l *Log) {
+		l.key = key
+		l.every = DefaultCheckpointEvery
+		if every > 0 {
+			l.every = uint64(every)
+		}
+	}
 }
 
 // Option configures Open.
@@ -60,8 +88,9 @@ func Open(path string, opts ...Option) (*Log, error) {
 		return nil, fmt.Errorf("locking audit log %s: %w", path, err)
 	}
 	rd := NewReader(f)
+	var lastCPSeq uint64
 	for {
-		_, err := rd.Next()
+		r, err := rd.Next()
 		if errors.Is(err, io.EOF) {
 			break
 		}
@@ -69,9 +98,22 @@ func Open(path string, opts ...Option) (*Log, error) {
 			f.Close()
 			return nil, fmt.Errorf("opening audit log %s: %w", path, err)
 		}
+		if r.Checkpoint != nil {
+			lastCPSeq, l.lastCP = r.Seq, r.Checkpoint.Count
+		}
 	}
 	l.f = f
 	l.anchor = rd.Anchor()
+	l.since = l.anchor.Seq - lastCPSeq
+	if l.key != nil && l.since > 0 {
+		l.mu.Lock()
+		err := l.checkpointLocked(l.since)
+		l.mu.Unlock()
+		if err != nil {
+			f.Close()
+			return nil, fmt.Errorf("opening audit log %s: %w", path, err)
+		}
+	}
 	return l, nil
 }
 
@@ -87,8 +129,27 @@ func (l *Log) Append(r Record) (Record, error) {
 	if !r.Event.Valid() {
 		return Record{}, fmt.Errorf("appending audit record: invalid event type %d", uint8(r.Event))
 	}
+	if r.Event == EventCheckpoint || r.Checkpoint != nil {
+		return Record{}, errors.New("appending audit record: only the log writes checkpoints")
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	r, err := l.appendLocked(r)
+	if err != nil {
+		return Record{}, err
+	}
+	if l.key != nil {
+		l.since++
+		if l.since >= l.every {
+			if err := l.checkpointLocked(0); err != nil {
+				return Record{}, err
+			}
+		}
+	}
+	return r, nil
+}
+
+func (l *Log) appendLocked(r Record) (Record, error) {
 	if l.err != nil {
 		return Record{}, l.err
 	}
@@ -116,6 +177,31 @@ func (l *Log) Append(r Record) (Record, error) {
 	return r, nil
 }
 
+// checkpointLocked appends a checkpoint of the records so far.
+func (l *Log) checkpointLocked(adopted uint64) error {
+	a := l.anchor
+	cp := signCheckpoint(l.key, a, l.lastCP, adopted)
+	if _, err := l.appendLocked(Record{Event: EventCheckpoint, Checkpoint: cp}); err != nil {
+		return fmt.Errorf("writing audit checkpoint: %w", err)
+	}
+	l.lastCP, l.since = a.Seq, 0
+	return nil
+}
+
+// Checkpoint appends a checkpoint now, unless the last record is one. It
+// fails when the Log has no key (see WithCheckpoints).
+func (l *Log) Checkpoint() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.key == nil {
+		return errors.New("writing audit checkpoint: the log has no signing key")
+	}
+	if l.since == 0 {
+		return l.err
+	}
+	return l.checkpointLocked(0)
+}
+
 // Anchor returns the anchor of the last record in the log, or {0, Genesis}
 // when it is empty. See VerifyAgainst.
 func (l *Log) Anchor() Anchor {
@@ -124,16 +210,22 @@ func (l *Log) Anchor() Anchor {
 	return l.anchor
 }
 
-// Close closes the file and releases its lock. Append fails after Close.
+// Close writes a last checkpoint, when the Log has a key and records
+// followed the last one, closes the file and releases its lock. Append
+// fails after Close.
 func (l *Log) Close() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if errors.Is(l.err, ErrClosed) {
 		return nil
 	}
+	var cerr error
+	if l.key != nil && l.since > 0 && l.err == nil {
+		cerr = l.checkpointLocked(0)
+	}
 	l.err = fmt.Errorf("appending to audit log %s: %w", l.path, ErrClosed)
 	if err := l.f.Close(); err != nil {
-		return fmt.Errorf("closing audit log: %w", err)
+		return errors.Join(cerr, fmt.Errorf("closing audit log: %w", err))
 	}
-	return nil
+	return cerr
 }

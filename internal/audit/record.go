@@ -66,6 +66,9 @@ type Record struct {
 	// else of an unauthenticated body is recorded.
 	BodyBytes  int64  `json:"body_bytes,omitempty"`
 	BodyDigest string `json:"body_digest,omitempty"`
+	// Checkpoint is set on EventCheckpoint records only: the signature
+	// over the records before it.
+	Checkpoint *Checkpoint `json:"checkpoint,omitempty"`
 	// Prev is the hex SHA-256 of the previous record's line, or Genesis.
 	Prev string `json:"prev"`
 }
@@ -112,6 +115,8 @@ func decode(line []byte) (Record, error) {
 		return r, errors.New("missing event")
 	case r.Time.IsZero():
 		return r, errors.New("missing time")
+	case (r.Event == EventCheckpoint) != (r.Checkpoint != nil):
+		return r, errors.New("a checkpoint field on a record that is not a checkpoint, or a checkpoint without one")
 	}
 	return r, nil
 }

@@ -3,6 +3,7 @@ package audit
 import (
 	"bufio"
 	"bytes"
+	"crypto/ed25519"
 	"errors"
 	"fmt"
 	"io"
@@ -17,7 +18,13 @@ type VerifyError struct {
 	Seq uint64
 	// Reason says what is wrong.
 	Reason string
+	// Err, when set, is the sentinel error the reason stands for, such as
+	// ErrBadCheckpoint.
+	Err error
 }
+
+// Unwrap returns Err.
+func (e *VerifyError) Unwrap() error { return e.Err }
 
 func (e *VerifyError) Error() string {
 	if e.Seq == 0 {
@@ -185,3 +192,84 @@ func validHash(s string) bool {
 }
 
 func isLowerHex(c byte) bool { return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' }
+
+// Range is a run of records by sequence number, From to To inclusive. The
+// zero Range is empty.
+type Range struct {
+	From, To uint64
+}
+
+// Len returns the number of records in r.
+func (r Range) Len() uint64 {
+	if r.From == 0 {
+		return 0
+	}
+	return r.To - r.From + 1
+}
+
+// SignedReport is what VerifySigned found in a log whose chain holds.
+type SignedReport struct {
+	// Records is the number of records, checkpoints included.
+	Records uint64
+	// Checkpoints is the number of checkpoints, all of them valid.
+	Checkpoints int
+	// Signed is the count of the last checkpoint: records 1 to Signed are
+	// signed, and the checkpoint record after them carries the signature.
+	Signed uint64
+	// Adopted are the records a checkpoint signed only as found by the
+	// writer when it opened the log (a crash, or writes while it was
+	// stopped): signed, but not vouched for.
+	Adopted []Range
+	// Tail is the unsigned tail: the records after the last checkpoint
+	// record, which no signature covers. Anyone who can write the file
+	// can have appended them.
+	Tail Range
+	// Head is the anchor of the last record.
+	Head Anchor
+}
+
+// VerifySigned is Verify that also checks every checkpoint against pub:
+// each must be signed by pub and hold the count and head of the records
+// before it. A bad checkpoint is a *VerifyError matching ErrBadCheckpoint
+// or ErrCheckpointMismatch. Records after the last checkpoint are not an
+// error; they are reported as the Tail, and never count as signed.
+//
+// Like a chain, checkpoints cannot show that records were cut from the end
+// of the log together with the checkpoints after them: keep an Anchor for
+// that (VerifyAgainst).
+func VerifySigned(r io.Reader, pub ed25519.PublicKey) (SignedReport, error) {
+	if len(pub) != ed25519.PublicKeySize {
+		return SignedReport{}, fmt.Errorf("checking audit checkpoints: public key of %d bytes, want %d", len(pub), ed25519.PublicKeySize)
+	}
+	var rep SignedReport
+	var lastCPSeq uint64
+	rd := NewReader(r)
+	for {
+		before := rd.Anchor()
+		rec, err := rd.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return rep, err
+		}
+		rep.Records++
+		cp := rec.Checkpoint
+		if cp == nil {
+			continue
+		}
+		if err := cp.check(pub, before, rep.Signed); err != nil {
+			return rep, &VerifyError{Line: rd.line, Seq: rec.Seq, Reason: err.Error(), Err: err}
+		}
+		rep.Checkpoints++
+		if cp.Adopted > 0 {
+			rep.Adopted = append(rep.Adopted, Range{From: cp.Count - min(cp.Adopted, cp.Count) + 1, To: cp.Count})
+		}
+		rep.Signed, lastCPSeq = cp.Count, rec.Seq
+	}
+	rep.Head = rd.Anchor()
+	if rep.Head.Seq > lastCPSeq {
+		rep.Tail = Range{From: lastCPSeq + 1, To: rep.Head.Seq}
+	}
+	return rep, nil
+}
