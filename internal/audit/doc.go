@@ -4,8 +4,14 @@
 // records; Reader and Verify check a log and name the first bad record;
 // Format prints a record for people.
 //
-// It does not sign records, rotate files or ship them anywhere, and it is not
-// a general event bus: gate-control decides what to record.
+// With WithCheckpoints, Log also signs the chain: every N records and at
+// Close it appends an EventCheckpoint record holding an ed25519 signature
+// over the count and head hash of the records before it, and VerifySigned
+// checks those signatures and reports the records after the last one as
+// the unsigned tail. LoadOrCreateKey keeps the signing key in a file.
+//
+// It does not rotate files or ship them anywhere, and it is not a general
+// event bus: gate-control decides what to record.
 //
 // # Format
 //
@@ -30,9 +36,18 @@
 //   - rewriting the whole file: the chain is not keyed, so anyone who can
 //     write the file can compute a new, valid chain.
 //
-// All three are caught by keeping an Anchor (the sequence number and hash of
-// a record, from Log.Anchor) somewhere the log's writer cannot change, and
-// checking the log with VerifyAgainst.
+// Signed checkpoints catch the last two, and any append: a writer without
+// the signing key cannot make a checkpoint that VerifySigned accepts, so
+// whatever it appends or edits after the last checkpoint stays in the
+// unsigned tail, and whatever it changes before one breaks that
+// checkpoint's head. Records that the signer finds after the last
+// checkpoint when it opens the log (a crash leaves them; so would writes
+// while it was stopped) are signed as Adopted, and reported as such.
+//
+// Deleting the last records, checkpoints and all, is caught only by
+// keeping an Anchor (the sequence number and hash of a record, from
+// Log.Anchor) somewhere the log's writer cannot change, and checking the
+// log with VerifyAgainst.
 //
 // # Durability
 //

@@ -63,6 +63,12 @@ func LoadOrCreateKey(path string) (ed25519.PrivateKey, error) {
 	return key, nil
 }
 
+// LoadKey returns the signing key in the file at path, as LoadOrCreateKey
+// does, but never creates one.
+func LoadKey(path string) (ed25519.PrivateKey, error) {
+	return readKey(path)
+}
+
 func readKey(path string) (ed25519.PrivateKey, error) {
 	f, err := os.Open(path)
 	if err != nil {

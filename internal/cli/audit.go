@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"crypto/ed25519"
 	"errors"
 	"fmt"
 	"io"
@@ -32,19 +33,33 @@ func newCmdAudit(g *globals) *cobra.Command {
 }
 
 func newCmdAuditVerify(g *globals) *cobra.Command {
-	var anchorFlag string
+	var anchorFlag, pubkey string
+	var allowTail bool
 	cmd := &cobra.Command{
 		Use:   "verify FILE",
-		Short: "Check every record of an audit log and its hash chain",
+		Short: "Check every record of an audit log, its hash chain and its signed checkpoints",
 		Long: `verify reads the whole log and checks that every line is a strictly decoded
 record, that the sequence numbers count up from 1, and that each record holds
 the hash of the one before. It names the first bad record and exits 1, or
 prints the count and the anchor of the last record and exits 0.
 
-A chain alone cannot tell that records were cut from the end, or that the
-whole file was rewritten. Keep the printed anchor (SEQ:HASH) where the log's
-writer cannot change it, and pass it back with --anchor.`,
-		Example: `  codegenie audit verify /var/lib/codegenie/audit.log
+A chain alone only proves order: anyone who can write the file can append
+records, or rewrite it, with a valid chain. gate-control signs the chain:
+every N records and at shutdown it writes a checkpoint holding the count and
+head hash, signed with its ed25519 audit key. With --pubkey (the PEM file
+serve writes beside the key as audit-key.pub, or "gate-control audit-pubkey"),
+verify checks every checkpoint, and reports the records after the last one
+as the "unsigned tail": they are never verified, and verify exits 1 unless
+--allow-unsigned-tail (for a gate-control that is still running). Records that
+gate-control found unsigned when it started (after a crash, or written while
+it was stopped) are reported as adopted.
+
+Neither the chain nor the checkpoints can tell that records were cut from the
+end together with the checkpoints after them. Keep the printed anchor
+(SEQ:HASH) where the log's writer cannot change it, and pass it back with
+--anchor.`,
+		Example: `  codegenie audit verify --pubkey /etc/codegenie/audit-key.pub /var/lib/codegenie/audit.log
+  codegenie audit verify --pubkey audit-key.pub --allow-unsigned-tail /var/lib/codegenie/audit.log
   codegenie audit verify --anchor 1042:5f0c…e9 /var/lib/codegenie/audit.log`,
 		Args: exactArgs(1, "exactly one FILE, the audit log"),
 		RunE: func(_ *cobra.Command, args []string) error {
@@ -56,11 +71,69 @@ writer cannot change it, and pass it back with --anchor.`,
 				}
 				anchor = &a
 			}
+			if allowTail && pubkey == "" {
+				return usageErr("--allow-unsigned-tail needs --pubkey")
+			}
+			if pubkey != "" {
+				pub, err := audit.ReadPublicKey(pubkey)
+				if err != nil {
+					return usageErr("--pubkey: %v", err)
+				}
+				return runAuditVerifySigned(g, args[0], pub, anchor, allowTail)
+			}
 			return runAuditVerify(g, args[0], anchor)
 		},
 	}
 	cmd.Flags().StringVar(&anchorFlag, "anchor", "", "SEQ:HASH of a record the log must still hold, from an earlier verify")
+	cmd.Flags().StringVar(&pubkey, "pubkey", "", "PEM public key of gate-control's audit key: check the signed checkpoints")
+	cmd.Flags().BoolVar(&allowTail, "allow-unsigned-tail", false, "with --pubkey, exit 0 despite records after the last checkpoint (still reported as unsigned)")
 	return cmd
+}
+
+// runAuditVerifySigned is verify with --pubkey.
+func runAuditVerifySigned(g *globals, file string, pub ed25519.PublicKey, anchor *audit.Anchor, allowTail bool) error {
+	f, err := os.Open(file)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	rep, err := audit.VerifySigned(f, pub)
+	if err != nil {
+		return badLog(file, err)
+	}
+	if anchor != nil {
+		if _, err := f.Seek(0, io.SeekStart); err != nil {
+			return err
+		}
+		if _, err := audit.VerifyAgainst(f, *anchor); err != nil {
+			return badLog(file, err)
+		}
+	}
+	if rep.Signed == 0 {
+		fmt.Fprintf(g.stdout, "%s: chain ok, %d records; no checkpoint signed by key %s\n", file, rep.Records, audit.KeyID(pub))
+	} else {
+		fmt.Fprintf(g.stdout, "%s: ok, %d records; records 1-%d signed by key %s in %d checkpoints; anchor %d:%s\n",
+			file, rep.Records, rep.Signed, audit.KeyID(pub), rep.Checkpoints, rep.Head.Seq, rep.Head.Hash)
+	}
+	for _, a := range rep.Adopted {
+		fmt.Fprintf(g.stdout, "%s: records %s were found unsigned by gate-control when it started (a crash, or writes while it was stopped), and signed as adopted\n", file, seqRange(a))
+	}
+	if rep.Tail.Len() == 0 {
+		return nil
+	}
+	tail := fmt.Errorf("%s: unsigned tail: records %s follow the last checkpoint; no signature covers them", file, seqRange(rep.Tail))
+	if allowTail {
+		fmt.Fprintln(g.stdout, tail)
+		return nil
+	}
+	return &ExitError{Code: ExitNotReady, Err: tail}
+}
+
+func seqRange(r audit.Range) string {
+	if r.From == r.To {
+		return strconv.FormatUint(r.From, 10)
+	}
+	return fmt.Sprintf("%d-%d", r.From, r.To)
 }
 
 // parseAnchor parses SEQ:HASH.

@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -238,5 +239,80 @@ func TestGateControlServeFlagErrors(t *testing.T) {
 	}
 	if _, err := os.Stat("/tmp/cg-flagtest"); err == nil {
 		t.Error("a refused serve created its state directory")
+	}
+}
+
+// TestAuditVerifyPubkey is the attack of issue 10, item 8, at the command
+// line: a correctly chained forged append passes the chain, but verify
+// --pubkey reports it as the unsigned tail and exits 1.
+func TestAuditVerifyPubkey(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	keyFile := filepath.Join(dir, "audit-key")
+	key, err := audit.LoadOrCreateKey(keyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "audit.log")
+	l, err := audit.Open(path, audit.WithCheckpoints(key, 2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if _, err := l.Append(audit.Record{Event: audit.EventSpawnStarted, Role: "gate"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	pub := audit.PublicKeyPath(keyFile)
+
+	r := execute(t, t.Context(), "audit", "verify", "--pubkey", pub, path)
+	if r.code != 0 || !strings.Contains(r.stdout, "records 1-4 signed by key") {
+		t.Fatalf("verify of a signed log: exit %d, %q %q", r.code, r.stdout, r.stderr)
+	}
+	p := execute(t, t.Context(), "gate-control", "audit-pubkey", "--audit-key", keyFile)
+	if want, _ := os.ReadFile(pub); p.code != 0 || p.stdout != string(want) {
+		t.Errorf("audit-pubkey: exit %d, %q; want the public key file %q", p.code, p.stdout, want)
+	}
+
+	// The forgery, chained correctly.
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rd := audit.NewReader(bytes.NewReader(b))
+	for {
+		if _, err := rd.Next(); err != nil {
+			break
+		}
+	}
+	head := rd.Anchor()
+	line, err := json.Marshal(audit.Record{Seq: head.Seq + 1, Time: time.Now().UTC(), Event: audit.EventSpawnFinished, SpawnID: "forged", Prev: head.Hash})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, append(append(b, line...), '\n'), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if r := execute(t, t.Context(), "audit", "verify", path); r.code != 0 {
+		t.Fatalf("chain-only verify: exit %d; the forgery keeps the chain", r.code)
+	}
+	r = execute(t, t.Context(), "audit", "verify", "--pubkey", pub, path)
+	if r.code != ExitNotReady || !strings.Contains(r.stderr, "unsigned tail: records 6 follow the last checkpoint") {
+		t.Errorf("verify --pubkey of the forgery: exit %d, %q %q; want 1 and the unsigned tail", r.code, r.stdout, r.stderr)
+	}
+	r = execute(t, t.Context(), "audit", "verify", "--pubkey", pub, "--allow-unsigned-tail", path)
+	if r.code != 0 || !strings.Contains(r.stdout, "unsigned tail") {
+		t.Errorf("--allow-unsigned-tail: exit %d, %q; want 0 with the tail still reported", r.code, r.stdout)
+	}
+	other := filepath.Join(dir, "other-key")
+	if _, err := audit.LoadOrCreateKey(other); err != nil {
+		t.Fatal(err)
+	}
+	r = execute(t, t.Context(), "audit", "verify", "--pubkey", audit.PublicKeyPath(other), path)
+	if r.code != ExitNotReady || !strings.Contains(r.stderr, "signed by key") {
+		t.Errorf("verify with another key: exit %d, %q", r.code, r.stderr)
 	}
 }

@@ -2,13 +2,16 @@ package cli
 
 import (
 	"context"
+	"crypto/ed25519"
 	"errors"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/codegenie/codegenie/internal/audit"
 	"github.com/codegenie/codegenie/internal/gatecontrol"
 	"github.com/codegenie/codegenie/internal/gatecontrol/auth"
 	"github.com/codegenie/codegenie/internal/sandbox/runsc"
@@ -26,11 +29,12 @@ func newCmdGateControl(g *globals) *cobra.Command {
 every request, runs each spawn in a gVisor sandbox, and writes a hash-chained
 audit log. Clients (gather, migrate) reach it on a unix socket or over TLS 1.3.`,
 		Example: `  sudo codegenie gate-control serve
-  sudo codegenie gate-control rotate-key --overlap 24h`,
-		Args: exactArgs(0, "a subcommand: serve or rotate-key"),
+  sudo codegenie gate-control rotate-key --overlap 24h
+  sudo codegenie gate-control audit-pubkey > audit-key.pub`,
+		Args: exactArgs(0, "a subcommand: serve, rotate-key or audit-pubkey"),
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
-	cmd.AddCommand(newCmdGateControlServe(g), newCmdGateControlRotateKey(g))
+	cmd.AddCommand(newCmdGateControlServe(g), newCmdGateControlRotateKey(g), newCmdGateControlAuditPubkey(g))
 	return cmd
 }
 
@@ -50,7 +54,11 @@ reaps sandboxes that a crashed gate-control left in the state directory (and
 audits each as orphan.reaped), then serves. On SIGTERM or SIGINT it stops
 accepting, lets running spawns finish for --drain-timeout, then kills them.
 
-A spawn's audit records are fsynced before its response. Requests refused
+A spawn's audit records are fsynced before its response. Every
+--checkpoint-every records, and at shutdown, gate-control appends a checkpoint
+that signs the count and head hash of the log with the ed25519 audit key
+(--audit-key, beside the HMAC key; its public key is FILE.pub, or run
+audit-pubkey). "codegenie audit verify --pubkey" checks them. Requests refused
 before authentication are tallied per peer and reason into one record every
 10 s, holding only their count, size and digest; a peer that keeps failing is
 rate-limited (429). A rotated key file (rotate-key) is picked up without a
@@ -76,6 +84,8 @@ request may ask for less, gets the cap when it asks for none, and is refused
 	c := &f.cfg
 	fl.StringVar(&c.KeyFile, "key-file", gatecontrol.DefaultKeyFile, "HMAC key file, created 0600 when missing")
 	fl.StringVar(&c.AuditLog, "audit-log", gatecontrol.DefaultAuditLog, "audit log file")
+	fl.StringVar(&c.AuditKeyFile, "audit-key", "", "ed25519 key that signs the audit log's checkpoints, created 0600 when missing, its public key written beside it as FILE.pub (default: "+gatecontrol.AuditKeyName+" beside --key-file)")
+	fl.IntVar(&c.CheckpointEvery, "checkpoint-every", audit.DefaultCheckpointEvery, "most audit records between two signed checkpoints; one is also written at shutdown")
 	fl.StringVar(&c.Socket, "socket", gatecontrol.DefaultSocket, "unix socket to listen on (mode 0660); empty for none")
 	fl.StringVar(&c.TCPAddr, "listen", "", "TCP host:port to listen on with TLS 1.3; empty for none")
 	fl.StringVar(&c.TLSCertFile, "tls-cert", "", "PEM certificate chain of the TLS listener")
@@ -153,6 +163,40 @@ func runServe(ctx context.Context, g *globals, f *serveFlags) error {
 		return nil
 	}
 	return err
+}
+
+func newCmdGateControlAuditPubkey(g *globals) *cobra.Command {
+	var keyFile, auditKey string
+	cmd := &cobra.Command{
+		Use:   "audit-pubkey",
+		Short: "Print the public key that verifies the audit log's checkpoints",
+		Long: `audit-pubkey prints, as PEM, the public half of the ed25519 key with which
+gate-control signs the audit log's checkpoints. Keep it where the log's writer
+cannot change it, and pass it to "codegenie audit verify --pubkey". serve also
+writes it beside the key, as audit-key.pub. It never creates a key.`,
+		Example: `  sudo codegenie gate-control audit-pubkey > /etc/codegenie/audit-key.pub
+  codegenie audit verify --pubkey /etc/codegenie/audit-key.pub /var/lib/codegenie/audit.log`,
+		Args: exactArgs(0, "no arguments"),
+		RunE: func(*cobra.Command, []string) error {
+			path := auditKey
+			if path == "" {
+				path = filepath.Join(filepath.Dir(keyFile), gatecontrol.AuditKeyName)
+			}
+			key, err := audit.LoadKey(path)
+			if err != nil {
+				return err
+			}
+			pem, err := audit.EncodePublicKey(key.Public().(ed25519.PublicKey))
+			if err != nil {
+				return err
+			}
+			_, err = g.stdout.Write(pem)
+			return err
+		},
+	}
+	cmd.Flags().StringVar(&keyFile, "key-file", gatecontrol.DefaultKeyFile, "HMAC key file; the audit key is "+gatecontrol.AuditKeyName+" beside it")
+	cmd.Flags().StringVar(&auditKey, "audit-key", "", "audit signing key file (default: "+gatecontrol.AuditKeyName+" beside --key-file)")
+	return cmd
 }
 
 func newCmdGateControlRotateKey(g *globals) *cobra.Command {

@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"path/filepath"
 	"runtime"
 	"time"
 
+	"github.com/codegenie/codegenie/internal/audit"
 	"github.com/codegenie/codegenie/internal/sandbox"
 )
 
@@ -16,6 +18,9 @@ import (
 const (
 	DefaultKeyFile       = "/var/lib/codegenie/key"
 	DefaultAuditLog      = "/var/lib/codegenie/audit.log"
+	// AuditKeyName is the audit signing key's file name, beside the key
+	// file unless Config.AuditKeyFile says otherwise.
+	AuditKeyName = "audit-key"
 	DefaultSocket        = "/run/codegenie/gate-control.sock"
 	DefaultMaxBodyBytes  = 1 << 20
 	DefaultMaxQueue      = 64
@@ -57,6 +62,15 @@ type Config struct {
 	// AuditLog is the audit log file (see package audit), created with
 	// mode 0600 when missing. Only one server can have it open.
 	AuditLog string
+	// AuditKeyFile is the ed25519 key that signs the audit log's
+	// checkpoints (see audit.LoadOrCreateKey), created with mode 0600 when
+	// missing; its public key is written beside it, with ".pub" appended.
+	// Default: AuditKeyName in the key file's directory.
+	AuditKeyFile string
+	// CheckpointEvery is how many records the audit log holds at most
+	// between two signed checkpoints; one is also written at Shutdown.
+	// Default audit.DefaultCheckpointEvery.
+	CheckpointEvery int
 
 	// Socket is the path of the unix socket to listen on, with mode 0660.
 	// Empty means no unix socket.
@@ -160,6 +174,12 @@ func (c Config) withDefaults() Config {
 		c.DrainTimeout = DefaultDrainTimeout
 	}
 	c.MaxLimits = withDefaultCaps(c.MaxLimits)
+	if c.AuditKeyFile == "" && c.KeyFile != "" {
+		c.AuditKeyFile = filepath.Join(filepath.Dir(c.KeyFile), AuditKeyName)
+	}
+	if c.CheckpointEvery == 0 {
+		c.CheckpointEvery = audit.DefaultCheckpointEvery
+	}
 	if c.RejectInterval == 0 {
 		c.RejectInterval = DefaultRejectInterval
 	}
@@ -219,6 +239,9 @@ func (c Config) Validate() error {
 	}
 	if c.RejectInterval < 0 || c.UnauthBurst < 0 || !(c.UnauthRate >= 0) || math.IsInf(c.UnauthRate, 0) {
 		bad("negative or infinite rejection interval, burst or rate")
+	}
+	if c.CheckpointEvery < 0 {
+		bad("negative checkpoint interval %d", c.CheckpointEvery)
 	}
 	if c.MaxQueue < 0 {
 		bad("negative max queue %d", c.MaxQueue)

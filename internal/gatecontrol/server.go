@@ -80,7 +80,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
-	for _, p := range []string{cfg.KeyFile, cfg.AuditLog} {
+	for _, p := range []string{cfg.KeyFile, cfg.AuditLog, cfg.AuditKeyFile} {
 		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
 			return nil, fmt.Errorf("creating gate-control state directory: %w", err)
 		}
@@ -95,7 +95,11 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("loading gate-control key: %w", err)
 	}
-	log, err := audit.Open(cfg.AuditLog, audit.WithClock(cfg.Now))
+	signer, err := audit.LoadOrCreateKey(cfg.AuditKeyFile)
+	if err != nil {
+		return nil, fmt.Errorf("loading the audit signing key: %w", err)
+	}
+	log, err := audit.Open(cfg.AuditLog, audit.WithClock(cfg.Now), audit.WithCheckpoints(signer, cfg.CheckpointEvery))
 	if err != nil {
 		return nil, err
 	}

@@ -105,15 +105,24 @@ func (h *harness) shutdown(ctx context.Context) error {
 	return err
 }
 
-// verifyAudit checks the whole audit log's chain.
+// verifyAudit checks the whole audit log's chain and checkpoints, after
+// Shutdown: every record is signed.
 func (h *harness) verifyAudit() {
 	f, err := os.Open(h.cfg.AuditLog)
 	if err != nil {
 		h.t.Fatal(err)
 	}
 	defer f.Close()
-	if _, err := audit.Verify(f); err != nil {
+	pub, err := audit.ReadPublicKey(audit.PublicKeyPath(filepath.Join(filepath.Dir(h.cfg.KeyFile), AuditKeyName)))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	rep, err := audit.VerifySigned(f, pub)
+	if err != nil {
 		h.t.Errorf("audit log does not verify: %v", err)
+	}
+	if rep.Tail.Len() != 0 {
+		h.t.Errorf("audit log ends in an unsigned tail %+v after Shutdown", rep.Tail)
 	}
 }
 
@@ -639,7 +648,7 @@ func TestShutdownDrainsRunningSpawns(t *testing.T) {
 		t.Error("the server still accepts after Shutdown")
 	}
 	recs := h.records()
-	if diff := cmp.Diff([]string{"spawn.requested", "spawn.started", "spawn.finished"}, events(recs)); diff != "" {
+	if diff := cmp.Diff([]string{"spawn.requested", "spawn.started", "spawn.finished", "audit.checkpoint"}, events(recs)); diff != "" {
 		t.Errorf("records (-want +got):\n%s", diff)
 	}
 }
