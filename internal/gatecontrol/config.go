@@ -18,9 +18,6 @@ import (
 const (
 	DefaultKeyFile       = "/var/lib/codegenie/key"
 	DefaultAuditLog      = "/var/lib/codegenie/audit.log"
-	// AuditKeyName is the audit signing key's file name, beside the key
-	// file unless Config.AuditKeyFile says otherwise.
-	AuditKeyName = "audit-key"
 	DefaultSocket        = "/run/codegenie/gate-control.sock"
 	DefaultMaxBodyBytes  = 1 << 20
 	DefaultMaxQueue      = 64
@@ -38,6 +35,10 @@ const (
 	DefaultUnauthBurst = 20
 	DefaultUnauthRate  = 2.0
 )
+
+// AuditKeyName is the audit signing key's file name, beside the key file
+// unless Config.AuditKeyFile says otherwise.
+const AuditKeyName = "audit-key"
 
 // DefaultMaxConcurrent is the default limit of spawns running at once: the
 // number of CPUs.
