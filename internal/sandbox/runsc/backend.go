@@ -178,6 +178,9 @@ func (b *Backend) plan(req *sandbox.SpawnRequest) (plan, error) {
 		p.env = append(p.env, defaultPath)
 	}
 	p.limits = withDefaultLimits(req.Limits, b.cfg.Limits)
+	if p.limits.DiskBytes < minDiskBytes {
+		return p, invalid("disk limit %d bytes is below the %d MiB minimum", p.limits.DiskBytes, minDiskBytes>>20)
+	}
 	view := fsView{rootfs: p.rootfs, mount: p.mount, workspace: p.workspace, virtual: virtualMounts}
 	p.lookup = view.lookPath(req.Command[0], p.env, p.cwd)
 	return p, nil
@@ -243,6 +246,16 @@ func (b *Backend) Spawn(ctx context.Context, req sandbox.SpawnRequest) (sandbox.
 	}
 	defer sp.release()
 
+	// What the sandbox writes to its rootfs and workspace lands in a file
+	// on the spawn's own disk, bounded by Limits.DiskBytes.
+	upper := filepath.Join(sp.dir, "d")
+	if err := os.Mkdir(upper, 0o700); err != nil {
+		return res, fmt.Errorf("creating the spawn's disk directory: %w", err)
+	}
+	if _, err := mountDisk(ctx, sp.dir, upper, p.limits.DiskBytes); err != nil {
+		return res, err
+	}
+
 	var tr *tracer
 	if req.CaptureTrace {
 		tr, err = startTracer(filepath.Join(sp.dir, "trace"), req.KeepTraceEnv)
@@ -269,6 +282,7 @@ func (b *Backend) Spawn(ctx context.Context, req sandbox.SpawnRequest) (sandbox.
 		},
 		timeout: req.Timeout,
 		output:  p.limits.OutputBytes,
+		upper:   upper,
 	}
 	if tr != nil {
 		c.podInit = tr.config
@@ -304,6 +318,10 @@ type container struct {
 	timeout time.Duration
 	output  int64
 	podInit string
+	// upper is the directory, on a disk of the spawn, that holds the
+	// file backing the overlays' upper layer: what the sandbox writes to
+	// its rootfs and workspace. "" keeps writes in sandbox memory.
+	upper string
 }
 
 // runContainer writes c's spec to the spawn's bundle, runs it with runsc
@@ -321,7 +339,7 @@ func (b *Backend) runContainer(ctx context.Context, sp *spawnDir, c container, r
 	if err := writeSpec(sp.bundle(), buildSpec(c.spec)); err != nil {
 		return nil, err
 	}
-	args := b.globalFlags(sp.root(), c.spec.network)
+	args := b.globalFlags(sp.root(), c.spec.network, c.upper)
 	args = append(args, "--log="+sp.log(), "--log-format=json")
 	if c.podInit != "" {
 		args = append(args, "--pod-init-config="+c.podInit)
@@ -394,13 +412,20 @@ func notRun(res sandbox.Result, code int, stderr string) sandbox.Result {
 
 // globalFlags are the runsc flags before the subcommand, shared by run and
 // the admin commands (kill, delete, list), which must see the same root.
-func (b *Backend) globalFlags(root string, network bool) []string {
+// upper is the host directory of the overlays' upper layer: "" keeps it in
+// sandbox memory.
+func (b *Backend) globalFlags(root string, network bool, upper string) []string {
+	overlay := "--overlay2=all:memory"
+	if upper != "" {
+		overlay = "--overlay2=all:dir=" + upper
+	}
 	args := []string{
 		"--root=" + root,
 		"--platform=" + b.cfg.Platform,
-		// Every mount under an overlay whose upper layer is sandbox memory:
-		// the rootfs and the workspace on the host are never written.
-		"--overlay2=all:memory",
+		// Every mount under an overlay whose upper layer is a file in the
+		// spawn's disk (or sandbox memory): the rootfs and the workspace on
+		// the host are never written.
+		overlay,
 		// A fresh empty network namespace for the gofer, instead of one
 		// that runsc bind-mounts into --root and never unmounts.
 		"--gofer-network-namespace=new",
@@ -438,7 +463,7 @@ func (b *Backend) kill(sp *spawnDir, id string, cmd *exec.Cmd, waitc <-chan stru
 
 // admin runs a runsc command against root and returns its bounded output.
 func (b *Backend) admin(ctx context.Context, root string, args ...string) ([]byte, error) {
-	full := append(b.globalFlags(root, false), args...)
+	full := append(b.globalFlags(root, false, ""), args...)
 	cmd := exec.CommandContext(ctx, b.cfg.Runsc, full...)
 	cmd.Env = runscEnv
 	out := newBoundedBuffer(64 << 10)

@@ -59,7 +59,7 @@ func BenchmarkSpawnTrue(b *testing.B) {
 		b.Fatal(err)
 	}
 	raw := func(i int) time.Duration {
-		args := append(be.globalFlags(root, false), "--log="+filepath.Join(rawDir, "runsc.log"), "--log-format=json",
+		args := append(be.globalFlags(root, false, ""), "--log="+filepath.Join(rawDir, "runsc.log"), "--log-format=json",
 			"run", "--bundle", bundle, fmt.Sprintf("%sraw%d", be.idPrefix(), i))
 		cmd := exec.Command(be.cfg.Runsc, args...)
 		cmd.Env = runscEnv

@@ -130,6 +130,8 @@ func (br *buildRun) boot(ctx context.Context, image string) (*bootRun, error) {
 		},
 		timeout: br.plan.bootFor,
 		output:  br.plan.limits.OutputBytes,
+		// The boot writes to the build's disk: one limit for the spawn.
+		upper: br.bh.path("o"),
 	}
 	if br.tr != nil {
 		c.podInit = br.tr.config

@@ -70,7 +70,7 @@ func (b *Backend) planBuild(req *sandbox.SpawnRequest) (buildPlan, error) {
 	}
 	bp.limits = withDefaultLimits(req.Limits, b.cfg.Limits)
 	if bp.limits.DiskBytes < minDiskBytes {
-		return bp, invalid("disk limit %d bytes is below the %d MiB a build needs", bp.limits.DiskBytes, minDiskBytes>>20)
+		return bp, invalid("disk limit %d bytes is below the %d MiB minimum", bp.limits.DiskBytes, minDiskBytes>>20)
 	}
 	root, err := os.OpenRoot(bp.workspace)
 	if err != nil {

@@ -99,6 +99,7 @@ func (b *Backend) buildTools() (buildTools, error) {
 //	c/              bind-mounted over /var/lib/containers/cache
 //	d/              empty, bind-mounted over /etc/containers/registries.conf.d
 //	h/              HOME
+//	o/              the boot's overlay upper layer (a file runsc makes)
 //	registries.conf, policy.json, storage.conf, containers.conf,
 //	auth.json, aliases.conf
 //	                its whole configuration; the host's is not read
@@ -117,7 +118,7 @@ func newBuildah(tools buildTools, dir string, mirrors map[string]string) (*build
 	if err := isDir(dir); err != nil {
 		return nil, fmt.Errorf("opening build directory: %w", err)
 	}
-	for _, d := range []string{"s", "rr", "r", "t", "c", "d", "h"} {
+	for _, d := range []string{"s", "rr", "r", "t", "c", "d", "h", "o"} {
 		if err := os.Mkdir(bh.path(d), 0o700); err != nil {
 			return nil, fmt.Errorf("creating build directory: %w", err)
 		}

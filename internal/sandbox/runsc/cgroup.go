@@ -26,8 +26,8 @@ type Enforcement struct {
 	// Memory: the memory cgroup of the sandbox is capped at
 	// Limits.MemoryBytes (swap included). gVisor reports the limit as the
 	// guest's MemTotal; going over it makes the host OOM killer kill the
-	// sandbox, which exits 137. Files in /tmp and writes to the overlay are
-	// sandbox memory too.
+	// sandbox, which exits 137. Files in /tmp are sandbox memory too;
+	// writes to the rootfs and workspace go to the spawn's disk.
 	Memory bool `json:"memory"`
 	// CPU: a CFS quota of Limits.CPUs per 100 ms period.
 	CPU bool `json:"cpu"`

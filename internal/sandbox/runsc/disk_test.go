@@ -163,3 +163,38 @@ func copyFile(t testing.TB, src, dst string) {
 		t.Fatal(err)
 	}
 }
+
+// TestSpawnDiskLimit checks that what a command writes to its rootfs and
+// its writable workspace lands on the spawn's own disk: past
+// Limits.DiskBytes the writes fail with ENOSPC inside the sandbox, which
+// lives on, and the host directories are not written.
+func TestSpawnDiskLimit(t *testing.T) {
+	rootfs := sandboxtest.BusyboxRootfs(t)
+	b := newBackend(t, Config{Rootfs: rootfs})
+	ws := t.TempDir()
+	const limit = 32 << 20
+	before := hostFree(t, b.cfg.StateDir)
+	res, err := b.Spawn(t.Context(), sandbox.SpawnRequest{
+		Role: sandbox.RoleProbe, Workspace: sandbox.Workspace{Dir: ws, Writable: true},
+		Command: []string{"sh", "-c", "busybox dd if=/dev/zero of=/workspace/fill bs=1M count=256 2>&1; echo dd $?; " +
+			"busybox dd if=/dev/zero of=/fill bs=1M count=256 2>&1; echo dd $?; echo alive"},
+		Limits: sandbox.Limits{DiskBytes: limit, MemoryBytes: 512 << 20},
+	})
+	if err != nil {
+		t.Fatalf("Spawn: %v", err)
+	}
+	out := string(res.Stdout)
+	t.Logf("exit %d, output:\n%s%s", res.ExitCode, out, res.Stderr)
+	if res.ExitCode != 0 || strings.Count(strings.ToLower(out), unix.ENOSPC.Error()) != 2 || !strings.Contains(out, "dd 1\n") || !strings.HasSuffix(out, "alive\n") {
+		t.Errorf("want two writes that fail with ENOSPC in a sandbox that lives on")
+	}
+	if fall := before - hostFree(t, b.cfg.StateDir); fall > limit+16<<20 {
+		t.Errorf("host free space fell by %d MiB during a spawn with a %d MiB disk", fall>>20, limit>>20)
+	}
+	if entries, _ := os.ReadDir(ws); len(entries) != 0 {
+		t.Errorf("the host workspace was written: %v", entries)
+	}
+	if _, err := os.Stat(filepath.Join(rootfs, "fill")); err == nil {
+		t.Error("the host rootfs was written")
+	}
+}

@@ -485,7 +485,7 @@ func TestReap(t *testing.T) {
 	if err := writeSpec(sp.bundle(), spec); err != nil {
 		t.Fatal(err)
 	}
-	args := append(b.globalFlags(sp.root(), false), "run", "--detach", "--bundle", sp.bundle(), id)
+	args := append(b.globalFlags(sp.root(), false, ""), "run", "--detach", "--bundle", sp.bundle(), id)
 	// The detached sandbox keeps its stdio: give it a file, not a pipe that
 	// would never reach end of file.
 	out, err := os.Create(filepath.Join(t.TempDir(), "orphan.out"))

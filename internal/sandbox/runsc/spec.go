@@ -155,10 +155,10 @@ type specInput struct {
 func buildSpec(in specInput) ociSpec {
 	wsOpts := []string{"rbind", "ro"}
 	if in.writable {
-		// The root and every bind mount sit under gVisor's overlay with an
-		// upper layer in sandbox memory (--overlay2=all:memory), so a
-		// writable workspace is a private copy-on-write copy: writes never
-		// reach the host directory.
+		// The root and every bind mount sit under gVisor's overlay, whose
+		// upper layer is a file on the spawn's disk (--overlay2=all:dir=),
+		// so a writable workspace is a private copy-on-write copy: writes
+		// never reach the host directory.
 		wsOpts = []string{"rbind", "rw"}
 	}
 	ns := []ociNS{{"pid"}, {"ipc"}, {"uts"}, {"mount"}}
