@@ -144,13 +144,12 @@ func (c *checker) value(t reflect.Type, path string) error {
 func (c *checker) object(t reflect.Type, path string) error {
 	var fields map[string]reflect.Type
 	var elem reflect.Type
-	if t != nil {
-		switch t.Kind() {
-		case reflect.Struct:
-			fields = c.fieldsOf(t)
-		case reflect.Map:
-			elem = t.Elem()
-		}
+	switch {
+	case t == nil:
+	case t.Kind() == reflect.Struct:
+		fields = c.fieldsOf(t)
+	case t.Kind() == reflect.Map:
+		elem = t.Elem()
 	}
 	seen := map[string]struct{}{}
 	for c.dec.More() {

@@ -32,7 +32,7 @@ type request struct {
 	Any       any               `json:"any,omitempty"`
 	Untagged  int
 	Skipped   int `json:"-"`
-	hidden    int
+	hidden    int //nolint:unused // an unexported field, never decoded
 }
 
 func TestUnmarshal(t *testing.T) {
