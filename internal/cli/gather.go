@@ -34,6 +34,9 @@ type gatherFlags struct {
 	heavyTimeout time.Duration
 	mirrors      string
 	bootFor      time.Duration
+	dockerfile   string
+	target       string
+	allImages    bool
 	gc           gateControlFlags
 }
 
@@ -82,6 +85,9 @@ stderr is a terminal.`,
 	fl.StringVar(&f.gc.certKey, "gate-control-cert-key", "", "PEM key of --gate-control-cert")
 	fl.BoolVar(&f.gc.noSandbox, "no-sandbox", false, "run no sandbox: probes that need one report sandbox_unavailable")
 	fl.DurationVar(&f.bootFor, "boot-for", 10*time.Second, "how long the traced boot runs the image when it does not exit")
+	fl.StringVar(&f.dockerfile, "dockerfile", "", "the Dockerfile of the image to judge, relative to PATH (default: Dockerfile at PATH's root, else the only one)")
+	fl.StringVar(&f.target, "target", "", "the stage that ships (default: the compose file's build.target for this Dockerfile, else the last stage)")
+	fl.BoolVar(&f.allImages, "all-images", false, "judge every Dockerfile of the repository too, each as its own image (adds images[] to the output)")
 	return cmd
 }
 
@@ -102,11 +108,7 @@ func sandboxFor(g *globals, f *gateControlFlags) (sandbox.Client, func(), error)
 		return nil, func() {}, nil
 	case f.addr != "":
 		cfg := client.Config{KeyFile: f.key, CAFile: f.ca, ClientCertFile: f.cert, ClientKeyFile: f.certKey}
-		if strings.HasPrefix(f.addr, "/") || strings.HasPrefix(f.addr, "unix:") {
-			cfg.Socket = strings.TrimPrefix(f.addr, "unix:")
-		} else {
-			cfg.Address = f.addr
-		}
+		cfg.Socket, cfg.Address = client.ParseTarget(f.addr)
 		c, err := client.New(cfg)
 		if err != nil {
 			return nil, nil, usageErr("--gate-control: %v", err)
@@ -186,6 +188,9 @@ func runGather(cmd *cobra.Command, g *globals, f *gatherFlags, dir string) error
 		Task:            f.task,
 		LightTimeout:    f.lightTimeout,
 		HeavyTimeout:    f.heavyTimeout,
+		Dockerfile:      f.dockerfile,
+		Target:          f.target,
+		AllImages:       f.allImages,
 		Logger:          g.logger(),
 	}
 	if !f.noCache {

@@ -37,8 +37,14 @@ type Options struct {
 	BootFor time.Duration
 	// LightTimeout and HeavyTimeout override the pipeline defaults.
 	LightTimeout, HeavyTimeout time.Duration
-	Logger                     *slog.Logger
-	Progress                   func(pipeline.Progress)
+	// Dockerfile and Target pick the image to judge; empty means the
+	// task's default (see probe.ImageSelector).
+	Dockerfile, Target string
+	// AllImages judges every image of the repository as well, into
+	// Context.Images.
+	AllImages bool
+	Logger    *slog.Logger
+	Progress  func(pipeline.Progress)
 }
 
 // Outcome is a finished gather.
@@ -72,13 +78,24 @@ func Run(ctx context.Context, dir string, o Options) (*Outcome, error) {
 		Progress:     o.Progress,
 	}
 	pctx := &probe.Context{Sandbox: o.Sandbox, Logger: o.Logger, Task: o.Task, RegistryMirrors: o.RegistryMirrors, BootFor: o.BootFor}
-	recs, err := p.Run(ctx, repo, pctx)
-	if err != nil {
-		var ie *pipeline.InputError
-		if errors.As(err, &ie) {
+	sel, hasSel := o.Registry.ImageSelector(o.Task)
+	switch {
+	case hasSel:
+		ref, err := sel.Select(ctx, repo, o.Dockerfile, o.Target)
+		var se *probe.SelectionError
+		if errors.As(err, &se) {
 			return nil, &InputError{Err: err}
 		}
-		return nil, err
+		if err != nil {
+			return nil, fmt.Errorf("choosing the image to judge: %w", err)
+		}
+		pctx.Image = ref
+	case o.Dockerfile != "" || o.Target != "" || o.AllImages:
+		return nil, &InputError{Err: fmt.Errorf("task %q does not judge images: --dockerfile, --target and --all-images do not apply", o.Task)}
+	}
+	recs, err := p.Run(ctx, repo, pctx)
+	if err != nil {
+		return nil, inputErr(err)
 	}
 	c := &report.Context{
 		SchemaVersion: report.SchemaVersion,
@@ -87,20 +104,68 @@ func Run(ctx context.Context, dir string, o Options) (*Outcome, error) {
 		Task:          o.Task,
 		Probes:        make([]probe.Result, len(recs)),
 	}
+	if !pctx.Image.IsZero() {
+		ref := pctx.Image
+		c.Image = &ref
+	}
 	for i, r := range recs {
 		c.Probes[i] = *r.Result
 	}
+	if c.Assessments, err = assess(o, c.Probes); err != nil {
+		return nil, err
+	}
+	if o.AllImages && hasSel {
+		refs, err := sel.Images(ctx, repo)
+		if err != nil {
+			return nil, fmt.Errorf("listing images: %w", err)
+		}
+		for _, ref := range refs {
+			ia := report.ImageAssessments{Image: ref, Assessments: c.Assessments}
+			if ref.Key() != pctx.Image.Key() {
+				ictx := *pctx
+				ictx.Image = ref
+				irecs, err := p.Run(ctx, repo, &ictx)
+				if err != nil {
+					return nil, inputErr(err)
+				}
+				results := make([]probe.Result, len(irecs))
+				for i, r := range irecs {
+					results[i] = *r.Result
+				}
+				if ia.Assessments, err = assess(o, results); err != nil {
+					return nil, err
+				}
+			} else {
+				ia.Image = pctx.Image
+			}
+			c.Images = append(c.Images, ia)
+		}
+	}
+	return &Outcome{Context: c, Records: recs, Registry: o.Registry}, nil
+}
+
+func inputErr(err error) error {
+	var ie *pipeline.InputError
+	if errors.As(err, &ie) {
+		return &InputError{Err: err}
+	}
+	return err
+}
+
+// assess runs the task's assessors over one image's results.
+func assess(o Options, results []probe.Result) (map[string]probe.Assessment, error) {
+	var out map[string]probe.Assessment
 	for _, a := range o.Registry.Assessors(o.Task) {
-		as, err := a.Assess(c.Probes)
+		as, err := a.Assess(results)
 		if err != nil {
 			return nil, fmt.Errorf("assessing %s: %w", a.Name(), err)
 		}
-		if c.Assessments == nil {
-			c.Assessments = map[string]probe.Assessment{}
+		if out == nil {
+			out = map[string]probe.Assessment{}
 		}
-		c.Assessments[a.Name()] = as
+		out[a.Name()] = as
 	}
-	return &Outcome{Context: c, Records: recs, Registry: o.Registry}, nil
+	return out, nil
 }
 
 // Encode writes the outcome's context as JSON.

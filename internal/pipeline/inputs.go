@@ -45,12 +45,15 @@ func (r *run) inputs(ctx context.Context, pr probe.Probe, d *probe.Desc) (ins []
 		}
 	}
 	if l, ok := pr.(probe.ImageLister); ok {
-		more, err := l.ImageInputs(r.repo)
+		more, err := l.ImageInputs(ctx, r.repo, r.pctx)
 		if err != nil {
 			r.pctx.Logger.Warn("listing image inputs; running uncached", "probe", d.Name, "err", err)
 			return nil, false, nil
 		}
 		images = append(images, more...)
+	}
+	if d.PerImage {
+		ins = append(ins, cache.Input{Path: "setting:image=" + r.pctx.Image.Key(), Digest: "-"})
 	}
 	if k, ok := pr.(probe.Keyed); ok {
 		for _, setting := range k.KeySettings(r.pctx) {

@@ -45,8 +45,8 @@ type Pipeline struct {
 	Images image.Resolver
 	// Version is codegenie's version, part of every cache key.
 	Version string
-	// LightTimeout and HeavyTimeout bound each probe's Run unless its
-	// descriptor sets Timeout.
+	// LightTimeout and HeavyTimeout bound each probe's Run; when zero, the
+	// descriptor's Timeout applies, else the defaults.
 	LightTimeout, HeavyTimeout time.Duration
 	// LightLimit bounds concurrent light probes (default GOMAXPROCS);
 	// HeavyLimit bounds heavy and RunsLast probes (default 1).
@@ -276,12 +276,14 @@ func (r *run) cached(key cache.Key, d *probe.Desc, log *slog.Logger) (Record, bo
 // timeouts into low-confidence outputs. A probe that ignores its context
 // is abandoned when the timeout fires; its goroutine ends when it returns.
 func (r *run) invoke(ctx context.Context, pr probe.Probe, d *probe.Desc) probe.Output {
-	timeout := d.Timeout
+	// The run's setting (gather --light-timeout, --heavy-timeout) wins; a
+	// descriptor's Timeout is the probe's default when the run sets none.
+	timeout := r.p.LightTimeout
+	if d.Heaviness == probe.Heavy {
+		timeout = r.p.HeavyTimeout
+	}
 	if timeout <= 0 {
-		timeout = r.p.LightTimeout
-		if d.Heaviness == probe.Heavy {
-			timeout = r.p.HeavyTimeout
-		}
+		timeout = d.Timeout
 	}
 	if timeout <= 0 {
 		timeout = DefaultLightTimeout

@@ -349,7 +349,9 @@ type listing struct {
 	refs []string
 }
 
-func (l listing) ImageInputs(*probe.Repo) ([]string, error) { return l.refs, nil }
+func (l listing) ImageInputs(context.Context, *probe.Repo, *probe.Context) ([]string, error) {
+	return l.refs, nil
+}
 
 func TestImageDigestInputs(t *testing.T) {
 	t.Parallel()
@@ -588,5 +590,36 @@ func TestKeySettings(t *testing.T) {
 	}
 	if hit("a") || !hit("a") || hit("b") || !hit("b") {
 		t.Fatal("want: miss, hit for setting a; miss, hit for setting b")
+	}
+}
+
+// TestRunTimeoutBeatsDescriptor: gather --heavy-timeout reaches a heavy
+// probe whose descriptor asks for longer (the trace probe's 20 minutes).
+func TestRunTimeoutBeatsDescriptor(t *testing.T) {
+	t.Parallel()
+	var deadline time.Duration
+	heavy := newFake("heavy", probe.Heavy, func(ctx context.Context, _ *probe.Repo) (probe.Output, error) {
+		if d, ok := ctx.Deadline(); ok {
+			deadline = time.Until(d)
+		}
+		<-ctx.Done()
+		return probe.Output{}, ctx.Err()
+	})
+	heavy.desc.Timeout = 20 * time.Minute
+	p := newPipeline(t, false, heavy)
+	p.HeavyTimeout = 100 * time.Millisecond
+	start := time.Now()
+	recs, err := p.Run(t.Context(), repoWith(t, map[string]string{"package.json": "{}"}), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := byName(recs)["heavy"].Result.Reason; got != probe.ReasonTimeout {
+		t.Errorf("reason %q, want %q", got, probe.ReasonTimeout)
+	}
+	if deadline <= 0 || deadline > time.Second {
+		t.Errorf("probe saw a deadline %v away, want about 100ms", deadline)
+	}
+	if el := time.Since(start); el > 10*time.Second {
+		t.Errorf("run took %v with a 100ms heavy timeout", el)
 	}
 }

@@ -33,13 +33,14 @@ const (
 	ShellInFinalStageBuild BlockerKind = "shell_in_final_stage_build"
 	MissingBinary          BlockerKind = "missing_binary"
 	NativeABI              BlockerKind = "native_abi"
+	RuntimeVersion         BlockerKind = "runtime_version"
 	UnknownKind            BlockerKind = "unknown"
 )
 
 // UnmarshalText rejects unknown kinds.
 func (k *BlockerKind) UnmarshalText(b []byte) error {
 	switch x := BlockerKind(b); x {
-	case ShellAtRuntime, ShellInFinalStageBuild, MissingBinary, NativeABI, UnknownKind:
+	case ShellAtRuntime, ShellInFinalStageBuild, MissingBinary, NativeABI, RuntimeVersion, UnknownKind:
 		*k = x
 		return nil
 	}
@@ -52,10 +53,15 @@ type Blocker struct {
 	ID    string      `json:"id"`
 	Kind  BlockerKind `json:"kind"`
 	Title string      `json:"title"`
+	// Rule names the rule-table entry that decides the blocker: the rewrite
+	// that removes it, or why none can.
+	Rule string `json:"rule,omitempty"`
 	// Removable is true when a mechanical rewrite removes the blocker.
-	Removable bool       `json:"removable"`
-	Fix       string     `json:"fix,omitempty"`
-	Evidence  []Evidence `json:"evidence,omitempty"`
+	Removable bool   `json:"removable"`
+	Fix       string `json:"fix,omitempty"`
+	// WhyNot says why no rewrite removes a blocker that has no fix.
+	WhyNot   string     `json:"why_not,omitempty"`
+	Evidence []Evidence `json:"evidence,omitempty"`
 }
 
 // Note is evidence worth reading that blocks nothing.
@@ -69,9 +75,12 @@ type Note struct {
 type Assessment struct {
 	Verdict Verdict `json:"verdict"`
 	// Reason explains an Unknown verdict.
-	Reason   string    `json:"reason,omitempty"`
-	Blockers []Blocker `json:"blockers,omitempty"`
-	Notes    []Note    `json:"notes,omitempty"`
+	Reason string `json:"reason,omitempty"`
+	// Confirmed is true when a trace of the build and boot backs the
+	// verdict; a verdict from static evidence alone is unconfirmed.
+	Confirmed bool      `json:"confirmed"`
+	Blockers  []Blocker `json:"blockers,omitempty"`
+	Notes     []Note    `json:"notes,omitempty"`
 	// Basis names the probes the answer rests on.
 	Basis []string `json:"basis,omitempty"`
 }

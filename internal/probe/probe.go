@@ -47,6 +47,9 @@ type Desc struct {
 	// (no registry round trips) nor caches it; the probe reports
 	// sandbox_unavailable itself.
 	NeedsSandbox bool
+	// PerImage marks a probe whose output depends on which image the run
+	// judges (Context.Image); the image joins its cache key.
+	PerImage bool
 	// NewFacts returns a pointer to a zero value of the probe's facts type.
 	// Decoding a stored context uses it to reject unknown fields.
 	NewFacts func() any
@@ -60,7 +63,7 @@ const ImageInputPrefix = "image-digest:"
 // repository (for example the base images a Dockerfile names). The pipeline
 // resolves each returned reference to a digest for the cache key.
 type ImageLister interface {
-	ImageInputs(repo *Repo) ([]string, error)
+	ImageInputs(ctx context.Context, repo *Repo, pctx *Context) ([]string, error)
 }
 
 // Keyed is implemented by probes whose output depends on settings of the
@@ -131,4 +134,7 @@ type Context struct {
 	// BootFor is how long probes that boot an image let it run; zero means
 	// each probe's default.
 	BootFor time.Duration
+	// Image is the image the run judges; zero when the repository has no
+	// Dockerfile. Probes with Desc.PerImage describe this image only.
+	Image ImageRef
 }

@@ -13,11 +13,12 @@ type Registry struct {
 	probes    map[string]Probe
 	warnings  *Warnings
 	assessors map[string]Assessor
+	selectors map[string]ImageSelector
 }
 
 // NewRegistry returns an empty registry.
 func NewRegistry() *Registry {
-	return &Registry{probes: make(map[string]Probe), warnings: new(Warnings), assessors: make(map[string]Assessor)}
+	return &Registry{probes: make(map[string]Probe), warnings: new(Warnings), assessors: make(map[string]Assessor), selectors: make(map[string]ImageSelector)}
 }
 
 // Warnings returns the registry's warning registry.
@@ -98,4 +99,27 @@ func (r *Registry) Assessors(task string) []Assessor {
 	}
 	sort.Slice(as, func(i, j int) bool { return as[i].Name() < as[j].Name() })
 	return as
+}
+
+// RegisterImageSelector sets the image selector of task. It fails on a
+// second selector for the same task.
+func (r *Registry) RegisterImageSelector(task string, s ImageSelector) error {
+	if s == nil {
+		return fmt.Errorf("registering a nil image selector for %q", task)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, dup := r.selectors[task]; dup {
+		return fmt.Errorf("image selector for task %q registered twice", task)
+	}
+	r.selectors[task] = s
+	return nil
+}
+
+// ImageSelector returns task's image selector, if it has one.
+func (r *Registry) ImageSelector(task string) (ImageSelector, bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	s, ok := r.selectors[task]
+	return s, ok
 }

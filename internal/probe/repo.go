@@ -20,6 +20,14 @@ const MaxFileBytes = 64 << 20
 // ErrNotDirectory reports a repository path that is not a directory.
 var ErrNotDirectory = errors.New("not a directory")
 
+// ErrPathEscapes reports a repository path that resolves, through a
+// symlink, to a file outside the repository. Such a file is never read.
+var ErrPathEscapes = errors.New("path escapes the repository")
+
+// ReasonPathEscapes is the reason of a probe result that met a path
+// escaping the repository.
+const ReasonPathEscapes Reason = "path_escapes_repository"
+
 // Repo is a read-only view of a repository on the host. It lists files
 // lazily, once, and is safe for concurrent use. Paths it returns are
 // slash-separated and relative to Root.
@@ -32,6 +40,8 @@ type Repo struct {
 	segs  [][]string // files[i] split at "/"
 	err   error
 	globs sync.Map // pattern → []string, for probes sharing patterns
+	// derived holds Analyzer results (derivedKey → *derivedEntry).
+	derived sync.Map
 }
 
 // OpenRepo checks that dir is a readable directory and returns its view.
@@ -58,9 +68,63 @@ func OpenRepo(dir string) (*Repo, error) {
 // Abs returns the host path of the repository-relative path rel.
 func (r *Repo) Abs(rel string) string { return filepath.Join(r.Root, filepath.FromSlash(rel)) }
 
-// ReadFile reads rel, up to MaxFileBytes.
+// Open opens rel for reading through the repository root: a symlink that
+// leads outside the repository is refused with ErrPathEscapes, so no probe
+// reads (or quotes) a host file.
+func (r *Repo) Open(rel string) (*os.File, error) {
+	f, err := os.OpenInRoot(r.Root, filepath.FromSlash(rel))
+	if err == nil {
+		return f, nil
+	}
+	if r.escapes(rel) {
+		return nil, &fs.PathError{Op: "open", Path: rel, Err: ErrPathEscapes}
+	}
+	return nil, err
+}
+
+// escapes reports whether rel resolves to a path outside the root.
+func (r *Repo) escapes(rel string) bool {
+	real, err := filepath.EvalSymlinks(r.Abs(rel))
+	if err != nil {
+		// A dangling link may still point outside: read it hop by hop.
+		fi, lerr := os.Lstat(r.Abs(rel))
+		if lerr != nil || fi.Mode()&fs.ModeSymlink == 0 {
+			return false
+		}
+		t, lerr := os.Readlink(r.Abs(rel))
+		if lerr != nil {
+			return false
+		}
+		if !filepath.IsAbs(t) {
+			t = filepath.Join(filepath.Dir(r.Abs(rel)), t)
+		}
+		real = filepath.Clean(t)
+	}
+	root, err := filepath.EvalSymlinks(r.Root)
+	if err != nil {
+		root = r.Root
+	}
+	return real != root && !strings.HasPrefix(real, root+string(filepath.Separator)) &&
+		real != r.Root && !strings.HasPrefix(real, r.Root+string(filepath.Separator))
+}
+
+// DescribeReadError says why a repository file could not be read, in words
+// that never quote the file: for a path that escapes the repository, only
+// that fact.
+func DescribeReadError(err error) string {
+	if errors.Is(err, ErrPathEscapes) {
+		return "it is a symlink that leads outside the repository; it was not read"
+	}
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Op + ": " + pe.Err.Error()
+	}
+	return err.Error()
+}
+
+// ReadFile reads rel through Open, up to MaxFileBytes.
 func (r *Repo) ReadFile(rel string) ([]byte, error) {
-	f, err := os.Open(r.Abs(rel))
+	f, err := r.Open(rel)
 	if err != nil {
 		return nil, err
 	}

@@ -27,9 +27,21 @@ type Context struct {
 	Codegenie     string `json:"codegenie_version"`
 	Repo          string `json:"repo"`
 	Task          string `json:"task,omitempty"`
+	// Image is the image the assessments judge; nil when the repository
+	// has no Dockerfile.
+	Image *probe.ImageRef `json:"image,omitempty"`
 	// Assessments are keyed by assessor name (distroless_readiness).
 	Assessments map[string]probe.Assessment `json:"assessments,omitempty"`
-	Probes      []probe.Result              `json:"probes"`
+	// Images holds one entry per image of the repository, when every
+	// image was judged (gather --all-images).
+	Images []ImageAssessments `json:"images,omitempty"`
+	Probes []probe.Result     `json:"probes"`
+}
+
+// ImageAssessments are the assessments of one image.
+type ImageAssessments struct {
+	Image       probe.ImageRef              `json:"image"`
+	Assessments map[string]probe.Assessment `json:"assessments"`
 }
 
 // encoded mirrors Context with raw probe results, so that Encode writes
@@ -39,7 +51,9 @@ type encoded struct {
 	Codegenie     string                      `json:"codegenie_version"`
 	Repo          string                      `json:"repo"`
 	Task          string                      `json:"task,omitempty"`
+	Image         *probe.ImageRef             `json:"image,omitempty"`
 	Assessments   map[string]probe.Assessment `json:"assessments,omitempty"`
+	Images        []ImageAssessments          `json:"images,omitempty"`
 	Probes        []json.RawMessage           `json:"probes"`
 }
 
@@ -49,8 +63,8 @@ func Encode(w io.Writer, c *Context, raws [][]byte) error {
 	if len(raws) != len(c.Probes) {
 		return fmt.Errorf("encoding context: %d raw results for %d probes", len(raws), len(c.Probes))
 	}
-	e := encoded{SchemaVersion: c.SchemaVersion, Codegenie: c.Codegenie, Repo: c.Repo, Task: c.Task,
-		Assessments: c.Assessments, Probes: make([]json.RawMessage, len(raws))}
+	e := encoded{SchemaVersion: c.SchemaVersion, Codegenie: c.Codegenie, Repo: c.Repo, Task: c.Task, Image: c.Image,
+		Assessments: c.Assessments, Images: c.Images, Probes: make([]json.RawMessage, len(raws))}
 	for i, r := range raws {
 		e.Probes[i] = r
 	}

@@ -26,18 +26,23 @@ var update = flag.Bool("update", false, "rewrite the golden files")
 // golden is what a fixture's gather must give: the verdict, each blocker
 // with its evidence, and each probe's confidence and warnings.
 type golden struct {
-	Verdict  probe.Verdict     `json:"verdict"`
-	Reason   string            `json:"reason,omitempty"`
-	Blockers []goldenBlocker   `json:"blockers"`
-	Probes   map[string]gProbe `json:"probes"`
+	Image     *probe.ImageRef   `json:"image,omitempty"`
+	Verdict   probe.Verdict     `json:"verdict"`
+	Confirmed bool              `json:"confirmed"`
+	Reason    string            `json:"reason,omitempty"`
+	Blockers  []goldenBlocker   `json:"blockers"`
+	Notes     []string          `json:"notes,omitempty"`
+	Probes    map[string]gProbe `json:"probes"`
 }
 
 type goldenBlocker struct {
 	ID        string   `json:"id"`
 	Kind      string   `json:"kind"`
+	Rule      string   `json:"rule"`
 	Removable bool     `json:"removable"`
 	Where     []string `json:"where"`
 	Fix       string   `json:"fix,omitempty"`
+	WhyNot    string   `json:"why_not,omitempty"`
 }
 
 type gProbe struct {
@@ -48,9 +53,16 @@ type gProbe struct {
 
 func summarize(c *report.Context) golden {
 	a := c.Assessments["distroless_readiness"]
-	g := golden{Verdict: a.Verdict, Reason: a.Reason, Blockers: []goldenBlocker{}, Probes: map[string]gProbe{}}
+	g := golden{Image: c.Image, Verdict: a.Verdict, Confirmed: a.Confirmed, Reason: a.Reason, Blockers: []goldenBlocker{}, Probes: map[string]gProbe{}}
+	for _, n := range a.Notes {
+		where := ""
+		if len(n.Evidence) > 0 {
+			where = fmt.Sprintf(" @%s:%d", n.Evidence[0].File, n.Evidence[0].Line)
+		}
+		g.Notes = append(g.Notes, n.ID+where+": "+n.Message)
+	}
 	for _, b := range a.Blockers {
-		gb := goldenBlocker{ID: b.ID, Kind: string(b.Kind), Removable: b.Removable, Fix: b.Fix}
+		gb := goldenBlocker{ID: b.ID, Kind: string(b.Kind), Rule: b.Rule, Removable: b.Removable, Fix: b.Fix, WhyNot: b.WhyNot}
 		for _, e := range b.Evidence {
 			gb.Where = append(gb.Where, fmt.Sprintf("%s:%d", e.File, e.Line))
 		}

@@ -9,6 +9,7 @@ package nodenpm
 
 import (
 	"github.com/codegenie/codegenie/internal/probe"
+	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/images"
 	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/probes/childprocess"
 	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/probes/dockerfileprobe"
 	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/probes/entrypoints"
@@ -43,6 +44,9 @@ func Register(reg *probe.Registry) {
 		shelltrace.New(),
 	)
 	if err := reg.RegisterAssessor(readiness.New(Task)); err != nil {
+		panic(err)
+	}
+	if err := reg.RegisterImageSelector(Task, images.Selector{}); err != nil {
 		panic(err)
 	}
 }

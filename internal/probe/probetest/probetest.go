@@ -54,3 +54,17 @@ func WarningIDs(out probe.Output) []string {
 	}
 	return ids
 }
+
+// RunImage runs p over repo judging the image ref, with the same checks as
+// Run.
+func RunImage(t testing.TB, p probe.Probe, repo *probe.Repo, ref probe.ImageRef) probe.Output {
+	t.Helper()
+	out, err := p.Run(t.Context(), repo, &probe.Context{Image: ref})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := out.Validate(); err != nil {
+		t.Fatalf("invalid output: %v", err)
+	}
+	return out
+}

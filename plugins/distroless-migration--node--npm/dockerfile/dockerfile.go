@@ -393,3 +393,32 @@ func IsDockerfile(p string) bool {
 // Patterns are the globs that find Dockerfiles in a repository, for
 // declared inputs.
 var Patterns = []string{"**/Dockerfile", "**/Dockerfile.*", "**/*.Dockerfile", "**/*.dockerfile"}
+
+// AsTarget returns a view of f as built with --target: the stages up to and
+// including stage i, with i final and the builder chosen anew. Every
+// question about "the final stage" then answers for that target. f is not
+// changed; the view shares its stages.
+func (f *File) AsTarget(i int) *File {
+	if i < 0 || i >= len(f.Stages) || i == f.Final {
+		return f
+	}
+	v := *f
+	v.Stages = f.Stages[: i+1 : i+1]
+	v.Final = i
+	names := map[string]int{}
+	for _, s := range v.Stages {
+		if s.Name != "" {
+			names[strings.ToLower(s.Name)] = s.Index
+		}
+	}
+	v.Builder = v.findBuilder(names)
+	return &v
+}
+
+// StageName returns how a target names stage i: its name, else its index.
+func (f *File) StageName(i int) string {
+	if i >= 0 && i < len(f.Stages) && f.Stages[i].Name != "" {
+		return f.Stages[i].Name
+	}
+	return strconv.Itoa(i)
+}

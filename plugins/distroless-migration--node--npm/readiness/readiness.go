@@ -34,6 +34,8 @@ const (
 	NoteNotReached    = "distroless_readiness.static_not_reached"
 	NoteUnexplained   = "distroless_readiness.trace_unexplained"
 	NoteBuilderShells = "distroless_readiness.builder_stage_shells"
+	NoteNotInImage    = "distroless_readiness.not_in_image"
+	NoteNotReachable  = "distroless_readiness.not_reachable"
 )
 
 // Warnings are the IDs this assessor uses for notes.
@@ -42,6 +44,8 @@ var Warnings = []probe.WarningDesc{
 	{ID: NoteNotReached, Summary: "a shell use found statically did not run during the traced boot (it may run later, on another path)"},
 	{ID: NoteUnexplained, Summary: "the traced boot ran a shell that no static finding explains"},
 	{ID: NoteBuilderShells, Summary: "shells ran in builder-stage build steps; they stay in the builder and do not block"},
+	{ID: NoteNotInImage, Summary: "code that runs a shell or a binary is not in the judged image (no COPY brings it in), so it blocks nothing"},
+	{ID: NoteNotReachable, Summary: "code that runs a shell or a binary is in the image but not reachable from the entrypoint, so it blocks nothing"},
 }
 
 // Assessor is the distroless_readiness assessor.
@@ -60,6 +64,13 @@ func (*Assessor) Name() string { return Name }
 // Task returns the task it answers.
 func (a *Assessor) Task() string { return a.task }
 
+// needed are the probes the verdict rests on: a low-confidence result of
+// one of them leaves the verdict unknown. The trace is not among them: a
+// verdict without it is answered from static evidence and unconfirmed.
+var needed = map[string]bool{
+	dockerfileprobe.Name: true, npmscripts.Name: true, entrypoints.Name: true, noderuntime.Name: true, childprocess.Name: true,
+}
+
 // Assess combines the results.
 func (a *Assessor) Assess(results []probe.Result) (probe.Assessment, error) {
 	var as probe.Assessment
@@ -71,58 +82,61 @@ func (a *Assessor) Assess(results []probe.Result) (probe.Assessment, error) {
 	b := &builder{}
 	var unknown []string
 	for _, r := range results {
-		if r.Confidence == probe.Low {
+		if r.Confidence == probe.Low && needed[r.Probe] {
 			unknown = append(unknown, fmt.Sprintf("%s: %s", r.Probe, r.Reason))
 		}
 	}
-	if r, ok := byName[dockerfileprobe.Name]; ok {
-		var f dockerfileprobe.Facts
-		if err := strictjson.Unmarshal(r.Facts, &f); err != nil {
-			return as, fmt.Errorf("decoding %s facts: %w", r.Probe, err)
+	var df dockerfileprobe.Facts
+	if err := decode(byName, dockerfileprobe.Name, &df); err != nil {
+		return as, err
+	}
+	var cp childprocess.Facts
+	if err := decode(byName, childprocess.Name, &cp); err != nil {
+		return as, err
+	}
+	b.reachableBinaries = reachableBinaries(&cp)
+	b.dockerfiles(&df)
+	var ep entrypoints.Facts
+	if err := decode(byName, entrypoints.Name, &ep); err != nil {
+		return as, err
+	}
+	b.jsEntries = map[string][]string{}
+	for _, e := range ep.Executables {
+		if e.NodeArgv != nil {
+			b.jsEntries[e.Command] = e.NodeArgv
 		}
-		b.dockerfiles(&f)
 	}
 	if r, ok := byName[npmscripts.Name]; ok {
 		var f npmscripts.Facts
-		if err := strictjson.Unmarshal(r.Facts, &f); err != nil {
-			return as, fmt.Errorf("decoding %s facts: %w", r.Probe, err)
+		if err := decode(byName, npmscripts.Name, &f); err != nil {
+			return as, err
 		}
-		b.chains(&f, byName[npmscripts.Name])
+		b.chains(&f, r)
 	}
-	if r, ok := byName[entrypoints.Name]; ok {
-		var f entrypoints.Facts
-		if err := strictjson.Unmarshal(r.Facts, &f); err != nil {
-			return as, fmt.Errorf("decoding %s facts: %w", r.Probe, err)
-		}
-		b.executables(&f)
+	b.executables(&ep)
+	var nr noderuntime.Facts
+	if err := decode(byName, noderuntime.Name, &nr); err != nil {
+		return as, err
 	}
-	if r, ok := byName[noderuntime.Name]; ok {
-		var f noderuntime.Facts
-		if err := strictjson.Unmarshal(r.Facts, &f); err != nil {
-			return as, fmt.Errorf("decoding %s facts: %w", r.Probe, err)
-		}
-		b.runtime(&f)
-	}
-	if r, ok := byName[childprocess.Name]; ok {
-		var f childprocess.Facts
-		if err := strictjson.Unmarshal(r.Facts, &f); err != nil {
-			return as, fmt.Errorf("decoding %s facts: %w", r.Probe, err)
-		}
-		b.childProcess(&f)
-	}
+	b.runtime(&nr)
+	b.childProcess(&cp)
 	heavyRan := false
 	if r, ok := byName[shelltrace.Name]; ok && r.Confidence != probe.Low {
 		var f shelltrace.Facts
-		if err := strictjson.Unmarshal(r.Facts, &f); err != nil {
-			return as, fmt.Errorf("decoding %s facts: %w", r.Probe, err)
+		if err := decode(byName, shelltrace.Name, &f); err != nil {
+			return as, err
 		}
 		b.trace(&f)
 		heavyRan = true
+	} else if ok {
+		b.notes = append(b.notes, probe.Note{ID: NoteStaticOnly, Message: fmt.Sprintf(
+			"unconfirmed: the traced build and boot did not run (%s); only a trace confirms that no shell runs", r.Reason)})
 	}
-	if !heavyRan {
-		b.notes = append(b.notes, probe.Note{ID: NoteStaticOnly, Message: "no traced build and boot confirmed these findings; only a trace proves that no shell runs"})
+	if !heavyRan && !hasNote(b.notes, NoteStaticOnly) {
+		b.notes = append(b.notes, probe.Note{ID: NoteStaticOnly, Message: "unconfirmed: no traced build and boot ran; only a trace confirms that no shell runs"})
 	}
 	as.Blockers, as.Notes = b.sorted(), b.notes
+	as.Confirmed = heavyRan
 	hard, unknownKind, removable := 0, 0, 0
 	for _, bl := range as.Blockers {
 		switch {
@@ -146,7 +160,32 @@ func (a *Assessor) Assess(results []probe.Result) (probe.Assessment, error) {
 	default:
 		as.Verdict = probe.Ready
 	}
+	if as.Verdict == probe.Unknown {
+		as.Confirmed = false
+	}
 	return as, nil
+}
+
+func hasNote(ns []probe.Note, id string) bool {
+	for _, n := range ns {
+		if n.ID == id {
+			return true
+		}
+	}
+	return false
+}
+
+// decode reads a probe's facts into v; a probe that did not run leaves v
+// zero.
+func decode(byName map[string]probe.Result, name string, v any) error {
+	r, ok := byName[name]
+	if !ok || len(r.Facts) == 0 {
+		return nil
+	}
+	if err := strictjson.Unmarshal(r.Facts, v); err != nil {
+		return fmt.Errorf("decoding %s facts: %w", name, err)
+	}
+	return nil
 }
 
 // Builder collects blockers and notes.
@@ -156,10 +195,25 @@ type builder struct {
 	blockers []probe.Blocker
 	notes    []probe.Note
 	seen     map[string]bool
+	// reachableBinaries are the programs reachable code runs by a literal
+	// name (from child_process findings in shipped, reachable code).
+	reachableBinaries map[string]bool
+	// startBinaries are the programs the judged image's ENTRYPOINT, CMD and
+	// HEALTHCHECK name.
+	startBinaries map[string]string
+	// jsEntries maps a shim or env-node command to the node argv that runs
+	// its JS file.
+	jsEntries map[string][]string
 }
 
-// Add records a blocker once per (ID, first evidence).
+// Add records a blocker once per (ID, first evidence). Its rule decides
+// whether it is removable; a blocker with no fix says why there is none.
 func (b *builder) Add(bl probe.Blocker) {
+	rule := RuleFor(bl.Rule)
+	bl.Removable = rule.Removable
+	if !rule.Removable && bl.Fix == "" {
+		bl.WhyNot = rule.WhyNot
+	}
 	key := bl.ID
 	if len(bl.Evidence) > 0 {
 		key += fmt.Sprintf("@%s:%d", bl.Evidence[0].File, bl.Evidence[0].Line)
@@ -198,46 +252,210 @@ func quoteArgv(argv []string) string {
 	return "[" + strings.Join(q, ", ") + "]"
 }
 
-// dockerfiles: shell needed while building the final stage, and shell-form
-// health checks.
-func (b *builder) dockerfiles(f *dockerfileprobe.Facts) {
-	for _, file := range f.Files {
-		d := file.Parsed
-		if d == nil {
+// DistrolessCmd turns a node command into the CMD a distroless node image
+// runs: its entrypoint is node, so CMD holds node's arguments only, and a
+// preload given as two words (--require ./otel.js) is written as one
+// (--require=./otel.js) so that the option and its value stay together.
+// A command that does not start with node is returned as it is.
+func DistrolessCmd(argv []string) []string {
+	if len(argv) == 0 || !isNodeWord(argv[0]) {
+		return argv
+	}
+	var out []string
+	args := argv[1:]
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if preload[a] && i+1 < len(args) {
+			out = append(out, a+"="+args[i+1])
+			i++
 			continue
 		}
-		for i := d.Final; i >= 0; i = d.Stages[i].BaseStage {
-			for _, in := range d.Stages[i].Instructions {
-				switch {
-				case in.Command == "run" && in.Form == dockerfile.FormShell:
-					b.Add(probe.Blocker{ID: dockerfileprobe.WarnShellFormRunFinal, Kind: probe.ShellInFinalStageBuild,
-						Title:    fmt.Sprintf("RUN %s needs /bin/sh in the final stage", strings.Join(in.Args, " ")),
-						Fix:      "move this step into the builder stage and COPY its output into the final stage",
-						Evidence: ev(d.Path, in.Line)})
-				case in.Command == "run" && in.Form == dockerfile.FormExec:
-					// Exec form needs no shell, but the binary must exist.
-				case in.Command == "shell":
-					b.Add(probe.Blocker{ID: dockerfileprobe.WarnShellInstruction, Kind: probe.ShellInFinalStageBuild,
-						Title: fmt.Sprintf("SHELL %v in the final stage", in.Args), Fix: "remove SHELL; distroless has no shell", Evidence: ev(d.Path, in.Line)})
-				}
-			}
-		}
-		if hc, ok := d.Effective(d.Final, "healthcheck"); ok && hc.Form == dockerfile.FormShell && len(hc.Args) > 0 {
-			a := shellcmd.Analyze(hc.Args[0])
-			bl := probe.Blocker{ID: dockerfileprobe.WarnShellFormHealth, Kind: probe.ShellAtRuntime,
-				Title: fmt.Sprintf("HEALTHCHECK CMD %s runs through /bin/sh -c", hc.Args[0]), Evidence: ev(d.Path, hc.Line)}
-			if a.Removable && len(a.Env) == 0 {
-				argv := a.Argv
-				if argv[0] == "node" {
-					argv = append([]string{"/nodejs/bin/node"}, argv[1:]...)
-				}
-				bl.Removable, bl.Fix = true, "HEALTHCHECK CMD "+quoteArgv(argv)
-			} else {
-				bl.Fix = "write the check as a Node script: HEALTHCHECK CMD [\"/nodejs/bin/node\", \"healthcheck.js\"]"
-			}
-			b.Add(bl)
+		out = append(out, a)
+	}
+	return out
+}
+
+var preload = map[string]bool{"-r": false, "--require": true, "--import": true, "--loader": true, "--experimental-loader": true}
+
+func isNodeWord(w string) bool {
+	base := w
+	if i := strings.LastIndex(w, "/"); i >= 0 {
+		base = w[i+1:]
+	}
+	return base == "node" || base == "nodejs"
+}
+
+// cmdFix is the CMD (and ENV) that replaces a start command on distroless.
+func cmdFix(argv, env []string) string {
+	fix := "CMD " + quoteArgv(DistrolessCmd(argv))
+	if len(env) > 0 {
+		fix = "ENV " + strings.Join(env, " ") + " and " + fix
+	}
+	return fix
+}
+
+// judgedFile returns the judged image's Dockerfile as built for its target.
+func judgedFile(f *dockerfileprobe.Facts) *dockerfile.File {
+	if f.Image == nil {
+		return nil
+	}
+	for _, file := range f.Files {
+		if file.Path == f.Image.Dockerfile && file.Parsed != nil {
+			return file.Parsed.AsTarget(f.Image.Stage)
 		}
 	}
+	return nil
+}
+
+// dockerfiles: what the judged image's final stage needs a shell for while
+// it builds, and its health check.
+func (b *builder) dockerfiles(f *dockerfileprobe.Facts) {
+	d := judgedFile(f)
+	if d == nil {
+		return
+	}
+	b.startBinaries = startBinaries(d)
+	for i := d.Final; i >= 0; i = d.Stages[i].BaseStage {
+		for _, in := range d.Stages[i].Instructions {
+			switch {
+			case in.Command == "run" && in.Form == dockerfile.FormShell:
+				step := ClassifyRun(in)
+				bl := probe.Blocker{ID: dockerfileprobe.WarnShellFormRunFinal, Kind: probe.ShellInFinalStageBuild,
+					Title:    fmt.Sprintf("RUN %s needs /bin/sh in the final stage", clip(strings.Join(in.Args, " "), 120)),
+					Evidence: ev(d.Path, in.Line)}
+				if step.Movable {
+					bl.Rule, bl.Fix = RuleMoveToBuilder, "move this step into the builder stage and COPY its output into the final stage ("+step.Why+")"
+				} else {
+					bl.Rule, bl.WhyNot = RuleRunSideEffects, step.Why
+				}
+				b.Add(bl)
+			case in.Command == "run" && in.Form == dockerfile.FormExec && len(in.Args) > 0 && !isNodeWord(in.Args[0]):
+				step := ClassifyRun(in)
+				bl := probe.Blocker{ID: dockerfileprobe.WarnShellFormRunFinal, Kind: probe.MissingBinary,
+					Title:    fmt.Sprintf("RUN %s runs %s in the final stage, which distroless lacks", quoteArgv(in.Args), in.Args[0]),
+					Evidence: ev(d.Path, in.Line)}
+				if step.Movable {
+					bl.Rule, bl.Fix = RuleMoveToBuilder, "move this step into the builder stage and COPY its output into the final stage"
+				} else {
+					bl.Rule, bl.WhyNot = RuleRunSideEffects, step.Why
+				}
+				b.Add(bl)
+			case in.Command == "shell":
+				b.Add(probe.Blocker{ID: dockerfileprobe.WarnShellInstruction, Kind: probe.ShellInFinalStageBuild, Rule: RuleExecForm,
+					Title: fmt.Sprintf("SHELL %v in the final stage", in.Args), Fix: "remove SHELL once the final stage's instructions are in exec form", Evidence: ev(d.Path, in.Line)})
+			}
+		}
+	}
+	hc, ok := d.Effective(d.Final, "healthcheck")
+	if !ok || hc.HealthcheckNone || len(hc.Args) == 0 {
+		return
+	}
+	argv := hc.Args
+	if hc.Form == dockerfile.FormShell {
+		a := healthAnalysis(hc.Args[0])
+		bl := probe.Blocker{ID: dockerfileprobe.WarnShellFormHealth, Kind: probe.ShellAtRuntime,
+			Title: fmt.Sprintf("HEALTHCHECK CMD %s runs through /bin/sh -c", hc.Args[0]), Evidence: ev(d.Path, hc.Line)}
+		switch {
+		case a.Removable && len(a.Env) == 0 && len(a.Argv) > 0 && isNodeWord(a.Argv[0]):
+			bl.Rule, bl.Fix = RuleHealthExecForm, "HEALTHCHECK CMD "+quoteArgv(append([]string{dockerfile.DistrolessEntrypoint}, a.Argv[1:]...))
+		case len(a.Commands) > 0 && isHTTPClient(a.Commands[0]):
+			bl.Rule, bl.Fix = RuleHealthNode, healthFix(a.Commands[0])
+		default:
+			bl.Rule, bl.Fix = RuleShellLine, "write the check as a Node script: HEALTHCHECK CMD [\"/nodejs/bin/node\", \"healthcheck.js\"]"
+		}
+		b.Add(bl)
+		return
+	}
+	switch {
+	case isNodeWord(argv[0]) && argv[0] != dockerfile.DistrolessEntrypoint:
+		b.Add(probe.Blocker{ID: dockerfileprobe.WarnShellFormHealth, Kind: probe.MissingBinary, Rule: RuleHealthExecForm,
+			Title: fmt.Sprintf("HEALTHCHECK runs %q, but distroless has node only at /nodejs/bin/node, not on PATH", argv[0]),
+			Fix:   "HEALTHCHECK CMD " + quoteArgv(append([]string{dockerfile.DistrolessEntrypoint}, argv[1:]...)), Evidence: ev(d.Path, hc.Line)})
+	case isHTTPClient(argv):
+		b.Add(probe.Blocker{ID: noderuntime.WarnMissingBinary, Kind: probe.MissingBinary, Rule: RuleHealthNode,
+			Title: fmt.Sprintf("HEALTHCHECK runs %s, which distroless lacks", argv[0]),
+			Fix:   healthFix(argv), Evidence: ev(d.Path, hc.Line)})
+	}
+}
+
+// healthAnalysis analyses a shell-form health check. "CHECK || exit 1" is
+// CHECK: Docker takes any non-zero exit as unhealthy, so the fallback adds
+// nothing a shell is needed for.
+func healthAnalysis(line string) shellcmd.Analysis {
+	a := shellcmd.Analyze(line)
+	if a.Removable || len(a.Commands) != 2 {
+		return a
+	}
+	for _, r := range a.Reasons {
+		if r != "operator ||" && r != "shell builtin exit" {
+			return a
+		}
+	}
+	if last := a.Commands[1]; len(last) == 2 && last[0] == "exit" && last[1] == "1" {
+		if first := shellcmd.Analyze(strings.Join(a.Commands[0], " ")); first.Removable || !first.NeedsShell {
+			return first
+		}
+	}
+	return a
+}
+
+// startBinaries names the programs the final stage's ENTRYPOINT, CMD and
+// HEALTHCHECK run, each with the instruction that names it.
+func startBinaries(d *dockerfile.File) map[string]string {
+	out := map[string]string{}
+	for _, c := range []string{"entrypoint", "cmd", "healthcheck"} {
+		in, ok := d.Effective(d.Final, c)
+		if !ok || len(in.Args) == 0 {
+			continue
+		}
+		cmds := [][]string{in.Args}
+		if in.Form == dockerfile.FormShell {
+			cmds = shellcmd.Analyze(strings.Join(in.Args, " ")).Commands
+		}
+		for _, cmd := range cmds {
+			if len(cmd) > 0 {
+				if c == "healthcheck" && isHTTPClient(cmd) {
+					continue // replaced by a Node check
+				}
+				out[baseName(cmd[0])] = strings.ToUpper(c)
+			}
+		}
+	}
+	return out
+}
+
+// isHTTPClient reports a curl or wget command.
+func isHTTPClient(argv []string) bool {
+	if len(argv) == 0 {
+		return false
+	}
+	b := argv[0]
+	if i := strings.LastIndex(b, "/"); i >= 0 {
+		b = b[i+1:]
+	}
+	return b == "curl" || b == "wget"
+}
+
+// healthFix is the Node health check that requests the URL a curl or wget
+// check requests.
+func healthFix(argv []string) string {
+	url := ""
+	for _, a := range argv[1:] {
+		if strings.HasPrefix(a, "http://") || strings.HasPrefix(a, "https://") || strings.HasPrefix(a, "localhost") || strings.HasPrefix(a, "127.0.0.1") {
+			url = a
+		}
+	}
+	if url == "" {
+		return "HEALTHCHECK CMD [\"/nodejs/bin/node\", \"healthcheck.js\"] with a script that requests the same URL"
+	}
+	return fmt.Sprintf("HEALTHCHECK CMD [\"/nodejs/bin/node\", \"healthcheck.js\"] with a script that requests %s and exits 1 unless it answers 2xx", url)
+}
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n-1] + "…"
 }
 
 // chains: what the container runs at start.
@@ -264,42 +482,105 @@ func (b *builder) chains(f *npmscripts.Facts, r probe.Result) {
 		case "npm", "yarn", "pnpm":
 			bl := probe.Blocker{ID: npmscripts.WarnPackageManagerStart, Kind: probe.ShellAtRuntime,
 				Title: fmt.Sprintf("the container starts with %s, which runs %q through sh -c", strings.Join(c.Program, " "), c.Script), Evidence: evs}
-			if c.Convertible {
-				bl.Removable = true
-				bl.Fix = "CMD " + quoteArgv(c.Direct)
-				if len(c.Env) > 0 {
-					bl.Fix = "ENV " + strings.Join(c.Env, " ") + " and " + bl.Fix
-				}
-			} else {
-				bl.Fix = "reduce the start chain to one node command (" + strings.Join(c.Blockers, "; ") + ")"
+			steps, launcher := launcherSteps(c)
+			switch {
+			case c.Convertible:
+				bl.Rule, bl.Fix = RuleScriptArgv, cmdFix(b.viaJSEntry(c.Direct), c.Env)
+			case launcher:
+				bl.Rule = RuleNodeLauncher
+				bl.Fix = fmt.Sprintf("run the %d node steps (%s) from a generated launcher: CMD [\"launch.js\"]", len(steps), strings.Join(steps, "; "))
+			default:
+				bl.Rule, bl.WhyNot = RuleShellLine, "the start chain does not reduce to node commands: "+strings.Join(c.Blockers, "; ")
 			}
 			b.Add(bl)
 		case "shell":
-			b.Add(probe.Blocker{ID: npmscripts.WarnShellFormStart, Kind: probe.ShellAtRuntime,
-				Title: "the start command needs a shell: " + strings.Join(c.Blockers, "; "),
-				Fix:   "split the command: one-off steps go into the build or an init job; the service runs as one exec-form command", Evidence: evs})
+			bl := probe.Blocker{ID: npmscripts.WarnShellFormStart, Kind: probe.ShellAtRuntime,
+				Title: "the start command line needs a shell (" + strings.Join(c.Blockers, "; ") + ")", Evidence: evs}
+			if steps, ok := launcherSteps(c); ok {
+				bl.Rule = RuleNodeLauncher
+				bl.Fix = fmt.Sprintf("run the %d node steps (%s) from a generated launcher: CMD [\"launch.js\"]", len(steps), strings.Join(steps, "; "))
+			} else {
+				bl.Rule, bl.WhyNot = RuleShellLine, "one-off steps go into the build or an init job; the service runs as one exec-form command"
+			}
+			b.Add(bl)
 		case "node", "other":
 			if sc := c.Start; (sc.Cmd != nil && sc.Cmd.Form == dockerfile.FormShell) || (sc.Entrypoint != nil && sc.Entrypoint.Form == dockerfile.FormShell) {
 				id := dockerfileprobe.WarnShellFormCmd
 				if sc.Entrypoint != nil && sc.Entrypoint.Form == dockerfile.FormShell {
 					id = dockerfileprobe.WarnShellFormEntry
 				}
-				fix := "CMD " + quoteArgv(c.Direct)
-				if len(c.Env) > 0 {
-					fix = "ENV " + strings.Join(c.Env, " ") + " and " + fix
-				}
-				b.Add(probe.Blocker{ID: id, Kind: probe.ShellAtRuntime, Removable: true,
-					Title: "the start command is in shell form and runs through /bin/sh -c", Fix: fix, Evidence: evs})
+				b.Add(probe.Blocker{ID: id, Kind: probe.ShellAtRuntime, Rule: RuleExecForm,
+					Title: "the start command is in shell form and runs through /bin/sh -c", Fix: cmdFix(c.Direct, c.Env), Evidence: evs})
 			}
 		}
 		for _, e := range warnEv[npmscripts.WarnDistrolessNodeTwice] {
 			if e.File == c.Dockerfile {
-				b.Add(probe.Blocker{ID: npmscripts.WarnDistrolessNodeTwice, Kind: probe.UnknownKind, Removable: true,
-					Title: "CMD starts with node, but the distroless entrypoint is node already", Fix: "drop \"node\" from CMD: it holds node's arguments only",
+				b.Add(probe.Blocker{ID: npmscripts.WarnDistrolessNodeTwice, Kind: probe.UnknownKind, Rule: RuleDropNodeArgv,
+					Title: "CMD starts with node, but the distroless entrypoint is node already", Fix: cmdFix(c.Program, nil),
 					Evidence: []probe.Evidence{e}})
 			}
 		}
 	}
+}
+
+// viaJSEntry replaces a command that is a shim or an env-node script by
+// the node command that runs its JS file.
+func (b *builder) viaJSEntry(argv []string) []string {
+	if len(argv) == 0 || isNodeWord(argv[0]) {
+		return argv
+	}
+	if js, ok := b.jsEntries[argv[0]]; ok {
+		return append(append([]string{}, js...), argv[1:]...)
+	}
+	return argv
+}
+
+// launcherSteps reports whether a chain is a sequence of node commands
+// (pre/post hooks, && chains) that a generated Node launcher can run
+// without a shell, and lists them.
+func launcherSteps(c npmscripts.Chain) ([]string, bool) {
+	var steps []string
+	add := func(a shellcmd.Analysis) bool {
+		if a.Removable && len(a.Argv) > 0 {
+			if !isNodeWord(a.Argv[0]) || len(a.Env) > 0 {
+				return false
+			}
+			steps = append(steps, strings.Join(a.Argv, " "))
+			return true
+		}
+		for _, r := range a.Reasons {
+			if r != "operator &&" {
+				return false
+			}
+		}
+		for _, cmd := range a.Commands {
+			if len(cmd) == 0 || !isNodeWord(cmd[0]) {
+				return false
+			}
+			for _, w := range cmd {
+				if w == "<expanded>" {
+					return false
+				}
+			}
+			steps = append(steps, strings.Join(cmd, " "))
+		}
+		return len(a.Commands) > 0
+	}
+	if len(c.Scripts) == 0 {
+		if len(c.Program) == 3 && shellcmd.IsShell(c.Program[0]) {
+			return steps, add(shellcmd.Analyze(c.Program[2]))
+		}
+		if c.Start.Cmd != nil && c.Start.Cmd.Form == dockerfile.FormShell && len(c.Start.Cmd.Args) > 0 {
+			return steps, add(shellcmd.Analyze(c.Start.Cmd.Args[0]))
+		}
+		return nil, false
+	}
+	for _, s := range c.Scripts {
+		if s.Role == "called" || !add(s.Analysis) {
+			return nil, false
+		}
+	}
+	return steps, len(steps) > 1
 }
 
 func pkgFile(dockerfilePath string) string {
@@ -319,23 +600,23 @@ func (b *builder) executables(f *entrypoints.Facts) {
 		}
 		switch {
 		case e.Kind == entrypoints.KindBaseImage:
-			b.Add(probe.Blocker{ID: entrypoints.WarnBaseEntry, Kind: probe.ShellAtRuntime, Removable: true,
+			b.Add(probe.Blocker{ID: entrypoints.WarnBaseEntry, Kind: probe.ShellAtRuntime, Rule: RuleDistrolessBase,
 				Title: "the node base image boots through docker-entrypoint.sh (#!/bin/sh) as pid 1",
 				Fix:   "use a distroless node base, whose entrypoint is node itself", Evidence: evs})
 		case e.InterpreterKind == "shell" && e.NodeArgv != nil:
-			b.Add(probe.Blocker{ID: pick(e.Origin == "bin_shim", entrypoints.WarnShellShim, entrypoints.WarnShellShebang), Kind: probe.ShellAtRuntime, Removable: true,
-				Title: fmt.Sprintf("%s is a %s wrapper", name, e.Shebang), Fix: "run the package's JS entry directly: " + quoteArgv(e.NodeArgv), Evidence: evs})
+			b.Add(probe.Blocker{ID: pick(e.Origin == "bin_shim", entrypoints.WarnShellShim, entrypoints.WarnShellShebang), Kind: probe.ShellAtRuntime, Rule: RuleJSEntry,
+				Title: fmt.Sprintf("%s is a %s wrapper", name, e.Shebang), Fix: "run the package's JS entry directly: CMD " + quoteArgv(DistrolessCmd(e.NodeArgv)), Evidence: evs})
 		case e.InterpreterKind == "shell":
-			b.Add(probe.Blocker{ID: entrypoints.WarnShellShebang, Kind: probe.ShellAtRuntime,
-				Title: fmt.Sprintf("%s is a shell script (%s)", name, e.Shebang), Fix: "move its logic into Node or into the build; exec form cannot run it", Evidence: evs})
+			b.Add(probe.Blocker{ID: entrypoints.WarnShellShebang, Kind: probe.ShellAtRuntime, Rule: RuleScriptLogic,
+				Title: fmt.Sprintf("%s is a shell script (%s)", name, e.Shebang), Evidence: evs})
 		case e.InterpreterKind == "env" && e.NodeArgv != nil:
-			b.Add(probe.Blocker{ID: entrypoints.WarnEnvShebang, Kind: probe.MissingBinary, Removable: true,
-				Title: fmt.Sprintf("%s starts with %s; distroless has no /usr/bin/env", name, e.Shebang), Fix: "run it as " + quoteArgv(e.NodeArgv), Evidence: evs})
+			b.Add(probe.Blocker{ID: entrypoints.WarnEnvShebang, Kind: probe.MissingBinary, Rule: RuleJSEntry,
+				Title: fmt.Sprintf("%s starts with %s; distroless has no /usr/bin/env", name, e.Shebang), Fix: "point CMD at the JS file: CMD " + quoteArgv(DistrolessCmd(e.NodeArgv)), Evidence: evs})
 		case e.InterpreterKind == "env":
-			b.Add(probe.Blocker{ID: entrypoints.WarnEnvShebang, Kind: probe.MissingBinary,
+			b.Add(probe.Blocker{ID: entrypoints.WarnEnvShebang, Kind: probe.MissingBinary, Rule: RuleBinaryAtRuntime,
 				Title: fmt.Sprintf("%s starts with %s; distroless has no /usr/bin/env", name, e.Shebang), Evidence: evs})
 		case e.Kind == entrypoints.KindNotFound:
-			b.Add(probe.Blocker{ID: entrypoints.WarnNotFound, Kind: probe.UnknownKind,
+			b.Add(probe.Blocker{ID: entrypoints.WarnNotFound, Kind: probe.UnknownKind, Rule: RuleUnclassified,
 				Title: fmt.Sprintf("%s (run as %s) is not in the repository; what it needs is unknown", e.Command, e.Origin), Evidence: evs})
 		}
 	}
@@ -348,35 +629,118 @@ func pick(c bool, a, b string) string {
 	return b
 }
 
-// runtime: missing binaries and native ABI.
+// reachableBinaries lists the programs that shipped, reachable (or
+// unresolved) code runs by a literal name.
+func reachableBinaries(f *childprocess.Facts) map[string]bool {
+	out := map[string]bool{}
+	for _, fd := range f.Findings {
+		if fd.Kind != childprocess.KindBinary && fd.Kind != childprocess.KindShell {
+			continue
+		}
+		if fd.Scope != childprocess.ScopeReachable && fd.Scope != childprocess.ScopeUnresolved {
+			continue
+		}
+		if fd.Binary != "" {
+			out[baseName(fd.Binary)] = true
+		}
+	}
+	return out
+}
+
+func baseName(p string) string {
+	if i := strings.LastIndex(p, "/"); i >= 0 {
+		return p[i+1:]
+	}
+	return p
+}
+
+// runtime: OS packages, binaries, Node versions and native ABI.
 func (b *builder) runtime(f *noderuntime.Facts) {
+	runtimeBins := map[string]bool{}
 	for _, u := range f.Binaries {
-		b.Add(probe.Blocker{ID: noderuntime.WarnMissingBinary, Kind: probe.MissingBinary,
+		if u.Origin == "healthcheck" && (u.Binary == "curl" || u.Binary == "wget") {
+			continue // the dockerfile rules above replace the check
+		}
+		runtimeBins[u.Binary] = true
+		b.Add(probe.Blocker{ID: noderuntime.WarnMissingBinary, Kind: probe.MissingBinary, Rule: RuleBinaryAtRuntime,
 			Title: fmt.Sprintf("the %s runs %s, which distroless lacks", u.Origin, u.Binary), Fix: u.Fix, Evidence: ev(u.Dockerfile, u.Line)})
 	}
+	var buildOnly []string
+	var buildEv []probe.Evidence
 	for _, p := range f.OSPackages {
-		if p.Flagged {
-			b.Add(probe.Blocker{ID: noderuntime.WarnOSPackage, Kind: probe.MissingBinary,
-				Title: fmt.Sprintf("the final stage installs %s (%s)", p.Name, p.Manager), Fix: "drop the package or keep a non-distroless image", Evidence: ev(p.Dockerfile, p.Line)})
+		need := ""
+		for _, bin := range noderuntime.PackageBinaries(p.Name) {
+			switch {
+			case runtimeBins[bin]:
+				need = "the container runs " + bin
+			case b.startBinaries[bin] != "":
+				need = "its " + b.startBinaries[bin] + " runs " + bin
+			case b.reachableBinaries[bin]:
+				need = "code the entrypoint reaches runs " + bin
+			}
 		}
+		if need == "" {
+			buildOnly = append(buildOnly, p.Name)
+			buildEv = append(buildEv, probe.Evidence{File: p.Dockerfile, Line: p.Line, Note: p.Manager + " " + p.Name})
+			continue
+		}
+		b.Add(probe.Blocker{ID: noderuntime.WarnOSPackage, Kind: probe.MissingBinary, Rule: RuleBinaryAtRuntime,
+			Title: fmt.Sprintf("the final stage installs %s (%s) and %s", p.Name, p.Manager, need), Evidence: ev(p.Dockerfile, p.Line)})
+	}
+	if len(buildOnly) > 0 {
+		b.Note(probe.Note{ID: noderuntime.WarnOSPackage, Message: fmt.Sprintf(
+			"the final stage installs %s, which nothing at run time uses (no CMD, ENTRYPOINT, HEALTHCHECK or reachable code runs them); they stay in the builder", strings.Join(dedupe(buildOnly), ", ")),
+			Evidence: buildEv})
 	}
 	native := len(f.Native) > 0
 	for _, img := range f.Images {
+		rt := img.Runtime
+		if rt.EndOfLife != "" {
+			b.Add(probe.Blocker{ID: noderuntime.WarnEndOfLife, Kind: probe.RuntimeVersion, Rule: RuleDistrolessBase,
+				Title: fmt.Sprintf("the runtime image %s is end of life: %s", rt.Ref, rt.EndOfLife),
+				Fix:   fmt.Sprintf("FROM gcr.io/distroless/nodejs%d-debian13", noderuntime.NextSupported(majorOf(img))), Evidence: ev(img.Dockerfile, rt.Line)})
+		}
+		if m := majorOf(img); m != 0 && !noderuntime.Supported(m) {
+			line := rt.Line
+			if img.Builder != nil && img.Builder.NodeMajor != 0 {
+				line = img.Builder.Line
+			}
+			b.Add(probe.Blocker{ID: noderuntime.WarnUnsupportedMajor, Kind: probe.RuntimeVersion, Rule: RuleBumpNode,
+				Title: fmt.Sprintf("Node %d has no distroless image (only %s are published)", m, majorsList()),
+				Fix:   fmt.Sprintf("bump to Node %d, the nearest supported LTS, and test the service on it", noderuntime.NextSupported(m)), Evidence: ev(img.Dockerfile, line)})
+		}
 		if img.Builder == nil {
 			continue
 		}
-		bl, rt := img.Builder, img.Runtime
+		bl := img.Builder
 		if native && bl.Libc == "musl" {
-			b.Add(probe.Blocker{ID: noderuntime.WarnMuslGlibc, Kind: probe.NativeABI,
+			b.Add(probe.Blocker{ID: noderuntime.WarnMuslGlibc, Kind: probe.NativeABI, Rule: RuleGlibcBuilder,
 				Title: fmt.Sprintf("native addons are built on musl (%s) but distroless is glibc", bl.Ref),
-				Fix:   fmt.Sprintf("build on node:%s-bookworm (glibc) with the runtime's Node major", majorOr(bl.NodeMajor)), Evidence: ev(img.Dockerfile, bl.Line)})
+				Fix:   fmt.Sprintf("build on node:%s-bookworm-slim (glibc), the runtime's Node major", majorOr(bl.NodeMajor)), Evidence: ev(img.Dockerfile, bl.Line)})
 		}
 		if native && bl.NodeMajor != 0 && rt.NodeMajor != 0 && bl.NodeMajor != rt.NodeMajor {
-			b.Add(probe.Blocker{ID: noderuntime.WarnMajorMismatch, Kind: probe.NativeABI,
+			b.Add(probe.Blocker{ID: noderuntime.WarnMajorMismatch, Kind: probe.NativeABI, Rule: RuleSameMajor,
 				Title: fmt.Sprintf("native addons are built for Node %d but run on Node %d", bl.NodeMajor, rt.NodeMajor),
 				Fix:   "use the same Node major in the builder and the runtime", Evidence: ev(img.Dockerfile, bl.Line)})
 		}
 	}
+}
+
+// majorOf is the Node major the service runs: the builder's when known (the
+// runtime follows it in the rewrite), else the runtime's.
+func majorOf(img noderuntime.Image) int {
+	if img.Builder != nil && img.Builder.NodeMajor != 0 {
+		return img.Builder.NodeMajor
+	}
+	return img.Runtime.NodeMajor
+}
+
+func majorsList() string {
+	var s []string
+	for _, m := range noderuntime.DistrolessMajors {
+		s = append(s, fmt.Sprint(m))
+	}
+	return strings.Join(s, ", ")
 }
 
 func majorOr(m int) string {
@@ -386,10 +750,30 @@ func majorOr(m int) string {
 	return fmt.Sprint(m)
 }
 
-// childProcess: calls that run a shell or a binary distroless lacks.
+// childProcess: calls that run a shell or a binary distroless lacks. Only
+// code the image holds and the entrypoint reaches (or may reach) blocks;
+// the rest is a note that says why it does not.
 func (b *builder) childProcess(f *childprocess.Facts) {
+	notIn, notReached := map[string][]probe.Evidence{}, map[string][]probe.Evidence{}
 	for _, fd := range f.Findings {
-		evs := []probe.Evidence{{File: fd.File, Line: fd.Line, Column: fd.Column, Note: fd.Function}}
+		if fd.Kind == childprocess.KindDynamic || fd.Kind == childprocess.KindNode {
+			continue
+		}
+		e := probe.Evidence{File: fd.File, Line: fd.Line, Column: fd.Column, Note: fd.Function}
+		switch fd.Scope {
+		case childprocess.ScopeNotInImage:
+			notIn[string(fd.Origin)] = append(notIn[string(fd.Origin)], e)
+			continue
+		case childprocess.ScopeNotReachable:
+			notReached[string(fd.Origin)] = append(notReached[string(fd.Origin)], e)
+			continue
+		}
+		evs := []probe.Evidence{e}
+		if len(fd.Chain) > 1 {
+			evs[0].Note = fd.Function + ", reached by " + strings.Join(fd.Chain, " → ")
+		} else if fd.ScopeNote != "" {
+			evs[0].Note = fd.Function + "; " + fd.ScopeNote
+		}
 		where := "the app"
 		dep := fd.Origin == childprocess.OriginDependency
 		if dep {
@@ -397,7 +781,7 @@ func (b *builder) childProcess(f *childprocess.Facts) {
 		}
 		what := fd.Function
 		if fd.Command != "" {
-			what = fmt.Sprintf("%s(%q)", fd.Function, fd.Command)
+			what = fmt.Sprintf("%s(%q)", fd.Function, clip(fd.Command, 60))
 		}
 		switch fd.Kind {
 		case childprocess.KindShell:
@@ -407,19 +791,27 @@ func (b *builder) childProcess(f *childprocess.Facts) {
 				id = childprocess.WarnShellInDependency
 				fix = fmt.Sprintf("pin or patch %s, or show with a trace that the call never runs", fd.Package)
 			}
-			b.Add(probe.Blocker{ID: id, Kind: probe.ShellAtRuntime, Title: fmt.Sprintf("%s calls %s, which runs /bin/sh", where, what), Fix: fix, Evidence: evs})
+			b.Add(probe.Blocker{ID: id, Kind: probe.ShellAtRuntime, Rule: RuleShellInCode, Title: fmt.Sprintf("%s calls %s, which runs /bin/sh", where, what), Fix: fix, Evidence: evs})
 		case childprocess.KindMaybeShell:
 			id := pick(dep, childprocess.WarnMaybeShellInDependency, childprocess.WarnMaybeShellInApp)
-			b.Add(probe.Blocker{ID: id, Kind: probe.UnknownKind, Title: fmt.Sprintf("%s calls %s with options that may set shell: true", where, what), Evidence: evs})
+			b.Add(probe.Blocker{ID: id, Kind: probe.UnknownKind, Rule: RuleUnclassified, Title: fmt.Sprintf("%s calls %s with options that may set shell: true", where, what),
+				Fix: "make the shell option a literal false, or show with a trace that no shell runs", Evidence: evs})
 		case childprocess.KindBinary:
 			id := pick(dep, childprocess.WarnBinaryInDependency, childprocess.WarnBinaryInApp)
 			bin := fd.Binary
 			if bin == "" {
 				bin = fd.Command
 			}
-			b.Add(probe.Blocker{ID: id, Kind: probe.MissingBinary, Title: fmt.Sprintf("%s runs %s, which a distroless image does not have", where, bin),
+			b.Add(probe.Blocker{ID: id, Kind: probe.MissingBinary, Rule: RuleBinaryAtRuntime, Title: fmt.Sprintf("%s runs %s, which a distroless image does not have", where, bin),
 				Fix: "keep a non-distroless image, copy a static build of it in, or do the work in Node", Evidence: evs})
-		case childprocess.KindDynamic, childprocess.KindNode:
+		}
+	}
+	for _, o := range []string{"app", "dependency"} {
+		if e := notIn[o]; len(e) > 0 {
+			b.Note(probe.Note{ID: NoteNotInImage, Message: fmt.Sprintf("%d child_process use(s) in %s code are not in the image (no COPY of the judged target brings them in); they block nothing", len(e), o), Evidence: e})
+		}
+		if e := notReached[o]; len(e) > 0 {
+			b.Note(probe.Note{ID: NoteNotReachable, Message: fmt.Sprintf("%d child_process use(s) in %s code are in the image but not reachable from the entrypoint; they block nothing", len(e), o), Evidence: e})
 		}
 	}
 }
@@ -476,7 +868,7 @@ func (b *builder) trace(f *shelltrace.Facts) {
 			ok = b.attach(ev, childprocess.WarnShellInApp, childprocess.WarnShellInDependency)
 		}
 		if !ok {
-			b.Add(probe.Blocker{ID: shelltrace.WarnShellAtBoot, Kind: probe.ShellAtRuntime,
+			b.Add(probe.Blocker{ID: shelltrace.WarnShellAtBoot, Kind: probe.ShellAtRuntime, Rule: RuleTracedShell,
 				Title:    fmt.Sprintf("the traced boot %s a shell: %s (under %s)", pick(inv.Attempted, "tried to run", "ran"), strings.Join(inv.Argv, " "), lastOr(inv.Ancestry)),
 				Fix:      "find what starts it (cause: " + inv.Cause.Kind + ") and replace it with an exec-form command",
 				Evidence: []probe.Evidence{ev}})

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/codegenie/codegenie/internal/probe"
+	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/images"
 )
 
 // Name is the probe's name.
@@ -121,6 +122,8 @@ type Facts struct {
 	// MissingDependencies are required production dependencies that are
 	// declared but not installed (or installed outside the repository).
 	MissingDependencies []MissingDependency `json:"missing_dependencies,omitempty"`
+	// Graph is the judged image's module graph the scopes come from.
+	Graph *Graph `json:"graph,omitempty"`
 }
 
 // Finding is one use of child_process.
@@ -143,6 +146,11 @@ type Finding struct {
 	// its package.json.
 	Package        string `json:"package,omitempty"`
 	PackageVersion string `json:"package_version,omitempty"`
+	// Scope says whether the code ships in the judged image and runs.
+	Scope     Scope  `json:"scope"`
+	ScopeNote string `json:"scope_note,omitempty"`
+	// Chain is the load chain from the entrypoint, for reachable code.
+	Chain []string `json:"chain,omitempty"`
 }
 
 // Counts counts findings by origin and kind.
@@ -205,22 +213,24 @@ func (*Probe) Desc() probe.Desc {
 	for _, e := range appExts {
 		inputs = append(inputs, "**/*"+e)
 	}
-	inputs = append(inputs, "node_modules/**/package.json")
+	inputs = append(inputs, "**/package.json", "**/.dockerignore", "**/*.dockerignore", "node_modules/**/package.json")
+	inputs = append(inputs, images.Inputs()...)
 	for _, e := range depExts {
 		inputs = append(inputs, "node_modules/**/*"+e)
 	}
 	return probe.Desc{
 		Name:           Name,
-		Version:        "1",
+		Version:        "2",
 		Heaviness:      probe.Light,
 		CacheStrategy:  probe.CacheContent,
+		PerImage:       true,
 		DeclaredInputs: inputs,
 		NewFacts:       func() any { return new(Facts) },
 	}
 }
 
 // Run scans the application and its installed production dependencies.
-func (*Probe) Run(ctx context.Context, repo *probe.Repo, _ *probe.Context) (probe.Output, error) {
+func (*Probe) Run(ctx context.Context, repo *probe.Repo, pctx *probe.Context) (probe.Output, error) {
 	files, err := repo.Files()
 	if err != nil {
 		return probe.Output{}, err
@@ -235,7 +245,17 @@ func (*Probe) Run(ctx context.Context, repo *probe.Repo, _ *probe.Context) (prob
 	if err != nil {
 		return probe.Output{}, err
 	}
-	return s.output(tasks, results), nil
+	sc, graph, err := newScoper(ctx, repo, pctx)
+	if err != nil {
+		return probe.Output{}, err
+	}
+	out := s.output(tasks, results)
+	facts := out.Facts.(*Facts)
+	facts.Graph = graph
+	for i := range facts.Findings {
+		sc.scope(&facts.Findings[i])
+	}
+	return out, nil
 }
 
 // issue is one reason for lowered confidence, in priority order.

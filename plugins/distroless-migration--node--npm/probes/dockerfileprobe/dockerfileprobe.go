@@ -10,13 +10,12 @@ package dockerfileprobe
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"sort"
 	"strings"
 
 	"github.com/codegenie/codegenie/internal/probe"
 	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/dockerfile"
+	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/images"
 )
 
 // Name is the probe's name.
@@ -47,9 +46,25 @@ var Warnings = []probe.WarningDesc{
 	{ID: WarnShellInstruction, Summary: "a SHELL instruction in the final stage names a shell the runtime image must have"},
 }
 
-// Facts are the dockerfile facts: one entry per Dockerfile, sorted by path.
+// Facts are the dockerfile facts: one entry per Dockerfile, sorted by path,
+// and the image the run judges.
 type Facts struct {
 	Files []File `json:"files"`
+	// Image is the judged image; nil when the repository has no Dockerfile.
+	Image *Image `json:"image,omitempty"`
+	// Compose are the compose files' build sections.
+	Compose []images.ComposeBuild `json:"compose,omitempty"`
+}
+
+// Image is the judged image: which Dockerfile and stage, why, and the
+// build context its COPY sources are read from.
+type Image struct {
+	Dockerfile string `json:"dockerfile"`
+	Target     string `json:"target"`
+	Stage      int    `json:"stage"`
+	Why        string `json:"why"`
+	Context    string `json:"context"`
+	ContextWhy string `json:"context_why"`
 }
 
 // File is one Dockerfile: parsed, or the error that stopped the parse.
@@ -77,103 +92,65 @@ var _ probe.Probe = (*Probe)(nil)
 func (*Probe) Desc() probe.Desc {
 	return probe.Desc{
 		Name:           Name,
-		Version:        "1",
+		Version:        "2",
 		Heaviness:      probe.Light,
 		CacheStrategy:  probe.CacheContent,
-		DeclaredInputs: dockerfile.Patterns,
+		PerImage:       true,
+		DeclaredInputs: images.Inputs(),
 		NewFacts:       func() any { return new(Facts) },
 	}
 }
 
-// Run parses every Dockerfile.
-func (*Probe) Run(ctx context.Context, repo *probe.Repo, _ *probe.Context) (probe.Output, error) {
-	files, err := ParseAll(ctx, repo)
+// Run parses every Dockerfile and flags the judged image's instructions.
+// A parse error lowers confidence only when it is the judged Dockerfile's:
+// the others are other images.
+func (*Probe) Run(ctx context.Context, repo *probe.Repo, pctx *probe.Context) (probe.Output, error) {
+	files, err := images.ParseAll(ctx, repo)
 	if err != nil {
 		return probe.Output{}, err
 	}
-	facts := &Facts{Files: []File{}}
+	comp, err := images.Compose.Of(ctx, repo, pctx)
+	if err != nil {
+		return probe.Output{}, err
+	}
+	j, err := images.Image.Of(ctx, repo, pctx)
+	if err != nil {
+		return probe.Output{}, err
+	}
+	facts := &Facts{Files: []File{}, Compose: comp.Builds}
 	out := probe.Output{Confidence: probe.High, Facts: facts}
 	if len(files) == 0 {
 		out.Warnings = append(out.Warnings, probe.Warning{ID: WarnNoneFound, Message: "no Dockerfile found; there is no image to migrate"})
 		return out, nil
 	}
-	var failed []string
+	if j != nil {
+		facts.Image = &Image{Dockerfile: j.Ref.Dockerfile, Target: j.Ref.Target, Stage: -1, Why: j.Ref.Why, Context: j.Context, ContextWhy: j.ContextWhy}
+		if j.File != nil {
+			facts.Image.Stage = j.File.Final
+		}
+	}
 	for _, pf := range files {
+		judged := j != nil && pf.Path == j.Ref.Dockerfile
 		if pe := pf.Err; pe != nil {
 			facts.Files = append(facts.Files, File{Path: pf.Path, Error: &Error{Line: pe.Line, Message: pe.Msg}})
 			ev := probe.Evidence{File: pf.Path, Line: pe.Line}
 			out.Warnings = append(out.Warnings, probe.Warning{ID: WarnParseError, Message: pe.Error(), Evidence: []probe.Evidence{ev}})
+			if !judged {
+				continue
+			}
 			out.Evidence = append(out.Evidence, ev)
-			failed = append(failed, pe.Error())
+			out.Confidence, out.Reason, out.Detail = probe.Low, ReasonParseError, pe.Error()
+			if pf.Escapes {
+				out.Reason = probe.ReasonPathEscapes
+			}
 			continue
 		}
 		facts.Files = append(facts.Files, File{Path: pf.Path, Parsed: pf.File})
-		out.Warnings = append(out.Warnings, findings(pf.File)...)
-	}
-	if len(failed) > 0 {
-		out.Confidence = probe.Low
-		out.Reason = ReasonParseError
-		out.Detail = strings.Join(failed, "; ")
-	}
-	return out, nil
-}
-
-// Parsed is one of the repository's Dockerfiles: parsed, or the error
-// that stopped its parse.
-type Parsed struct {
-	Path string
-	File *dockerfile.File
-	Err  *dockerfile.ParseError
-}
-
-// ParseAll finds, reads and parses every Dockerfile, sorted by path. A
-// parse error is the file's own; a read error or cancellation stops it.
-func ParseAll(ctx context.Context, repo *probe.Repo) ([]Parsed, error) {
-	files, err := Find(repo)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]Parsed, 0, len(files))
-	for _, p := range files {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		data, err := repo.ReadFile(p)
-		if err != nil {
-			return nil, fmt.Errorf("reading %s: %w", p, err)
-		}
-		f, err := dockerfile.Parse(p, data)
-		var pe *dockerfile.ParseError
-		switch {
-		case err == nil:
-			out = append(out, Parsed{Path: p, File: f})
-		case errors.As(err, &pe):
-			out = append(out, Parsed{Path: p, Err: pe})
-		default:
-			return nil, err
+		if judged {
+			out.Warnings = append(out.Warnings, findings(j.File)...)
 		}
 	}
 	return out, nil
-}
-
-// Find lists the repository's Dockerfiles, sorted.
-func Find(repo *probe.Repo) ([]string, error) {
-	seen := map[string]bool{}
-	var files []string
-	for _, pat := range dockerfile.Patterns {
-		ms, err := repo.Glob(pat)
-		if err != nil {
-			return nil, err
-		}
-		for _, m := range ms {
-			if dockerfile.IsDockerfile(m) && !seen[m] {
-				seen[m] = true
-				files = append(files, m)
-			}
-		}
-	}
-	sort.Strings(files)
-	return files, nil
 }
 
 // findings flags what needs a shell in the image that runs it.

@@ -24,7 +24,7 @@ import (
 
 	"github.com/codegenie/codegenie/internal/probe"
 	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/dockerfile"
-	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/probes/dockerfileprobe"
+	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/images"
 	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/probes/nodeproject"
 	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/probes/npmscripts"
 	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/shellcmd"
@@ -113,12 +113,13 @@ func (*Probe) Desc() probe.Desc {
 		Name:      Name,
 		Version:   "1",
 		Heaviness: probe.Light,
+		PerImage:  true,
 		// The set of executed files depends on the repository's whole
 		// layout (COPY sources, node_modules), so the probe caches only
 		// on what it reads: Dockerfiles, package.json and executables.
 		CacheStrategy: probe.CacheContent,
 		DeclaredInputs: append([]string{"package.json", "**/package.json", "server.js", "**/*.sh", "node_modules/.bin/*",
-			"node_modules/*/package.json", "node_modules/@*/*/package.json", "bin/*", "**/bin/*"}, dockerfile.Patterns...),
+			"node_modules/*/package.json", "node_modules/@*/*/package.json", "bin/*", "**/bin/*"}, images.Inputs()...),
 		NewFacts: func() any { return new(Facts) },
 	}
 }
@@ -133,7 +134,7 @@ func (*Probe) Run(ctx context.Context, repo *probe.Repo, pctx *probe.Context) (p
 	facts := &Facts{Executables: []Executable{}}
 	out := probe.Output{Confidence: probe.High, Facts: facts}
 	files := map[string]*dockerfile.File{}
-	parsed, err := dockerfileprobe.ParseAll(ctx, repo)
+	parsed, err := images.Selected(ctx, repo, pctx)
 	if err != nil {
 		return probe.Output{}, err
 	}

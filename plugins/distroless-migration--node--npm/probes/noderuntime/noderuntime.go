@@ -19,7 +19,7 @@ import (
 
 	"github.com/codegenie/codegenie/internal/probe"
 	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/dockerfile"
-	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/probes/dockerfileprobe"
+	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/images"
 	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/probes/nodeproject"
 	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/shellcmd"
 )
@@ -36,6 +36,7 @@ const (
 	WarnMissingBinary     = "node_runtime.missing_binary"
 	WarnUnsupportedMajor  = "node_runtime.no_distroless_for_major"
 	WarnUnknownNodeMajor  = "node_runtime.unknown_node_major"
+	WarnEndOfLife         = "node_runtime.end_of_life_runtime"
 	ReasonDockerfileError = probe.Reason("dockerfile_parse_error")
 )
 
@@ -48,6 +49,7 @@ var Warnings = []probe.WarningDesc{
 	{ID: WarnMissingBinary, Summary: "the final stage runs a binary (curl, tini, git...) that a distroless node image does not have"},
 	{ID: WarnUnsupportedMajor, Summary: "no distroless node image is published for this Node major (only the current even LTS majors)"},
 	{ID: WarnUnknownNodeMajor, Summary: "the Node major of a stage could not be read from its base image tag"},
+	{ID: WarnEndOfLife, Summary: "the runtime image is end of life (such as the removed nodejs*-debian12 distroless builds); it gets no fixes"},
 }
 
 // DistrolessMajors are the Node majors with a published distroless image
@@ -99,6 +101,8 @@ type Base struct {
 	Libc      string `json:"libc"` // glibc, musl or unknown
 	Kind      string `json:"kind"`
 	Line      int    `json:"line"`
+	// EndOfLife says why the image is end of life, when it is.
+	EndOfLife string `json:"end_of_life,omitempty"`
 }
 
 // Native is evidence of a native addon.
@@ -140,16 +144,17 @@ func (*Probe) Desc() probe.Desc {
 		Name:          Name,
 		Version:       "1",
 		Heaviness:     probe.Light,
+		PerImage:      true,
 		CacheStrategy: probe.CacheContent,
 		DeclaredInputs: append([]string{"package.json", "binding.gyp", "node_modules/*/package.json", "node_modules/@*/*/package.json",
 			"node_modules/*/binding.gyp", "node_modules/@*/*/binding.gyp", "node_modules/*/prebuilds/**", "node_modules/@*/*/prebuilds/**"},
-			dockerfile.Patterns...),
+			images.Inputs()...),
 		NewFacts: func() any { return new(Facts) },
 	}
 }
 
 // Run reads the Dockerfiles, package.json and node_modules metadata.
-func (*Probe) Run(ctx context.Context, repo *probe.Repo, _ *probe.Context) (probe.Output, error) {
+func (*Probe) Run(ctx context.Context, repo *probe.Repo, pctx *probe.Context) (probe.Output, error) {
 	facts := &Facts{Images: []Image{}}
 	out := probe.Output{Confidence: probe.High, Facts: facts}
 	if data, err := repo.ReadFile("package.json"); err == nil {
@@ -175,7 +180,7 @@ func (*Probe) Run(ctx context.Context, repo *probe.Repo, _ *probe.Context) (prob
 		a, b := facts.Native[i], facts.Native[j]
 		return a.Package+a.How+a.File < b.Package+b.How+b.File
 	})
-	files, err := dockerfileprobe.ParseAll(ctx, repo)
+	files, err := images.Selected(ctx, repo, pctx)
 	if err != nil {
 		return probe.Output{}, err
 	}
@@ -260,11 +265,7 @@ var (
 func base(f *dockerfile.File, stage int) Base {
 	ref := f.RootBase(stage)
 	b := Base{Stage: stage, Ref: ref, Kind: string(dockerfile.ClassifyBase(ref)), Libc: "unknown", Line: f.Stages[stage].Line}
-	tag := ""
-	name := ref
-	if i := strings.LastIndex(ref, ":"); i > strings.LastIndex(ref, "/") {
-		name, tag = ref[:i], ref[i+1:]
-	}
+	name, tag := splitRef(ref)
 	switch dockerfile.ClassifyBase(ref) {
 	case dockerfile.BaseOfficialNode:
 		if m := majorRE.FindStringSubmatch(tag); m != nil {
@@ -279,6 +280,7 @@ func base(f *dockerfile.File, stage int) Base {
 			b.NodeMajor, _ = strconv.Atoi(m[1])
 		}
 		b.Libc = "glibc"
+		b.EndOfLife = endOfLife(name, tag, b.NodeMajor)
 	case dockerfile.BaseOther:
 		if strings.Contains(ref, "alpine") {
 			b.Libc = "musl"
@@ -321,6 +323,62 @@ func imageWarnings(file string, img Image, native bool) []probe.Warning {
 		ws = append(ws, probe.Warning{ID: WarnUnsupportedMajor, Message: fmt.Sprintf("Node %d has no distroless image; bump to %d", major, nextSupported(major)), Evidence: ev(line)})
 	}
 	return ws
+}
+
+// splitRef splits an image reference into its name and tag, ignoring a
+// digest: node:26.4.0-slim@sha256:… has name node and tag 26.4.0-slim.
+func splitRef(ref string) (name, tag string) {
+	name = ref
+	if i := strings.Index(name, "@"); i >= 0 {
+		name = name[:i]
+	}
+	if i := strings.LastIndex(name, ":"); i > strings.LastIndex(name, "/") {
+		name, tag = name[:i], name[i+1:]
+	}
+	return name, tag
+}
+
+// endOfLife says why a distroless node image is no longer built: the
+// debian11 and debian12 node lines were removed, an unversioned
+// gcr.io/distroless/nodejs only ever had old majors, and an unsupported
+// major gets no image.
+func endOfLife(name, tag string, major int) string {
+	switch {
+	case strings.HasSuffix(name, "-debian12") || strings.HasSuffix(name, "-debian11") || strings.HasSuffix(name, "-debian10"):
+		return "the " + name[strings.LastIndex(name, "-")+1:] + " distroless node builds were removed; only -debian13 images are published"
+	case major == 0 && strings.HasSuffix(name, "/nodejs"):
+		return "the unversioned gcr.io/distroless/nodejs image is no longer built"
+	case major != 0 && !Supported(major):
+		return fmt.Sprintf("no distroless image is published for Node %d", major)
+	}
+	return ""
+}
+
+// Supported reports whether a Node major has a published distroless image.
+func Supported(m int) bool { return supported(m) }
+
+// NextSupported is the nearest supported major at or above m (the newest
+// one past them all).
+func NextSupported(m int) int { return nextSupported(m) }
+
+// packageBinaries maps OS packages to the programs they install, where the
+// names differ; any other package installs a program of its own name.
+var packageBinaries = map[string][]string{
+	"imagemagick": {"convert", "magick", "identify", "mogrify"}, "graphicsmagick": {"gm"},
+	"ghostscript": {"gs"}, "poppler-utils": {"pdftotext", "pdftoppm", "pdfinfo"}, "openssh-client": {"ssh", "scp"},
+	"netcat": {"nc"}, "netcat-openbsd": {"nc"}, "netcat-traditional": {"nc"}, "procps": {"ps", "top", "pgrep"},
+	"iputils-ping": {"ping"}, "dnsutils": {"dig", "nslookup"}, "bind-tools": {"dig", "nslookup"},
+	"chromium": {"chromium", "chromium-browser"}, "python3": {"python3", "python"}, "python": {"python"},
+	"libreoffice": {"soffice", "libreoffice"}, "yt-dlp": {"yt-dlp"}, "ffmpeg": {"ffmpeg", "ffprobe"},
+	"mariadb-client": {"mysql", "mysqldump"}, "postgresql-client": {"psql", "pg_dump"}, "sqlite3": {"sqlite3"},
+}
+
+// PackageBinaries lists the programs an OS package installs.
+func PackageBinaries(pkg string) []string {
+	if b, ok := packageBinaries[pkg]; ok {
+		return b
+	}
+	return []string{pkg}
 }
 
 func supported(m int) bool {

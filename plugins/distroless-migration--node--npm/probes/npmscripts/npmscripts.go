@@ -17,7 +17,7 @@ import (
 
 	"github.com/codegenie/codegenie/internal/probe"
 	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/dockerfile"
-	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/probes/dockerfileprobe"
+	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/images"
 	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/probes/nodeproject"
 	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/shellcmd"
 )
@@ -103,15 +103,16 @@ func (*Probe) Desc() probe.Desc {
 		Name:           Name,
 		Version:        "1",
 		Heaviness:      probe.Light,
+		PerImage:       true,
 		CacheStrategy:  probe.CacheContent,
-		DeclaredInputs: append([]string{"package.json", "**/package.json", "server.js"}, dockerfile.Patterns...),
+		DeclaredInputs: append([]string{"package.json", "**/package.json", "server.js"}, images.Inputs()...),
 		NewFacts:       func() any { return new(Facts) },
 	}
 }
 
 // Run resolves each Dockerfile's start chain.
-func (*Probe) Run(ctx context.Context, repo *probe.Repo, _ *probe.Context) (probe.Output, error) {
-	files, err := dockerfileprobe.ParseAll(ctx, repo)
+func (*Probe) Run(ctx context.Context, repo *probe.Repo, pctx *probe.Context) (probe.Output, error) {
+	files, err := images.Selected(ctx, repo, pctx)
 	if err != nil {
 		return probe.Output{}, err
 	}
@@ -140,6 +141,24 @@ func (*Probe) Run(ctx context.Context, repo *probe.Repo, _ *probe.Context) (prob
 		out.Warnings = append(out.Warnings, ws...)
 	}
 	return out, nil
+}
+
+// Start is the derived fact of the judged image's start chain (nil when
+// the repository has no parsed Dockerfile), shared with the probes that
+// follow the start command (the module graph, entrypoint scripts).
+var Start = &probe.Analyzer[*Chain]{
+	Name:     "start_chain",
+	PerImage: true,
+	Run: func(ctx context.Context, repo *probe.Repo, pctx *probe.Context) (*Chain, error) {
+		files, err := images.Selected(ctx, repo, pctx)
+		if err != nil || len(files) == 0 || files[0].File == nil {
+			return nil, err
+		}
+		f := files[0].File
+		pkg, _ := loadPackage(repo, path.Dir(files[0].Path))
+		c, _ := resolve(f, pkg)
+		return &c, nil
+	},
 }
 
 // pkg is the package.json a Dockerfile's chain resolves against.

@@ -30,7 +30,7 @@ import (
 	"github.com/codegenie/codegenie/internal/sandbox"
 	"github.com/codegenie/codegenie/internal/trace"
 	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/dockerfile"
-	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/probes/dockerfileprobe"
+	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/images"
 	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/probes/nodeproject"
 )
 
@@ -179,12 +179,13 @@ func (p *Probe) bootFor(pctx *probe.Context) time.Duration {
 
 // Desc describes the probe.
 func (*Probe) Desc() probe.Desc {
-	inputs := append([]string{"package.json", "package-lock.json", "yarn.lock", "pnpm-lock.yaml"}, dockerfile.Patterns...)
+	inputs := append([]string{"package.json", "package-lock.json", "yarn.lock", "pnpm-lock.yaml"}, images.Inputs()...)
 	inputs = append(inputs, "**/*.js", "**/*.cjs", "**/*.mjs", "**/*.ts", "**/*.json", "**/*.sh", ".dockerignore")
 	return probe.Desc{
 		Name:           Name,
-		Version:        "1",
+		Version:        "2",
 		Heaviness:      probe.Heavy,
+		PerImage:       true,
 		RunsLast:       true,
 		CacheStrategy:  probe.CacheContent,
 		DeclaredInputs: inputs,
@@ -196,30 +197,34 @@ func (*Probe) Desc() probe.Desc {
 
 // ImageInputs lists the base images of the Dockerfile the probe builds, so
 // that a new digest behind a tag invalidates the cache.
-func (*Probe) ImageInputs(repo *probe.Repo) ([]string, error) {
-	f, err := pick(repo)
+func (*Probe) ImageInputs(ctx context.Context, repo *probe.Repo, pctx *probe.Context) ([]string, error) {
+	f, _, err := pick(ctx, repo, pctx)
 	if err != nil || f == nil {
 		return nil, err
 	}
 	return f.ImageBases(), nil
 }
 
-// pick chooses the Dockerfile to build: ./Dockerfile, else the first one.
-func pick(repo *probe.Repo) (*dockerfile.File, error) {
-	files, err := dockerfileprobe.ParseAll(context.Background(), repo)
+// pick returns the judged image's Dockerfile as built for its target, and
+// the target to name in the build ("" when it is the last stage).
+func pick(ctx context.Context, repo *probe.Repo, pctx *probe.Context) (*dockerfile.File, string, error) {
+	files, err := images.Selected(ctx, repo, pctx)
 	if err != nil || len(files) == 0 {
-		return nil, err
+		return nil, "", err
 	}
 	chosen := files[0]
-	for _, pf := range files {
-		if pf.Path == "Dockerfile" {
-			chosen = pf
-		}
-	}
 	if chosen.Err != nil {
-		return nil, chosen.Err
+		return nil, "", chosen.Err
 	}
-	return chosen.File, nil
+	j, err := images.Image.Of(ctx, repo, pctx)
+	if err != nil {
+		return nil, "", err
+	}
+	final := ""
+	if chosen.File.Final != j.Parsed.File.Final {
+		final = chosen.File.StageName(chosen.File.Final)
+	}
+	return chosen.File, final, nil
 }
 
 func low(r probe.Reason, warn, detail string, facts *Facts) probe.Output {
@@ -230,7 +235,7 @@ func low(r probe.Reason, warn, detail string, facts *Facts) probe.Output {
 // Run builds and boots the image in the sandbox and analyses the trace.
 func (p *Probe) Run(ctx context.Context, repo *probe.Repo, pctx *probe.Context) (probe.Output, error) {
 	facts := &Facts{Invocations: []Invocation{}}
-	f, err := pick(repo)
+	f, final, err := pick(ctx, repo, pctx)
 	if err != nil {
 		var pe *dockerfile.ParseError
 		if errors.As(err, &pe) {
@@ -246,7 +251,7 @@ func (p *Probe) Run(ctx context.Context, repo *probe.Repo, pctx *probe.Context) 
 		return low(ReasonSandboxUnavailable, WarnSandboxUnavailable,
 			"no sandbox: configure a gate-control (--gate-control) or run as root so gather starts a private one", facts), nil
 	}
-	facts.Targets = targets(f)
+	facts.Targets = targets(f, final)
 	bootFor := p.bootFor(pctx)
 	req := sandbox.SpawnRequest{
 		Role:         sandbox.RoleProbe,
@@ -337,11 +342,11 @@ func (p *Probe) Run(ctx context.Context, repo *probe.Repo, pctx *probe.Context) 
 
 // targets: the builder stage (by name; an unnamed builder is built as part
 // of the final stage), then the final stage.
-func targets(f *dockerfile.File) []string {
+func targets(f *dockerfile.File, final string) []string {
 	if f.Builder >= 0 && f.Stages[f.Builder].Name != "" {
-		return []string{f.Stages[f.Builder].Name, ""}
+		return []string{f.Stages[f.Builder].Name, final}
 	}
-	return []string{""}
+	return []string{final}
 }
 
 func phaseOr(p string) string {

@@ -186,7 +186,7 @@ func TestDistrolessAttemptAndUnknownInterpreter(t *testing.T) {
 
 func TestImageInputs(t *testing.T) {
 	t.Parallel()
-	got, err := New().ImageInputs(repo(t))
+	got, err := New().ImageInputs(t.Context(), repo(t), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

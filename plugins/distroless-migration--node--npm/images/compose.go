@@ -1,0 +1,143 @@
+package images
+
+import (
+	"context"
+	"path"
+	"sort"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/codegenie/codegenie/internal/probe"
+)
+
+// ComposePatterns find compose files, for declared inputs.
+var ComposePatterns = []string{
+	"**/docker-compose*.yml", "**/docker-compose*.yaml", "**/compose*.yml", "**/compose*.yaml",
+}
+
+// ComposeBuild is one compose service's build section.
+type ComposeBuild struct {
+	File    string `json:"file"`
+	Line    int    `json:"line"`
+	Service string `json:"service"`
+	// Context and Dockerfile are repository-relative.
+	Context    string `json:"context"`
+	Dockerfile string `json:"dockerfile"`
+	Target     string `json:"target,omitempty"`
+}
+
+// ComposeFile is what the compose files say about builds; Errors names the
+// files that could not be read as YAML (they are skipped, not fatal).
+type ComposeFile struct {
+	Builds []ComposeBuild
+	Errors []string
+}
+
+// Compose is the derived fact of every compose file's build sections.
+var Compose = &probe.Analyzer[*ComposeFile]{
+	Name: "compose_builds",
+	Run: func(ctx context.Context, repo *probe.Repo, _ *probe.Context) (*ComposeFile, error) {
+		out := &ComposeFile{}
+		seen := map[string]bool{}
+		for _, pat := range ComposePatterns {
+			ms, err := repo.Glob(pat)
+			if err != nil {
+				return nil, err
+			}
+			for _, m := range ms {
+				if seen[m] {
+					continue
+				}
+				seen[m] = true
+				if err := ctx.Err(); err != nil {
+					return nil, err
+				}
+				data, err := repo.ReadFile(m)
+				if err != nil {
+					out.Errors = append(out.Errors, m+": "+probe.DescribeReadError(err))
+					continue
+				}
+				bs, err := parseCompose(m, data)
+				if err != nil {
+					out.Errors = append(out.Errors, m+": "+err.Error())
+					continue
+				}
+				out.Builds = append(out.Builds, bs...)
+			}
+		}
+		sort.SliceStable(out.Builds, func(i, j int) bool {
+			a, b := out.Builds[i], out.Builds[j]
+			if a.File != b.File {
+				return a.File < b.File
+			}
+			return a.Line < b.Line
+		})
+		return out, nil
+	},
+}
+
+// parseCompose reads the services' build sections of one compose file.
+// Short syntax (build: ./dir) and long syntax (context, dockerfile,
+// target) are both read; a service with no build section is skipped.
+func parseCompose(file string, data []byte) ([]ComposeBuild, error) {
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return nil, err
+	}
+	if len(doc.Content) == 0 {
+		return nil, nil
+	}
+	services := mapValue(doc.Content[0], "services")
+	if services == nil || services.Kind != yaml.MappingNode {
+		return nil, nil
+	}
+	dir := path.Dir(file)
+	var out []ComposeBuild
+	for i := 0; i+1 < len(services.Content); i += 2 {
+		name, svc := services.Content[i].Value, services.Content[i+1]
+		b := mapValue(svc, "build")
+		if b == nil {
+			continue
+		}
+		cb := ComposeBuild{File: file, Line: b.Line, Service: name, Context: ".", Dockerfile: "Dockerfile"}
+		switch b.Kind {
+		case yaml.ScalarNode:
+			cb.Context = b.Value
+		case yaml.MappingNode:
+			if v := mapValue(b, "context"); v != nil && v.Kind == yaml.ScalarNode {
+				cb.Context = v.Value
+			}
+			if v := mapValue(b, "dockerfile"); v != nil && v.Kind == yaml.ScalarNode {
+				cb.Dockerfile = v.Value
+			}
+			if v := mapValue(b, "target"); v != nil && v.Kind == yaml.ScalarNode {
+				cb.Target = v.Value
+			}
+		default:
+			continue
+		}
+		if strings.Contains(cb.Context, "://") || strings.HasPrefix(cb.Context, "/") {
+			continue // a remote or absolute context is not this repository
+		}
+		cb.Context = path.Clean(path.Join(dir, cb.Context))
+		cb.Dockerfile = path.Clean(path.Join(cb.Context, cb.Dockerfile))
+		if strings.HasPrefix(cb.Context, "..") || strings.HasPrefix(cb.Dockerfile, "..") {
+			continue
+		}
+		out = append(out, cb)
+	}
+	return out, nil
+}
+
+func mapValue(n *yaml.Node, key string) *yaml.Node {
+	if n == nil || n.Kind != yaml.MappingNode {
+		return nil
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == key {
+			return n.Content[i+1]
+		}
+	}
+	return nil
+}

@@ -1,0 +1,379 @@
+package images
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"path"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/codegenie/codegenie/internal/probe"
+	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/dockerfile"
+)
+
+// FileSet is what the judged image's final stage holds of the repository:
+// the files its COPY and ADD instructions bring in, directly or through
+// builder stages, after .dockerignore.
+type FileSet struct {
+	// Files maps a repository path to its path in the image.
+	Files map[string]string
+	// Generated are image directories that a builder stage's RUN steps
+	// produced (such as /app/dist), copied into the final image: their
+	// contents are not in the repository.
+	Generated []Generated
+	// InstallsDependencies is set when a stage that feeds the final image
+	// installs packages (npm ci, npm install, yarn, pnpm install): the
+	// image's node_modules comes from the lockfile, not from the repository.
+	InstallsDependencies bool
+	// Unresolved says why part of the file set is unknown (a COPY source
+	// with a variable, an ADD of a URL); when it is not empty, a file not in
+	// Files may still be in the image.
+	Unresolved []string
+}
+
+// Generated is a directory of the final image whose files a RUN step made.
+type Generated struct {
+	ImagePath string
+	// Stage and StagePath are where it was made.
+	Stage     string
+	StagePath string
+}
+
+// Ships reports whether the image holds the repository file rel. known is
+// false when the file set is incomplete and rel is not in it.
+func (s *FileSet) Ships(rel string) (ships, known bool) {
+	if s == nil {
+		return true, false
+	}
+	if _, ok := s.Files[rel]; ok {
+		return true, true
+	}
+	if s.InstallsDependencies && isNodeModules(rel) {
+		return true, true
+	}
+	return false, len(s.Unresolved) == 0
+}
+
+// ImagePath returns where rel is in the image.
+func (s *FileSet) ImagePath(rel string) (string, bool) {
+	if s == nil {
+		return "", false
+	}
+	p, ok := s.Files[rel]
+	return p, ok
+}
+
+// RepoPath maps an image path back to the repository file it came from.
+func (s *FileSet) RepoPath(imagePath string) (string, bool) {
+	if s == nil {
+		return "", false
+	}
+	imagePath = path.Clean(imagePath)
+	for rel, ip := range s.Files {
+		if ip == imagePath {
+			return rel, true
+		}
+	}
+	return "", false
+}
+
+func isNodeModules(rel string) bool {
+	return strings.HasPrefix(rel, "node_modules/") || strings.Contains(rel, "/node_modules/")
+}
+
+// Files is the derived fact of the judged image's file set (nil when the
+// repository has no Dockerfile or it did not parse).
+var Files = &probe.Analyzer[*FileSet]{
+	Name:     "image_files",
+	PerImage: true,
+	Run: func(ctx context.Context, repo *probe.Repo, pctx *probe.Context) (*FileSet, error) {
+		j, err := Image.Of(ctx, repo, pctx)
+		if err != nil || j == nil || j.File == nil {
+			return nil, err
+		}
+		all, err := repo.Files()
+		if err != nil {
+			return nil, err
+		}
+		ign, err := readIgnore(repo, j)
+		if err != nil {
+			return nil, err
+		}
+		b := &setBuilder{f: j.File, files: contextFiles(all, j.Context, ign), memo: map[int][]mapping{}}
+		set := &FileSet{Files: map[string]string{}}
+		for _, m := range b.stage(j.File.Final, 0) {
+			set.Files[m.repo] = m.image
+		}
+		set.Generated, set.Unresolved = b.generated, b.unresolved
+		set.InstallsDependencies = b.installs
+		sort.Strings(set.Unresolved)
+		return set, nil
+	},
+}
+
+// mapping is one repository file in a stage's filesystem.
+type mapping struct{ image, repo string }
+
+type setBuilder struct {
+	f *dockerfile.File
+	// files are the build context's files: context-relative → repo path.
+	files      []ctxFile
+	memo       map[int][]mapping
+	generated  []Generated
+	unresolved []string
+	installs   bool
+}
+
+type ctxFile struct{ rel, repo string }
+
+// stage returns the repository files in stage i's filesystem (through its
+// FROM chain), in COPY order; a later COPY to the same path wins.
+func (b *setBuilder) stage(i, depth int) []mapping {
+	if m, ok := b.memo[i]; ok {
+		return m
+	}
+	if depth > len(b.f.Stages) {
+		return nil
+	}
+	var out []mapping
+	if bs := b.f.Stages[i].BaseStage; bs >= 0 {
+		out = append(out, b.stage(bs, depth+1)...)
+	}
+	wd := b.f.Workdir(b.f.Stages[i].BaseStage) // "/" on an image base
+	for _, in := range b.f.Stages[i].Instructions {
+		switch in.Command {
+		case "workdir":
+			if len(in.Args) == 1 {
+				wd = joinAbs(wd, in.Args[0])
+			}
+		case "run":
+			if installsPackages(in) {
+				b.installs = true
+			}
+		case "copy", "add":
+			if len(in.Args) < 2 {
+				continue
+			}
+			srcs, dest := in.Args[:len(in.Args)-1], in.Args[len(in.Args)-1]
+			destDir := strings.HasSuffix(dest, "/") || len(srcs) > 1
+			dest = joinAbs(wd, dest)
+			for _, src := range srcs {
+				out = append(out, b.copyOne(in, src, dest, destDir, depth)...)
+			}
+		}
+	}
+	b.memo[i] = out
+	return out
+}
+
+func (b *setBuilder) copyOne(in dockerfile.Instruction, src, dest string, destDir bool, depth int) []mapping {
+	if strings.Contains(src, "$") {
+		b.unresolved = append(b.unresolved, "COPY source "+src+" uses a variable ("+b.f.Path+":"+strconv.Itoa(in.Line)+")")
+		return nil
+	}
+	if strings.Contains(src, "://") {
+		b.unresolved = append(b.unresolved, "ADD "+src+" fetches a URL ("+b.f.Path+":"+strconv.Itoa(in.Line)+")")
+		return nil
+	}
+	var out []mapping
+	if in.From != "" {
+		st, ok := b.f.StageRef(in.From)
+		if !ok {
+			return nil // another image: none of the repository's files
+		}
+		sp := path.Clean("/" + strings.TrimPrefix(src, "/"))
+		if !path.IsAbs(src) {
+			sp = joinAbs(b.f.Workdir(st), src)
+		}
+		found := false
+		for _, m := range b.stage(st, depth+1) {
+			if rest, ok := under(m.image, sp); ok {
+				found = true
+				out = append(out, mapping{image: placed(dest, destDir, sp, rest, m.image), repo: m.repo})
+			}
+		}
+		if !found {
+			b.generated = append(b.generated, Generated{ImagePath: dest, Stage: b.f.StageName(st), StagePath: sp})
+		}
+		return out
+	}
+	clean := path.Clean(strings.TrimPrefix(src, "./"))
+	glob := strings.ContainsAny(clean, "*?[")
+	for _, cf := range b.files {
+		if clean == "." {
+			out = append(out, mapping{image: path.Join(dest, cf.rel), repo: cf.repo})
+			continue
+		}
+		if glob {
+			if ok, _ := path.Match(clean, cf.rel); ok {
+				out = append(out, mapping{image: path.Join(dest, path.Base(cf.rel)), repo: cf.repo})
+			}
+			continue
+		}
+		if rest, ok := under(cf.rel, clean); ok {
+			if rest == "" { // a file
+				if destDir {
+					out = append(out, mapping{image: path.Join(dest, path.Base(cf.rel)), repo: cf.repo})
+				} else {
+					out = append(out, mapping{image: dest, repo: cf.repo})
+				}
+				continue
+			}
+			out = append(out, mapping{image: path.Join(dest, rest), repo: cf.repo})
+		}
+	}
+	return out
+}
+
+// placed is where a file at src (rest below it) lands under dest.
+func placed(dest string, destDir bool, src, rest, full string) string {
+	if rest == "" {
+		if destDir {
+			return path.Join(dest, path.Base(full))
+		}
+		return dest
+	}
+	return path.Join(dest, rest)
+}
+
+// under reports whether p is prefix or below it, with the rest.
+func under(p, prefix string) (string, bool) {
+	if p == prefix {
+		return "", true
+	}
+	if prefix == "/" {
+		return strings.TrimPrefix(p, "/"), true
+	}
+	if rest, ok := strings.CutPrefix(p, prefix+"/"); ok {
+		return rest, true
+	}
+	return "", false
+}
+
+func joinAbs(wd, p string) string {
+	if path.IsAbs(p) {
+		return path.Clean(p)
+	}
+	return path.Join(wd, p)
+}
+
+// installsPackages reports whether a RUN step installs node packages.
+func installsPackages(in dockerfile.Instruction) bool {
+	cmd := strings.Join(in.Args, " ")
+	for _, w := range []string{"npm ci", "npm install", "npm i ", "yarn install", "yarn --", "pnpm install", "pnpm i ", "npm prune"} {
+		if strings.Contains(cmd, w) {
+			return true
+		}
+	}
+	return strings.TrimSpace(cmd) == "yarn" || strings.Contains(cmd, "&& yarn") || strings.HasPrefix(strings.TrimSpace(cmd), "yarn &&")
+}
+
+// contextFiles lists the build context's files that .dockerignore keeps.
+func contextFiles(all []string, ctxDir string, ign *ignore) []ctxFile {
+	var out []ctxFile
+	prefix := ""
+	if ctxDir != "." && ctxDir != "" {
+		prefix = ctxDir + "/"
+	}
+	for _, f := range all {
+		rel, ok := strings.CutPrefix(f, prefix)
+		if !ok {
+			continue
+		}
+		if ign.excludes(rel) {
+			continue
+		}
+		out = append(out, ctxFile{rel: rel, repo: f})
+	}
+	return out
+}
+
+// ignore is a parsed .dockerignore.
+type ignore struct {
+	rules []ignoreRule
+}
+
+type ignoreRule struct {
+	segs   []string
+	negate bool
+}
+
+// readIgnore reads the Dockerfile's own <name>.dockerignore, else the
+// context's .dockerignore. None is no rule.
+func readIgnore(repo *probe.Repo, j *Judged) (*ignore, error) {
+	cands := []string{j.Parsed.Path + ".dockerignore", path.Join(j.Context, ".dockerignore")}
+	for _, c := range cands {
+		data, err := repo.ReadFile(c)
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, probe.ErrPathEscapes) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		return parseIgnore(string(data)), nil
+	}
+	return &ignore{}, nil
+}
+
+func parseIgnore(s string) *ignore {
+	ig := &ignore{}
+	for _, line := range strings.Split(s, "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		r := ignoreRule{}
+		if strings.HasPrefix(line, "!") {
+			r.negate, line = true, strings.TrimSpace(line[1:])
+		}
+		line = path.Clean(strings.TrimPrefix(line, "/"))
+		if line == "." {
+			continue
+		}
+		r.segs = strings.Split(line, "/")
+		ig.rules = append(ig.rules, r)
+	}
+	return ig
+}
+
+// excludes applies the rules in order; the last match wins. A rule that
+// matches a directory excludes everything below it.
+func (ig *ignore) excludes(rel string) bool {
+	if ig == nil || len(ig.rules) == 0 {
+		return false
+	}
+	segs := strings.Split(rel, "/")
+	out := false
+	for _, r := range ig.rules {
+		for n := 1; n <= len(segs); n++ {
+			if matchSegs(r.segs, segs[:n]) {
+				out = !r.negate
+				break
+			}
+		}
+	}
+	return out
+}
+
+func matchSegs(pat, segs []string) bool {
+	for len(pat) > 0 {
+		if pat[0] == "**" {
+			for i := 0; i <= len(segs); i++ {
+				if matchSegs(pat[1:], segs[i:]) {
+					return true
+				}
+			}
+			return false
+		}
+		if len(segs) == 0 {
+			return false
+		}
+		if ok, _ := path.Match(pat[0], segs[0]); !ok {
+			return false
+		}
+		pat, segs = pat[1:], segs[1:]
+	}
+	return len(segs) == 0
+}

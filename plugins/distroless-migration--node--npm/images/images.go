@@ -1,0 +1,290 @@
+// Package images knows which images a repository builds and which one a
+// run judges. Each Dockerfile is an image of its own; the stage that ships
+// is the one --target names, else the one a compose file's build.target
+// names for that Dockerfile, else the last stage. It also derives, once per
+// judged image, the view of its Dockerfile as built for that target and the
+// set of repository files the final image holds.
+//
+// It reads files only; it never builds anything.
+package images
+
+import (
+	"context"
+	"fmt"
+	"path"
+	"strings"
+
+	"github.com/codegenie/codegenie/internal/probe"
+	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/dockerfile"
+)
+
+// Selector is the plugin's probe.ImageSelector.
+type Selector struct{}
+
+var _ probe.ImageSelector = Selector{}
+
+// Images lists every Dockerfile with its default target.
+func (Selector) Images(ctx context.Context, repo *probe.Repo) ([]probe.ImageRef, error) {
+	files, err := ParseAll(ctx, repo)
+	if err != nil {
+		return nil, err
+	}
+	comp, err := Compose.Of(ctx, repo, nil)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]probe.ImageRef, 0, len(files))
+	for _, pf := range files {
+		ref, err := pick(pf, comp, "", "")
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ref)
+	}
+	return out, nil
+}
+
+// Select picks the image to judge.
+func (Selector) Select(ctx context.Context, repo *probe.Repo, file, target string) (probe.ImageRef, error) {
+	files, err := ParseAll(ctx, repo)
+	if err != nil {
+		return probe.ImageRef{}, err
+	}
+	comp, err := Compose.Of(ctx, repo, nil)
+	if err != nil {
+		return probe.ImageRef{}, err
+	}
+	var paths []string
+	for _, pf := range files {
+		paths = append(paths, pf.Path)
+	}
+	var why string
+	var chosen *Parsed
+	switch {
+	case file != "":
+		want := path.Clean(strings.TrimPrefix(filepathToSlash(file), "./"))
+		for i := range files {
+			if files[i].Path == want {
+				chosen = &files[i]
+			}
+		}
+		if chosen == nil {
+			return probe.ImageRef{}, &probe.SelectionError{Msg: fmt.Sprintf("--dockerfile %s: no such Dockerfile in the repository", file), Choices: paths}
+		}
+		why = "--dockerfile " + file
+	case len(files) == 0:
+		if target != "" {
+			return probe.ImageRef{}, &probe.SelectionError{Msg: "--target " + target + ": the repository has no Dockerfile"}
+		}
+		return probe.ImageRef{}, nil
+	default:
+		for i := range files {
+			if files[i].Path == "Dockerfile" {
+				chosen, why = &files[i], "the Dockerfile at the repository root"
+			}
+		}
+		if chosen == nil && len(files) == 1 {
+			chosen, why = &files[0], "the repository's only Dockerfile"
+		}
+		if chosen == nil {
+			return probe.ImageRef{}, &probe.SelectionError{
+				Msg:     "the repository has several Dockerfiles and none at its root; pick one with --dockerfile, or judge each with --all-images",
+				Choices: paths}
+		}
+	}
+	ref, err := pick(*chosen, comp, target, why)
+	if err != nil {
+		return probe.ImageRef{}, err
+	}
+	return ref, nil
+}
+
+func filepathToSlash(p string) string { return strings.ReplaceAll(p, `\`, "/") }
+
+// pick chooses the target of one Dockerfile and says why.
+func pick(pf Parsed, comp *ComposeFile, target, why string) (probe.ImageRef, error) {
+	ref := probe.ImageRef{Dockerfile: pf.Path}
+	add := func(s string) {
+		if why == "" {
+			why = s
+		} else {
+			why += "; " + s
+		}
+	}
+	cb, hasCompose := composeFor(comp, pf.Path)
+	f := pf.File
+	switch {
+	case f == nil:
+		ref.Target = target
+		add("the Dockerfile could not be read, so no stage can be judged")
+	case target != "":
+		i, ok := f.StageRef(target)
+		if !ok {
+			var names []string
+			for j := range f.Stages {
+				names = append(names, f.StageName(j))
+			}
+			return probe.ImageRef{}, &probe.SelectionError{Msg: fmt.Sprintf("--target %s: %s has no such stage", target, pf.Path), Choices: names}
+		}
+		ref.Target = f.StageName(i)
+		add("target " + ref.Target + " from --target")
+	case hasCompose && cb.Target != "":
+		if i, ok := f.StageRef(cb.Target); ok {
+			ref.Target = f.StageName(i)
+			add(fmt.Sprintf("target %s named by %s:%d (service %s, build.target)", ref.Target, cb.File, cb.Line, cb.Service))
+			break
+		}
+		ref.Target = f.StageName(f.Final)
+		add(fmt.Sprintf("%s:%d names target %s, which %s lacks; the last stage (%s) instead", cb.File, cb.Line, cb.Target, pf.Path, ref.Target))
+	default:
+		ref.Target = f.StageName(f.Final)
+		add("the last stage (" + ref.Target + ")")
+	}
+	ref.Why = why
+	return ref, nil
+}
+
+// composeFor finds the compose build of a Dockerfile; the first one with a
+// target wins, so a file that builds the same Dockerfile twice is read in
+// file order.
+func composeFor(comp *ComposeFile, dockerfilePath string) (ComposeBuild, bool) {
+	var first ComposeBuild
+	found := false
+	for _, b := range comp.Builds {
+		if b.Dockerfile != dockerfilePath {
+			continue
+		}
+		if b.Target != "" {
+			return b, true
+		}
+		if !found {
+			first, found = b, true
+		}
+	}
+	return first, found
+}
+
+// Judged is the judged image: its Dockerfile as built for the target.
+type Judged struct {
+	Ref probe.ImageRef
+	// Parsed is the Dockerfile; Parsed.File is nil when it did not parse.
+	Parsed Parsed
+	// File is the Dockerfile as built for the target (dockerfile.File.AsTarget);
+	// nil when it did not parse.
+	File *dockerfile.File
+	// Context is the build context, repository-relative ("." for the root):
+	// a compose file's build.context, else the Dockerfile's folder.
+	Context string
+	// ContextWhy says where Context comes from.
+	ContextWhy string
+}
+
+// Image is the derived fact of the judged image (nil when the repository
+// has no Dockerfile).
+var Image = &probe.Analyzer[*Judged]{
+	Name:     "judged_image",
+	PerImage: true,
+	Run: func(ctx context.Context, repo *probe.Repo, pctx *probe.Context) (*Judged, error) {
+		ref := probe.ImageRef{}
+		if pctx != nil {
+			ref = pctx.Image
+		}
+		if ref.IsZero() {
+			// No selection from the driver (a probe run on its own): the
+			// default one.
+			var err error
+			if ref, err = (Selector{}).Select(ctx, repo, "", ""); err != nil || ref.IsZero() {
+				return nil, err
+			}
+		}
+		files, err := ParseAll(ctx, repo)
+		if err != nil {
+			return nil, err
+		}
+		comp, err := Compose.Of(ctx, repo, nil)
+		if err != nil {
+			return nil, err
+		}
+		for _, pf := range files {
+			if pf.Path != ref.Dockerfile {
+				continue
+			}
+			j := &Judged{Ref: ref, Parsed: pf}
+			if cb, ok := composeFor(comp, pf.Path); ok {
+				j.Context, j.ContextWhy = cb.Context, fmt.Sprintf("build.context of %s:%d", cb.File, cb.Line)
+			} else {
+				j.Context, j.ContextWhy = guessContext(repo, pf)
+			}
+			if pf.File != nil {
+				i, ok := pf.File.StageRef(ref.Target)
+				if !ok {
+					i = pf.File.Final
+				}
+				j.File = pf.File.AsTarget(i)
+			}
+			return j, nil
+		}
+		return nil, fmt.Errorf("judged image %s is not among the repository's Dockerfiles", ref.Dockerfile)
+	},
+}
+
+// Inputs are the declared inputs any probe that reads the judged image
+// needs: the Dockerfiles and the compose files.
+func Inputs() []string {
+	return append(append([]string{}, dockerfile.Patterns...), ComposePatterns...)
+}
+
+// guessContext picks the build context of a Dockerfile no compose file
+// builds: its own folder, unless the files its COPY instructions name are
+// missing there and present at the repository root (docker/Dockerfile built
+// with `docker build -f docker/Dockerfile .`).
+func guessContext(repo *probe.Repo, pf Parsed) (string, string) {
+	dir := path.Dir(pf.Path)
+	if dir == "." || pf.File == nil {
+		return dir, "the Dockerfile's folder"
+	}
+	here, root := 0, 0
+	for _, st := range pf.File.Stages {
+		for _, in := range st.Instructions {
+			if (in.Command != "copy" && in.Command != "add") || in.From != "" || len(in.Args) < 2 {
+				continue
+			}
+			for _, src := range in.Args[:len(in.Args)-1] {
+				src = path.Clean(strings.TrimPrefix(src, "./"))
+				if src == "." || strings.ContainsAny(src, "*?[$") || strings.Contains(src, "://") {
+					continue
+				}
+				if exists(repo, path.Join(dir, src)) {
+					here++
+				} else if exists(repo, src) {
+					root++
+				}
+			}
+		}
+	}
+	if root > here {
+		return ".", "the repository root: the files its COPY instructions name are there, not beside it"
+	}
+	return dir, "the Dockerfile's folder"
+}
+
+func exists(repo *probe.Repo, rel string) bool {
+	if repo.Exists(rel) {
+		return true
+	}
+	fs, err := repo.Glob(rel + "/**")
+	return err == nil && len(fs) > 0
+}
+
+// Selected returns the judged Dockerfile as the one-element list the
+// probes iterate over, its File the view for the target; empty when the
+// repository has no Dockerfile.
+func Selected(ctx context.Context, repo *probe.Repo, pctx *probe.Context) ([]Parsed, error) {
+	j, err := Image.Of(ctx, repo, pctx)
+	if err != nil || j == nil {
+		return nil, err
+	}
+	pf := j.Parsed
+	pf.File = j.File
+	return []Parsed{pf}, nil
+}

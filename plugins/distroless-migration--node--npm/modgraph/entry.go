@@ -1,0 +1,154 @@
+package modgraph
+
+import (
+	"path"
+	"strings"
+
+	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/images"
+	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/probes/npmscripts"
+)
+
+// NodeArgv returns the node command a start chain comes down to, without
+// the leading node: the exec-form rewrite, else the main script's own
+// command. ok is false when the chain does not end in node.
+func NodeArgv(c *npmscripts.Chain) ([]string, bool) {
+	if c == nil {
+		return nil, false
+	}
+	cands := [][]string{c.Direct}
+	for _, s := range c.Scripts {
+		if s.Role == "main" {
+			cands = append(cands, s.Analysis.Argv)
+		}
+	}
+	cands = append(cands, c.Program)
+	for _, argv := range cands {
+		if len(argv) > 0 && isNode(argv[0]) {
+			return argv[1:], true
+		}
+	}
+	return nil, false
+}
+
+func isNode(w string) bool {
+	b := path.Base(w)
+	return b == "node" || b == "nodejs"
+}
+
+// preloadFlags take a module to load before the script.
+var preloadFlags = map[string]bool{"-r": true, "--require": true, "--import": true, "--loader": true, "--experimental-loader": true}
+
+// valueFlags take a separate value that is not a module.
+var valueFlags = map[string]bool{"--env-file": true, "--title": true, "--inspect-port": true, "-C": true, "--conditions": true,
+	"--max-old-space-size": true, "--stack-size": true, "--input-type": true}
+
+// ScriptArgs splits node's arguments into the modules it preloads and the
+// script it runs ("" when it runs none: -e, -p, or a REPL).
+func ScriptArgs(args []string) (preloads []string, script string) {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "-e" || a == "--eval" || a == "-p" || a == "--print" {
+			return preloads, ""
+		}
+		if k, v, ok := strings.Cut(a, "="); ok && strings.HasPrefix(a, "-") {
+			if preloadFlags[k] {
+				preloads = append(preloads, v)
+			}
+			continue
+		}
+		switch {
+		case preloadFlags[a] && i+1 < len(args):
+			preloads = append(preloads, args[i+1])
+			i++
+		case valueFlags[a] && i+1 < len(args):
+			i++
+		case a == "--":
+			if i+1 < len(args) {
+				return preloads, args[i+1]
+			}
+			return preloads, ""
+		case strings.HasPrefix(a, "-"):
+		default:
+			return preloads, a
+		}
+	}
+	return preloads, ""
+}
+
+// entryFiles finds the repository files the container's node starts with.
+func entryFiles(j *images.Judged, set *images.FileSet, c *npmscripts.Chain, w *walker) ([]string, string) {
+	args, ok := NodeArgv(c)
+	if !ok {
+		return nil, "the start command does not run node directly (" + strings.Join(chainArgv(c), " ") + ")"
+	}
+	preloads, script := ScriptArgs(args)
+	if script == "" {
+		return nil, "node runs no script file (" + strings.Join(args, " ") + ")"
+	}
+	wd := j.File.Workdir(j.File.Final)
+	var out []string
+	var missing []string
+	for _, m := range append(preloads, script) {
+		if !strings.HasPrefix(m, ".") && !strings.HasPrefix(m, "/") && !strings.Contains(m, "/") && path.Ext(m) == "" {
+			// A bare preload (--require dotenv/config) is a package.
+			if t, ok := w.resolve(path.Join(j.Context, "index.js"), m); ok {
+				out = append(out, t)
+				continue
+			}
+		}
+		if t, ok := mapEntry(j, set, w, wd, m); ok {
+			out = append(out, t)
+		} else {
+			missing = append(missing, m)
+		}
+	}
+	why := "node " + strings.Join(args, " ") + " in " + wd
+	if len(missing) > 0 {
+		why += "; not found in the repository: " + strings.Join(missing, ", ")
+		if len(out) == 0 {
+			return nil, why
+		}
+	}
+	return out, why
+}
+
+// mapEntry maps a path node is given (relative to the image's WORKDIR) to
+// the repository file it is, or to the source it was compiled from.
+func mapEntry(j *images.Judged, set *images.FileSet, w *walker, wd, p string) (string, bool) {
+	ip := p
+	if !path.IsAbs(ip) {
+		ip = path.Join(wd, p)
+	}
+	for _, e := range exts {
+		if rel, ok := set.RepoPath(ip + e); ok {
+			return rel, true
+		}
+	}
+	if rel, ok := set.RepoPath(path.Join(ip, "index.js")); ok {
+		return rel, true
+	}
+	// Generated (dist/) or not copied: the path below WORKDIR, read in the
+	// build context.
+	rel := strings.TrimPrefix(ip, strings.TrimSuffix(wd, "/")+"/")
+	if path.IsAbs(rel) {
+		rel = strings.TrimPrefix(rel, "/")
+	}
+	cand := path.Join(j.Context, rel)
+	if t, ok := w.file(cand); ok {
+		return t, true
+	}
+	if t, ok := w.fromSource(cand); ok {
+		return t, true
+	}
+	return "", false
+}
+
+func chainArgv(c *npmscripts.Chain) []string {
+	if c == nil {
+		return nil
+	}
+	if len(c.Program) > 0 {
+		return c.Program
+	}
+	return c.Start.Argv
+}

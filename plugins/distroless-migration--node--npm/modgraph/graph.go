@@ -1,0 +1,491 @@
+// Package modgraph walks the module graph of the judged image from its
+// entrypoint: the files node loads when the container starts, following
+// require and import with literal specifiers, import() with a literal,
+// package.json main and exports, and compiled output (dist/, build/) mapped
+// back to its sources. Code the entrypoint cannot reach does not run at
+// start, nor on any request path the app itself defines.
+//
+// What cannot be resolved (a computed require, a missing node_modules, an
+// entrypoint that is not a file) is recorded, never dropped: the callers
+// then treat the affected files as "in the image" and say why.
+package modgraph
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"path"
+	"sort"
+	"strings"
+
+	"github.com/codegenie/codegenie/internal/probe"
+	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/images"
+	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/probes/npmscripts"
+)
+
+// MaxFiles bounds the walk; a graph larger than this is incomplete.
+const MaxFiles = 50000
+
+// Graph is the module graph of the judged image.
+type Graph struct {
+	// Entries are the repository files node starts with (the script and
+	// every --require/--import preload).
+	Entries []string
+	// EntryWhy says how the entries were found, or why none was.
+	EntryWhy string
+	// parent maps a reached file to the file that first loaded it ("" for
+	// an entry), and line to the line of that load.
+	parent map[string]string
+	line   map[string]int
+	// Dynamic lists reached files with a computed require or import().
+	Dynamic []Site
+	// Unresolved lists what the walk could not follow.
+	Unresolved []string
+	// MissingPackages are bare specifiers with no installed package.
+	MissingPackages []string
+}
+
+// Site is a place in a file.
+type Site struct {
+	File string
+	Line int
+}
+
+// Complete reports whether the walk started from a known entry and
+// followed every load: only then does "not reached" mean "does not run".
+func (g *Graph) Complete() bool {
+	return g != nil && len(g.Entries) > 0 && len(g.Unresolved) == 0
+}
+
+// Reached reports whether file is loaded from an entry.
+func (g *Graph) Reached(file string) bool {
+	if g == nil {
+		return false
+	}
+	_, ok := g.parent[file]
+	return ok
+}
+
+// Size is the number of reached files.
+func (g *Graph) Size() int {
+	if g == nil {
+		return 0
+	}
+	return len(g.parent)
+}
+
+// Chain returns the load chain from an entry to file, entry first, each
+// step but the first with the line that loads the next
+// ("server.js → lib/x.js:3").
+func (g *Graph) Chain(file string) []string {
+	if !g.Reached(file) {
+		return nil
+	}
+	var rev []string
+	for f, n := file, 0; n < 1000; n++ {
+		p := g.parent[f]
+		if p == "" {
+			rev = append(rev, f)
+			break
+		}
+		rev = append(rev, f)
+		f = p
+	}
+	out := make([]string, len(rev))
+	for i := range rev {
+		out[i] = rev[len(rev)-1-i]
+	}
+	return out
+}
+
+// LoadLine is the line of file's parent that loads it (0 for an entry).
+func (g *Graph) LoadLine(file string) int { return g.line[file] }
+
+// DynamicIn reports whether a file of the same package as file (the app,
+// or one node_modules package) has a computed load, so that files of that
+// package the walk did not reach may still be loaded.
+func (g *Graph) DynamicIn(file string) (Site, bool) {
+	if g == nil {
+		return Site{}, false
+	}
+	pkg := PackageOf(file)
+	for _, d := range g.Dynamic {
+		if PackageOf(d.File) == pkg {
+			return d, true
+		}
+	}
+	return Site{}, false
+}
+
+// PackageOf names the package a repository file belongs to: the
+// node_modules package directory, or "" for the app's own code.
+func PackageOf(file string) string {
+	i := strings.LastIndex(file, "node_modules/")
+	if i < 0 {
+		return ""
+	}
+	rest := file[i+len("node_modules/"):]
+	parts := strings.SplitN(rest, "/", 3)
+	n := 1
+	if strings.HasPrefix(parts[0], "@") && len(parts) > 1 {
+		n = 2
+	}
+	if len(parts) < n {
+		return file
+	}
+	return file[:i] + "node_modules/" + strings.Join(parts[:n], "/")
+}
+
+// Of is the derived fact of the judged image's module graph (nil when the
+// repository has no parsed Dockerfile).
+var Of = &probe.Analyzer[*Graph]{
+	Name:     "module_graph",
+	PerImage: true,
+	Run:      build,
+}
+
+func build(ctx context.Context, repo *probe.Repo, pctx *probe.Context) (*Graph, error) {
+	j, err := images.Image.Of(ctx, repo, pctx)
+	if err != nil || j == nil || j.File == nil {
+		return nil, err
+	}
+	set, err := images.Files.Of(ctx, repo, pctx)
+	if err != nil {
+		return nil, err
+	}
+	chain, err := npmscripts.Start.Of(ctx, repo, pctx)
+	if err != nil {
+		return nil, err
+	}
+	w := &walker{repo: repo, g: &Graph{parent: map[string]string{}, line: map[string]int{}}}
+	if w.files, err = repo.Files(); err != nil {
+		return nil, err
+	}
+	w.index = make(map[string]bool, len(w.files))
+	for _, f := range w.files {
+		w.index[f] = true
+	}
+	entries, why := entryFiles(j, set, chain, w)
+	w.g.EntryWhy = why
+	for _, e := range entries {
+		if !w.index[e] {
+			continue
+		}
+		w.g.Entries = append(w.g.Entries, e)
+		if _, ok := w.g.parent[e]; !ok {
+			w.g.parent[e] = ""
+			w.queue = append(w.queue, e)
+		}
+	}
+	if len(w.g.Entries) == 0 {
+		w.g.Unresolved = append(w.g.Unresolved, "no entrypoint file: "+why)
+		return w.g, nil
+	}
+	if err := w.run(ctx); err != nil {
+		return nil, err
+	}
+	sort.Strings(w.g.Unresolved)
+	sort.Strings(w.g.MissingPackages)
+	return w.g, nil
+}
+
+type walker struct {
+	repo  *probe.Repo
+	files []string
+	index map[string]bool
+	g     *Graph
+	queue []string
+	seenM map[string]bool
+	pkgs  map[string]*manifest
+}
+
+func (w *walker) run(ctx context.Context) error {
+	for len(w.queue) > 0 {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if len(w.g.parent) > MaxFiles {
+			w.g.Unresolved = append(w.g.Unresolved, "the module graph has more than 50000 files; the walk stopped")
+			return nil
+		}
+		f := w.queue[0]
+		w.queue = w.queue[1:]
+		if !loadable(f) {
+			continue
+		}
+		data, err := w.repo.ReadFile(f)
+		if err != nil {
+			if errors.Is(err, probe.ErrPathEscapes) || errors.Is(err, fs.ErrNotExist) {
+				continue
+			}
+			return err
+		}
+		imps, dyn := Scan(data)
+		for _, d := range dyn {
+			w.g.Dynamic = append(w.g.Dynamic, Site{File: f, Line: d.Line})
+		}
+		for _, imp := range imps {
+			to, ok := w.resolve(f, imp.Spec)
+			if !ok {
+				continue
+			}
+			if _, seen := w.g.parent[to]; seen {
+				continue
+			}
+			w.g.parent[to] = f
+			w.g.line[to] = imp.Line
+			w.queue = append(w.queue, to)
+		}
+	}
+	return nil
+}
+
+func loadable(f string) bool {
+	switch path.Ext(f) {
+	case ".js", ".mjs", ".cjs", ".jsx", ".ts", ".mts", ".cts", ".tsx", "":
+		return true
+	}
+	return false
+}
+
+var exts = []string{"", ".js", ".mjs", ".cjs", ".ts", ".tsx", ".mts", ".cts", ".jsx", ".json", ".node"}
+
+// file finds the file a path names with node's (and TypeScript's)
+// extension and index rules.
+func (w *walker) file(p string) (string, bool) {
+	p = path.Clean(p)
+	for _, e := range exts {
+		if w.index[p+e] {
+			return p + e, true
+		}
+	}
+	// TypeScript sources import "./x.js" for ./x.ts.
+	if b, ok := strings.CutSuffix(p, ".js"); ok {
+		for _, e := range []string{".ts", ".tsx"} {
+			if w.index[b+e] {
+				return b + e, true
+			}
+		}
+	}
+	if m := w.manifestAt(p); m != nil {
+		if t, ok := w.packageEntry(p, m); ok {
+			return t, true
+		}
+	}
+	for _, e := range exts[1:] {
+		if w.index[p+"/index"+e] {
+			return p + "/index" + e, true
+		}
+	}
+	return "", false
+}
+
+func (w *walker) resolve(from, spec string) (string, bool) {
+	if spec == "" || isBuiltin(spec) {
+		return "", false
+	}
+	if strings.HasPrefix(spec, "./") || strings.HasPrefix(spec, "../") || spec == "." || spec == ".." {
+		p := path.Join(path.Dir(from), spec)
+		if t, ok := w.file(p); ok {
+			return t, true
+		}
+		if t, ok := w.fromSource(p); ok {
+			return t, true
+		}
+		w.g.Unresolved = appendOnce(w.g.Unresolved, "cannot resolve "+spec+" from "+from)
+		return "", false
+	}
+	if strings.HasPrefix(spec, "/") || strings.Contains(spec, "://") || strings.HasPrefix(spec, "#") {
+		return "", false // an absolute image path, a URL, or a subpath import map
+	}
+	name, sub := splitBare(spec)
+	for dir := path.Dir(from); ; dir = path.Dir(dir) {
+		base := path.Join(dir, "node_modules", name)
+		if dir == "." {
+			base = path.Join("node_modules", name)
+		}
+		if m := w.manifestAt(base); m != nil || w.hasDir(base) {
+			if sub == "" {
+				if t, ok := w.file(base); ok {
+					return t, true
+				}
+			} else if t, ok := w.file(path.Join(base, sub)); ok {
+				return t, true
+			}
+			return "", false
+		}
+		if dir == "." || dir == "/" {
+			break
+		}
+	}
+	w.g.MissingPackages = appendOnce(w.g.MissingPackages, name)
+	return "", false
+}
+
+// fromSource maps compiled output to the sources in the repository:
+// dist/x.js or build/x.js → src/x.ts (or x.js) when only sources exist.
+func (w *walker) fromSource(p string) (string, bool) {
+	for _, out := range []string{"dist", "build", "lib", "out"} {
+		segs := strings.Split(p, "/")
+		for i, s := range segs {
+			if s != out {
+				continue
+			}
+			for _, src := range []string{"src", "."} {
+				cand := append(append(append([]string{}, segs[:i]...), src), segs[i+1:]...)
+				q := path.Join(cand...)
+				q = strings.TrimSuffix(strings.TrimSuffix(q, ".js"), ".mjs")
+				if t, ok := w.file(q); ok {
+					return t, true
+				}
+			}
+		}
+	}
+	return "", false
+}
+
+func (w *walker) hasDir(p string) bool {
+	prefix := p + "/"
+	i := sort.SearchStrings(w.files, prefix)
+	return i < len(w.files) && strings.HasPrefix(w.files[i], prefix)
+}
+
+func appendOnce(s []string, v string) []string {
+	for _, x := range s {
+		if x == v {
+			return s
+		}
+	}
+	return append(s, v)
+}
+
+func splitBare(spec string) (name, sub string) {
+	parts := strings.SplitN(spec, "/", 3)
+	if strings.HasPrefix(spec, "@") && len(parts) >= 2 {
+		name = parts[0] + "/" + parts[1]
+		if len(parts) == 3 {
+			sub = parts[2]
+		}
+		return name, sub
+	}
+	name = parts[0]
+	if len(parts) > 1 {
+		sub = strings.Join(parts[1:], "/")
+	}
+	return name, sub
+}
+
+// manifest is the part of a package.json that tells node what to load.
+type manifest struct {
+	Main    string          `json:"main"`
+	Module  string          `json:"module"`
+	Exports json.RawMessage `json:"exports"`
+}
+
+func (w *walker) manifestAt(dir string) *manifest {
+	if w.pkgs == nil {
+		w.pkgs = map[string]*manifest{}
+	}
+	if m, ok := w.pkgs[dir]; ok {
+		return m
+	}
+	var m *manifest
+	p := path.Join(dir, "package.json")
+	if w.index[p] {
+		if data, err := w.repo.ReadFile(p); err == nil {
+			var mm manifest
+			if json.Unmarshal(data, &mm) == nil {
+				m = &mm
+			}
+		}
+	}
+	w.pkgs[dir] = m
+	return m
+}
+
+// packageEntry resolves a package directory's "." entry: exports (string,
+// or conditions require, node, import, default), else main, else index.
+func (w *walker) packageEntry(dir string, m *manifest) (string, bool) {
+	var cands []string
+	if len(m.Exports) > 0 {
+		cands = append(cands, exportTargets(m.Exports)...)
+	}
+	if m.Main != "" {
+		cands = append(cands, m.Main)
+	}
+	for _, c := range cands {
+		p := path.Join(dir, c)
+		for _, e := range exts {
+			if w.index[p+e] {
+				return p + e, true
+			}
+		}
+		for _, e := range exts[1:] {
+			if w.index[p+"/index"+e] {
+				return p + "/index" + e, true
+			}
+		}
+		if t, ok := w.fromSource(p); ok {
+			return t, true
+		}
+	}
+	return "", false
+}
+
+// exportTargets lists the files an exports field maps "." to, in
+// condition order.
+func exportTargets(raw json.RawMessage) []string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return []string{s}
+	}
+	var arr []json.RawMessage
+	if json.Unmarshal(raw, &arr) == nil {
+		var out []string
+		for _, a := range arr {
+			out = append(out, exportTargets(a)...)
+		}
+		return out
+	}
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(raw, &obj) != nil {
+		return nil
+	}
+	if dot, ok := obj["."]; ok {
+		return exportTargets(dot)
+	}
+	var out []string
+	for _, k := range []string{"node", "require", "import", "default"} {
+		if v, ok := obj[k]; ok {
+			out = append(out, exportTargets(v)...)
+		}
+	}
+	return out
+}
+
+var builtins = map[string]bool{}
+
+func init() {
+	for _, b := range strings.Fields(`assert async_hooks buffer child_process cluster console constants crypto dgram
+diagnostics_channel dns domain events fs http http2 https inspector module net os path perf_hooks process punycode
+querystring readline repl stream string_decoder sys timers tls trace_events tty url util v8 vm wasi worker_threads zlib test`) {
+		builtins[b] = true
+	}
+}
+
+func isBuiltin(spec string) bool {
+	if strings.HasPrefix(spec, "node:") {
+		return true
+	}
+	name, _ := splitBare(spec)
+	return builtins[name]
+}
+
+// EntryWhyOr is EntryWhy, safe on a nil graph.
+func (g *Graph) EntryWhyOr() string {
+	if g == nil {
+		return "no start command"
+	}
+	return g.EntryWhy
+}

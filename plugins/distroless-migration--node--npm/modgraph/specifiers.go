@@ -1,0 +1,167 @@
+package modgraph
+
+import (
+	"regexp"
+	"strings"
+)
+
+// Import is one module specifier a file loads.
+type Import struct {
+	Spec string
+	Line int
+}
+
+// Dynamic is a require or import() whose argument is not a literal.
+type Dynamic struct {
+	Line int
+}
+
+var (
+	// require("x"), require('x'), require(`x`)
+	requireRE = regexp.MustCompile("\\brequire\\s*\\(\\s*(?:\"([^\"\\n]*)\"|'([^'\\n]*)'|`([^`$\\n]*)`)\\s*\\)")
+	// require( followed by anything else: computed.
+	requireAnyRE = regexp.MustCompile(`\brequire\s*\(\s*([^\s)])`)
+	// import x from "y"; import {a} from 'y'; export * from "y"; import "y"
+	fromRE      = regexp.MustCompile(`(?m)(?:^|[;}\s])(?:import|export)\b[^'";]*?\bfrom\s*(?:"([^"\n]*)"|'([^'\n]*)')`)
+	bareImport  = regexp.MustCompile(`(?m)(?:^|[;}\s])import\s*(?:"([^"\n]*)"|'([^'\n]*)')`)
+	dynImportRE = regexp.MustCompile("\\bimport\\s*\\(\\s*(?:\"([^\"\\n]*)\"|'([^'\\n]*)'|`([^`$\\n]*)`)\\s*[,)]")
+	dynAnyRE    = regexp.MustCompile(`\bimport\s*\(\s*([^\s)])`)
+)
+
+// Scan lists the literal specifiers src loads and the lines of computed
+// ones. It reads text with comments blanked out (line numbers kept), so
+// it sees require and import in any JavaScript or TypeScript dialect; a
+// specifier inside a string that only looks like a call is an extra edge,
+// which errs toward more reachable code, never less.
+func Scan(src []byte) ([]Import, []Dynamic) {
+	text := stripComments(src)
+	lineAt := lineIndex(text)
+	var imps []Import
+	add := func(re *regexp.Regexp) {
+		for _, m := range re.FindAllStringSubmatchIndex(text, -1) {
+			for g := 2; g+1 < len(m); g += 2 {
+				if m[g] >= 0 {
+					imps = append(imps, Import{Spec: text[m[g]:m[g+1]], Line: lineAt(m[g])})
+					break
+				}
+			}
+		}
+	}
+	add(requireRE)
+	add(fromRE)
+	add(bareImport)
+	add(dynImportRE)
+	var dyn []Dynamic
+	for _, re := range []*regexp.Regexp{requireAnyRE, dynAnyRE} {
+		for _, m := range re.FindAllStringSubmatchIndex(text, -1) {
+			c := text[m[2]]
+			if c == '"' || c == '\'' {
+				continue
+			}
+			if c == '`' && literalTemplate(text[m[2]:]) {
+				continue
+			}
+			dyn = append(dyn, Dynamic{Line: lineAt(m[0])})
+		}
+	}
+	return imps, dyn
+}
+
+// literalTemplate reports whether a template literal starting at s has no
+// substitution before it closes.
+func literalTemplate(s string) bool {
+	end := strings.IndexByte(s[1:], '`')
+	return end >= 0 && !strings.Contains(s[1:1+end], "${")
+}
+
+func lineIndex(text string) func(int) int {
+	var starts []int
+	starts = append(starts, 0)
+	for i := 0; i < len(text); i++ {
+		if text[i] == '\n' {
+			starts = append(starts, i+1)
+		}
+	}
+	return func(off int) int {
+		lo, hi := 0, len(starts)
+		for lo+1 < hi {
+			mid := (lo + hi) / 2
+			if starts[mid] <= off {
+				lo = mid
+			} else {
+				hi = mid
+			}
+		}
+		return lo + 1
+	}
+}
+
+// stripComments blanks // and /* */ comments outside strings, keeping
+// newlines so offsets map to the same lines. It knows strings and template
+// literals well enough not to end them early; regular expression literals
+// are not told from division, which at worst keeps a comment.
+func stripComments(src []byte) string {
+	b := []byte(string(src))
+	const (
+		code = iota
+		line
+		block
+		sq
+		dq
+		tpl
+	)
+	st := code
+	for i := 0; i < len(b); i++ {
+		c := b[i]
+		switch st {
+		case code:
+			switch {
+			case c == '/' && i+1 < len(b) && b[i+1] == '/':
+				st = line
+				b[i], b[i+1] = ' ', ' '
+				i++
+			case c == '/' && i+1 < len(b) && b[i+1] == '*':
+				st = block
+				b[i], b[i+1] = ' ', ' '
+				i++
+			case c == '\'':
+				st = sq
+			case c == '"':
+				st = dq
+			case c == '`':
+				st = tpl
+			}
+		case line:
+			if c == '\n' {
+				st = code
+			} else {
+				b[i] = ' '
+			}
+		case block:
+			if c == '*' && i+1 < len(b) && b[i+1] == '/' {
+				b[i], b[i+1] = ' ', ' '
+				i++
+				st = code
+			} else if c != '\n' {
+				b[i] = ' '
+			}
+		case sq, dq:
+			switch {
+			case c == '\\':
+				i++
+			case c == '\n':
+				st = code
+			case (st == sq && c == '\'') || (st == dq && c == '"'):
+				st = code
+			}
+		case tpl:
+			switch c {
+			case '\\':
+				i++
+			case '`':
+				st = code
+			}
+		}
+	}
+	return string(b)
+}

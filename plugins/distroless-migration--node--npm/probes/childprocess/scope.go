@@ -1,0 +1,126 @@
+package childprocess
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/codegenie/codegenie/internal/probe"
+	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/images"
+	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/modgraph"
+)
+
+// Scope says whether a finding's code ships in the judged image and runs.
+type Scope string
+
+// The scopes. Only Reachable and Unresolved findings can block.
+const (
+	// ScopeReachable: the file is in the image and the entrypoint loads it.
+	ScopeReachable Scope = "reachable"
+	// ScopeUnresolved: the file is in the image (or may be), and whether it
+	// runs is unknown; Note says why.
+	ScopeUnresolved Scope = "in_image_unresolved"
+	// ScopeNotReachable: in the image, but nothing the entrypoint loads
+	// loads it.
+	ScopeNotReachable Scope = "not_reachable"
+	// ScopeNotInImage: the judged image does not hold the file.
+	ScopeNotInImage Scope = "not_in_image"
+)
+
+// Graph summarises the module graph the scopes come from.
+type Graph struct {
+	Entries  []string `json:"entries,omitempty"`
+	EntryWhy string   `json:"entry_why,omitempty"`
+	Reached  int      `json:"reached"`
+	Complete bool     `json:"complete"`
+	// Unresolved says what the walk could not follow.
+	Unresolved      []string `json:"unresolved,omitempty"`
+	Dynamic         int      `json:"dynamic_loads"`
+	MissingPackages []string `json:"missing_packages,omitempty"`
+	// FileSet is how the image's files were found.
+	ImageFiles           int      `json:"image_files"`
+	InstallsDependencies bool     `json:"installs_dependencies"`
+	FileSetUnresolved    []string `json:"file_set_unresolved,omitempty"`
+}
+
+// scoper classifies findings against the judged image.
+type scoper struct {
+	set *images.FileSet
+	g   *modgraph.Graph
+}
+
+func newScoper(ctx context.Context, repo *probe.Repo, pctx *probe.Context) (*scoper, *Graph, error) {
+	set, err := images.Files.Of(ctx, repo, pctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	g, err := modgraph.Of.Of(ctx, repo, pctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	sum := &Graph{}
+	if g != nil {
+		sum.Entries, sum.EntryWhy, sum.Reached, sum.Complete = g.Entries, g.EntryWhy, g.Size(), g.Complete()
+		sum.Unresolved, sum.Dynamic, sum.MissingPackages = g.Unresolved, len(g.Dynamic), g.MissingPackages
+	}
+	if set != nil {
+		sum.ImageFiles, sum.InstallsDependencies, sum.FileSetUnresolved = len(set.Files), set.InstallsDependencies, set.Unresolved
+	}
+	return &scoper{set: set, g: g}, sum, nil
+}
+
+// scope classifies one finding and, when it is reachable, gives the load
+// chain (server.js → lib/x.js:3 → node_modules/a/index.js:12).
+func (s *scoper) scope(f *Finding) {
+	if s == nil || s.set == nil {
+		f.Scope, f.ScopeNote = ScopeUnresolved, "no parsed Dockerfile: the image's files are unknown, so the finding counts as in the image"
+		return
+	}
+	ships, known := s.set.Ships(f.File)
+	if !ships && known {
+		f.Scope, f.ScopeNote = ScopeNotInImage, "not in the image: no COPY or ADD of the judged target brings this file in"
+		return
+	}
+	if s.g.Reached(f.File) {
+		f.Scope = ScopeReachable
+		chain := s.g.Chain(f.File)
+		steps := make([]string, len(chain))
+		for i, c := range chain {
+			steps[i] = c
+			if i > 0 {
+				steps[i] = fmt.Sprintf("%s:%d", c, s.g.LoadLine(c))
+			}
+		}
+		steps[len(steps)-1] = fmt.Sprintf("%s:%d", f.File, f.Line)
+		f.Chain = steps
+		return
+	}
+	var why []string
+	if !ships {
+		why = append(why, "the image's file set is incomplete ("+strings.Join(s.set.Unresolved, "; ")+")")
+	}
+	switch {
+	case s.g == nil || len(s.g.Entries) == 0:
+		why = append(why, "the entrypoint is unknown ("+s.g.EntryWhyOr()+")")
+	case !s.g.Complete():
+		why = append(why, "the module graph is incomplete ("+strings.Join(first(s.g.Unresolved, 3), "; ")+")")
+	}
+	if d, ok := s.g.DynamicIn(f.File); ok {
+		why = append(why, fmt.Sprintf("%s:%d loads a computed module name", d.File, d.Line))
+	}
+	if f.Origin == OriginDependency && s.g != nil && len(s.g.MissingPackages) > 0 {
+		why = append(why, "node_modules lacks "+strings.Join(first(s.g.MissingPackages, 3), ", "))
+	}
+	if len(why) > 0 {
+		f.Scope, f.ScopeNote = ScopeUnresolved, "counted as in the image: "+strings.Join(why, "; ")
+		return
+	}
+	f.Scope, f.ScopeNote = ScopeNotReachable, "not reachable from the entrypoint ("+strings.Join(s.g.Entries, ", ")+")"
+}
+
+func first(s []string, n int) []string {
+	if len(s) > n {
+		return append(append([]string{}, s[:n]...), fmt.Sprintf("and %d more", len(s)-n))
+	}
+	return s
+}

@@ -1,0 +1,82 @@
+package readiness
+
+import (
+	"path"
+	"strings"
+
+	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/dockerfile"
+	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/shellcmd"
+)
+
+// RunStep says whether a final-stage RUN step can move to the builder.
+type RunStep struct {
+	// Movable is true when the step only produces files the builder can
+	// hand over with COPY --from.
+	Movable bool
+	// Why names what the step does, or what stops it from moving.
+	Why string
+}
+
+// fileSteps are commands whose whole effect is files under the app, the
+// package manager's tree, users and groups, or certificates.
+var fileSteps = map[string]string{
+	"npm": "installs or builds packages", "yarn": "installs or builds packages", "pnpm": "installs or builds packages",
+	"npx": "runs a package's build step", "corepack": "prepares the package manager",
+	"adduser": "adds a user", "addgroup": "adds a group", "useradd": "adds a user", "groupadd": "adds a group", "usermod": "changes a user",
+	"mkdir": "makes directories", "chown": "sets ownership", "chmod": "sets permissions", "chgrp": "sets ownership",
+	"cp": "copies files", "mv": "moves files", "rm": "removes files", "ln": "links files", "touch": "creates files",
+	"update-ca-certificates": "installs certificates", "node": "runs a node build step", "tar": "unpacks files",
+	"echo": "writes files", "true": "does nothing", "cd": "changes directory", "export": "sets variables for the step",
+}
+
+// sideEffects are commands whose effect is not files the builder can copy.
+var sideEffects = map[string]string{
+	"service": "starts a service", "systemctl": "manages services", "sysctl": "changes kernel settings",
+	"ulimit": "changes limits", "crontab": "installs a cron table", "setcap": "sets file capabilities",
+	"modprobe": "loads kernel modules", "mount": "mounts filesystems", "iptables": "changes the firewall",
+}
+
+// packageManagers install OS packages; what they install is judged on its
+// own (a runtime need is a missing_binary blocker), so the step moves.
+var packageManagers = map[string]bool{"apt-get": true, "apt": true, "apk": true, "yum": true, "dnf": true, "microdnf": true, "dpkg": true}
+
+// ClassifyRun decides whether a final-stage RUN step only produces files.
+// Every simple command of the step must be one codegenie knows to produce
+// files; a command it does not know keeps the step in place, with the
+// reason, because what it leaves behind cannot be read statically.
+func ClassifyRun(in dockerfile.Instruction) RunStep {
+	var cmds [][]string
+	if in.Form == dockerfile.FormShell {
+		a := shellcmd.Analyze(strings.Join(in.Args, " "))
+		if a.ParseError != "" {
+			return RunStep{Why: "the step is not valid POSIX shell, so what it does is unknown"}
+		}
+		cmds = a.Commands
+	} else {
+		cmds = [][]string{in.Args}
+	}
+	var does []string
+	for _, c := range cmds {
+		if len(c) == 0 {
+			continue
+		}
+		name := path.Base(c[0])
+		switch {
+		case sideEffects[name] != "":
+			return RunStep{Why: name + " " + sideEffects[name] + ": that is not a file the builder can hand over"}
+		case packageManagers[name]:
+			does = append(does, name+" installs OS packages (judged one by one)")
+		case name == "curl" || name == "wget":
+			does = append(does, name+" downloads at build time")
+		case (name == "bash" || name == "sh") && (len(c) == 1 || c[1] == "-" || c[1] == "-s" || c[1] == "-E"):
+			does = append(does, name+" runs a downloaded setup script at build time")
+		case fileSteps[name] != "":
+			does = append(does, name+" "+fileSteps[name])
+		case name == "<expanded>":
+			return RunStep{Why: "a command name comes from a variable, so what it does is unknown"}
+		default:
+			return RunStep{Why: "codegenie cannot tell what " + name + " leaves behind, so moving it may lose an effect"}
+		}
+	}
+	return RunStep{Movable: true, Why: strings.Join(dedupe(does), "; ")}
+}

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# corpus.sh DIR EXPECTATIONS: run `codegenie gather --no-sandbox` over real
+# service checkouts in DIR and score each against EXPECTATIONS, a
+# tab-separated file with a header line and the columns
+#   service  dockerfile  target  verdict  blockers  source  why
+# (service relative to DIR; dockerfile and target "-" for the defaults;
+# blockers: comma-separated kinds of the hard blockers expected, or "-").
+#
+# It prints one row per service and the totals: verdict matches, false
+# blockers (hard blocker kinds reported but not expected), missed blockers
+# (expected but not reported), and "unsafe": a ready verdict for a service
+# that is expected to be blocked. Exit status 1 when any row is unsafe.
+#
+# Example: bash scripts/corpus.sh ~/corpus ~/corpus/expectations.tsv
+set -euo pipefail
+if [ $# -ne 2 ] || [ ! -d "$1" ] || [ ! -f "$2" ]; then
+  echo "usage: $0 DIR EXPECTATIONS   (DIR holds the checkouts; EXPECTATIONS is the .tsv described in this script)" >&2
+  exit 2
+fi
+dir=$1 expect=$2
+cd "$(dirname "$0")/.."
+command -v jq >/dev/null || { echo "corpus.sh needs jq (apt-get install jq)" >&2; exit 2; }
+go build -o bin/codegenie ./cmd/codegenie
+cg=$PWD/bin/codegenie
+cache=$(mktemp -d)
+trap 'rm -rf "$cache"' EXIT
+
+rows=0 match=0 false_b=0 missed_b=0 unsafe=0 errors=0
+printf '%-52s %-20s %-20s %-5s %s\n' SERVICE EXPECTED GOT OK NOTE
+while IFS=$'\t' read -r service dockerfile target verdict blockers _source _why; do
+  [ "$service" = service ] && continue
+  [ -z "$service" ] && continue
+  case "$service" in \#*) continue ;; esac
+  rows=$((rows + 1))
+  args=(gather --no-sandbox --format json --cache-dir "$cache")
+  [ "$dockerfile" != - ] && args+=(--dockerfile "$dockerfile")
+  [ "$target" != - ] && args+=(--target "$target")
+  label=$service
+  [ "$target" != - ] && label="$service#$target"
+  set +e
+  out=$("$cg" "${args[@]}" "$dir/$service" 2>/tmp/corpus.err)
+  rc=$?
+  set -e
+  if [ $rc -ge 2 ] || [ -z "$out" ]; then
+    errors=$((errors + 1))
+    printf '%-52s %-20s %-20s %-5s %s\n' "$label" "$verdict" error no "exit $rc: $(head -c 120 /tmp/corpus.err | tr '\n' ' ')"
+    continue
+  fi
+  got=$(jq -r '.assessments.distroless_readiness.verdict' <<<"$out")
+  kinds=$(jq -r '[.assessments.distroless_readiness.blockers[]? | select(.removable|not) | select(.kind != "unknown") | .kind] | unique | join(",")' <<<"$out")
+  want_kinds=$blockers
+  [ "$want_kinds" = - ] && want_kinds=
+  note=
+  ok=no
+  if [ "$got" = "$verdict" ]; then ok=yes; match=$((match + 1)); fi
+  for k in ${kinds//,/ }; do
+    case ",$want_kinds," in *",$k,"*) ;; *) false_b=$((false_b + 1)); note+="false:$k " ;; esac
+  done
+  for k in ${want_kinds//,/ }; do
+    case ",$kinds," in *",$k,"*) ;; *) missed_b=$((missed_b + 1)); note+="missed:$k " ;; esac
+  done
+  if [ "$verdict" = blocked ] && { [ "$got" = ready ] || [ "$got" = ready_after_rewrite ]; }; then
+    unsafe=$((unsafe + 1)); note+="UNSAFE "
+  fi
+  printf '%-52s %-20s %-20s %-5s %s\n' "$label" "$verdict" "$got" "$ok" "$note"
+done <"$expect"
+echo
+echo "services: $rows  verdict matches: $match/$rows  false blockers: $false_b  missed blockers: $missed_b  unsafe (ready for a service that needs a shell): $unsafe  errors: $errors"
+[ $unsafe -eq 0 ]
