@@ -48,6 +48,7 @@ type Backend struct {
 	enforce Enforcement
 	tag     string
 	wd      watchdog
+	disks   diskBook
 }
 
 var _ sandbox.Client = (*Backend)(nil)
@@ -252,7 +253,7 @@ func (b *Backend) Spawn(ctx context.Context, req sandbox.SpawnRequest) (sandbox.
 	if err := os.Mkdir(upper, 0o700); err != nil {
 		return res, fmt.Errorf("creating the spawn's disk directory: %w", err)
 	}
-	if _, err := mountDisk(ctx, sp.dir, upper, p.limits.DiskBytes); err != nil {
+	if _, err := sp.mountDisk(ctx, upper, p.limits.DiskBytes); err != nil {
 		return res, err
 	}
 
@@ -683,6 +684,8 @@ type spawnDir struct {
 	cgroup *os.File
 	// unwatch releases the backend's watchdog.
 	unwatch func()
+	// disk is the spawn's disk, once mounted.
+	disk *disk
 }
 
 func (s *spawnDir) root() string   { return filepath.Join(s.dir, "root") }
@@ -740,6 +743,7 @@ func (s *spawnDir) release() {
 		_ = s.cgroup.Close()
 	}
 	_ = s.b.cleanup(ctx, s.dir, s.id, s.killed)
+	s.b.disks.drop(s.disk)
 	_ = s.lock.Close()
 	s.unwatch()
 }

@@ -188,7 +188,7 @@ func (b *Backend) spawnBuild(ctx context.Context, req sandbox.SpawnRequest) (san
 	// The whole private buildah (store, runroot, TMPDIR, the steps' runsc
 	// root) lives on the spawn's own filesystem: a RUN step that writes
 	// without end fills it, not the host. cleanup unmounts it.
-	if br.disk, err = mountDisk(ctx, sp.dir, bdir, bp.limits.DiskBytes); err != nil {
+	if br.disk, err = sp.mountDisk(ctx, bdir, bp.limits.DiskBytes); err != nil {
 		return res, err
 	}
 	if br.bh, err = newBuildah(tools, bdir, req.Build.RegistryMirrors); err != nil {

@@ -446,7 +446,7 @@ func TestReapBuild(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The build's own filesystem, mounted as a build mounts it.
-	if _, err := mountDisk(t.Context(), sp.dir, filepath.Join(sp.dir, "b"), 64<<20); err != nil {
+	if _, err := sp.mountDisk(t.Context(), filepath.Join(sp.dir, "b"), 64<<20); err != nil {
 		t.Fatal(err)
 	}
 	bh, err := newBuildah(tools, filepath.Join(sp.dir, "b"), nil)

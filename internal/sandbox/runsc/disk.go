@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -37,23 +38,76 @@ type disk struct {
 	minFree atomic.Int64
 }
 
+// diskBook tracks a Backend's live disks, so that together they can never
+// fill the host filesystem of the state directory. Its zero value is
+// ready; it is safe for concurrent use.
+type diskBook struct {
+	mu   sync.Mutex
+	live map[*disk]bool
+}
+
+// admit books d when the host filesystem under d's image has room for all
+// of it, beside what the disks already booked may still write (their size
+// less what their image holds). The check and the booking are one step.
+func (bk *diskBook) admit(d *disk) error {
+	var st unix.Statfs_t
+	if err := unix.Statfs(filepath.Dir(d.image), &st); err != nil {
+		return fmt.Errorf("reading the free space of the state directory: %w", err)
+	}
+	free := int64(st.Bavail) * st.Bsize
+	bk.mu.Lock()
+	defer bk.mu.Unlock()
+	var owed int64
+	for o := range bk.live {
+		owed += o.size - o.allocated()
+	}
+	if free-owed < d.size {
+		return fmt.Errorf("creating the spawn's %s disk: the host filesystem of the state directory has %d MiB free, %d MiB of it promised to live spawns; free some or lower Limits.DiskBytes",
+			sizeString(d.size), free>>20, owed>>20)
+	}
+	if bk.live == nil {
+		bk.live = make(map[*disk]bool)
+	}
+	bk.live[d] = true
+	return nil
+}
+
+// drop forgets d, once its image is gone. A nil d is ignored.
+func (bk *diskBook) drop(d *disk) {
+	bk.mu.Lock()
+	defer bk.mu.Unlock()
+	delete(bk.live, d)
+}
+
+// allocated returns the host bytes that the image holds now.
+func (d *disk) allocated() int64 {
+	var st unix.Stat_t
+	if err := unix.Stat(d.image, &st); err != nil {
+		return 0
+	}
+	return min(st.Blocks*512, d.size)
+}
+
 // mountDisk makes a sparse image of size bytes in spawnDir, formats it
 // ext4 (no journal, no reserved blocks, inode tables left for the kernel
 // to skip) and mounts it at dir (nosuid, nodev), which must exist and be
-// empty. It refuses when the host filesystem under spawnDir has less than
-// size bytes free, so that a full spawn can never fill the host. The
-// caller unmounts it with unmount, or cleanup does.
-func mountDisk(ctx context.Context, spawnDir, dir string, size int64) (*disk, error) {
-	var st unix.Statfs_t
-	if err := unix.Statfs(spawnDir, &st); err != nil {
-		return nil, fmt.Errorf("reading the free space of the state directory: %w", err)
-	}
-	if free := int64(st.Bavail) * st.Bsize; free < size {
-		return nil, fmt.Errorf("creating the spawn's %d MiB disk: the host filesystem of the state directory has only %d MiB free; free some or lower Limits.DiskBytes",
-			size>>20, free>>20)
-	}
+// empty. It books the disk in bk first, which refuses it when the host
+// filesystem under spawnDir could not hold it beside the other live disks:
+// full spawns can never fill the host. The caller unmounts it with
+// unmount, or cleanup does, and then drops it from bk.
+func mountDisk(ctx context.Context, bk *diskBook, spawnDir, dir string, size int64) (*disk, error) {
 	d := &disk{image: filepath.Join(spawnDir, diskImage), dir: dir, size: size}
 	d.minFree.Store(size)
+	if err := bk.admit(d); err != nil {
+		return nil, err
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			_ = os.Remove(d.image)
+			bk.drop(d)
+		}
+	}()
 	f, err := os.OpenFile(d.image, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("creating the disk image: %w", err)
@@ -83,6 +137,18 @@ func mountDisk(ctx context.Context, spawnDir, dir string, size int64) (*disk, er
 		d.unmount()
 		return nil, fmt.Errorf("restricting the disk: %w", err)
 	}
+	ok = true
+	return d, nil
+}
+
+// mountDisk mounts a disk of size bytes at dir for the spawn (see
+// mountDisk); the spawn's release drops it from the backend's book.
+func (s *spawnDir) mountDisk(ctx context.Context, dir string, size int64) (*disk, error) {
+	d, err := mountDisk(ctx, &s.b.disks, s.dir, dir, size)
+	if err != nil {
+		return nil, err
+	}
+	s.disk = d
 	return d, nil
 }
 

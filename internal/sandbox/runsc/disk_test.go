@@ -94,7 +94,8 @@ func TestDiskFull(t *testing.T) {
 	if err := os.Mkdir(mnt, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	d, err := mountDisk(t.Context(), dir, mnt, 32<<20)
+	var book diskBook
+	d, err := mountDisk(t.Context(), &book, dir, mnt, 32<<20)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,5 +197,36 @@ func TestSpawnDiskLimit(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(rootfs, "fill")); err == nil {
 		t.Error("the host rootfs was written")
+	}
+}
+
+// TestDiskBook checks that live disks together never promise more than
+// the host filesystem has free: a disk that fits alone is refused beside
+// another that may still grow into the same space.
+func TestDiskBook(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	free := hostFree(t, dir)
+	if free < 1<<30 {
+		t.Skipf("the test needs 1 GiB free under %s, has %d MiB", dir, free>>20)
+	}
+	var book diskBook
+	big := &disk{image: filepath.Join(dir, "big.img"), size: free - 256<<20}
+	small := &disk{image: filepath.Join(dir, "small.img"), size: 512 << 20}
+	if err := book.admit(small); err != nil {
+		t.Fatalf("a 512 MiB disk alone: %v", err)
+	}
+	book.drop(small)
+	if err := book.admit(big); err != nil {
+		t.Fatalf("a disk of all but 256 MiB of the free space: %v", err)
+	}
+	err := book.admit(small)
+	if err == nil {
+		t.Fatal("a 512 MiB disk beside one that may take all but 256 MiB was admitted")
+	}
+	t.Logf("refused: %v", err)
+	book.drop(big)
+	if err := book.admit(small); err != nil {
+		t.Errorf("after the big disk went: %v", err)
 	}
 }

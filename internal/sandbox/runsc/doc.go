@@ -109,8 +109,10 @@
 //     reached: ...", told by ENOSPC in the build output or by the free
 //     space, which the backend samples every 100 ms while buildah runs.
 //     The image costs the host only the blocks written to it (a 10 GiB one
-//     starts at about 4 MiB), a spawn is refused when the host filesystem
-//     has less than DiskBytes free, and the image goes when the spawn ends,
+//     starts at about 4 MiB). A spawn is refused unless the host filesystem
+//     has DiskBytes free beyond what the live spawns' disks may still grow
+//     by, so that all of them full cannot fill the host either. The image
+//     goes when the spawn ends,
 //     after a crash too (Reap). Measured: 512 MiB written by a RUN step
 //     with a 64 MiB limit stopped after 51 MiB, and the host lost 57 MiB;
 //     making and mounting a 10 GiB disk takes about 15 ms.

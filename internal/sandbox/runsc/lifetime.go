@@ -165,7 +165,12 @@ func (b *Backend) holdWatchdog() (release func(), err error) {
 	wd := &b.wd
 	wd.mu.Lock()
 	defer wd.mu.Unlock()
-	if wd.live == 0 {
+	if wd.live > 0 && wd.exited() {
+		// Someone killed it: the spawns from now on get a new one.
+		_ = wd.w.Close()
+		wd.w, wd.proc = nil, nil
+	}
+	if wd.proc == nil {
 		if err := wd.start(watchdogConfig{StateDir: b.cfg.StateDir, Prefix: b.idPrefix()}); err != nil {
 			return nil, err
 		}
@@ -179,13 +184,26 @@ func (wd *watchdog) release() {
 	wd.mu.Lock()
 	defer wd.mu.Unlock()
 	wd.live--
-	if wd.live > 0 {
+	if wd.live > 0 || wd.proc == nil {
 		return
 	}
 	_, _ = io.WriteString(wd.w, watchdogStop)
 	_ = wd.w.Close()
 	<-wd.proc.done
 	wd.w, wd.proc = nil, nil
+}
+
+// exited reports whether the watchdog process has exited. wd.mu is held.
+func (wd *watchdog) exited() bool {
+	if wd.proc == nil {
+		return false
+	}
+	select {
+	case <-wd.proc.done:
+		return true
+	default:
+		return false
+	}
 }
 
 // start runs the watchdog: this process's executable, with no arguments,

@@ -200,3 +200,38 @@ func leftovers(b *Backend) []string {
 	}
 	return left
 }
+
+// TestWatchdog checks the watchdog's life: the first hold starts it, a
+// watchdog that was killed is replaced at the next hold, and the last
+// release stops it, without its killing anything.
+func TestWatchdog(t *testing.T) {
+	b := &Backend{cfg: Config{StateDir: stateDir(t)}.withDefaults()}
+	b.tag = stateTag(b.cfg.StateDir)
+	release1, err := b.holdWatchdog()
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := b.wd.proc
+	if err := first.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	<-first.done
+	release2, err := b.holdWatchdog()
+	if err != nil {
+		t.Fatal(err)
+	}
+	second := b.wd.proc
+	if second == first || second.cmd.Process.Pid == first.cmd.Process.Pid {
+		t.Fatal("a killed watchdog was not replaced")
+	}
+	release1()
+	release1() // a second call does nothing
+	if b.wd.exited() || b.wd.live != 1 {
+		t.Fatalf("the watchdog stopped while a spawn holds it (live %d)", b.wd.live)
+	}
+	release2()
+	<-second.done
+	if b.wd.proc != nil || second.cmd.ProcessState.ExitCode() != 0 {
+		t.Errorf("the stopped watchdog: %v, exit %d; want exit 0", b.wd.proc, second.cmd.ProcessState.ExitCode())
+	}
+}
