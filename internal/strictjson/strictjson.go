@@ -26,8 +26,10 @@ import (
 	"fmt"
 	"io"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // ErrTrailingData reports bytes after the single JSON value.
@@ -91,57 +93,136 @@ var (
 	textUnmarshalerType = reflect.TypeFor[encoding.TextUnmarshaler]()
 )
 
-// checker walks one JSON value token by token beside the Go type it
-// decodes into. A nil type means "no schema here": duplicate keys only.
+// checker walks one JSON value beside the Go type it decodes into. A nil
+// type means "no schema here": duplicate keys only. It reads bytes that
+// json.Valid accepted, so it need not check the syntax.
 type checker struct {
-	dec    *json.Decoder
+	b      []byte
+	i      int
 	fields map[reflect.Type]map[string]reflect.Type
+	path   []segment // where the walk is, spelled out only for an error
 }
 
-// checkKeys checks the keys of the first JSON value in b against t. Syntax
-// errors are left to the decoder, which reports them with an offset.
+// segment is one step of a path: an object key, or an array index when
+// index is not negative.
+type segment struct {
+	key   string
+	index int
+}
+
+func (c *checker) pathString() string {
+	var b strings.Builder
+	b.WriteString("$")
+	for _, s := range c.path {
+		if s.index >= 0 {
+			b.WriteString("[" + strconv.Itoa(s.index) + "]")
+		} else {
+			b.WriteString("." + s.key)
+		}
+	}
+	return b.String()
+}
+
+// checkKeys checks the keys of the first JSON value in b against t. A
+// document that is not valid JSON is left to the decoder, which reports
+// its syntax error with an offset.
 func checkKeys(b []byte, t reflect.Type) error {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.UseNumber()
-	c := checker{dec: dec, fields: map[reflect.Type]map[string]reflect.Type{}}
-	var kerr *KeyError
-	if err := c.value(t, "$"); errors.As(err, &kerr) {
-		return err
+	if !json.Valid(b) {
+		return nil
+	}
+	c := checker{b: b, fields: map[reflect.Type]map[string]reflect.Type{}}
+	return c.value(t)
+}
+
+func (c *checker) ws() {
+	for c.i < len(c.b) {
+		switch c.b[c.i] {
+		case ' ', '\t', '\n', '\r':
+			c.i++
+		default:
+			return
+		}
+	}
+}
+
+func (c *checker) value(t reflect.Type) error {
+	c.ws()
+	switch c.b[c.i] {
+	case '{':
+		return c.object(schema(t))
+	case '[':
+		return c.array(schema(t))
+	case '"':
+		c.str()
+	default: // a number, true, false or null
+		for c.i < len(c.b) && !strings.ContainsRune(",]} \t\n\r", rune(c.b[c.i])) {
+			c.i++
+		}
 	}
 	return nil
 }
 
-func (c *checker) value(t reflect.Type, path string) error {
-	tok, err := c.dec.Token()
-	if err != nil {
-		return err
-	}
-	d, ok := tok.(json.Delim)
-	if !ok {
-		return nil
-	}
-	t = schema(t)
-	switch d {
-	case '[':
-		var elem reflect.Type
-		if t != nil && (t.Kind() == reflect.Slice || t.Kind() == reflect.Array) {
-			elem = t.Elem()
+// str skips a string and returns what is between its quotes, and whether
+// it needs unquoting to be read as encoding/json reads it.
+func (c *checker) str() (raw []byte, unquote bool) {
+	start := c.i + 1
+	i := start
+	for c.b[i] != '"' {
+		if c.b[i] == '\\' {
+			unquote = true
+			i++
 		}
-		for i := 0; c.dec.More(); i++ {
-			if err := c.value(elem, path+"["+strconv.Itoa(i)+"]"); err != nil {
-				return err
-			}
-		}
-	case '{':
-		if err := c.object(t, path); err != nil {
-			return err
-		}
+		i++
 	}
-	_, err = c.dec.Token() // the closing delimiter
-	return err
+	c.i = i + 1
+	raw = c.b[start:i]
+	return raw, unquote || !utf8.Valid(raw)
 }
 
-func (c *checker) object(t reflect.Type, path string) error {
+// key reads an object key as encoding/json reads it: unescaped, and with
+// invalid UTF-8 replaced.
+func (c *checker) key() string {
+	start := c.i
+	raw, unquote := c.str()
+	if !unquote {
+		return string(raw)
+	}
+	var k string
+	_ = json.Unmarshal(c.b[start:c.i], &k) // valid JSON: it is a string
+	return k
+}
+
+func (c *checker) array(t reflect.Type) error {
+	var elem reflect.Type
+	if t != nil && (t.Kind() == reflect.Slice || t.Kind() == reflect.Array) {
+		elem = t.Elem()
+	}
+	c.i++ // [
+	c.ws()
+	if c.b[c.i] == ']' {
+		c.i++
+		return nil
+	}
+	for n := 0; ; n++ {
+		c.path = append(c.path, segment{index: n})
+		if err := c.value(elem); err != nil {
+			return err
+		}
+		c.path = c.path[:len(c.path)-1]
+		c.ws()
+		sep := c.b[c.i]
+		c.i++
+		if sep == ']' {
+			return nil
+		}
+	}
+}
+
+// smallObject is how many keys an object may have before the duplicate
+// check uses a map rather than a scan of the keys so far.
+const smallObject = 16
+
+func (c *checker) object(t reflect.Type) error {
 	var fields map[string]reflect.Type
 	var elem reflect.Type
 	switch {
@@ -151,33 +232,56 @@ func (c *checker) object(t reflect.Type, path string) error {
 	case t.Kind() == reflect.Map:
 		elem = t.Elem()
 	}
-	seen := map[string]struct{}{}
-	for c.dec.More() {
-		tok, err := c.dec.Token()
-		if err != nil {
-			return err
+	c.i++ // {
+	c.ws()
+	if c.b[c.i] == '}' {
+		c.i++
+		return nil
+	}
+	var keys []string
+	var seen map[string]struct{}
+	for {
+		c.ws()
+		key := c.key()
+		dup := false
+		if seen != nil {
+			_, dup = seen[key]
+			seen[key] = struct{}{}
+		} else {
+			dup = slices.Contains(keys, key)
+			keys = append(keys, key)
+			if len(keys) > smallObject {
+				seen = make(map[string]struct{}, 2*len(keys))
+				for _, k := range keys {
+					seen[k] = struct{}{}
+				}
+			}
 		}
-		key, ok := tok.(string)
-		if !ok {
-			return fmt.Errorf("json: object key is %T, not a string", tok)
+		if dup {
+			return &KeyError{Path: c.pathString(), Key: key, Err: ErrDuplicateKey}
 		}
-		if _, dup := seen[key]; dup {
-			return &KeyError{Path: path, Key: key, Err: ErrDuplicateKey}
-		}
-		seen[key] = struct{}{}
 		vt := elem
 		if fields != nil {
 			ft, ok := fields[key]
 			if !ok {
-				return &KeyError{Path: path, Key: key, Err: unknownKind(fields, key)}
+				return &KeyError{Path: c.pathString(), Key: key, Err: unknownKind(fields, key)}
 			}
 			vt = ft
 		}
-		if err := c.value(vt, path+"."+key); err != nil {
+		c.ws()
+		c.i++ // :
+		c.path = append(c.path, segment{key: key, index: -1})
+		if err := c.value(vt); err != nil {
 			return err
 		}
+		c.path = c.path[:len(c.path)-1]
+		c.ws()
+		sep := c.b[c.i]
+		c.i++
+		if sep == '}' {
+			return nil
+		}
 	}
-	return nil
 }
 
 func unknownKind(fields map[string]reflect.Type, key string) error {
