@@ -76,6 +76,11 @@ func TestBuildDiskLimit(t *testing.T) {
 	step := phase(res.Phases, "build:0:step 3")
 	target := phase(res.Phases, "build:final")
 	t.Logf("failing step's tail:\n%s", step.OutputTail)
+	// The trace probe quotes the last lines of the failing phase.
+	lines := strings.Split(strings.TrimRight(step.OutputTail, "\n"), "\n")
+	if last := lines[len(lines)-1]; !strings.HasPrefix(last, diskFullMessage+": ") {
+		t.Errorf("the failing step's last line is %q, want the disk limit's", last)
+	}
 	for _, p := range []sandbox.PhaseResult{step, target} {
 		if !p.Failed || !strings.Contains(p.OutputTail, diskFullMessage) {
 			t.Errorf("phase %q: failed %v, tail %q; want failed with %q", p.Name, p.Failed, p.OutputTail, diskFullMessage)

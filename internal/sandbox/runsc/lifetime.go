@@ -127,8 +127,9 @@ func killOrphans(ctx context.Context, stateDir, prefix string) error {
 	return errors.Join(errs...)
 }
 
-// processesNaming lists the processes whose command line holds a path
-// below dir: runsc, its gofers and sandboxes, buildah.
+// processesNaming lists the runsc and buildah processes (runsc, its
+// gofers and sandboxes, buildah) whose command line holds a path below
+// dir.
 func processesNaming(dir string) []int {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
@@ -143,7 +144,11 @@ func processesNaming(dir string) []int {
 			continue
 		}
 		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err == nil && bytes.Contains(b, needle) {
+		if err != nil || !bytes.Contains(b, needle) {
+			continue
+		}
+		arg0, _, _ := bytes.Cut(b, []byte{0})
+		if base := filepath.Base(string(arg0)); strings.HasPrefix(base, "runsc") || strings.HasPrefix(base, "buildah") {
 			pids = append(pids, pid)
 		}
 	}
