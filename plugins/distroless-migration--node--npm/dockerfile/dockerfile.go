@@ -382,17 +382,16 @@ func (e argEnv) Keys() []string {
 // Dockerfile, Dockerfile.<suffix>, <name>.Dockerfile or <name>.dockerfile,
 // but not a .dockerignore file.
 func IsDockerfile(p string) bool {
-	base := path.Base(p)
+	base := strings.ToLower(path.Base(p))
 	if strings.HasSuffix(base, ".dockerignore") {
 		return false
 	}
-	return base == "Dockerfile" || strings.HasPrefix(base, "Dockerfile.") ||
-		strings.HasSuffix(base, ".Dockerfile") || strings.HasSuffix(base, ".dockerfile")
+	return base == "dockerfile" || strings.HasPrefix(base, "dockerfile.") || strings.HasSuffix(base, ".dockerfile")
 }
 
 // Patterns are the globs that find Dockerfiles in a repository, for
 // declared inputs.
-var Patterns = []string{"**/Dockerfile", "**/Dockerfile.*", "**/*.Dockerfile", "**/*.dockerfile"}
+var Patterns = []string{"**/Dockerfile", "**/Dockerfile.*", "**/*.Dockerfile", "**/*.dockerfile", "**/dockerfile", "**/dockerfile.*"}
 
 // AsTarget returns a view of f as built with --target: the stages up to and
 // including stage i, with i final and the builder chosen anew. Every

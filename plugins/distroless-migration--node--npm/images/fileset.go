@@ -23,6 +23,10 @@ type FileSet struct {
 	// produced (such as /app/dist), copied into the final image: their
 	// contents are not in the repository.
 	Generated []Generated
+	// Compiled are the repository sources a builder stage held when it
+	// produced a Generated directory: the image ships what they compile to.
+	// Maps the source to the generated image directory.
+	Compiled map[string]string
 	// InstallsDependencies is set when a stage that feeds the final image
 	// installs packages (npm ci, npm install, yarn, pnpm install): the
 	// image's node_modules comes from the lockfile, not from the repository.
@@ -48,6 +52,9 @@ func (s *FileSet) Ships(rel string) (ships, known bool) {
 		return true, false
 	}
 	if _, ok := s.Files[rel]; ok {
+		return true, true
+	}
+	if _, ok := s.Compiled[rel]; ok {
 		return true, true
 	}
 	if s.InstallsDependencies && isNodeModules(rel) {
@@ -79,6 +86,16 @@ func (s *FileSet) RepoPath(imagePath string) (string, bool) {
 	return "", false
 }
 
+// isSource reports a JavaScript or TypeScript source file, which a build
+// step may compile into generated output.
+func isSource(rel string) bool {
+	switch path.Ext(rel) {
+	case ".js", ".mjs", ".cjs", ".jsx", ".ts", ".mts", ".cts", ".tsx":
+		return !strings.HasSuffix(rel, ".d.ts")
+	}
+	return false
+}
+
 func isNodeModules(rel string) bool {
 	return strings.HasPrefix(rel, "node_modules/") || strings.Contains(rel, "/node_modules/")
 }
@@ -108,6 +125,18 @@ var Files = &probe.Analyzer[*FileSet]{
 		}
 		set.Generated, set.Unresolved = b.generated, b.unresolved
 		set.InstallsDependencies = b.installs
+		set.Compiled = map[string]string{}
+		for _, g := range set.Generated {
+			st, ok := j.File.StageRef(g.Stage)
+			if !ok {
+				continue
+			}
+			for _, m := range b.stage(st, 0) {
+				if isSource(m.repo) && !isNodeModules(m.repo) {
+					set.Compiled[m.repo] = g.ImagePath
+				}
+			}
+		}
 		sort.Strings(set.Unresolved)
 		return set, nil
 	},

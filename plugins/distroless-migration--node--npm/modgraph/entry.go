@@ -27,7 +27,21 @@ func NodeArgv(c *npmscripts.Chain) ([]string, bool) {
 			return argv[1:], true
 		}
 	}
+	// A JavaScript file run directly runs node through its shebang.
+	for _, argv := range cands {
+		if len(argv) > 0 && isJSPath(argv[0]) {
+			return argv, true
+		}
+	}
 	return nil, false
+}
+
+func isJSPath(p string) bool {
+	switch path.Ext(p) {
+	case ".js", ".mjs", ".cjs":
+		return true
+	}
+	return false
 }
 
 func isNode(w string) bool {

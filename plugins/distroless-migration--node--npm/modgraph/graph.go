@@ -489,3 +489,21 @@ func (g *Graph) EntryWhyOr() string {
 	}
 	return g.EntryWhy
 }
+
+// CompiledSource maps a path of compiled output (dist/x.js, build/src/x.js)
+// to the source file in the repository it was compiled from, when only the
+// sources are in the repository.
+func CompiledSource(repo *probe.Repo, rel string) (string, bool) {
+	files, err := repo.Files()
+	if err != nil {
+		return "", false
+	}
+	w := &walker{repo: repo, files: files, index: make(map[string]bool, len(files)), g: &Graph{parent: map[string]string{}, line: map[string]int{}}}
+	for _, f := range files {
+		w.index[f] = true
+	}
+	if w.index[rel] {
+		return rel, true
+	}
+	return w.fromSource(rel)
+}

@@ -475,7 +475,7 @@ func (b *builder) chains(f *npmscripts.Facts, r probe.Result) {
 		evs := ev(c.Dockerfile, startLine)
 		for _, s := range c.Scripts {
 			if s.Line > 0 {
-				evs = append(evs, probe.Evidence{File: pkgFile(c.Dockerfile), Line: s.Line, Note: s.Name + ": " + s.Command})
+				evs = append(evs, probe.Evidence{File: pkgFileOf(c), Line: s.Line, Note: s.Name + ": " + s.Command})
 			}
 		}
 		switch c.Launcher {
@@ -583,6 +583,13 @@ func launcherSteps(c npmscripts.Chain) ([]string, bool) {
 	return steps, len(steps) > 1
 }
 
+func pkgFileOf(c npmscripts.Chain) string {
+	if c.Package != "" {
+		return c.Package
+	}
+	return pkgFile(c.Dockerfile)
+}
+
 func pkgFile(dockerfilePath string) string {
 	if i := strings.LastIndex(dockerfilePath, "/"); i >= 0 {
 		return dockerfilePath[:i] + "/package.json"
@@ -603,6 +610,16 @@ func (b *builder) executables(f *entrypoints.Facts) {
 			b.Add(probe.Blocker{ID: entrypoints.WarnBaseEntry, Kind: probe.ShellAtRuntime, Rule: RuleDistrolessBase,
 				Title: "the node base image boots through docker-entrypoint.sh (#!/bin/sh) as pid 1",
 				Fix:   "use a distroless node base, whose entrypoint is node itself", Evidence: evs})
+		case e.ShellRunner != "":
+			b.Add(probe.Blocker{ID: entrypoints.WarnShellShim, Kind: probe.ShellAtRuntime, Rule: RuleShellLine,
+				Title: fmt.Sprintf("%s %s", e.Command, e.ShellRunner), WhyNot: e.Command + " is a development runner that needs a shell; run the service with node directly", Evidence: evs})
+		case e.Kind == entrypoints.KindInferred:
+			b.Add(probe.Blocker{ID: pick(e.InterpreterKind == "shell", entrypoints.WarnShellShim, entrypoints.WarnEnvShebang), Kind: pick2(e.InterpreterKind == "shell", probe.ShellAtRuntime, probe.MissingBinary), Rule: RuleJSEntry,
+				Title: fmt.Sprintf("%s is a node_modules/.bin command; with a %s lockfile it is %s (inferred: node_modules is not in the repository)", e.Command, strings.TrimPrefix(e.ResolvedBy, "lockfile:"), pick(e.InterpreterKind == "shell", "a #!/bin/sh wrapper", "a #!/usr/bin/env node script")),
+				Fix:   "point CMD at the JavaScript file that the \"bin\" field of " + e.Command + "'s package.json names", Evidence: evs})
+		case e.Kind == entrypoints.KindOutside:
+			b.Add(probe.Blocker{ID: entrypoints.WarnNotFound, Kind: probe.UnknownKind, Rule: RuleUnclassified,
+				Title: fmt.Sprintf("%s is a symlink that leads outside the repository; it was not read", e.Command), Evidence: evs})
 		case e.InterpreterKind == "shell" && e.NodeArgv != nil:
 			b.Add(probe.Blocker{ID: pick(e.Origin == "bin_shim", entrypoints.WarnShellShim, entrypoints.WarnShellShebang), Kind: probe.ShellAtRuntime, Rule: RuleJSEntry,
 				Title: fmt.Sprintf("%s is a %s wrapper", name, e.Shebang), Fix: "run the package's JS entry directly: CMD " + quoteArgv(DistrolessCmd(e.NodeArgv)), Evidence: evs})
@@ -620,6 +637,13 @@ func (b *builder) executables(f *entrypoints.Facts) {
 				Title: fmt.Sprintf("%s (run as %s) is not in the repository; what it needs is unknown", e.Command, e.Origin), Evidence: evs})
 		}
 	}
+}
+
+func pick2(c bool, a, b probe.BlockerKind) probe.BlockerKind {
+	if c {
+		return a
+	}
+	return b
 }
 
 func pick(c bool, a, b string) string {
@@ -700,9 +724,9 @@ func (b *builder) runtime(f *noderuntime.Facts) {
 				Title: fmt.Sprintf("the runtime image %s is end of life: %s", rt.Ref, rt.EndOfLife),
 				Fix:   fmt.Sprintf("FROM gcr.io/distroless/nodejs%d-debian13", noderuntime.NextSupported(majorOf(img))), Evidence: ev(img.Dockerfile, rt.Line)})
 		}
-		if m := majorOf(img); m != 0 && !noderuntime.Supported(m) {
+		if m := majorOf(img); m != 0 && !noderuntime.Supported(m) && rt.EndOfLife == "" {
 			line := rt.Line
-			if img.Builder != nil && img.Builder.NodeMajor != 0 {
+			if rt.NodeMajor == 0 && img.Builder != nil {
 				line = img.Builder.Line
 			}
 			b.Add(probe.Blocker{ID: noderuntime.WarnUnsupportedMajor, Kind: probe.RuntimeVersion, Rule: RuleBumpNode,
@@ -726,13 +750,18 @@ func (b *builder) runtime(f *noderuntime.Facts) {
 	}
 }
 
-// majorOf is the Node major the service runs: the builder's when known (the
-// runtime follows it in the rewrite), else the runtime's.
+// majorOf is the Node major the service runs: the runtime's when its base
+// tells (a builder may use another major only to build), else the
+// builder's (a runtime such as alpine with apk's nodejs follows it in the
+// rewrite).
 func majorOf(img noderuntime.Image) int {
-	if img.Builder != nil && img.Builder.NodeMajor != 0 {
+	if img.Runtime.NodeMajor != 0 {
+		return img.Runtime.NodeMajor
+	}
+	if img.Builder != nil {
 		return img.Builder.NodeMajor
 	}
-	return img.Runtime.NodeMajor
+	return 0
 }
 
 func majorsList() string {

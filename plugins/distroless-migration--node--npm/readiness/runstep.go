@@ -27,6 +27,7 @@ var fileSteps = map[string]string{
 	"cp": "copies files", "mv": "moves files", "rm": "removes files", "ln": "links files", "touch": "creates files",
 	"update-ca-certificates": "installs certificates", "node": "runs a node build step", "tar": "unpacks files",
 	"echo": "writes files", "true": "does nothing", "cd": "changes directory", "export": "sets variables for the step",
+	"set": "sets shell options for the step", ":": "does nothing",
 }
 
 // sideEffects are commands whose effect is not files the builder can copy.

@@ -25,6 +25,7 @@ import (
 	"github.com/codegenie/codegenie/internal/probe"
 	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/dockerfile"
 	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/images"
+	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/modgraph"
 	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/probes/nodeproject"
 	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/probes/npmscripts"
 	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/shellcmd"
@@ -65,6 +66,12 @@ const (
 	KindNoShebang   Kind = "no_shebang"
 	KindBaseImage   Kind = "base_image"
 	KindNotFound    Kind = "not_found"
+	// KindOutside is a symlink that leads out of the repository; it is
+	// never read.
+	KindOutside Kind = "outside_repository"
+	// KindInferred is a node_modules/.bin command whose node_modules is not
+	// in the repository: what it is comes from the lockfile kind.
+	KindInferred Kind = "inferred_from_lockfile"
 )
 
 // Facts list the executed files, per Dockerfile, in a stable order.
@@ -92,6 +99,9 @@ type Executable struct {
 	// NodeArgv, for a JS file run through a shim or env shebang, is the
 	// exec-form replacement (["node", "<js path>"]).
 	NodeArgv []string `json:"node_argv,omitempty"`
+	// ShellRunner says how a known node CLI runs its commands through a
+	// shell (nodemon, concurrently).
+	ShellRunner string `json:"shell_runner,omitempty"`
 	// Evidence is where the container is told to run it.
 	File string `json:"file"`
 	Line int    `json:"line"`
@@ -119,6 +129,7 @@ func (*Probe) Desc() probe.Desc {
 		// on what it reads: Dockerfiles, package.json and executables.
 		CacheStrategy: probe.CacheContent,
 		DeclaredInputs: append([]string{"package.json", "**/package.json", "server.js", "**/*.sh", "node_modules/.bin/*",
+			"**/pnpm-lock.yaml", "**/yarn.lock", "**/package-lock.json", "**/npm-shrinkwrap.json", "**/*.js", "**/*.mjs", "**/*.cjs", "**/*.ts", "**/*.mts",
 			"node_modules/*/package.json", "node_modules/@*/*/package.json", "bin/*", "**/bin/*"}, images.Inputs()...),
 		NewFacts: func() any { return new(Facts) },
 	}
@@ -149,19 +160,49 @@ func (*Probe) Run(ctx context.Context, repo *probe.Repo, pctx *probe.Context) (p
 		if f == nil {
 			continue
 		}
+		r.lockfile = lockfileKind(repo, path.Dir(c.Package))
 		for _, ex := range r.executables(f, c) {
 			out.Warnings = append(out.Warnings, warnings(ex)...)
 			facts.Executables = append(facts.Executables, ex)
 		}
 	}
-	if chainsOut.Confidence != probe.High {
+	switch {
+	case len(r.escaped) > 0:
+		out.Confidence, out.Reason = probe.Low, probe.ReasonPathEscapes
+		out.Detail = "symlinks lead outside the repository and were not read: " + strings.Join(r.escaped, ", ")
+	case chainsOut.Confidence != probe.High:
 		out.Confidence, out.Reason, out.Detail = probe.Medium, chainsOut.Reason, chainsOut.Detail
+	case len(r.inferred) > 0:
+		out.Confidence, out.Reason, out.Detail = probe.Medium, ReasonInferred, strings.Join(r.inferred, "; ")
 	}
 	return out, nil
 }
 
+// ReasonInferred: a .bin command was judged from the lockfile kind,
+// because node_modules is not in the repository.
+const ReasonInferred probe.Reason = "inferred_from_lockfile"
+
+// lockfileKind names the package manager whose lockfile is in dir (or at
+// the root): pnpm, yarn or npm; "" when there is none.
+func lockfileKind(repo *probe.Repo, dir string) string {
+	for _, d := range []string{dir, "."} {
+		for _, l := range []struct{ file, kind string }{{"pnpm-lock.yaml", "pnpm"}, {"yarn.lock", "yarn"}, {"package-lock.json", "npm"}, {"npm-shrinkwrap.json", "npm"}} {
+			if repo.Exists(path.Join(d, l.file)) {
+				return l.kind
+			}
+		}
+	}
+	return ""
+}
+
 type resolver struct {
 	repo *probe.Repo
+	// lockfile is pnpm, yarn or npm: the lockfile beside the package.json.
+	lockfile string
+	// inferred explains each executable inferred from the lockfile.
+	inferred []string
+	// escaped lists executables that are symlinks out of the repository.
+	escaped []string
 }
 
 func (r *resolver) executables(f *dockerfile.File, c npmscripts.Chain) []Executable {
@@ -309,7 +350,21 @@ func (r *resolver) inspect(f *dockerfile.File, word, origin string, line int, in
 			}
 		}
 	}
+	if ex.RepoPath == "" && strings.Contains(word, "/") && !strings.Contains(word, "node_modules/.bin/") {
+		// Compiled output the build generates (build/src/bin/cli.js):
+		// its source carries the shebang the output keeps.
+		rel := word
+		if path.IsAbs(rel) {
+			rel = strings.TrimPrefix(strings.TrimPrefix(rel, strings.TrimSuffix(f.Workdir(f.Final), "/")+"/"), "/")
+		}
+		if src, ok := modgraph.CompiledSource(r.repo, path.Clean(rel)); ok {
+			ex.RepoPath, ex.ResolvedBy = src, "compiled_from"
+		}
+	}
 	if ex.RepoPath == "" {
+		if bin, ok := binName(word, inScript); ok && r.lockfile != "" && !r.repo.Exists("node_modules/.bin/"+bin) {
+			return r.inferBin(ex, bin)
+		}
 		if !strings.Contains(word, "/") {
 			// Looked up on PATH in the image: a system binary, which
 			// node_runtime judges. Nothing to inspect here.
@@ -318,6 +373,47 @@ func (r *resolver) inspect(f *dockerfile.File, word, origin string, line int, in
 		return ex
 	}
 	r.classify(&ex)
+	return ex
+}
+
+// binName returns the node_modules/.bin name a command word runs: the
+// word itself inside a package script (scripts run with .bin on PATH), or
+// the last element of a node_modules/.bin/ path.
+func binName(word string, inScript bool) (string, bool) {
+	if i := strings.Index(word, "node_modules/.bin/"); i >= 0 {
+		return word[i+len("node_modules/.bin/"):], true
+	}
+	if inScript && !strings.Contains(word, "/") {
+		return word, true
+	}
+	return "", false
+}
+
+// shellRunners are node CLIs that run the commands they are given through
+// a shell (nodemon's exec string, concurrently's and npm-run-all's
+// commands): a shell is needed however they are started.
+var shellRunners = map[string]string{
+	"nodemon": "runs its exec command through sh -c", "concurrently": "runs each command through a shell",
+	"npm-run-all": "runs npm scripts, which npm runs through sh -c", "run-p": "runs npm scripts, which npm runs through sh -c",
+	"run-s": "runs npm scripts, which npm runs through sh -c", "forever": "starts its script through a shell wrapper",
+}
+
+// inferBin describes a node_modules/.bin command whose node_modules is not
+// in the repository, from the lockfile: pnpm writes #!/bin/sh wrappers,
+// npm and yarn symlink the package's JS file (which starts with
+// #!/usr/bin/env node).
+func (r *resolver) inferBin(ex Executable, bin string) Executable {
+	ex.RepoPath, ex.ResolvedBy, ex.Kind, ex.Origin = "node_modules/.bin/"+bin, "lockfile:"+r.lockfile, KindInferred, "bin_shim"
+	switch r.lockfile {
+	case "pnpm":
+		ex.Shebang, ex.Interpreter, ex.InterpreterKind = "#!/bin/sh", "sh", "shell"
+	default:
+		ex.Shebang, ex.Interpreter, ex.InterpreterKind = "#!/usr/bin/env node", "node", "env"
+	}
+	if why, ok := shellRunners[bin]; ok {
+		ex.ShellRunner = why
+	}
+	r.inferred = append(r.inferred, fmt.Sprintf("%s: node_modules is not in the repository; %s from the %s lockfile", bin, ex.Shebang, r.lockfile))
 	return ex
 }
 
@@ -352,7 +448,12 @@ func (r *resolver) classify(ex *Executable) {
 			}
 		}
 	}
-	head, err := readHead(abs)
+	head, err := readHead(r.repo, ex.RepoPath)
+	if errors.Is(err, probe.ErrPathEscapes) {
+		ex.Kind = KindOutside
+		r.escaped = append(r.escaped, ex.RepoPath)
+		return
+	}
 	if err != nil {
 		if ex.Kind == KindSymlink || ex.Kind == KindSymlinkToJS {
 			return
@@ -373,6 +474,10 @@ func (r *resolver) classify(ex *Executable) {
 		if ex.InterpreterKind == "env" || ex.InterpreterKind == "node" {
 			if ex.NodeArgv == nil && ex.Interpreter == "node" {
 				ex.NodeArgv = []string{"node", ex.RepoPath}
+				if ex.ResolvedBy == "compiled_from" {
+					// The image runs the compiled file, not the source.
+					ex.NodeArgv = []string{"node", ex.Command}
+				}
 			}
 		}
 		if ex.InterpreterKind == "shell" && strings.HasPrefix(ex.RepoPath, "node_modules/.bin/") {
@@ -413,8 +518,8 @@ func (r *resolver) shimTarget(name string) (string, bool) {
 	return "", false
 }
 
-func readHead(p string) ([]byte, error) {
-	f, err := os.Open(p)
+func readHead(repo *probe.Repo, rel string) ([]byte, error) {
+	f, err := repo.Open(rel)
 	if err != nil {
 		return nil, err
 	}
@@ -470,6 +575,8 @@ func warnings(ex Executable) []probe.Warning {
 	switch {
 	case ex.Kind == KindBaseImage:
 		return []probe.Warning{{ID: WarnBaseEntry, Message: "no ENTRYPOINT: the official node image runs docker-entrypoint.sh (#!/bin/sh) as pid 1; a distroless base removes it", Evidence: ev}}
+	case ex.Kind == KindOutside:
+		return []probe.Warning{{ID: WarnNotFound, Message: fmt.Sprintf("%s, run as %s, is a symlink that leads outside the repository; it was not read", ex.Command, ex.Origin), Evidence: ev}}
 	case ex.Kind == KindNotFound:
 		return []probe.Warning{{ID: WarnNotFound, Message: fmt.Sprintf("%s, run as %s, was not found in the repository", ex.Command, ex.Origin), Evidence: ev}}
 	case ex.InterpreterKind == "shell" && ex.Origin == "bin_shim":

@@ -59,7 +59,9 @@ type Facts struct {
 
 // Chain is what a Dockerfile's container runs at start.
 type Chain struct {
-	Dockerfile string                  `json:"dockerfile"`
+	Dockerfile string `json:"dockerfile"`
+	// Package is the package.json the scripts come from.
+	Package string                  `json:"package,omitempty"`
 	Stage      int                     `json:"stage"`
 	Start      dockerfile.StartCommand `json:"start"`
 	// Program is the argv after docker-entrypoint.sh and a removable sh -c.
@@ -129,7 +131,7 @@ func (*Probe) Run(ctx context.Context, repo *probe.Repo, pctx *probe.Context) (p
 			lower(ReasonDockerfileParseError, pf.Err.Error())
 			continue
 		}
-		pkg, err := loadPackage(repo, path.Dir(pf.Path))
+		pkg, err := loadPackage(repo, packageDir(ctx, repo, pctx, f, path.Dir(pf.Path)))
 		if err != nil {
 			lower(ReasonPackageJSONError, err.Error())
 		}
@@ -155,7 +157,7 @@ var Start = &probe.Analyzer[*Chain]{
 			return nil, err
 		}
 		f := files[0].File
-		pkg, _ := loadPackage(repo, path.Dir(files[0].Path))
+		pkg, _ := loadPackage(repo, packageDir(ctx, repo, pctx, f, path.Dir(files[0].Path)))
 		c, _ := resolve(f, pkg)
 		return &c, nil
 	},
@@ -168,6 +170,26 @@ type pkg struct {
 	lines   map[string]int
 	// hasServerJS: npm's implicit start is node server.js.
 	hasServerJS bool
+}
+
+// packageDir finds the folder of the package.json the container's start
+// command runs against: the one the image holds in its WORKDIR (mapped back
+// through COPY), else, in a workspace, the one package whose folder is named
+// like the WORKDIR (pnpm deploy and similar steps generate that folder from
+// it), else the one beside the Dockerfile (or the root).
+func packageDir(ctx context.Context, repo *probe.Repo, pctx *probe.Context, f *dockerfile.File, beside string) string {
+	wd := f.Workdir(f.Final)
+	if set, err := images.Files.Of(ctx, repo, pctx); err == nil && set != nil {
+		if rel, ok := set.RepoPath(path.Join(wd, "package.json")); ok {
+			return path.Dir(rel)
+		}
+	}
+	if base := path.Base(wd); base != "/" && base != "." && base != path.Base(beside) {
+		if ms, err := repo.Glob("**/" + base + "/package.json"); err == nil && len(ms) == 1 {
+			return path.Dir(ms[0])
+		}
+	}
+	return beside
 }
 
 // loadPackage reads the package.json beside the Dockerfile, else the root
@@ -192,7 +214,7 @@ func loadPackage(repo *probe.Repo, dir string) (*pkg, error) {
 }
 
 func resolve(f *dockerfile.File, pk *pkg) (Chain, []probe.Warning) {
-	c := Chain{Dockerfile: f.Path, Stage: f.Final, Start: f.Start(f.Final)}
+	c := Chain{Dockerfile: f.Path, Package: pk.path, Stage: f.Final, Start: f.Start(f.Final)}
 	var ws []probe.Warning
 	startEv := []probe.Evidence{{File: f.Path, Line: startLine(c.Start, f.Stages[f.Final].Line)}}
 	warn := func(id, msg string, ev []probe.Evidence) {
