@@ -39,9 +39,9 @@ import (
 //     sandboxes that runsc daemonizes, buildah's helpers. cgroup.kill
 //     kills the whole tree at once.
 //  3. A watchdog: the owning process re-executed (/proc/self/exe with
-//     argv[0] watchdogName, see init), unprivileged in the sense that it
-//     serves nothing and holds no key: it holds the read end of a pipe
-//     whose only writer is the owning process. When the pipe ends without
+//     argv[0] watchdogName, see init). It is no second daemon: it serves
+//     nothing, holds no key and no listener, and reads only the pipe whose
+//     only writer is the owning process. When the pipe ends without
 //     the word "stop" the owner died: the watchdog writes cgroup.kill in
 //     every tracking cgroup of the backend's state directory, kills any
 //     process whose command line names the state directory, removes every
@@ -49,7 +49,8 @@ import (
 //     the build steps' too), detaches the spawns' disks, and exits. The
 //     spawn directories stay for Reap, which audits them at the next
 //     start. The watchdog runs only while spawns are live: the first
-//     starts it, the last stops it.
+//     starts it, the last stops it, and a spawn that finds it dead (someone
+//     killed it) starts a new one.
 
 // watchdogName is argv[0] of the watchdog process.
 const watchdogName = "codegenie-runsc-watchdog"
@@ -115,8 +116,9 @@ func killOrphans(ctx context.Context, stateDir, prefix string) error {
 	for _, pid := range processesNaming(stateDir) {
 		_ = unix.Kill(pid, unix.SIGKILL)
 	}
+	// Listed again: a runsc killed just now may have made one meanwhile.
 	var errs []error
-	for _, name := range names {
+	for _, name := range cgroupNames(prefix) {
 		for _, cg := range cgroupLeaves(name) {
 			if err := removeCgroup(ctx, cg); err != nil {
 				errs = append(errs, err)
