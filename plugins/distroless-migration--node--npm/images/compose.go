@@ -25,6 +25,11 @@ type ComposeBuild struct {
 	Context    string `json:"context"`
 	Dockerfile string `json:"dockerfile"`
 	Target     string `json:"target,omitempty"`
+	// Healthcheck is the service's healthcheck test as compose gives it
+	// (["CMD", ...], ["CMD-SHELL", "..."], or one string run by a shell),
+	// with its line; it overrides the image's HEALTHCHECK.
+	Healthcheck     []string `json:"healthcheck,omitempty"`
+	HealthcheckLine int      `json:"healthcheck_line,omitempty"`
 }
 
 // ComposeFile is what the compose files say about builds; Errors names the
@@ -116,6 +121,17 @@ func parseCompose(file string, data []byte) ([]ComposeBuild, error) {
 			}
 		default:
 			continue
+		}
+		if hc := mapValue(mapValue(svc, "healthcheck"), "test"); hc != nil {
+			cb.HealthcheckLine = hc.Line
+			switch hc.Kind {
+			case yaml.ScalarNode:
+				cb.Healthcheck = []string{"CMD-SHELL", hc.Value}
+			case yaml.SequenceNode:
+				for _, n := range hc.Content {
+					cb.Healthcheck = append(cb.Healthcheck, n.Value)
+				}
+			}
 		}
 		if strings.Contains(cb.Context, "://") || strings.HasPrefix(cb.Context, "/") {
 			continue // a remote or absolute context is not this repository

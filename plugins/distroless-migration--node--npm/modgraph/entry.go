@@ -22,6 +22,9 @@ func NodeArgv(c *npmscripts.Chain) ([]string, bool) {
 		}
 	}
 	cands = append(cands, c.Program)
+	for i, argv := range cands {
+		cands[i] = skipInit(argv)
+	}
 	for _, argv := range cands {
 		if len(argv) > 0 && isNode(argv[0]) {
 			return argv[1:], true
@@ -34,6 +37,25 @@ func NodeArgv(c *npmscripts.Chain) ([]string, bool) {
 		}
 	}
 	return nil, false
+}
+
+// initWrappers are init processes that exec the command after their own
+// options (tini -- node app.js): the module graph starts at that command.
+var initWrappers = map[string]bool{"tini": true, "dumb-init": true, "tini-static": true}
+
+func skipInit(argv []string) []string {
+	if len(argv) == 0 || !initWrappers[path.Base(argv[0])] {
+		return argv
+	}
+	for i := 1; i < len(argv); i++ {
+		if argv[i] == "--" {
+			return argv[i+1:]
+		}
+		if !strings.HasPrefix(argv[i], "-") {
+			return argv[i:]
+		}
+	}
+	return nil
 }
 
 func isJSPath(p string) bool {

@@ -44,6 +44,8 @@ type Graph struct {
 	Unresolved []string
 	// MissingPackages are bare specifiers with no installed package.
 	MissingPackages []string
+	// Truncated is set when the walk stopped at MaxFiles.
+	Truncated bool
 }
 
 // Site is a place in a file.
@@ -53,9 +55,10 @@ type Site struct {
 }
 
 // Complete reports whether the walk started from a known entry and
-// followed every load: only then does "not reached" mean "does not run".
+// followed every load it could resolve to a repository file, without
+// being cut short.
 func (g *Graph) Complete() bool {
-	return g != nil && len(g.Entries) > 0 && len(g.Unresolved) == 0
+	return g != nil && len(g.Entries) > 0 && !g.Truncated
 }
 
 // Reached reports whether file is loaded from an entry.
@@ -207,6 +210,7 @@ func (w *walker) run(ctx context.Context) error {
 		}
 		if len(w.g.parent) > MaxFiles {
 			w.g.Unresolved = append(w.g.Unresolved, "the module graph has more than 50000 files; the walk stopped")
+			w.g.Truncated = true
 			return nil
 		}
 		f := w.queue[0]

@@ -39,6 +39,9 @@ func Scan(src []byte) ([]Import, []Dynamic) {
 	var imps []Import
 	add := func(re *regexp.Regexp) {
 		for _, m := range re.FindAllStringSubmatchIndex(text, -1) {
+			if isMember(text, m[0]) {
+				continue
+			}
 			for g := 2; g+1 < len(m); g += 2 {
 				if m[g] >= 0 {
 					imps = append(imps, Import{Spec: text[m[g]:m[g+1]], Line: lineAt(m[g])})
@@ -54,6 +57,9 @@ func Scan(src []byte) ([]Import, []Dynamic) {
 	var dyn []Dynamic
 	for _, re := range []*regexp.Regexp{requireAnyRE, dynAnyRE} {
 		for _, m := range re.FindAllStringSubmatchIndex(text, -1) {
+			if isMember(text, m[0]) {
+				continue
+			}
 			c := text[m[2]]
 			if c == '"' || c == '\'' {
 				continue
@@ -65,6 +71,21 @@ func Scan(src []byte) ([]Import, []Dynamic) {
 		}
 	}
 	return imps, dyn
+}
+
+// isMember reports whether the word at off is a property (x.import(...),
+// obj.require(...)), not the require function or the import keyword.
+func isMember(text string, off int) bool {
+	for i := off - 1; i >= 0; i-- {
+		switch text[i] {
+		case ' ', '\t', '\n', '\r':
+			continue
+		case '.':
+			return i == 0 || text[i-1] != '.' // a spread (...) is not a member
+		}
+		return false
+	}
+	return false
 }
 
 // literalTemplate reports whether a template literal starting at s has no

@@ -16,9 +16,11 @@ import (
 	"github.com/codegenie/codegenie/internal/probe"
 	"github.com/codegenie/codegenie/internal/strictjson"
 	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/dockerfile"
+	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/images"
 	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/probes/childprocess"
 	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/probes/dockerfileprobe"
 	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/probes/entrypoints"
+	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/probes/nodeproject"
 	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/probes/noderuntime"
 	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/probes/npmscripts"
 	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/probes/shelltrace"
@@ -93,6 +95,16 @@ func (a *Assessor) Assess(results []probe.Result) (probe.Assessment, error) {
 	var cp childprocess.Facts
 	if err := decode(byName, childprocess.Name, &cp); err != nil {
 		return as, err
+	}
+	var np nodeproject.Facts
+	if err := decode(byName, nodeproject.Name, &np); err != nil {
+		return as, err
+	}
+	b.depBinaries = map[string]string{}
+	for _, d := range np.Dependencies {
+		for _, bin := range wrapperBinaries[d.Name] {
+			b.depBinaries[bin] = d.Name
+		}
 	}
 	b.reachableBinaries = reachableBinaries(&cp)
 	b.dockerfiles(&df)
@@ -204,6 +216,22 @@ type builder struct {
 	// jsEntries maps a shim or env-node command to the node argv that runs
 	// its JS file.
 	jsEntries map[string][]string
+	// keptRunBinaries are programs final-stage RUN steps that cannot move
+	// run (so the image is set up for them), with the step's line.
+	keptRunBinaries map[string]int
+	// depBinaries are programs the production dependencies are known to
+	// run (fluent-ffmpeg runs ffmpeg), with the dependency.
+	depBinaries map[string]string
+}
+
+// composeFor finds the compose build of a Dockerfile.
+func composeFor(f *dockerfileprobe.Facts, dockerfilePath string) (images.ComposeBuild, bool) {
+	for _, cb := range f.Compose {
+		if cb.Dockerfile == dockerfilePath {
+			return cb, true
+		}
+	}
+	return images.ComposeBuild{}, false
 }
 
 // Add records a blocker once per (ID, first evidence). Its rule decides
@@ -327,6 +355,7 @@ func (b *builder) dockerfiles(f *dockerfileprobe.Facts) {
 					bl.Rule, bl.Fix = RuleMoveToBuilder, "move this step into the builder stage and COPY its output into the final stage ("+step.Why+")"
 				} else {
 					bl.Rule, bl.WhyNot = RuleRunSideEffects, step.Why
+					b.keepRun(in)
 				}
 				b.Add(bl)
 			case in.Command == "run" && in.Form == dockerfile.FormExec && len(in.Args) > 0 && !isNodeWord(in.Args[0]):
@@ -347,6 +376,19 @@ func (b *builder) dockerfiles(f *dockerfileprobe.Facts) {
 		}
 	}
 	hc, ok := d.Effective(d.Final, "healthcheck")
+	hcFile := d.Path
+	if cb, found := composeFor(f, d.Path); found && len(cb.Healthcheck) > 0 {
+		// The compose file's healthcheck overrides the image's.
+		switch cb.Healthcheck[0] {
+		case "CMD-SHELL":
+			hc, ok = dockerfile.Instruction{Command: "healthcheck", Form: dockerfile.FormShell, Args: cb.Healthcheck[1:2], Line: cb.HealthcheckLine}, len(cb.Healthcheck) > 1
+		case "CMD":
+			hc, ok = dockerfile.Instruction{Command: "healthcheck", Form: dockerfile.FormExec, Args: cb.Healthcheck[1:], Line: cb.HealthcheckLine}, len(cb.Healthcheck) > 1
+		case "NONE":
+			ok = false
+		}
+		hcFile = cb.File
+	}
 	if !ok || hc.HealthcheckNone || len(hc.Args) == 0 {
 		return
 	}
@@ -354,7 +396,7 @@ func (b *builder) dockerfiles(f *dockerfileprobe.Facts) {
 	if hc.Form == dockerfile.FormShell {
 		a := healthAnalysis(hc.Args[0])
 		bl := probe.Blocker{ID: dockerfileprobe.WarnShellFormHealth, Kind: probe.ShellAtRuntime,
-			Title: fmt.Sprintf("HEALTHCHECK CMD %s runs through /bin/sh -c", hc.Args[0]), Evidence: ev(d.Path, hc.Line)}
+			Title: fmt.Sprintf("HEALTHCHECK CMD %s runs through /bin/sh -c", hc.Args[0]), Evidence: ev(hcFile, hc.Line)}
 		switch {
 		case a.Removable && len(a.Env) == 0 && len(a.Argv) > 0 && isNodeWord(a.Argv[0]):
 			bl.Rule, bl.Fix = RuleHealthExecForm, "HEALTHCHECK CMD "+quoteArgv(append([]string{dockerfile.DistrolessEntrypoint}, a.Argv[1:]...))
@@ -370,12 +412,40 @@ func (b *builder) dockerfiles(f *dockerfileprobe.Facts) {
 	case isNodeWord(argv[0]) && argv[0] != dockerfile.DistrolessEntrypoint:
 		b.Add(probe.Blocker{ID: dockerfileprobe.WarnShellFormHealth, Kind: probe.MissingBinary, Rule: RuleHealthExecForm,
 			Title: fmt.Sprintf("HEALTHCHECK runs %q, but distroless has node only at /nodejs/bin/node, not on PATH", argv[0]),
-			Fix:   "HEALTHCHECK CMD " + quoteArgv(append([]string{dockerfile.DistrolessEntrypoint}, argv[1:]...)), Evidence: ev(d.Path, hc.Line)})
+			Fix:   "HEALTHCHECK CMD " + quoteArgv(append([]string{dockerfile.DistrolessEntrypoint}, argv[1:]...)), Evidence: ev(hcFile, hc.Line)})
 	case isHTTPClient(argv):
 		b.Add(probe.Blocker{ID: noderuntime.WarnMissingBinary, Kind: probe.MissingBinary, Rule: RuleHealthNode,
 			Title: fmt.Sprintf("HEALTHCHECK runs %s, which distroless lacks", argv[0]),
-			Fix:   healthFix(argv), Evidence: ev(d.Path, hc.Line)})
+			Fix:   healthFix(argv), Evidence: ev(hcFile, hc.Line)})
 	}
+}
+
+// keepRun records the programs a RUN step that stays in the final stage
+// configures for run time.
+func (b *builder) keepRun(in dockerfile.Instruction) {
+	if b.keptRunBinaries == nil {
+		b.keptRunBinaries = map[string]int{}
+	}
+	cmds := [][]string{in.Args}
+	if in.Form == dockerfile.FormShell {
+		cmds = shellcmd.Analyze(strings.Join(in.Args, " ")).Commands
+	}
+	for _, c := range cmds {
+		// "git config --global ..." sets a program up for run time; other
+		// uses at build time say nothing about run time.
+		if len(c) > 1 && c[1] == "config" {
+			b.keptRunBinaries[baseName(c[0])] = in.Line
+		}
+	}
+}
+
+// wrapperBinaries are npm packages that exist to run one program.
+var wrapperBinaries = map[string][]string{
+	"fluent-ffmpeg": {"ffmpeg", "ffprobe"}, "ffmpeg-static": nil, "ping": {"ping"}, "net-ping": nil,
+	"simple-git": {"git"}, "gm": {"gm", "convert"}, "imagemagick": {"convert", "identify"},
+	"youtube-dl-exec": {"yt-dlp", "python3"}, "yt-dlp-wrap": {"yt-dlp"}, "node-7z": {"7z"},
+	"pdf-poppler": {"pdftoppm"}, "node-poppler": {"pdftotext", "pdftoppm"}, "ghostscript4js": {"gs"},
+	"shelljs": {"sh"}, "node-cron-shell": {"sh"}, "git-clone": {"git"}, "isomorphic-git": nil,
 }
 
 // healthAnalysis analyses a shell-form health check. "CHECK || exit 1" is
@@ -699,6 +769,10 @@ func (b *builder) runtime(f *noderuntime.Facts) {
 				need = "the container runs " + bin
 			case b.startBinaries[bin] != "":
 				need = "its " + b.startBinaries[bin] + " runs " + bin
+			case b.keptRunBinaries[bin] > 0:
+				need = fmt.Sprintf("a final-stage RUN configures %s for run time (line %d)", bin, b.keptRunBinaries[bin])
+			case b.depBinaries[bin] != "":
+				need = "the production dependency " + b.depBinaries[bin] + " runs " + bin
 			case b.reachableBinaries[bin]:
 				need = "code the entrypoint reaches runs " + bin
 			}

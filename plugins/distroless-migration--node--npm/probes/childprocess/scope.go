@@ -99,11 +99,15 @@ func (s *scoper) scope(f *Finding) {
 	if !ships {
 		why = append(why, "the image's file set is incomplete ("+strings.Join(s.set.Unresolved, "; ")+")")
 	}
+	// A relative load the walk could not resolve names a file the
+	// repository does not have (generated at build time), so it cannot be
+	// this file: only an unknown entry, a cut-short walk or a computed load
+	// leaves this file's reachability open.
 	switch {
 	case s.g == nil || len(s.g.Entries) == 0:
 		why = append(why, "the entrypoint is unknown ("+s.g.EntryWhyOr()+")")
-	case !s.g.Complete():
-		why = append(why, "the module graph is incomplete ("+strings.Join(first(s.g.Unresolved, 3), "; ")+")")
+	case s.g.Truncated:
+		why = append(why, "the module graph was cut short at its size limit")
 	}
 	if d, ok := s.g.DynamicIn(f.File); ok {
 		why = append(why, fmt.Sprintf("%s:%d loads a computed module name", d.File, d.Line))

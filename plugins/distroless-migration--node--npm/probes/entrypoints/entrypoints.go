@@ -365,15 +365,25 @@ func (r *resolver) inspect(f *dockerfile.File, word, origin string, line int, in
 		if bin, ok := binName(word, inScript); ok && r.lockfile != "" && !r.repo.Exists("node_modules/.bin/"+bin) {
 			return r.inferBin(ex, bin)
 		}
-		if !strings.Contains(word, "/") {
-			// Looked up on PATH in the image: a system binary, which
-			// node_runtime judges. Nothing to inspect here.
+		if !strings.Contains(word, "/") || isSystemPath(word) {
+			// Looked up on PATH, or a system directory, in the image: a
+			// system binary, which node_runtime judges. Nothing to inspect.
 			return Executable{}
 		}
 		return ex
 	}
 	r.classify(&ex)
 	return ex
+}
+
+// isSystemPath reports a path in the image's system binary directories.
+func isSystemPath(p string) bool {
+	for _, d := range []string{"/usr/bin/", "/bin/", "/usr/sbin/", "/sbin/", "/usr/local/bin/", "/usr/local/sbin/"} {
+		if strings.HasPrefix(p, d) && !strings.Contains(p[len(d):], "/") {
+			return true
+		}
+	}
+	return false
 }
 
 // binName returns the node_modules/.bin name a command word runs: the

@@ -62,8 +62,8 @@ type Chain struct {
 	Dockerfile string `json:"dockerfile"`
 	// Package is the package.json the scripts come from.
 	Package string                  `json:"package,omitempty"`
-	Stage      int                     `json:"stage"`
-	Start      dockerfile.StartCommand `json:"start"`
+	Stage   int                     `json:"stage"`
+	Start   dockerfile.StartCommand `json:"start"`
 	// Program is the argv after docker-entrypoint.sh and a removable sh -c.
 	Program []string `json:"program,omitempty"`
 	// Launcher is npm, yarn, pnpm, node, shell, other or unknown.
