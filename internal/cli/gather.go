@@ -26,18 +26,19 @@ import (
 )
 
 type gatherFlags struct {
-	out          string
-	format       string
-	noCache      bool
-	task         string
-	lightTimeout time.Duration
-	heavyTimeout time.Duration
-	mirrors      string
-	bootFor      time.Duration
-	dockerfile   string
-	target       string
-	allImages    bool
-	gc           gateControlFlags
+	out           string
+	format        string
+	noCache       bool
+	task          string
+	lightTimeout  time.Duration
+	heavyTimeout  time.Duration
+	mirrors       string
+	bootFor       time.Duration
+	dockerfile    string
+	target        string
+	allImages     bool
+	refreshImages bool
+	gc            gateControlFlags
 }
 
 // gateControlFlags say where gather's sandbox is.
@@ -88,6 +89,7 @@ stderr is a terminal.`,
 	fl.StringVar(&f.dockerfile, "dockerfile", "", "the Dockerfile of the image to judge, relative to PATH (default: Dockerfile at PATH's root, else the only one)")
 	fl.StringVar(&f.target, "target", "", "the stage that ships (default: the compose file's build.target for this Dockerfile, else the last stage)")
 	fl.BoolVar(&f.allImages, "all-images", false, "judge every Dockerfile of the repository too, each as its own image (adds images[] to the output)")
+	fl.BoolVar(&f.refreshImages, "refresh-images", false, fmt.Sprintf("resolve base-image tags anew instead of trusting digests resolved in the last %s", image.DefaultTTL))
 	return cmd
 }
 
@@ -197,6 +199,8 @@ func runGather(cmd *cobra.Command, g *globals, f *gatherFlags, dir string) error
 		if opts.Cache, err = g.openCache(); err != nil {
 			return err
 		}
+		opts.Images = &image.Memo{Resolver: opts.Images, Path: filepath.Join(opts.Cache.Dir(), image.MemoFile),
+			Config: mirrors.String(), Refresh: f.refreshImages, Logger: opts.Logger}
 	}
 	if g.stderrTTY && os.Getenv("CI") == "" {
 		opts.Progress = progressPrinter(g.stderr)
