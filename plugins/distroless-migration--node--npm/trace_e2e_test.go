@@ -2,6 +2,7 @@ package nodenpm_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
@@ -148,6 +149,52 @@ func bootShells(f *shelltrace.Facts) []shelltrace.Invocation {
 	return out
 }
 
+// attemptedAtBoot checks a shell-less boot that tried a shell: the trace is
+// complete and high, the attempt is an attempted child_process invocation
+// whose command holds want, with its errno, and the boot's exit is code.
+func attemptedAtBoot(want string, code int) func(t *testing.T, r probe.Result, f *shelltrace.Facts, a probe.Assessment) {
+	return func(t *testing.T, r probe.Result, f *shelltrace.Facts, a probe.Assessment) {
+		t.Helper()
+		b, _ := json.MarshalIndent(f, "", " ")
+		t.Logf("facts: %s", b)
+		if r.Confidence != probe.High || !f.Complete {
+			t.Fatalf("trace %s/%s (%s), complete %v: want high and complete", r.Confidence, r.Reason, r.Detail, f.Complete)
+		}
+		var found *shelltrace.Invocation
+		for _, i := range bootShells(f) {
+			if i.Attempted && strings.Contains(strings.Join(i.Argv, " "), want) {
+				found = &i
+				break
+			}
+		}
+		if found == nil {
+			t.Fatalf("no attempted boot shell running %q; boot shells: %+v", want, bootShells(f))
+		}
+		if found.Cause.Kind != "child_process" || found.Errno != "ENOENT" {
+			t.Errorf("attempt %+v: want cause child_process and errno ENOENT", *found)
+		}
+		for _, ph := range f.Phases {
+			if ph.Name == sandbox.PhaseBoot && ph.ExitCode != code {
+				t.Errorf("boot exited %d, want %d", ph.ExitCode, code)
+			}
+		}
+		if a.Verdict == probe.Ready {
+			t.Errorf("verdict ready, want a blocker citing the attempt")
+		}
+		cited := false
+		for _, bl := range a.Blockers {
+			for _, ev := range bl.Evidence {
+				if ev.Trace != nil && ev.Trace.Phase == sandbox.PhaseBoot && ev.Trace.PID == found.PID {
+					cited = true
+				}
+			}
+		}
+		if !cited {
+			t.Errorf("no blocker cites the trace event of pid %d: %+v", found.PID, a.Blockers)
+		}
+	}
+}
+
 func TestTraceFixtures(t *testing.T) {
 	e := setupTrace(t)
 	t.Cleanup(func() {})
@@ -212,6 +259,9 @@ func TestTraceFixtures(t *testing.T) {
 				t.Errorf("detail %q does not name the exit", r.Detail)
 			}
 		}},
+		{"distroless-exec-startup", attemptedAtBoot("git rev-parse HEAD", 1)},
+		{"distroless-dep-shell", attemptedAtBoot("git describe", 1)},
+		{"distroless-exit-fast", attemptedAtBoot("echo done", 0)},
 		{"oversized-exec", func(t *testing.T, r probe.Result, f *shelltrace.Facts, a probe.Assessment) {
 			if r.Confidence != probe.Low || r.Reason != shelltrace.ReasonTraceIncomplete {
 				t.Errorf("got %s/%s, want low/trace_incomplete", r.Confidence, r.Reason)

@@ -52,6 +52,8 @@ type Graph struct {
 type Site struct {
 	File string
 	Line int
+	// Prefix is the literal start of a computed load's argument.
+	Prefix string
 }
 
 // Complete reports whether the walk started from a known entry and
@@ -114,9 +116,20 @@ func (g *Graph) DynamicIn(file string) (Site, bool) {
 	}
 	pkg := PackageOf(file)
 	for _, d := range g.Dynamic {
-		if PackageOf(d.File) == pkg {
-			return d, true
+		if PackageOf(d.File) != pkg {
+			continue
 		}
+		// require('./plugins/' + name) loads only files below ./plugins.
+		if strings.HasPrefix(d.Prefix, "./") || strings.HasPrefix(d.Prefix, "../") {
+			dir := path.Join(path.Dir(d.File), d.Prefix)
+			if !strings.HasSuffix(d.Prefix, "/") {
+				dir = path.Dir(dir)
+			}
+			if dir != "." && !strings.HasPrefix(file, dir+"/") {
+				continue
+			}
+		}
+		return d, true
 	}
 	return Site{}, false
 }
@@ -227,7 +240,7 @@ func (w *walker) run(ctx context.Context) error {
 		}
 		imps, dyn := Scan(data)
 		for _, d := range dyn {
-			w.g.Dynamic = append(w.g.Dynamic, Site{File: f, Line: d.Line})
+			w.g.Dynamic = append(w.g.Dynamic, Site{File: f, Line: d.Line, Prefix: d.Prefix})
 		}
 		for _, imp := range imps {
 			to, ok := w.resolve(f, imp.Spec)

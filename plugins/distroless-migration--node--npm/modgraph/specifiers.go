@@ -14,6 +14,9 @@ type Import struct {
 // Dynamic is a require or import() whose argument is not a literal.
 type Dynamic struct {
 	Line int
+	// Prefix is the literal start of the argument ('./plugins/' in
+	// require('./plugins/' + name)), when it has one.
+	Prefix string
 }
 
 var (
@@ -37,11 +40,13 @@ func Scan(src []byte) ([]Import, []Dynamic) {
 	text := stripComments(src)
 	lineAt := lineIndex(text)
 	var imps []Import
+	literal := map[int]bool{}
 	add := func(re *regexp.Regexp) {
 		for _, m := range re.FindAllStringSubmatchIndex(text, -1) {
 			if isMember(text, m[0]) {
 				continue
 			}
+			literal[m[0]] = true
 			for g := 2; g+1 < len(m); g += 2 {
 				if m[g] >= 0 {
 					imps = append(imps, Import{Spec: text[m[g]:m[g+1]], Line: lineAt(m[g])})
@@ -57,17 +62,19 @@ func Scan(src []byte) ([]Import, []Dynamic) {
 	var dyn []Dynamic
 	for _, re := range []*regexp.Regexp{requireAnyRE, dynAnyRE} {
 		for _, m := range re.FindAllStringSubmatchIndex(text, -1) {
-			if isMember(text, m[0]) {
+			if isMember(text, m[0]) || literal[m[0]] {
 				continue
 			}
-			c := text[m[2]]
-			if c == '"' || c == '\'' {
-				continue
+			d := Dynamic{Line: lineAt(m[0])}
+			if c := text[m[2]]; c == '"' || c == '\'' || c == '`' {
+				if end := strings.IndexByte(text[m[2]+1:], c); end >= 0 {
+					d.Prefix = text[m[2]+1 : m[2]+1+end]
+					if c == '`' {
+						d.Prefix, _, _ = strings.Cut(d.Prefix, "${")
+					}
+				}
 			}
-			if c == '`' && literalTemplate(text[m[2]:]) {
-				continue
-			}
-			dyn = append(dyn, Dynamic{Line: lineAt(m[0])})
+			dyn = append(dyn, d)
 		}
 	}
 	return imps, dyn

@@ -10,6 +10,7 @@ package readiness
 
 import (
 	"fmt"
+	"path"
 	"sort"
 	"strings"
 
@@ -686,7 +687,7 @@ func (b *builder) executables(f *entrypoints.Facts) {
 		case e.Kind == entrypoints.KindInferred:
 			b.Add(probe.Blocker{ID: pick(e.InterpreterKind == "shell", entrypoints.WarnShellShim, entrypoints.WarnEnvShebang), Kind: pick2(e.InterpreterKind == "shell", probe.ShellAtRuntime, probe.MissingBinary), Rule: RuleJSEntry,
 				Title: fmt.Sprintf("%s is a node_modules/.bin command; with a %s lockfile it is %s (inferred: node_modules is not in the repository)", e.Command, strings.TrimPrefix(e.ResolvedBy, "lockfile:"), pick(e.InterpreterKind == "shell", "a #!/bin/sh wrapper", "a #!/usr/bin/env node script")),
-				Fix:   "point CMD at the JavaScript file that the \"bin\" field of " + e.Command + "'s package.json names", Evidence: evs})
+				Fix:   "point CMD at the JavaScript file that the \"bin\" field of the package providing " + path.Base(e.Command) + " names", Evidence: evs})
 		case e.Kind == entrypoints.KindOutside:
 			b.Add(probe.Blocker{ID: entrypoints.WarnNotFound, Kind: probe.UnknownKind, Rule: RuleUnclassified,
 				Title: fmt.Sprintf("%s is a symlink that leads outside the repository; it was not read", e.Command), Evidence: evs})

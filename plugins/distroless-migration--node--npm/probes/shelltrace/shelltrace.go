@@ -115,7 +115,10 @@ type Invocation struct {
 	By        string   `json:"by"`
 	Shell     string   `json:"shell"`
 	Attempted bool     `json:"attempted,omitempty"`
-	Cause     Cause    `json:"cause"`
+	// Errno is how an attempted exec failed (ENOENT), when the trace
+	// tells it; empty when it does not or the exec succeeded.
+	Errno string `json:"errno,omitempty"`
+	Cause Cause  `json:"cause"`
 }
 
 // Cause is what made a shell run.
