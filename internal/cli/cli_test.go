@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/spf13/cobra"
 
 	"github.com/codegenie/codegenie/internal/builtin"
@@ -129,6 +131,8 @@ func TestErrorsAreOneLineWithUsageExitCode(t *testing.T) {
 		{"bad mirror", []string{"gather", "--registry-mirror", "docker.io", dir}, "REGISTRY=MIRROR"},
 		{"unknown command", []string{"frobnicate"}, "unknown command"},
 		{"prune needs a bound", []string{"cache", "prune", "--older-than", "0s"}, "--older-than must be positive"},
+		{"unknown dockerfile", []string{"gather", "--no-sandbox", "--dockerfile", "nope.Dockerfile", fixture(t, "multi-image")}, "no such Dockerfile"},
+		{"unknown target", []string{"gather", "--no-sandbox", "--target", "nope", fixture(t, "multi-image")}, "has no such stage"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -144,6 +148,76 @@ func TestErrorsAreOneLineWithUsageExitCode(t *testing.T) {
 				t.Errorf("stderr is not one 'codegenie: ' line: %q", r.stderr)
 			}
 		})
+	}
+}
+
+func fixture(t *testing.T, name string) string {
+	t.Helper()
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..", "plugins", "distroless-migration--node--npm", "testdata", "fixtures", name)
+}
+
+// TestGatherExitCodes: the exit code tells a confirmed from an unconfirmed
+// answer, so CI can choose.
+func TestGatherExitCodes(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		fixture string
+		args    []string
+		code    int
+		image   string
+	}{
+		{"already-distroless", nil, ExitUnconfirmed, "Dockerfile#1"},
+		{"npm-start-plain", nil, ExitNotReady, "Dockerfile#1"},
+		{"execsync-app", nil, ExitNotReady, "Dockerfile#1"},
+		{"compose-target", nil, ExitNotReady, "Dockerfile#prod"},
+		{"multi-image", []string{"--dockerfile", "docker/load.Dockerfile"}, ExitNotReady, "docker/load.Dockerfile#0"},
+		{"multi-image", nil, ExitUnconfirmed, "Dockerfile#1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.fixture+strings.Join(tt.args, "_"), func(t *testing.T) {
+			t.Parallel()
+			args := append([]string{"--cache-dir", t.TempDir(), "gather", "--no-sandbox", "--format", "json"}, tt.args...)
+			r := execute(t, t.Context(), append(args, fixture(t, tt.fixture))...)
+			if r.code != tt.code {
+				t.Errorf("exit %d, want %d (stderr %q)", r.code, tt.code, r.stderr)
+			}
+			var c struct {
+				Image probe.ImageRef `json:"image"`
+			}
+			if err := json.Unmarshal([]byte(r.stdout), &c); err != nil {
+				t.Fatal(err)
+			}
+			if c.Image.Key() != tt.image || c.Image.Why == "" {
+				t.Errorf("judged %s (%q), want %s with a reason", c.Image.Key(), c.Image.Why, tt.image)
+			}
+		})
+	}
+}
+
+// TestGatherAllImages: each Dockerfile is judged as its own image.
+func TestGatherAllImages(t *testing.T) {
+	t.Parallel()
+	r := execute(t, t.Context(), "--cache-dir", t.TempDir(), "gather", "--no-sandbox", "--format", "json", "--all-images", fixture(t, "multi-image"))
+	var c report.Context
+	if err := json.Unmarshal([]byte(r.stdout), &c); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]probe.Verdict{}
+	for _, ia := range c.Images {
+		got[ia.Image.Key()] = ia.Assessments["distroless_readiness"].Verdict
+	}
+	want := map[string]probe.Verdict{
+		"Dockerfile#1":             probe.Ready,
+		"Dockerfile.cypress#0":     probe.Blocked,
+		"docker/load.Dockerfile#0": probe.Blocked,
+		"genproto/Dockerfile#0":    probe.Blocked,
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("verdicts per image (-want +got):\n%s", diff)
+	}
+	if c.Assessments["distroless_readiness"].Verdict != probe.Ready {
+		t.Errorf("the judged image's verdict %s, want ready", c.Assessments["distroless_readiness"].Verdict)
 	}
 }
 

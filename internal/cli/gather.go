@@ -57,11 +57,27 @@ context (each probe's typed result, with a schema version) as JSON to stdout or
 --out. Results are cached by the content of each probe's declared inputs; an
 unchanged repository is answered from the cache with identical bytes.
 
-The exit code answers the question: 0 when the service is ready for a
-distroless image, 1 when it is not (blocked, ready only after a rewrite, or
-unknown), 2 for bad usage or input. A short summary goes to stderr when
-stderr is a terminal.`,
+gather judges one image: the Dockerfile given by --dockerfile (default:
+Dockerfile at PATH's root, else the only one), built for --target (default:
+the target a compose file names in build.target for that Dockerfile, else
+the last stage). The output says which image was judged and why.
+--all-images judges every Dockerfile as well, each as its own image.
+
+Without a sandbox (--no-sandbox, or not root with no gate-control), the
+verdict comes from static evidence and is marked confirmed: false; only a
+traced build and boot confirms that no shell runs.
+
+The exit code answers the question for the judged image:
+  0  ready for a distroless image, confirmed by the trace
+  3  ready on static evidence only (unconfirmed)
+  1  not ready: blocked, ready only after a rewrite, or unknown
+  2  bad usage or input (a missing path, an unknown --dockerfile/--target)
+CI that accepts static answers can treat 0 and 3 alike. A short summary
+goes to stderr when stderr is a terminal.`,
 		Example: `  codegenie gather ./my-service
+  codegenie gather --dockerfile docker/api.Dockerfile --target runtime ./my-service
+  codegenie gather --all-images --no-sandbox --format json ./monorepo | jq '.images[] | {image, verdict: .assessments.distroless_readiness.verdict}'
+  rc=0; codegenie gather --no-sandbox ./my-service || rc=$?; [ $rc -eq 0 ] || [ $rc -eq 3 ]
   codegenie gather --format sarif --out codegenie.sarif ./my-service
   codegenie gather --format json ./my-service | jq .assessments
   codegenie gather ./my-service || echo "not ready for distroless"
@@ -219,11 +235,16 @@ func runGather(cmd *cobra.Command, g *globals, f *gatherFlags, dir string) error
 	if g.stderrTTY && format != "text" {
 		printSummary(g.stderr, out)
 	}
-	if !out.Context.Ready() {
+	switch {
+	case !out.Context.Ready():
 		return &ExitError{Code: ExitNotReady, Err: errNotReady, Silent: true}
+	case !out.Context.Confirmed():
+		return &ExitError{Code: ExitUnconfirmed, Err: errUnconfirmed, Silent: true}
 	}
 	return nil
 }
+
+var errUnconfirmed = errors.New("ready, unconfirmed by a trace")
 
 var errNotReady = errors.New("not ready")
 

@@ -26,6 +26,10 @@ const (
 	ExitOK       = 0
 	ExitNotReady = 1 // the answer is no or unknown; also internal errors
 	ExitUsage    = 2 // bad flags, arguments or input
+	// ExitUnconfirmed: ready on static evidence alone; no trace confirmed
+	// that no shell runs (gather --no-sandbox, or a trace that could not
+	// run). CI that accepts static answers treats it as success.
+	ExitUnconfirmed = 3
 	ExitCanceled = 130
 )
 

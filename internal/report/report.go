@@ -129,6 +129,19 @@ func Decode(r io.Reader, reg *probe.Registry) (*Context, error) {
 	return &c, nil
 }
 
+// Confirmed reports whether every assessment is backed by a trace.
+func (c *Context) Confirmed() bool {
+	if len(c.Assessments) == 0 {
+		return false
+	}
+	for _, a := range c.Assessments {
+		if !a.Confirmed {
+			return false
+		}
+	}
+	return true
+}
+
 // Ready reports whether every assessment's verdict is ready. A context
 // with no assessment is not ready: there is no answer.
 func (c *Context) Ready() bool {
