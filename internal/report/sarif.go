@@ -183,11 +183,11 @@ func EncodeSARIF(w io.Writer, c *Context, reg *probe.Registry) error {
 				if lv, ok := levels[key(warn.ID, e)]; ok && rank(lv) > rank(sr.Level) {
 					sr.Level = lv
 				}
-				if e.Trace != nil {
-					sr.CodeFlows = append(sr.CodeFlows, codeFlow(*e.Trace, e.Note, invs))
-				}
 			}
-			files := fileEvidence(warn, c)
+			files, traces := findingEvidence(warn, c)
+			for _, e := range traces {
+				sr.CodeFlows = append(sr.CodeFlows, codeFlow(*e.Trace, e.Note, invs))
+			}
 			if len(files) > 0 {
 				sr.Locations = []sarifLocation{{PhysicalLocation: physical(files[0])}}
 			}
@@ -214,13 +214,20 @@ func EncodeSARIF(w io.Writer, c *Context, reg *probe.Registry) error {
 	return writeIndented(w, b)
 }
 
-// fileEvidence returns the file evidence of a warning followed by that of
-// every blocker of c's assessments that stands behind it (same ID, a
-// shared file and line), each file and line once.
-func fileEvidence(warn probe.Warning, c *Context) []probe.Evidence {
+// findingEvidence returns the file and the trace evidence of a warning,
+// each followed by that of every blocker of c's assessments that stands
+// behind it (same ID, a shared file and line): a static finding shows the
+// trace events its verdict cites. Each file and line, and each trace
+// event, comes once.
+func findingEvidence(warn probe.Warning, c *Context) (files, traces []probe.Evidence) {
 	var out []probe.Evidence
 	seen := map[string]int{}
+	seenTrace := map[probe.TraceRef]bool{}
 	add := func(e probe.Evidence) {
+		if e.Trace != nil && !seenTrace[*e.Trace] {
+			seenTrace[*e.Trace] = true
+			traces = append(traces, e)
+		}
 		if e.File == "" {
 			return
 		}
@@ -256,7 +263,7 @@ func fileEvidence(warn probe.Warning, c *Context) []probe.Evidence {
 			}
 		}
 	}
-	return out
+	return out, traces
 }
 
 func sharesEvidence(b probe.Blocker, keys map[string]bool) bool {

@@ -66,7 +66,14 @@ const traceFacts = `{"execs": 4, "trace_complete": true, "invocations": [
 
 func traceContext() (*Context, *probe.Registry) {
 	c, reg := sampleContext()
+	// The verdict cites the boot's shell beside the static finding.
+	c.Assessments = map[string]probe.Assessment{"distroless_readiness": {Verdict: probe.Blocked, Confirmed: true,
+		Blockers: []probe.Blocker{{ID: "stub.warned", Kind: probe.ShellAtRuntime, Title: "npm start",
+			Evidence: []probe.Evidence{{File: "Dockerfile", Line: 9}, {Trace: &probe.TraceRef{Phase: "boot", PID: 12, Index: 3}, Note: "sh -c node migrate.js"}}}}}}
 	c.Probes = []probe.Result{{
+		Probe: "static", Version: "1", Confidence: probe.High, Facts: json.RawMessage(`{}`),
+		Warnings: []probe.Warning{{ID: "stub.warned", Message: "npm start", Evidence: []probe.Evidence{{File: "Dockerfile", Line: 9}}}},
+	}, {
 		Probe: "stub", Version: "1", Confidence: probe.High, Facts: json.RawMessage(traceFacts),
 		Warnings: []probe.Warning{
 			{ID: "stub.warned", Message: "boot: shell", Evidence: []probe.Evidence{
@@ -217,31 +224,33 @@ func TestSARIFCodeFlows(t *testing.T) {
 	log, _ := encodeSARIF(t, c, reg)
 	results := log.Runs[0].Results
 	msg := func(s string) *sarifMessage { return &sarifMessage{Text: s} }
+	npmFlow := sarifCodeFlow{
+		Message: msg("boot: node /usr/local/bin/npm start → sh -c npm run prestart → sh -c node migrate.js"),
+		ThreadFlows: []sarifThreadFlow{{Locations: []sarifThreadFlowLocation{
+			{Location: sarifLocation{Message: msg("boot: node /usr/local/bin/npm start")}, NestingLevel: 0, ExecutionOrder: 1, Kinds: []string{"call"},
+				Properties: &stepProps{Phase: "boot", Command: "node /usr/local/bin/npm start"}},
+			{Location: sarifLocation{Message: msg("boot: pid 11: sh -c npm run prestart")}, NestingLevel: 1, ExecutionOrder: 2, Kinds: []string{"call"},
+				Properties: &stepProps{Phase: "boot", PID: 11, Command: "sh -c npm run prestart"}},
+			{Location: sarifLocation{PhysicalLocation: loc(0, "package.json", 6, "").PhysicalLocation, Message: msg("boot: pid 12 ran sh -c node migrate.js (cause: npm_script)")},
+				NestingLevel: 2, ExecutionOrder: 3, Kinds: []string{"call"},
+				Properties: &stepProps{Phase: "boot", PID: 12, Argv: []string{"sh", "-c", "node migrate.js"}, Cause: "npm_script"}},
+		}}},
+	}
 	tests := []struct {
 		name string
 		res  int
 		want []sarifCodeFlow
 	}{
-		{"ancestry to the npm script", 0, []sarifCodeFlow{{
-			Message: msg("boot: node /usr/local/bin/npm start → sh -c npm run prestart → sh -c node migrate.js"),
-			ThreadFlows: []sarifThreadFlow{{Locations: []sarifThreadFlowLocation{
-				{Location: sarifLocation{Message: msg("boot: node /usr/local/bin/npm start")}, NestingLevel: 0, ExecutionOrder: 1, Kinds: []string{"call"},
-					Properties: &stepProps{Phase: "boot", Command: "node /usr/local/bin/npm start"}},
-				{Location: sarifLocation{Message: msg("boot: pid 11: sh -c npm run prestart")}, NestingLevel: 1, ExecutionOrder: 2, Kinds: []string{"call"},
-					Properties: &stepProps{Phase: "boot", PID: 11, Command: "sh -c npm run prestart"}},
-				{Location: sarifLocation{PhysicalLocation: loc(0, "package.json", 6, "").PhysicalLocation, Message: msg("boot: pid 12 ran sh -c node migrate.js (cause: npm_script)")},
-					NestingLevel: 2, ExecutionOrder: 3, Kinds: []string{"call"},
-					Properties: &stepProps{Phase: "boot", PID: 12, Argv: []string{"sh", "-c", "node migrate.js"}, Cause: "npm_script"}},
-			}}},
-		}}},
-		{"an attempt with no ancestry or known cause", 1, []sarifCodeFlow{{
+		{"ancestry to the npm script", 1, []sarifCodeFlow{npmFlow}},
+		{"a static finding shows the trace event its verdict cites", 0, []sarifCodeFlow{npmFlow}},
+		{"an attempt with no ancestry or known cause", 2, []sarifCodeFlow{{
 			Message: msg("build:builder:step 2: /bin/sh -c npm ci"),
 			ThreadFlows: []sarifThreadFlow{{Locations: []sarifThreadFlowLocation{
 				{Location: sarifLocation{Message: msg("build:builder:step 2: pid 5 tried to run /bin/sh -c npm ci (cause: unknown)")}, ExecutionOrder: 1, Kinds: []string{"call"},
 					Properties: &stepProps{Phase: "build:builder:step 2", PID: 5, Argv: []string{"/bin/sh", "-c", "npm ci"}, Attempted: true, Cause: "unknown"}},
 			}}},
 		}}},
-		{"an event the facts do not hold", 2, []sarifCodeFlow{{
+		{"an event the facts do not hold", 3, []sarifCodeFlow{{
 			ThreadFlows: []sarifThreadFlow{{Locations: []sarifThreadFlowLocation{
 				{Location: sarifLocation{Message: msg("boot: pid 40: sh -c true")}, ExecutionOrder: 1, Kinds: []string{"call"},
 					Properties: &stepProps{Phase: "boot", PID: 40, Command: "sh -c true"}},
@@ -256,7 +265,7 @@ func TestSARIFCodeFlows(t *testing.T) {
 			}
 		})
 	}
-	if got := results[0].RelatedLocations; len(got) != 1 || got[0].PhysicalLocation.ArtifactLocation.URI != "package.json" {
+	if got := results[1].RelatedLocations; len(got) != 1 || got[0].PhysicalLocation.ArtifactLocation.URI != "package.json" {
 		t.Errorf("the cause's file evidence is not a related location: %+v", got)
 	}
 }
