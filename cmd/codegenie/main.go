@@ -15,10 +15,16 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := cli.Execute(ctx, os.Args[1:], cli.Streams{
+	s := cli.Streams{
 		Out: os.Stdout, Err: os.Stderr,
 		OutTTY: term.IsTerminal(int(os.Stdout.Fd())), ErrTTY: term.IsTerminal(int(os.Stderr.Fd())),
-	})
+	}
+	if s.OutTTY {
+		if w, _, err := term.GetSize(int(os.Stdout.Fd())); err == nil {
+			s.Width = w
+		}
+	}
+	code := cli.Execute(ctx, os.Args[1:], s)
 	stop()
 	os.Exit(code)
 }

@@ -177,7 +177,7 @@ func runGather(cmd *cobra.Command, g *globals, f *gatherFlags, dir string) error
 	case "text":
 		color := g.stdoutTTY && f.out == "" && os.Getenv("NO_COLOR") == ""
 		encode = func(w io.Writer, o *gather.Outcome) error {
-			return report.EncodeText(w, o.Context, report.TextOptions{Color: color})
+			return report.EncodeText(w, o.Context, report.TextOptions{Color: color, Width: g.width, Verbose: g.verbose})
 		}
 	case "sarif":
 		encode = func(w io.Writer, o *gather.Outcome) error { return report.EncodeSARIF(w, o.Context, o.Registry) }

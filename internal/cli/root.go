@@ -53,6 +53,8 @@ func usageErr(format string, args ...any) error {
 type Streams struct {
 	Out, Err       io.Writer
 	OutTTY, ErrTTY bool
+	// Width is the terminal's width when Out is one; zero otherwise.
+	Width int
 }
 
 // globals are the persistent flags every command shares.
@@ -62,6 +64,7 @@ type globals struct {
 	stdout    io.Writer
 	stderr    io.Writer
 	stdoutTTY bool
+	width     int
 	stderrTTY bool
 }
 
@@ -86,7 +89,7 @@ func (g *globals) openCache() (*cache.Cache, error) {
 
 // NewRootCmd returns the codegenie command tree writing to s.
 func NewRootCmd(s Streams) *cobra.Command {
-	g := &globals{stdout: s.Out, stderr: s.Err, stdoutTTY: s.OutTTY, stderrTTY: s.ErrTTY}
+	g := &globals{stdout: s.Out, stderr: s.Err, stdoutTTY: s.OutTTY, stderrTTY: s.ErrTTY, width: s.Width}
 	root := &cobra.Command{
 		Use:   "codegenie",
 		Short: "Find out, with evidence, whether a Node.js service can move to a distroless image",

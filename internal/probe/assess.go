@@ -59,6 +59,9 @@ type Blocker struct {
 	// Removable is true when a mechanical rewrite removes the blocker.
 	Removable bool   `json:"removable"`
 	Fix       string `json:"fix,omitempty"`
+	// Stage is the judged Dockerfile's stage the blocker's first evidence
+	// is in; empty for code, scripts and package.json.
+	Stage string `json:"stage,omitempty"`
 	// WhyNot says why no rewrite removes a blocker that has no fix.
 	WhyNot   string     `json:"why_not,omitempty"`
 	Evidence []Evidence `json:"evidence,omitempty"`

@@ -149,6 +149,11 @@ func (a *Assessor) Assess(results []probe.Result) (probe.Assessment, error) {
 		b.notes = append(b.notes, probe.Note{ID: NoteStaticOnly, Message: "unconfirmed: no traced build and boot ran; only a trace confirms that no shell runs"})
 	}
 	as.Blockers, as.Notes = b.sorted(), b.notes
+	if d := judgedFile(&df); d != nil {
+		for i := range as.Blockers {
+			as.Blockers[i].Stage = stageOf(d, as.Blockers[i].Evidence)
+		}
+	}
 	as.Confirmed = heavyRan
 	hard, unknownKind, removable := 0, 0, 0
 	for _, bl := range as.Blockers {
@@ -321,6 +326,25 @@ func cmdFix(argv, env []string) string {
 		fix = "ENV " + strings.Join(env, " ") + " and " + fix
 	}
 	return fix
+}
+
+// stageOf names the stage of d that holds the first evidence in d.
+func stageOf(d *dockerfile.File, evs []probe.Evidence) string {
+	for _, e := range evs {
+		if e.File != d.Path || e.Line < 1 {
+			continue
+		}
+		st := -1
+		for i, s := range d.Stages {
+			if s.Line <= e.Line {
+				st = i
+			}
+		}
+		if st >= 0 {
+			return d.StageName(st)
+		}
+	}
+	return ""
 }
 
 // judgedFile returns the judged image's Dockerfile as built for its target.
@@ -566,7 +590,7 @@ func (b *builder) chains(f *npmscripts.Facts, r probe.Result) {
 			b.Add(bl)
 		case "shell":
 			bl := probe.Blocker{ID: npmscripts.WarnShellFormStart, Kind: probe.ShellAtRuntime,
-				Title: "the start command line needs a shell (" + strings.Join(c.Blockers, "; ") + ")", Evidence: evs}
+				Title: "the start command needs a shell: " + strings.TrimPrefix(strings.Join(c.Blockers, "; "), "start command needs a shell: "), Evidence: evs}
 			if steps, ok := launcherSteps(c); ok {
 				bl.Rule = RuleNodeLauncher
 				bl.Fix = fmt.Sprintf("run the %d node steps (%s) from a generated launcher: CMD [\"launch.js\"]", len(steps), strings.Join(steps, "; "))

@@ -66,7 +66,7 @@ func ClassifyRun(in dockerfile.Instruction) RunStep {
 		case sideEffects[name] != "":
 			return RunStep{Why: name + " " + sideEffects[name] + ": that is not a file the builder can hand over"}
 		case packageManagers[name]:
-			does = append(does, name+" installs OS packages (judged one by one)")
+			does = append(does, name+" installs OS packages, each judged on its own")
 		case name == "curl" || name == "wget":
 			does = append(does, name+" downloads at build time")
 		case (name == "bash" || name == "sh") && (len(c) == 1 || c[1] == "-" || c[1] == "-s" || c[1] == "-E"):

@@ -70,7 +70,8 @@ func newScoper(ctx context.Context, repo *probe.Repo, pctx *probe.Context) (*sco
 }
 
 // scope classifies one finding and, when it is reachable, gives the load
-// chain (server.js → lib/x.js:3 → node_modules/a/index.js:12).
+// chain, each step with the line that loads the next and the last with the
+// call (server.js:1 → lib/x.js:3 → node_modules/a/index.js:12).
 func (s *scoper) scope(f *Finding) {
 	if s == nil || s.set == nil {
 		f.Scope, f.ScopeNote = ScopeUnresolved, "no parsed Dockerfile: the image's files are unknown, so the finding counts as in the image"
@@ -83,15 +84,17 @@ func (s *scoper) scope(f *Finding) {
 	}
 	if s.g.Reached(f.File) {
 		f.Scope = ScopeReachable
+		// Each step names the line of its file that loads the next one;
+		// the last names the call.
 		chain := s.g.Chain(f.File)
 		steps := make([]string, len(chain))
 		for i, c := range chain {
-			steps[i] = c
-			if i > 0 {
-				steps[i] = fmt.Sprintf("%s:%d", c, s.g.LoadLine(c))
+			line := f.Line
+			if i+1 < len(chain) {
+				line = s.g.LoadLine(chain[i+1])
 			}
+			steps[i] = fmt.Sprintf("%s:%d", c, line)
 		}
-		steps[len(steps)-1] = fmt.Sprintf("%s:%d", f.File, f.Line)
 		f.Chain = steps
 		return
 	}

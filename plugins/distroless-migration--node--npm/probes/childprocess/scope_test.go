@@ -53,7 +53,7 @@ func scopesOf(t *testing.T, files map[string]string) []scoped {
 func TestScopes(t *testing.T) {
 	t.Parallel()
 	want := []scoped{
-		{File: "node_modules/a/lib/main.js", Scope: ScopeReachable, Chain: []string{"src/server.js", "src/lib/x.js:1", "node_modules/a/lib/main.js:3"}},
+		{File: "node_modules/a/lib/main.js", Scope: ScopeReachable, Chain: []string{"src/server.js:1", "src/lib/x.js:2", "node_modules/a/lib/main.js:3"}},
 		{File: "node_modules/b/index.js", Scope: ScopeNotReachable},
 		{File: "scripts/ci.js", Scope: ScopeNotInImage},
 		{File: "src/unused.js", Scope: ScopeNotReachable},
