@@ -30,7 +30,7 @@ const (
 	// that no shell runs (gather --no-sandbox, or a trace that could not
 	// run). CI that accepts static answers treats it as success.
 	ExitUnconfirmed = 3
-	ExitCanceled = 130
+	ExitCanceled    = 130
 )
 
 // ExitError carries an exit code out of a command. A Silent one prints
