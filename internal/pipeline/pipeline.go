@@ -307,6 +307,12 @@ func (r *run) invoke(ctx context.Context, pr probe.Probe, d *probe.Desc) probe.O
 		case err != nil && errors.Is(pctx.Err(), context.DeadlineExceeded):
 			done <- failed(probe.ReasonTimeout, fmt.Sprintf("probe ran past its %s timeout", timeout))
 		case err != nil:
+			if errors.Is(err, probe.ErrPathEscapes) {
+				// A symlink out of the repository is the repository's
+				// doing, not the probe's: say so, and quote nothing.
+				done <- failed(probe.ReasonPathEscapes, err.Error())
+				return
+			}
 			done <- failed(probe.ReasonProbeError, err.Error())
 		default:
 			done <- out

@@ -167,6 +167,8 @@ func (*Probe) Run(ctx context.Context, repo *probe.Repo, pctx *probe.Context) (p
 		}
 	}
 	switch {
+	case chainsOut.Reason == probe.ReasonPathEscapes:
+		out.Confidence, out.Reason, out.Detail = probe.Low, chainsOut.Reason, chainsOut.Detail
 	case len(r.escaped) > 0:
 		out.Confidence, out.Reason = probe.Low, probe.ReasonPathEscapes
 		out.Detail = "symlinks lead outside the repository and were not read: " + strings.Join(r.escaped, ", ")

@@ -188,6 +188,9 @@ func (*Probe) Run(ctx context.Context, repo *probe.Repo, pctx *probe.Context) (p
 		f := pf.File
 		if f == nil {
 			out.Confidence, out.Reason, out.Detail = probe.Medium, ReasonDockerfileError, pf.Err.Error()
+			if pf.Escapes {
+				out.Confidence, out.Reason = probe.Low, probe.ReasonPathEscapes
+			}
 			continue
 		}
 		img := image(f)

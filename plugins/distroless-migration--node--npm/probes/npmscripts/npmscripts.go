@@ -127,6 +127,10 @@ func (*Probe) Run(ctx context.Context, repo *probe.Repo, pctx *probe.Context) (p
 	}
 	for _, pf := range files {
 		f := pf.File
+		if f == nil && pf.Escapes {
+			out.Confidence, out.Reason, out.Detail = probe.Low, probe.ReasonPathEscapes, pf.Err.Error()
+			continue
+		}
 		if f == nil {
 			lower(ReasonDockerfileParseError, pf.Err.Error())
 			continue
