@@ -101,6 +101,11 @@ func staticRegistry() *probe.Registry {
 			panic(err)
 		}
 	}
+	if sel, ok := full.ImageSelector(nodenpm.Task); ok {
+		if err := reg.RegisterImageSelector(nodenpm.Task, sel); err != nil {
+			panic(err)
+		}
+	}
 	return reg
 }
 
