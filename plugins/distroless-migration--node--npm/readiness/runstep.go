@@ -76,7 +76,7 @@ func ClassifyRun(in dockerfile.Instruction) RunStep {
 		case name == "<expanded>":
 			return RunStep{Why: "a command name comes from a variable, so what it does is unknown"}
 		default:
-			return RunStep{Why: "codegenie cannot tell what " + name + " leaves behind, so moving it may lose an effect"}
+			return RunStep{Why: "codegenie cannot tell what " + c[0] + " leaves behind, so moving it may lose an effect"}
 		}
 	}
 	return RunStep{Movable: true, Why: strings.Join(dedupe(does), "; ")}

@@ -1,0 +1,76 @@
+package probe
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+)
+
+func TestAnalyzerRunsOncePerRepository(t *testing.T) {
+	t.Parallel()
+	repo, err := OpenRepo(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var runs atomic.Int32
+	a := &Analyzer[int]{Name: "count", Run: func(context.Context, *Repo, *Context) (int, error) {
+		return int(runs.Add(1)), nil
+	}}
+	var wg sync.WaitGroup
+	for range 16 {
+		wg.Go(func() {
+			if v, err := a.Of(t.Context(), repo, nil); err != nil || v != 1 {
+				t.Errorf("Of = %d, %v; want 1, nil", v, err)
+			}
+		})
+	}
+	wg.Wait()
+	if n := runs.Load(); n != 1 {
+		t.Errorf("ran %d times, want once", n)
+	}
+	other, _ := OpenRepo(t.TempDir())
+	if v, _ := a.Of(t.Context(), other, nil); v != 2 {
+		t.Errorf("another repository shares the result: %d", v)
+	}
+}
+
+func TestPerImageAnalyzerKeysOnTheImage(t *testing.T) {
+	t.Parallel()
+	repo, _ := OpenRepo(t.TempDir())
+	var runs atomic.Int32
+	a := &Analyzer[string]{Name: "img", PerImage: true, Run: func(_ context.Context, _ *Repo, pctx *Context) (string, error) {
+		runs.Add(1)
+		return pctx.Image.Key(), nil
+	}}
+	for _, ref := range []ImageRef{{Dockerfile: "Dockerfile", Target: "1"}, {Dockerfile: "a.Dockerfile", Target: "0"}, {Dockerfile: "Dockerfile", Target: "1", Why: "again"}} {
+		if v, _ := a.Of(t.Context(), repo, &Context{Image: ref}); v != ref.Key() {
+			t.Errorf("Of(%s) = %s", ref.Key(), v)
+		}
+	}
+	if n := runs.Load(); n != 2 {
+		t.Errorf("ran %d times for 2 distinct images", n)
+	}
+}
+
+func TestAnalyzerForgetsACancelledRun(t *testing.T) {
+	t.Parallel()
+	repo, _ := OpenRepo(t.TempDir())
+	var runs atomic.Int32
+	a := &Analyzer[int]{Name: "cancel", Run: func(ctx context.Context, _ *Repo, _ *Context) (int, error) {
+		runs.Add(1)
+		if err := ctx.Err(); err != nil {
+			return 0, err
+		}
+		return 7, nil
+	}}
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if _, err := a.Of(ctx, repo, nil); !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v, want canceled", err)
+	}
+	if v, err := a.Of(t.Context(), repo, nil); err != nil || v != 7 {
+		t.Errorf("after a cancelled first run: %d, %v; want 7", v, err)
+	}
+}

@@ -1,0 +1,177 @@
+package images
+
+import (
+	"errors"
+	"sort"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/codegenie/codegenie/internal/probe"
+	"github.com/codegenie/codegenie/internal/probe/probetest"
+)
+
+func TestSelect(t *testing.T) {
+	t.Parallel()
+	twoStage := "FROM node:22 AS build\nRUN true\nFROM gcr.io/distroless/nodejs22-debian13 AS runtime\nCMD [\"a.js\"]\nFROM runtime AS debug\n"
+	tests := []struct {
+		name            string
+		files           map[string]string
+		dockerfile, tgt string
+		want            string // Key, or "error"
+		choices         []string
+	}{
+		{"root Dockerfile wins", map[string]string{"Dockerfile": twoStage, "Dockerfile.cypress": "FROM node:22\n"}, "", "", "Dockerfile#debug", nil},
+		{"the only one", map[string]string{"svc/api.Dockerfile": twoStage}, "", "", "svc/api.Dockerfile#debug", nil},
+		{"several, none at the root", map[string]string{"a/Dockerfile": twoStage, "b/Dockerfile": twoStage}, "", "", "error", []string{"a/Dockerfile", "b/Dockerfile"}},
+		{"--dockerfile", map[string]string{"Dockerfile": twoStage, "docker/prod.Dockerfile": "FROM node:22\n"}, "./docker/prod.Dockerfile", "", "docker/prod.Dockerfile#0", nil},
+		{"--dockerfile missing", map[string]string{"Dockerfile": twoStage}, "nope", "", "error", []string{"Dockerfile"}},
+		{"--target", map[string]string{"Dockerfile": twoStage}, "", "runtime", "Dockerfile#runtime", nil},
+		{"--target by index", map[string]string{"Dockerfile": twoStage}, "", "0", "Dockerfile#build", nil},
+		{"--target missing", map[string]string{"Dockerfile": twoStage}, "", "nope", "error", []string{"build", "runtime", "debug"}},
+		{"compose target", map[string]string{"Dockerfile": twoStage, "docker-compose.yml": "services:\n  web:\n    build:\n      context: .\n      target: runtime\n"}, "", "", "Dockerfile#runtime", nil},
+		{"compose short syntax, no target", map[string]string{"web/Dockerfile": twoStage, "compose.yaml": "services:\n  web:\n    build: ./web\n"}, "", "", "web/Dockerfile#debug", nil},
+		{"compose names a missing stage", map[string]string{"Dockerfile": twoStage, "compose.yml": "services:\n  web:\n    build:\n      context: .\n      target: prod\n"}, "", "", "Dockerfile#debug", nil},
+		{"--target beats compose", map[string]string{"Dockerfile": twoStage, "docker-compose.yml": "services:\n  web:\n    build:\n      context: .\n      target: runtime\n"}, "", "build", "Dockerfile#build", nil},
+		{"no Dockerfile", map[string]string{"package.json": "{}"}, "", "", "#", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			repo := probetest.Repo(t, tt.files)
+			ref, err := Selector{}.Select(t.Context(), repo, tt.dockerfile, tt.tgt)
+			if tt.want == "error" {
+				var se *probe.SelectionError
+				if !errors.As(err, &se) {
+					t.Fatalf("err = %v, want a SelectionError", err)
+				}
+				if diff := cmp.Diff(tt.choices, se.Choices); diff != "" {
+					t.Errorf("choices (-want +got):\n%s", diff)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ref.Key() != tt.want {
+				t.Errorf("selected %s (%s), want %s", ref.Key(), ref.Why, tt.want)
+			}
+			if !ref.IsZero() && ref.Why == "" {
+				t.Error("no reason given for the choice")
+			}
+		})
+	}
+}
+
+func TestImagesListsEachDockerfile(t *testing.T) {
+	t.Parallel()
+	repo := probetest.Repo(t, map[string]string{
+		"Dockerfile":          "FROM node:22 AS dev\nFROM node:22 AS prod\n",
+		"e2e/Dockerfile.test": "FROM node:22\n",
+		"docker-compose.yml":  "services:\n  app:\n    build:\n      context: .\n      target: dev\n",
+	})
+	refs, err := Selector{}.Images(t.Context(), repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range refs {
+		got = append(got, r.Key())
+	}
+	if diff := cmp.Diff([]string{"Dockerfile#dev", "e2e/Dockerfile.test#0"}, got); diff != "" {
+		t.Errorf("images (-want +got):\n%s", diff)
+	}
+}
+
+func TestFileSet(t *testing.T) {
+	t.Parallel()
+	repo := probetest.Repo(t, map[string]string{
+		"Dockerfile": `FROM node:22 AS build
+WORKDIR /src
+COPY package*.json ./
+COPY src/ ./src/
+COPY tools/gen.js /opt/gen.js
+RUN npm ci && npm run build
+
+FROM gcr.io/distroless/nodejs22-debian13
+WORKDIR /app
+COPY --from=build /src/node_modules ./node_modules
+COPY --from=build /src/src ./src
+COPY --from=build /src/dist ./dist
+COPY static ./public
+CMD ["dist/server.js"]
+`,
+		".dockerignore":           "**/*.test.js\nstatic/drafts\n!static/drafts/keep.html\n",
+		"package.json":            "{}",
+		"package-lock.json":       "{}",
+		"src/server.ts":           "",
+		"src/server.test.js":      "",
+		"tools/gen.js":            "",
+		"static/index.html":       "",
+		"static/drafts/a.md":      "",
+		"static/drafts/keep.html": "",
+		"scripts/ci.sh":           "",
+	})
+	set, err := Files.Of(t.Context(), repo, &probe.Context{Image: probe.ImageRef{Dockerfile: "Dockerfile", Target: "1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for rel, ip := range set.Files {
+		got = append(got, rel+" → "+ip)
+	}
+	sort.Strings(got)
+	want := []string{
+		"src/server.ts → /app/src/server.ts",
+		"static/drafts/keep.html → /app/public/drafts/keep.html",
+		"static/index.html → /app/public/index.html",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("files in the final image (-want +got):\n%s", diff)
+	}
+	if !set.InstallsDependencies {
+		t.Error("npm ci in the builder feeds node_modules, but InstallsDependencies is false")
+	}
+	if len(set.Generated) != 2 { // node_modules and dist come from RUN
+		t.Errorf("generated %+v, want node_modules and dist", set.Generated)
+	}
+	// tools/gen.js was in the stage that generated dist/, so it may be
+	// compiled into it: counted as shipped.
+	for rel, want := range map[string]bool{"src/server.ts": true, "tools/gen.js": true, "scripts/ci.sh": false, "src/server.test.js": false, "node_modules/x/index.js": true} {
+		if ships, known := set.Ships(rel); ships != want || !known {
+			t.Errorf("Ships(%s) = %v, %v; want %v, true", rel, ships, known, want)
+		}
+	}
+}
+
+func TestFileSetUnresolvedCopy(t *testing.T) {
+	t.Parallel()
+	repo := probetest.Repo(t, map[string]string{
+		"Dockerfile": "FROM node:22\nARG DIR=src\nCOPY ${DIR} /app\n",
+		"src/a.js":   "",
+		"other.js":   "",
+	})
+	set, err := Files.Of(t.Context(), repo, &probe.Context{Image: probe.ImageRef{Dockerfile: "Dockerfile", Target: "0"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ships, known := set.Ships("other.js"); known || !ships && len(set.Unresolved) == 0 {
+		t.Errorf("Ships(other.js) = %v, %v with a COPY from a variable; want unknown", ships, known)
+	}
+}
+
+func TestGuessContext(t *testing.T) {
+	t.Parallel()
+	repo := probetest.Repo(t, map[string]string{
+		"docker/app.Dockerfile": "FROM node:22\nCOPY package.json ./\nCOPY src ./src\n",
+		"package.json":          "{}",
+		"src/index.js":          "",
+	})
+	j, err := Image.Of(t.Context(), repo, &probe.Context{Image: probe.ImageRef{Dockerfile: "docker/app.Dockerfile", Target: "0"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j.Context != "." {
+		t.Errorf("context %q (%s), want the repository root", j.Context, j.ContextWhy)
+	}
+}

@@ -1,0 +1,151 @@
+package modgraph
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/codegenie/codegenie/internal/probe"
+	"github.com/codegenie/codegenie/internal/probe/probetest"
+)
+
+func TestScan(t *testing.T) {
+	t.Parallel()
+	src := `// require('commented-out')
+/* import x from 'also-commented' */
+const a = require('./a');
+import b from "./b.js";
+import { c } from './c';
+export * from './d';
+import './side-effect';
+const e = await import('./e.mjs');
+const s = "require('in-a-string')";
+const lazy = require(name);
+const plug = require('./plugins/' + kind);
+const tpl = require(` + "`./t/${n}`" + `);
+db.import(rows);
+x.require('./not-a-load');
+`
+	imps, dyn := Scan([]byte(src))
+	var specs []string
+	for _, i := range imps {
+		specs = append(specs, i.Spec)
+	}
+	// A string that only looks like a call is an extra edge (more code is
+	// reachable, never less); comments are not.
+	want := []string{"./a", "in-a-string", "./b.js", "./c", "./d", "./side-effect", "./e.mjs"}
+	if diff := cmp.Diff(want, specs); diff != "" {
+		t.Errorf("specifiers (-want +got):\n%s", diff)
+	}
+	if imps[0].Line != 3 {
+		t.Errorf("line of ./a = %d, want 3", imps[0].Line)
+	}
+	var prefixes []string
+	for _, d := range dyn {
+		prefixes = append(prefixes, d.Prefix)
+	}
+	if diff := cmp.Diff([]string{"", "./plugins/", "./t/"}, prefixes); diff != "" {
+		t.Errorf("computed loads (-want +got):\n%s", diff)
+	}
+}
+
+func graphOf(t *testing.T, files map[string]string) *Graph {
+	t.Helper()
+	repo := probetest.Repo(t, files)
+	g, err := Of.Of(t.Context(), repo, &probe.Context{}) // the default image
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+func TestResolution(t *testing.T) {
+	t.Parallel()
+	g := graphOf(t, map[string]string{
+		"Dockerfile":   "FROM gcr.io/distroless/nodejs22-debian13\nWORKDIR /app\nCOPY . .\nCMD [\"--require=./otel.js\", \"index.js\"]\n",
+		"package.json": `{"name":"svc"}`,
+		"otel.js":      "require('@scope/tracer');\n",
+		"index.js":     "require('./lib');\nrequire('exp');\nrequire('exp/sub');\nrequire('fs');\nrequire('node:path');\n",
+		"lib/index.js": "module.exports = require('../data.json');\n",
+		"data.json":    "{}",
+		"node_modules/@scope/tracer/package.json": `{"main": "dist/main"}`,
+		"node_modules/@scope/tracer/dist/main.js": "",
+		"node_modules/exp/package.json":           `{"exports": {".": {"import": "./esm.mjs", "require": "./cjs.js"}, "./sub": "./sub.js"}}`,
+		"node_modules/exp/cjs.js":                 "",
+		"node_modules/exp/esm.mjs":                "",
+		"node_modules/exp/sub.js":                 "",
+		"node_modules/exp/unused.js":              "",
+	})
+	for _, f := range []string{"otel.js", "index.js", "lib/index.js", "data.json", "node_modules/@scope/tracer/dist/main.js", "node_modules/exp/cjs.js", "node_modules/exp/sub.js"} {
+		if !g.Reached(f) {
+			t.Errorf("%s not reached", f)
+		}
+	}
+	if g.Reached("node_modules/exp/unused.js") {
+		t.Error("unused.js reached")
+	}
+	if diff := cmp.Diff([]string{"otel.js", "index.js"}, g.Entries); diff != "" {
+		t.Errorf("entries (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"index.js", "lib/index.js", "data.json"}, g.Chain("data.json")); diff != "" {
+		t.Errorf("chain (-want +got):\n%s", diff)
+	}
+}
+
+// TestCompiledOutputMapsToSources: the image runs dist/, the repository
+// holds src/ in TypeScript that imports "./x.js" for ./x.ts.
+func TestCompiledOutputMapsToSources(t *testing.T) {
+	t.Parallel()
+	g := graphOf(t, map[string]string{
+		"Dockerfile":   "FROM node:22 AS b\nWORKDIR /app\nCOPY . .\nRUN npx tsc\nFROM gcr.io/distroless/nodejs22-debian13\nWORKDIR /app\nCOPY --from=b /app/dist ./dist\nCMD [\"dist/main.js\"]\n",
+		"package.json": "{}",
+		"src/main.ts":  "import { run } from './run.js';\nrun();\n",
+		"src/run.ts":   "export const run = () => {};\n",
+		"src/other.ts": "",
+	})
+	if diff := cmp.Diff([]string{"src/main.ts"}, g.Entries); diff != "" {
+		t.Fatalf("entries (-want +got):\n%s (%s)", diff, g.EntryWhy)
+	}
+	if !g.Reached("src/run.ts") || g.Reached("src/other.ts") {
+		t.Errorf("reached run.ts=%v other.ts=%v; want true, false", g.Reached("src/run.ts"), g.Reached("src/other.ts"))
+	}
+}
+
+func TestEntryThroughInitAndNpmStart(t *testing.T) {
+	t.Parallel()
+	for name, files := range map[string]map[string]string{
+		"tini": {
+			"Dockerfile": "FROM node:22\nWORKDIR /srv\nCOPY . .\nENTRYPOINT [\"tini\", \"--\"]\nCMD [\"node\", \"app.js\"]\n",
+			"app.js":     "",
+		},
+		"npm start": {
+			"Dockerfile":   "FROM node:22\nWORKDIR /srv\nCOPY . .\nCMD [\"npm\", \"start\"]\n",
+			"package.json": `{"scripts": {"start": "NODE_ENV=production node app.js"}}`,
+			"app.js":       "",
+		},
+		"shebang file": {
+			"Dockerfile": "FROM node:22\nWORKDIR /srv\nCOPY . .\nCMD [\"./app.js\"]\n",
+			"app.js":     "#!/usr/bin/env node\n",
+		},
+	} {
+		g := graphOf(t, files)
+		if len(g.Entries) != 1 || g.Entries[0] != "app.js" {
+			t.Errorf("%s: entries %v (%s), want app.js", name, g.Entries, g.EntryWhy)
+		}
+	}
+}
+
+func TestDynamicInScopesByPrefix(t *testing.T) {
+	t.Parallel()
+	g := &Graph{Dynamic: []Site{{File: "src/server.js", Line: 3, Prefix: "./plugins/"}, {File: "node_modules/a/index.js", Line: 1}}}
+	for file, want := range map[string]bool{
+		"src/plugins/x.js":        true,
+		"src/tools/y.js":          false,
+		"node_modules/a/lib/z.js": true,
+		"node_modules/b/index.js": false,
+	} {
+		if _, got := g.DynamicIn(file); got != want {
+			t.Errorf("DynamicIn(%s) = %v, want %v", file, got, want)
+		}
+	}
+}

@@ -1,0 +1,51 @@
+package readiness
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/dockerfile"
+)
+
+func TestClassifyRun(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		line    string
+		movable bool
+		why     string
+	}{
+		{"npm ci --omit=dev && npm cache clean --force", true, "npm"},
+		{"addgroup -S app && adduser -S app -G app", true, "adds a user"},
+		{"mkdir -p /app/data && chown -R node:node /app", true, "sets ownership"},
+		{"apt-get update && apt-get install -y --no-install-recommends ca-certificates && rm -rf /var/lib/apt/lists/*", true, "each judged on its own"},
+		{"curl -fsSL https://deb.nodesource.com/setup_22.x | bash -", true, "downloaded setup script"},
+		{"set -ex && npm ci", true, "npm"},
+		{"sysctl -w net.core.somaxconn=1024", false, "kernel settings"},
+		{"service nginx start", false, "starts a service"},
+		{"./scripts/setup.sh", false, "cannot tell what ./scripts/setup.sh leaves behind"},
+		{"sh ./install.sh", false, "cannot tell what sh leaves behind"},
+		{"$CMD --init", false, "comes from a variable"},
+		{"if then fi (", false, "not valid POSIX shell"},
+	}
+	for _, tt := range tests {
+		got := ClassifyRun(dockerfile.Instruction{Command: "run", Form: dockerfile.FormShell, Args: []string{tt.line}})
+		if got.Movable != tt.movable || !strings.Contains(got.Why, tt.why) {
+			t.Errorf("ClassifyRun(%q) = %+v, want movable=%v with %q", tt.line, got, tt.movable, tt.why)
+		}
+	}
+}
+
+func TestDistrolessCmd(t *testing.T) {
+	t.Parallel()
+	tests := []struct{ in, want []string }{
+		{[]string{"node", "--require", "./otel.js", "index.js"}, []string{"--require=./otel.js", "index.js"}},
+		{[]string{"node", "--import", "tsx", "--max-old-space-size=512", "dist/server.js"}, []string{"--import=tsx", "--max-old-space-size=512", "dist/server.js"}},
+		{[]string{"/usr/local/bin/node", "app.js"}, []string{"app.js"}},
+		{[]string{"server.js"}, []string{"server.js"}},
+	}
+	for _, tt := range tests {
+		if got := DistrolessCmd(tt.in); strings.Join(got, " ") != strings.Join(tt.want, " ") {
+			t.Errorf("DistrolessCmd(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
