@@ -119,7 +119,7 @@ func parseCompose(file string, data []byte) ([]ComposeBuild, error) {
 			if v := mapValue(b, "target"); v != nil && v.Kind == yaml.ScalarNode {
 				cb.Target = v.Value
 			}
-		default:
+		case yaml.DocumentNode, yaml.SequenceNode, yaml.AliasNode:
 			continue
 		}
 		if hc := mapValue(mapValue(svc, "healthcheck"), "test"); hc != nil {
@@ -131,6 +131,7 @@ func parseCompose(file string, data []byte) ([]ComposeBuild, error) {
 				for _, n := range hc.Content {
 					cb.Healthcheck = append(cb.Healthcheck, n.Value)
 				}
+			case yaml.DocumentNode, yaml.MappingNode, yaml.AliasNode:
 			}
 		}
 		if strings.Contains(cb.Context, "://") || strings.HasPrefix(cb.Context, "/") {

@@ -212,7 +212,6 @@ type walker struct {
 	index map[string]bool
 	g     *Graph
 	queue []string
-	seenM map[string]bool
 	pkgs  map[string]*manifest
 }
 

@@ -95,13 +95,6 @@ func isMember(text string, off int) bool {
 	return false
 }
 
-// literalTemplate reports whether a template literal starting at s has no
-// substitution before it closes.
-func literalTemplate(s string) bool {
-	end := strings.IndexByte(s[1:], '`')
-	return end >= 0 && !strings.Contains(s[1:1+end], "${")
-}
-
 func lineIndex(text string) func(int) int {
 	var starts []int
 	starts = append(starts, 0)

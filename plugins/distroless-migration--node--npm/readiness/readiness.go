@@ -895,6 +895,7 @@ func (b *builder) childProcess(f *childprocess.Facts) {
 		case childprocess.ScopeNotReachable:
 			notReached[string(fd.Origin)] = append(notReached[string(fd.Origin)], e)
 			continue
+		case childprocess.ScopeReachable, childprocess.ScopeUnresolved:
 		}
 		evs := []probe.Evidence{e}
 		if len(fd.Chain) > 1 {
@@ -932,6 +933,7 @@ func (b *builder) childProcess(f *childprocess.Facts) {
 			}
 			b.Add(probe.Blocker{ID: id, Kind: probe.MissingBinary, Rule: RuleBinaryAtRuntime, Title: fmt.Sprintf("%s runs %s, which a distroless image does not have", where, bin),
 				Fix: "keep a non-distroless image, copy a static build of it in, or do the work in Node", Evidence: evs})
+		case childprocess.KindDynamic, childprocess.KindNode:
 		}
 	}
 	for _, o := range []string{"app", "dependency"} {
