@@ -248,6 +248,10 @@ func hasVendoredSegment(dirs []string) bool {
 	return false
 }
 
+// MatchSegments matches path segments against pattern segments, each a
+// path.Match pattern, where "**" matches zero or more segments.
+func MatchSegments(pat, segs []string) bool { return matchSegments(pat, segs) }
+
 // matchSegments matches path segments against pattern segments, where "**"
 // matches zero or more segments.
 func matchSegments(pat, segs []string) bool {

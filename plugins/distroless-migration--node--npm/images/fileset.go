@@ -377,32 +377,11 @@ func (ig *ignore) excludes(rel string) bool {
 	out := false
 	for _, r := range ig.rules {
 		for n := 1; n <= len(segs); n++ {
-			if matchSegs(r.segs, segs[:n]) {
+			if probe.MatchSegments(r.segs, segs[:n]) {
 				out = !r.negate
 				break
 			}
 		}
 	}
 	return out
-}
-
-func matchSegs(pat, segs []string) bool {
-	for len(pat) > 0 {
-		if pat[0] == "**" {
-			for i := 0; i <= len(segs); i++ {
-				if matchSegs(pat[1:], segs[i:]) {
-					return true
-				}
-			}
-			return false
-		}
-		if len(segs) == 0 {
-			return false
-		}
-		if ok, _ := path.Match(pat[0], segs[0]); !ok {
-			return false
-		}
-		pat, segs = pat[1:], segs[1:]
-	}
-	return len(segs) == 0
 }
