@@ -120,7 +120,7 @@ func envOr(key, def string) string {
 // release it. With no gate-control configured it starts, as root and only
 // when a probe first needs it, a private gate-control child with a fresh
 // key: still one privileged process. Otherwise there is none.
-func sandboxFor(g *globals, f *gateControlFlags) (sandbox.Client, func(), error) {
+func sandboxFor(g *globals, f *gateControlFlags, heavyTimeout time.Duration) (sandbox.Client, func(), error) {
 	switch {
 	case f.noSandbox:
 		return nil, func() {}, nil
@@ -137,7 +137,9 @@ func sandboxFor(g *globals, f *gateControlFlags) (sandbox.Client, func(), error)
 		if g.verbose {
 			stderr = g.stderr
 		}
-		l := client.NewLazy(client.PrivateConfig{Stderr: stderr})
+		// The private gate-control's timeout cap follows --heavy-timeout,
+		// so the one setting reaches the spawn unrefused.
+		l := client.NewLazy(client.PrivateConfig{Stderr: stderr, ServeArgs: []string{"--timeout", heavyTimeout.String()}})
 		return l, func() {
 			if err := l.Close(); err != nil {
 				g.logger().Warn("stopping the private gate-control", "err", err)
@@ -191,7 +193,7 @@ func runGather(cmd *cobra.Command, g *globals, f *gatherFlags, dir string) error
 	if err != nil {
 		return usageErr("%v", err)
 	}
-	sb, release, err := sandboxFor(g, &f.gc)
+	sb, release, err := sandboxFor(g, &f.gc, f.heavyTimeout)
 	if err != nil {
 		return err
 	}

@@ -2,14 +2,18 @@ package gather
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"io"
 	"path/filepath"
 	"runtime"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/codegenie/codegenie/internal/builtin"
 	"github.com/codegenie/codegenie/internal/cache"
+	"github.com/codegenie/codegenie/internal/sandbox"
 )
 
 func example(tb testing.TB) string {
@@ -77,6 +81,42 @@ func BenchmarkGatherWarm(b *testing.B) {
 		}
 		if err := out.Encode(io.Discard); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// recordingSandbox answers every spawn with an error after noting the
+// request, so a test sees what the probes asked for.
+type recordingSandbox struct {
+	mu   sync.Mutex
+	reqs []sandbox.SpawnRequest
+}
+
+func (s *recordingSandbox) Spawn(ctx context.Context, req sandbox.SpawnRequest) (sandbox.Result, error) {
+	s.mu.Lock()
+	s.reqs = append(s.reqs, req)
+	s.mu.Unlock()
+	return sandbox.Result{}, errors.New("recording sandbox: no backend")
+}
+
+// TestHeavyTimeoutReachesTheSpawn: --heavy-timeout goes from the pipeline
+// through the trace probe into the spawn request gate-control enforces,
+// whatever the probe's own default.
+func TestHeavyTimeoutReachesTheSpawn(t *testing.T) {
+	t.Parallel()
+	sb := &recordingSandbox{}
+	o := Options{Registry: builtin.NewRegistry(), Version: "test", Sandbox: sb, HeavyTimeout: 25 * time.Second, Task: "distroless-migration"}
+	if _, err := Run(t.Context(), example(t), o); err != nil {
+		t.Fatal(err)
+	}
+	sb.mu.Lock()
+	defer sb.mu.Unlock()
+	if len(sb.reqs) == 0 {
+		t.Fatal("the trace probe did not spawn")
+	}
+	for _, r := range sb.reqs {
+		if r.Timeout <= 0 || r.Timeout > 25*time.Second || r.Timeout < 20*time.Second {
+			t.Errorf("spawn timeout %v, want just under the 25s --heavy-timeout", r.Timeout)
 		}
 	}
 }
