@@ -153,7 +153,11 @@ type Result struct {
 	// TraceComplete is true only when tracing was asked for and no event
 	// was dropped and the stream ended cleanly.
 	TraceComplete bool `json:"trace_complete"`
-	TimedOut      bool `json:"timed_out,omitempty"`
+	// TraceGaps say, for people, why the trace is not complete: what the
+	// event stream lost, or where it and the backend's independent exec
+	// witness disagree. Empty when TraceComplete is set.
+	TraceGaps []string `json:"trace_gaps,omitempty"`
+	TimedOut  bool     `json:"timed_out,omitempty"`
 	// Phases report each phase of a Build spawn, in order.
 	Phases   []PhaseResult `json:"phases,omitempty"`
 	Backend  string        `json:"backend"`

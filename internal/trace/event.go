@@ -98,6 +98,12 @@ type Event struct {
 	// script's path, not its interpreter). Empty for an ELF binary or when
 	// not looked up; InterpUnknown when the file could not be read.
 	Interp string `json:"interp,omitempty"`
+	// Errno is how an exec attempt failed ("ENOENT", "EACCES"), when the
+	// backend could tell: gVisor reports no result for attempts (blind
+	// spot 4), so the backend infers it host-side from the sandbox's
+	// filesystem for an attempt that no exec of the same process followed.
+	// Empty when unknown, and on every other kind of event.
+	Errno string `json:"errno,omitempty"`
 }
 
 // InterpUnknown marks an exec whose interpreter could not be read.

@@ -198,11 +198,13 @@ type Invocation struct {
 	Match ShellMatch `json:"match"`
 	// Attempted is true for a failed exec of a shell that no successful
 	// exec followed (on a distroless base: the only evidence).
-	Attempted bool     `json:"attempted,omitempty"`
-	Binary    string   `json:"binary,omitempty"`
-	Argv      []string `json:"argv,omitempty"`
-	Cwd       string   `json:"cwd,omitempty"`
-	UID       int32    `json:"uid"`
+	Attempted bool `json:"attempted,omitempty"`
+	// Errno is how the attempt failed, when the backend could tell.
+	Errno  string   `json:"errno,omitempty"`
+	Binary string   `json:"binary,omitempty"`
+	Argv   []string `json:"argv,omitempty"`
+	Cwd    string   `json:"cwd,omitempty"`
+	UID    int32    `json:"uid"`
 	// Ancestry is the chain of processes above it, root first.
 	Ancestry []string `json:"ancestry,omitempty"`
 }
@@ -288,7 +290,7 @@ func (t *Tree) invocation(i int, m ShellMatch, attempted bool) Invocation {
 		ppid = p.PPID
 	}
 	return Invocation{
-		Index: i, Phase: e.Phase, PID: e.PID, PPID: ppid, Match: m, Attempted: attempted,
+		Index: i, Phase: e.Phase, PID: e.PID, PPID: ppid, Match: m, Attempted: attempted, Errno: e.Errno,
 		Binary: firstNonEmpty(e.Binary, e.Execfn), Argv: e.Argv, Cwd: e.Cwd, UID: e.UID, Ancestry: t.Ancestry(i),
 	}
 }

@@ -3,6 +3,7 @@ package nodenpm_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"errors"
 	"os"
 	"os/exec"
@@ -155,8 +156,12 @@ func bootShells(f *shelltrace.Facts) []shelltrace.Invocation {
 func attemptedAtBoot(want string, code int) func(t *testing.T, r probe.Result, f *shelltrace.Facts, a probe.Assessment) {
 	return func(t *testing.T, r probe.Result, f *shelltrace.Facts, a probe.Assessment) {
 		t.Helper()
-		b, _ := json.MarshalIndent(f, "", " ")
-		t.Logf("facts: %s", b)
+		defer func() {
+			if t.Failed() {
+				b, _ := json.MarshalIndent(f, "", " ")
+				t.Logf("facts: %s", b)
+			}
+		}()
 		if r.Confidence != probe.High || !f.Complete {
 			t.Fatalf("trace %s/%s (%s), complete %v: want high and complete", r.Confidence, r.Reason, r.Detail, f.Complete)
 		}
@@ -177,6 +182,9 @@ func attemptedAtBoot(want string, code int) func(t *testing.T, r probe.Result, f
 			if ph.Name == sandbox.PhaseBoot && ph.ExitCode != code {
 				t.Errorf("boot exited %d, want %d", ph.ExitCode, code)
 			}
+		}
+		if wantDetail := "node tried /bin/sh -c " + want; code != 0 && (!strings.HasPrefix(r.Detail, wantDetail) || !strings.HasSuffix(r.Detail, fmt.Sprintf(": ENOENT, then exited %d", code))) {
+			t.Errorf("detail %q: want the boot failure attributed (%s…: ENOENT, then exited %d)", r.Detail, wantDetail, code)
 		}
 		if a.Verdict == probe.Ready {
 			t.Errorf("verdict ready, want a blocker citing the attempt")

@@ -43,6 +43,8 @@ type ranStep struct {
 //     stage deleted or rewrote reads as unknown or as its later self. A
 //     file that cannot be read gets trace.InterpUnknown. resolve false (the
 //     spawn was stopped) mounts nothing, so build interpreters are unknown.
+//   - Errnos. An exec attempt that failed gets the errno read from the
+//     same filesystem (inferErrnos).
 //
 // ok is true when the collection is complete and every container is
 // accounted for.
@@ -160,6 +162,11 @@ func (br *buildRun) attribute(ctx context.Context, coll *seccheck.Collection, bo
 		out, ok = insertInit(out, ip)
 		complete = complete && ok
 	}
+
+	inferErrnos(out, func(container string) (fsView, bool) {
+		rootfs := rootfsOf(container)
+		return fsView{rootfs: rootfs, virtual: virtualMounts}, rootfs != ""
+	})
 
 	interps := map[string]trace.Interpreters{}
 	for i := range out {

@@ -287,6 +287,7 @@ func (b *Backend) Spawn(ctx context.Context, req sandbox.SpawnRequest) (sandbox.
 	}
 	if tr != nil {
 		c.podInit = tr.config
+		c.witness = filepath.Join(upper, "w")
 	}
 	stopErr, err := b.runContainer(ctx, sp, c, &res)
 	if err != nil {
@@ -296,9 +297,17 @@ func (b *Backend) Spawn(ctx context.Context, req sandbox.SpawnRequest) (sandbox.
 	if tr != nil {
 		coll := tr.finish()
 		res.Trace, res.TraceComplete = accountInit(coll, req, p)
-		if stopErr != nil {
-			res.TraceComplete = false
+		res.TraceGaps = collectionGaps(coll)
+		if !res.TraceComplete && len(res.TraceGaps) == 0 {
+			res.TraceGaps = append(res.TraceGaps, "the container's start event is missing or does not match its command")
 		}
+		res.TraceGaps = append(res.TraceGaps, readWitness(c.witness).compare(res.Trace, []string{id})...)
+		view := fsView{rootfs: p.rootfs, mount: p.mount, workspace: p.workspace, virtual: virtualMounts}
+		inferErrnos(res.Trace, func(string) (fsView, bool) { return view, true })
+		if stopErr != nil {
+			res.TraceGaps = append(res.TraceGaps, "the sandbox was stopped before it exited")
+		}
+		res.TraceComplete = res.TraceComplete && len(res.TraceGaps) == 0
 	}
 	if stopErr != nil {
 		return res, stopErr
@@ -323,6 +332,9 @@ type container struct {
 	// file backing the overlays' upper layer: what the sandbox writes to
 	// its rootfs and workspace. "" keeps writes in sandbox memory.
 	upper string
+	// witness is the directory, on a disk of the spawn, of the exec
+	// witness logs (see witness.go); "" runs without the witness.
+	witness string
 }
 
 // runContainer writes c's spec to the spawn's bundle, runs it with runsc
@@ -344,6 +356,12 @@ func (b *Backend) runContainer(ctx context.Context, sp *spawnDir, c container, r
 	args = append(args, "--log="+sp.log(), "--log-format=json")
 	if c.podInit != "" {
 		args = append(args, "--pod-init-config="+c.podInit)
+	}
+	if c.witness != "" {
+		if err := os.MkdirAll(c.witness, 0o700); err != nil {
+			return nil, fmt.Errorf("creating the exec witness directory: %w", err)
+		}
+		args = append(args, witnessFlags(c.witness)...)
 	}
 	args = append(args, "run", "--bundle", sp.bundle(), id)
 

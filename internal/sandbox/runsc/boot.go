@@ -135,6 +135,7 @@ func (br *buildRun) boot(ctx context.Context, image string) (*bootRun, error) {
 	}
 	if br.tr != nil {
 		c.podInit = br.tr.config
+		c.witness = br.bh.path("w")
 	}
 	if br.tr != nil {
 		br.premount(ctx, image)

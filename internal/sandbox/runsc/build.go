@@ -201,6 +201,9 @@ func (b *Backend) spawnBuild(ctx context.Context, req sandbox.SpawnRequest) (san
 			return res, fmt.Errorf("starting trace listener (no sandbox started): %w", err)
 		}
 		defer br.tr.close()
+		if err := os.Mkdir(br.bh.path("w"), 0o700); err != nil {
+			return res, fmt.Errorf("creating the exec witness directory: %w", err)
+		}
 	}
 
 	res.Started = time.Now()
@@ -254,9 +257,19 @@ func (b *Backend) spawnBuild(ctx context.Context, req sandbox.SpawnRequest) (san
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(parent), 2*time.Minute)
 		res.Trace, res.TraceComplete = br.attribute(rctx, coll, boot, stopErr == nil && parent.Err() == nil)
 		cancel()
-		if stopErr != nil || infraErr != nil {
-			res.TraceComplete = false
+		res.TraceGaps = collectionGaps(coll)
+		if !res.TraceComplete && len(res.TraceGaps) == 0 {
+			res.TraceGaps = append(res.TraceGaps, "the trace's containers do not match the build steps that ran and the boot")
 		}
+		var ran []string
+		if boot != nil && boot.id != "" {
+			ran = append(ran, boot.id)
+		}
+		res.TraceGaps = append(res.TraceGaps, readWitness(br.bh.path("w")).compare(res.Trace, ran)...)
+		if stopErr != nil || infraErr != nil {
+			res.TraceGaps = append(res.TraceGaps, "the build spawn was stopped before it finished")
+		}
+		res.TraceComplete = res.TraceComplete && len(res.TraceGaps) == 0
 	}
 	res.Duration = time.Since(res.Started)
 	if stopErr != nil {
@@ -308,6 +321,9 @@ func (br *buildRun) budArgs(target, tag string) []string {
 	}
 	if br.tr != nil {
 		args = append(args, "--runtime-flag=pod-init-config="+br.tr.config)
+		for _, f := range witnessFlags(br.bh.path("w")) {
+			args = append(args, "--runtime-flag="+strings.TrimPrefix(f, "--"))
+		}
 	}
 	args = append(args, "-f", br.df)
 	if target != "" {

@@ -618,3 +618,32 @@ func TestAccountInit(t *testing.T) {
 		t.Error("an incomplete collection became complete")
 	}
 }
+
+// TestTraceWitness: a burst of execs ending in a fast exit. The seccheck
+// stream and runsc's strace witness agree on every attempt, the trace is
+// complete, and the failed attempt has its errno.
+func TestTraceWitness(t *testing.T) {
+	rootfs := sandboxtest.BusyboxRootfs(t)
+	b := newBackend(t, Config{Rootfs: rootfs})
+	res, err := b.Spawn(t.Context(), sandbox.SpawnRequest{
+		Role: sandbox.RoleProbe, Workspace: sandbox.Workspace{Dir: t.TempDir()},
+		Command:      []string{"sh", "-c", "/bin/nothere 2>/dev/null; i=0; while [ $i -lt 50 ]; do /bin/true; i=$((i+1)); done"},
+		CaptureTrace: true,
+	})
+	if err != nil || !res.TraceComplete {
+		t.Fatalf("%v, complete %v, gaps %q", err, res.TraceComplete, res.TraceGaps)
+	}
+	attempts, errnos := 0, map[string]string{}
+	for _, e := range res.Trace {
+		if e.Kind == trace.KindExecAttempt {
+			attempts++
+			errnos[e.Execfn] = e.Errno
+		}
+	}
+	if attempts != 51 {
+		t.Errorf("%d exec attempts, want 51", attempts)
+	}
+	if diff := cmp.Diff(map[string]string{"/bin/nothere": "ENOENT", "/bin/true": ""}, errnos); diff != "" {
+		t.Errorf("errnos (-want +got):\n%s", diff)
+	}
+}

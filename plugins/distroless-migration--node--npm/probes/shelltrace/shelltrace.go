@@ -284,12 +284,14 @@ func (p *Probe) Run(ctx context.Context, repo *probe.Repo, pctx *probe.Context) 
 	case err != nil:
 		return low(ReasonSandboxBootFailed, WarnSandboxBootFailed, err.Error(), facts), nil
 	}
-	for _, ph := range res.Phases {
+	var bootFailed *sandbox.PhaseResult
+	for i, ph := range res.Phases {
 		if !ph.Failed {
 			continue
 		}
 		if ph.Name == sandbox.PhaseBoot {
-			return low(ReasonBootFailed, WarnBootFailed, fmt.Sprintf("boot failed: %s", lastLines(ph.OutputTail, 5)), facts), nil
+			bootFailed = &res.Phases[i]
+			break
 		}
 		line := stepLine(f, ph.Name)
 		out := low(ReasonBuildFailed, WarnBuildFailed, fmt.Sprintf("%s failed with exit %d: %s", ph.Name, ph.ExitCode, lastLines(ph.OutputTail, 5)), facts)
@@ -300,9 +302,61 @@ func (p *Probe) Run(ctx context.Context, repo *probe.Repo, pctx *probe.Context) 
 		return out, nil
 	}
 	if !res.TraceComplete {
-		return low(ReasonTraceIncomplete, WarnTraceIncomplete,
-			"the trace may have dropped events (a burst, an oversized exec, or a broken stream); no conclusion about shells is possible", facts), nil
+		if bootFailed != nil {
+			return low(ReasonBootFailed, WarnBootFailed, fmt.Sprintf("boot failed: %s; the trace is incomplete, so it cannot tell why", lastLines(bootFailed.OutputTail, 5)), facts), nil
+		}
+		detail := "the trace may have dropped events (a burst, an oversized exec, or a broken stream); no conclusion about shells is possible"
+		if len(res.TraceGaps) > 0 {
+			detail += ": " + strings.Join(res.TraceGaps, "; ")
+		}
+		return low(ReasonTraceIncomplete, WarnTraceIncomplete, detail, facts), nil
 	}
+	out := analyze(res, f, repo, facts)
+	if bootFailed == nil {
+		return out, nil
+	}
+	// A boot that failed after a shell it could not run is explained by
+	// that attempt (a distroless base: ENOENT, then the app crashes).
+	expl := bootExplained(facts, bootFailed)
+	if expl < 0 {
+		return low(ReasonBootFailed, WarnBootFailed, fmt.Sprintf("boot failed: %s", lastLines(bootFailed.OutputTail, 5)), facts), nil
+	}
+	inv := facts.Invocations[expl]
+	errno := inv.Errno
+	if errno == "" {
+		errno = "it failed"
+	}
+	out.Detail = fmt.Sprintf("%s tried %s: %s, then exited %d", first(parentOr(inv.Ancestry)), strings.Join(inv.Argv, " "), errno, bootFailed.ExitCode)
+	out.Warnings = append(out.Warnings, probe.Warning{ID: WarnBootFailed, Message: "the boot failed: " + out.Detail,
+		Evidence: []probe.Evidence{{Trace: &probe.TraceRef{Phase: inv.Phase, PID: inv.PID, Index: inv.Index}, Note: strings.Join(inv.Argv, " ")}}})
+	return out, nil
+}
+
+// bootExplained returns the index in facts.Invocations of the shell
+// attempt that explains a failed boot: the last boot shell that was only
+// attempted, when the boot then exited with a status of its own (not a
+// runsc failure, nor a kill). -1 when there is none.
+func bootExplained(facts *Facts, boot *sandbox.PhaseResult) int {
+	if boot.ExitCode <= 0 || boot.TimedOut {
+		return -1
+	}
+	for i := len(facts.Invocations) - 1; i >= 0; i-- {
+		if inv := facts.Invocations[i]; inv.Phase == sandbox.PhaseBoot && inv.Attempted {
+			return i
+		}
+	}
+	return -1
+}
+
+// first is the command name of a process's argv line.
+func first(s string) string {
+	w, _, _ := strings.Cut(s, " ")
+	return path.Base(w)
+}
+
+// analyze turns a complete trace into the probe's output: every shell
+// with its cause, and the scripts whose interpreter could not be read.
+func analyze(res sandbox.Result, f *dockerfile.File, repo *probe.Repo, facts *Facts) probe.Output {
 	scripts := loadScripts(repo)
 	tree := trace.BuildTree(res.Trace)
 	a := trace.Analyze(tree, nil)
@@ -310,7 +364,7 @@ func (p *Probe) Run(ctx context.Context, repo *probe.Repo, pctx *probe.Context) 
 	out := probe.Output{Confidence: probe.High, Facts: facts}
 	for _, inv := range a.Invocations {
 		in := Invocation{Phase: inv.Phase, Index: inv.Index, PID: inv.PID, PPID: inv.PPID, Ancestry: inv.Ancestry, Binary: inv.Binary,
-			Argv: inv.Argv, Cwd: inv.Cwd, UID: inv.UID, By: inv.Match.By, Shell: inv.Match.Shell, Attempted: inv.Attempted}
+			Argv: inv.Argv, Cwd: inv.Cwd, UID: inv.UID, By: inv.Match.By, Shell: inv.Match.Shell, Attempted: inv.Attempted, Errno: inv.Errno}
 		in.Cause = cause(f, tree, inv, scripts)
 		facts.Invocations = append(facts.Invocations, in)
 		ev := []probe.Evidence{{Trace: &probe.TraceRef{Phase: inv.Phase, PID: inv.PID, Index: inv.Index}, Note: strings.Join(inv.Argv, " ")}}
@@ -320,6 +374,9 @@ func (p *Probe) Run(ctx context.Context, repo *probe.Repo, pctx *probe.Context) 
 		verb := "ran"
 		if in.Attempted {
 			verb = "tried to run"
+			if in.Errno != "" {
+				ev[0].Note += ": " + in.Errno
+			}
 		}
 		id := WarnShellInBuild
 		if inv.Phase == sandbox.PhaseBoot {
@@ -340,7 +397,7 @@ func (p *Probe) Run(ctx context.Context, repo *probe.Repo, pctx *probe.Context) 
 		out.Confidence, out.Reason = probe.Medium, ReasonInterpreterUnknown
 		out.Detail = fmt.Sprintf("%d script(s) ran whose interpreter could not be read", len(a.Unresolved))
 	}
-	return out, nil
+	return out
 }
 
 // targets: the builder stage (by name; an unnamed builder is built as part
@@ -443,10 +500,6 @@ func cause(f *dockerfile.File, tree *trace.Tree, inv trace.Invocation, sc script
 	parent := ""
 	if len(inv.Ancestry) > 0 {
 		parent = inv.Ancestry[len(inv.Ancestry)-1]
-	}
-	first := func(s string) string {
-		w, _, _ := strings.Cut(s, " ")
-		return path.Base(w)
 	}
 	line := ""
 	if len(inv.Argv) >= 3 && inv.Argv[1] == "-c" {
