@@ -41,7 +41,7 @@ while IFS=$'\t' read -r service dockerfile target verdict blockers _source _why;
   out=$("$cg" "${args[@]}" "$dir/$service" 2>/tmp/corpus.err)
   rc=$?
   set -e
-  if [ $rc -ge 2 ] || [ -z "$out" ]; then
+  if [ $rc -eq 2 ] || [ $rc -gt 3 ] || [ -z "$out" ]; then
     errors=$((errors + 1))
     printf '%-52s %-20s %-20s %-5s %s\n' "$label" "$verdict" error no "exit $rc: $(head -c 120 /tmp/corpus.err | tr '\n' ' ')"
     continue

@@ -222,6 +222,9 @@ type builder struct {
 	// jsEntries maps a shim or env-node command to the node argv that runs
 	// its JS file.
 	jsEntries map[string][]string
+	// cmdArgv is the judged image's CMD, which an entrypoint's exec "$@"
+	// runs.
+	cmdArgv []string
 	// keptRunBinaries are programs final-stage RUN steps that cannot move
 	// run (so the image is set up for them), with the step's line.
 	keptRunBinaries map[string]int
@@ -368,6 +371,12 @@ func (b *builder) dockerfiles(f *dockerfileprobe.Facts) {
 		return
 	}
 	b.startBinaries = startBinaries(d)
+	if cmd, ok := d.Effective(d.Final, "cmd"); ok {
+		b.cmdArgv = cmd.Args
+		if cmd.Form == dockerfile.FormShell {
+			b.cmdArgv = shellcmd.Analyze(strings.Join(cmd.Args, " ")).Argv
+		}
+	}
 	for i := d.Final; i >= 0; i = d.Stages[i].BaseStage {
 		for _, in := range d.Stages[i].Instructions {
 			switch {
@@ -718,9 +727,26 @@ func (b *builder) executables(f *entrypoints.Facts) {
 		case e.InterpreterKind == "shell" && e.NodeArgv != nil:
 			b.Add(probe.Blocker{ID: pick(e.Origin == "bin_shim", entrypoints.WarnShellShim, entrypoints.WarnShellShebang), Kind: probe.ShellAtRuntime, Rule: RuleJSEntry,
 				Title: fmt.Sprintf("%s is a %s wrapper", name, e.Shebang), Fix: "run the package's JS entry directly: CMD " + quoteArgv(DistrolessCmd(e.NodeArgv)), Evidence: evs})
+		case e.InterpreterKind == "shell" && e.Script != nil && e.Script.DefaultsOnly && e.Origin == "entrypoint":
+			exec := e.Script.Exec
+			if len(exec) == 1 && exec[0] == `"$@"` {
+				exec = b.cmdArgv
+			}
+			bl := probe.Blocker{ID: entrypoints.WarnShellShebang, Kind: probe.ShellAtRuntime, Rule: RuleEntrypointToEnv,
+				Title: fmt.Sprintf("%s is a shell script (%s) that only sets defaults and execs %s", name, e.Shebang, strings.Join(e.Script.Exec, " ")), Evidence: evs}
+			if len(exec) > 0 && isNodeWord(exec[0]) {
+				bl.Fix = "drop the ENTRYPOINT; " + cmdFix(exec, e.Script.Env)
+			} else {
+				bl.Rule, bl.WhyNot = RuleScriptLogic, "the script only sets defaults, but what it execs is not node ("+strings.Join(exec, " ")+")"
+			}
+			b.Add(bl)
 		case e.InterpreterKind == "shell":
-			b.Add(probe.Blocker{ID: entrypoints.WarnShellShebang, Kind: probe.ShellAtRuntime, Rule: RuleScriptLogic,
-				Title: fmt.Sprintf("%s is a shell script (%s)", name, e.Shebang), Evidence: evs})
+			bl := probe.Blocker{ID: entrypoints.WarnShellShebang, Kind: probe.ShellAtRuntime, Rule: RuleScriptLogic,
+				Title: fmt.Sprintf("%s is a shell script (%s)", name, e.Shebang), Evidence: evs}
+			if e.Script != nil && len(e.Script.Reasons) > 0 {
+				bl.WhyNot = "the script does more than set defaults: " + strings.Join(first(e.Script.Reasons, 3), "; ")
+			}
+			b.Add(bl)
 		case e.InterpreterKind == "env" && e.NodeArgv != nil:
 			b.Add(probe.Blocker{ID: entrypoints.WarnEnvShebang, Kind: probe.MissingBinary, Rule: RuleJSEntry,
 				Title: fmt.Sprintf("%s starts with %s; distroless has no /usr/bin/env", name, e.Shebang), Fix: "point CMD at the JS file: CMD " + quoteArgv(DistrolessCmd(e.NodeArgv)), Evidence: evs})
@@ -732,6 +758,13 @@ func (b *builder) executables(f *entrypoints.Facts) {
 				Title: fmt.Sprintf("%s (run as %s) is not in the repository; what it needs is unknown", e.Command, e.Origin), Evidence: evs})
 		}
 	}
+}
+
+func first(s []string, n int) []string {
+	if len(s) > n {
+		return append(append([]string{}, s[:n]...), fmt.Sprintf("and %d more", len(s)-n))
+	}
+	return s
 }
 
 func pick2(c bool, a, b probe.BlockerKind) probe.BlockerKind {

@@ -102,6 +102,9 @@ type Executable struct {
 	// ShellRunner says how a known node CLI runs its commands through a
 	// shell (nodemon, concurrently).
 	ShellRunner string `json:"shell_runner,omitempty"`
+	// Script is what a shell script in the repository does, when it is
+	// one: whether it only sets defaults and execs its command.
+	Script *shellcmd.Script `json:"script,omitempty"`
 	// Evidence is where the container is told to run it.
 	File string `json:"file"`
 	Line int    `json:"line"`
@@ -121,7 +124,7 @@ var _ probe.Probe = (*Probe)(nil)
 func (*Probe) Desc() probe.Desc {
 	return probe.Desc{
 		Name:      Name,
-		Version:   "1",
+		Version:   "2",
 		Heaviness: probe.Light,
 		PerImage:  true,
 		// The set of executed files depends on the repository's whole
@@ -497,6 +500,12 @@ func (r *resolver) classify(ex *Executable) {
 				ex.NodeArgv = []string{"node", js}
 			}
 		}
+		if ex.InterpreterKind == "shell" && !strings.HasPrefix(ex.RepoPath, "node_modules/") {
+			if src, err := r.repo.ReadFile(ex.RepoPath); err == nil && len(src) <= maxScriptBytes {
+				sc := shellcmd.AnalyzeScript(string(src))
+				ex.Script = &sc
+			}
+		}
 	default:
 		if ex.Kind != KindSymlinkToJS {
 			ex.Kind = KindNoShebang
@@ -529,6 +538,10 @@ func (r *resolver) shimTarget(name string) (string, bool) {
 	}
 	return "", false
 }
+
+// maxScriptBytes bounds the entrypoint scripts that are read whole; a
+// larger one is judged by its shebang alone.
+const maxScriptBytes = 256 << 10
 
 func readHead(repo *probe.Repo, rel string) ([]byte, error) {
 	f, err := repo.Open(rel)

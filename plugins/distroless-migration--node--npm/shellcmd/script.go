@@ -1,0 +1,191 @@
+package shellcmd
+
+import (
+	"strconv"
+	"strings"
+
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// Script is what an entrypoint script does, when all it does is set
+// defaults and hand over to its command.
+type Script struct {
+	// DefaultsOnly is true when the script only sets environment defaults
+	// (VAR=value, export VAR=value, export VAR=${VAR:-value}, set -e) and
+	// ends by exec'ing its arguments or a command. Such a script is ENV
+	// plus an exec-form command.
+	DefaultsOnly bool `json:"defaults_only"`
+	// Env are the defaults, as ENV takes them.
+	Env []string `json:"env,omitempty"`
+	// Exec is the command it execs: "$@" for its arguments.
+	Exec []string `json:"exec,omitempty"`
+	// Reasons say what else the script does (a condition, a loop, a trap,
+	// a command before the exec).
+	Reasons []string `json:"reasons,omitempty"`
+}
+
+// AnalyzeScript reads a POSIX shell script.
+func AnalyzeScript(src string) Script {
+	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(src), "")
+	if err != nil {
+		return Script{Reasons: []string{"not valid shell: " + err.Error()}}
+	}
+	var s Script
+	for i, st := range f.Stmts {
+		last := i == len(f.Stmts)-1
+		if st.Negated || st.Background || len(st.Redirs) > 0 {
+			s.Reasons = append(s.Reasons, "a redirection or background job at line "+itoa(st.Pos().Line()))
+			continue
+		}
+		switch c := st.Cmd.(type) {
+		case *syntax.CallExpr:
+			s.call(c, last)
+		case *syntax.DeclClause:
+			if c.Variant.Value != "export" {
+				s.Reasons = append(s.Reasons, c.Variant.Value+" at line "+itoa(st.Pos().Line()))
+				continue
+			}
+			for _, as := range c.Args {
+				if as.Naked && as.Value == nil && as.Index == nil && as.Array == nil {
+					continue // export VAR: every ENV variable is exported already
+				}
+				s.assign(as)
+			}
+		default:
+			s.Reasons = append(s.Reasons, "logic at line "+itoa(st.Pos().Line())+" ("+typeName(c)+")")
+		}
+	}
+	if s.Exec == nil && len(s.Reasons) == 0 {
+		s.Reasons = append(s.Reasons, "it does not end by exec'ing a command")
+	}
+	s.DefaultsOnly = len(s.Reasons) == 0
+	return s
+}
+
+func (s *Script) call(c *syntax.CallExpr, last bool) {
+	if len(c.Args) == 0 {
+		for _, as := range c.Assigns {
+			s.assign(as)
+		}
+		return
+	}
+	var argv []string
+	for _, w := range c.Args {
+		if isDollarAt(w) {
+			argv = append(argv, `"$@"`)
+			continue
+		}
+		v, ok := plainWord(w)
+		if !ok {
+			s.Reasons = append(s.Reasons, "an expanded word at line "+itoa(w.Pos().Line()))
+			return
+		}
+		argv = append(argv, v)
+	}
+	switch {
+	case argv[0] == "set" && len(c.Assigns) == 0:
+		return // shell options change nothing once the shell is gone
+	case argv[0] == "exec" && last && len(argv) > 1 && len(c.Assigns) == 0:
+		s.Exec = argv[1:]
+	default:
+		s.Reasons = append(s.Reasons, "it runs "+argv[0]+" at line "+itoa(c.Pos().Line()))
+	}
+}
+
+// assign records VAR=value or VAR=${VAR:-value}; anything else is logic.
+func (s *Script) assign(as *syntax.Assign) {
+	if as.Value == nil || as.Naked || as.Append || as.Index != nil || as.Array != nil {
+		s.Reasons = append(s.Reasons, "a variable declared without a plain value: "+as.Name.Value)
+		return
+	}
+	if v, ok := plainWord(as.Value); ok {
+		s.Env = append(s.Env, as.Name.Value+"="+v)
+		return
+	}
+	// ${VAR:-default} for the same VAR is a default: ENV VAR=default, which
+	// the container's environment overrides just the same.
+	if len(as.Value.Parts) == 1 {
+		if pe, ok := as.Value.Parts[0].(*syntax.ParamExp); ok && pe.Param.Value == as.Name.Value && pe.Exp != nil &&
+			(pe.Exp.Op == syntax.DefaultUnsetOrNull || pe.Exp.Op == syntax.DefaultUnset) {
+			if pe.Exp.Word == nil {
+				s.Env = append(s.Env, as.Name.Value+"=")
+				return
+			}
+			if v, ok := plainWord(pe.Exp.Word); ok {
+				s.Env = append(s.Env, as.Name.Value+"="+v)
+				return
+			}
+		}
+		if dq, ok := as.Value.Parts[0].(*syntax.DblQuoted); ok && len(dq.Parts) == 1 {
+			w := &syntax.Word{Parts: []syntax.WordPart{dq.Parts[0]}}
+			tmp := &syntax.Assign{Name: as.Name, Value: w}
+			s.assign(tmp)
+			return
+		}
+	}
+	s.Reasons = append(s.Reasons, "a computed value for "+as.Name.Value)
+}
+
+func isDollarAt(w *syntax.Word) bool {
+	if len(w.Parts) != 1 {
+		return false
+	}
+	dq, ok := w.Parts[0].(*syntax.DblQuoted)
+	if !ok || len(dq.Parts) != 1 {
+		return false
+	}
+	pe, ok := dq.Parts[0].(*syntax.ParamExp)
+	return ok && pe.Param.Value == "@" && pe.Exp == nil && !pe.Length
+}
+
+// plainWord returns a word with no expansion in it.
+func plainWord(w *syntax.Word) (string, bool) {
+	var sb strings.Builder
+	for _, p := range w.Parts {
+		switch p := p.(type) {
+		case *syntax.Lit:
+			if strings.ContainsAny(p.Value, "*?[~") {
+				return "", false
+			}
+			sb.WriteString(unescape(p.Value))
+		case *syntax.SglQuoted:
+			if p.Dollar {
+				return "", false
+			}
+			sb.WriteString(p.Value)
+		case *syntax.DblQuoted:
+			for _, q := range p.Parts {
+				lit, ok := q.(*syntax.Lit)
+				if !ok {
+					return "", false
+				}
+				sb.WriteString(lit.Value)
+			}
+		default:
+			return "", false
+		}
+	}
+	return sb.String(), true
+}
+
+func typeName(v any) string {
+	switch v.(type) {
+	case *syntax.IfClause:
+		return "if"
+	case *syntax.WhileClause:
+		return "while"
+	case *syntax.ForClause:
+		return "for"
+	case *syntax.CaseClause:
+		return "case"
+	case *syntax.BinaryCmd:
+		return "&& or ||"
+	case *syntax.FuncDecl:
+		return "a function"
+	case *syntax.TestClause:
+		return "[[ ]]"
+	}
+	return "a shell construct"
+}
+
+func itoa(n uint) string { return strconv.FormatUint(uint64(n), 10) }
