@@ -24,7 +24,10 @@ import (
 //     makes and removes the spawn directory, bundle and runsc root, and
 //     captures the output;
 //   - backend+trace: the same with CaptureTrace (listener, pod-init-config,
-//     collection).
+//     collection, and the exec witness: runsc's strace log, counted);
+//   - backend+trace-no-witness: the same without the witness, so that
+//     witness-p50-ms, the median of the per-iteration differences, is
+//     what the witness costs.
 //
 // It reports the medians in milliseconds, and the median of the
 // per-iteration differences as overhead-p50-ms. Run it with a fixed count,
@@ -71,6 +74,19 @@ func BenchmarkSpawnTrue(b *testing.B) {
 		}
 		return d
 	}
+	noWitness := newBackend(b, Config{Rootfs: rootfs})
+	noWitness.noWitness = true
+	spawnNoWitness := func() time.Duration {
+		start := time.Now()
+		res, err := noWitness.Spawn(b.Context(), sandbox.SpawnRequest{
+			Role: sandbox.RoleGate, Workspace: sandbox.Workspace{Dir: ws}, Command: []string{"true"}, CaptureTrace: true,
+		})
+		d := time.Since(start)
+		if err != nil || res.ExitCode != 0 {
+			b.Fatalf("Spawn without witness: %v, exit %d, stderr %q", err, res.ExitCode, res.Stderr)
+		}
+		return d
+	}
 	spawn := func(trace bool) time.Duration {
 		start := time.Now()
 		res, err := be.Spawn(b.Context(), sandbox.SpawnRequest{
@@ -88,32 +104,38 @@ func BenchmarkSpawnTrue(b *testing.B) {
 	raw(-1)
 	spawn(false)
 
-	var rawD, backendD, traceD, overhead []time.Duration
+	var rawD, backendD, traceD, bareD, overhead, witness []time.Duration
 	for i := 0; b.Loop(); i++ {
 		// Rotate the order, so that none always runs right after another's
 		// teardown.
-		var r, s, tr time.Duration
-		for k := range 3 {
-			switch (i + k) % 3 {
+		var r, s, tr, nw time.Duration
+		for k := range 4 {
+			switch (i + k) % 4 {
 			case 0:
 				r = raw(i)
 			case 1:
 				s = spawn(false)
 			case 2:
 				tr = spawn(true)
+			case 3:
+				nw = spawnNoWitness()
 			}
 		}
 		rawD = append(rawD, r)
 		backendD = append(backendD, s)
 		traceD = append(traceD, tr)
+		bareD = append(bareD, nw)
 		overhead = append(overhead, s-r)
+		witness = append(witness, tr-nw)
 	}
 	b.StopTimer()
 	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 	b.ReportMetric(ms(median(rawD)), "raw-p50-ms")
 	b.ReportMetric(ms(median(backendD)), "backend-p50-ms")
 	b.ReportMetric(ms(median(traceD)), "backend+trace-p50-ms")
+	b.ReportMetric(ms(median(bareD)), "backend+trace-no-witness-p50-ms")
 	b.ReportMetric(ms(median(overhead)), "overhead-p50-ms")
+	b.ReportMetric(ms(median(witness)), "witness-p50-ms")
 	b.ReportMetric(0, "ns/op") // an iteration runs three sandboxes: its time means little
 }
 

@@ -322,6 +322,9 @@ func (br *buildRun) budArgs(target, tag string) []string {
 	if br.tr != nil {
 		args = append(args, "--runtime-flag=pod-init-config="+br.tr.config)
 		for _, f := range witnessFlags(br.bh.path("w")) {
+			if b.noWitness {
+				break
+			}
 			args = append(args, "--runtime-flag="+strings.TrimPrefix(f, "--"))
 		}
 	}
