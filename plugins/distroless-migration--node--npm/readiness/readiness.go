@@ -1005,6 +1005,9 @@ func (b *builder) trace(f *shelltrace.Facts) {
 	for _, inv := range f.Invocations {
 		ev := probe.Evidence{Trace: &probe.TraceRef{Phase: inv.Phase, PID: inv.PID, Index: inv.Index},
 			Note: fmt.Sprintf("%s %q", pick(inv.Attempted, "tried", "ran"), strings.Join(inv.Argv, " "))}
+		if inv.Errno != "" {
+			ev.Note += ": " + inv.Errno
+		}
 		if inv.Phase != "boot" {
 			finalStage := false
 			if inv.Cause.Line > 0 {
