@@ -597,10 +597,10 @@ func TestKeySettings(t *testing.T) {
 // probe whose descriptor asks for longer (the trace probe's 20 minutes).
 func TestRunTimeoutBeatsDescriptor(t *testing.T) {
 	t.Parallel()
-	var deadline time.Duration
+	var deadlineNS atomic.Int64 // the probe's goroutine may outlive Run
 	heavy := newFake("heavy", probe.Heavy, func(ctx context.Context, _ *probe.Repo) (probe.Output, error) {
 		if d, ok := ctx.Deadline(); ok {
-			deadline = time.Until(d)
+			deadlineNS.Store(int64(time.Until(d)))
 		}
 		<-ctx.Done()
 		return probe.Output{}, ctx.Err()
@@ -616,7 +616,7 @@ func TestRunTimeoutBeatsDescriptor(t *testing.T) {
 	if got := byName(recs)["heavy"].Result.Reason; got != probe.ReasonTimeout {
 		t.Errorf("reason %q, want %q", got, probe.ReasonTimeout)
 	}
-	if deadline <= 0 || deadline > time.Second {
+	if deadline := time.Duration(deadlineNS.Load()); deadline <= 0 || deadline > time.Second {
 		t.Errorf("probe saw a deadline %v away, want about 100ms", deadline)
 	}
 	if el := time.Since(start); el > 10*time.Second {
