@@ -569,6 +569,11 @@ func interpreter(shebang string) (name, kind string) {
 		for len(rest) > 0 && strings.HasPrefix(rest[0], "-") {
 			rest = rest[1:]
 		}
+		// #!/usr/bin/env bash is a shell script first: what it runs needs a
+		// shell whatever finds it. #!/usr/bin/env node needs env.
+		if len(rest) > 0 && shellcmd.IsShell(rest[0]) {
+			return path.Base(rest[0]), "shell"
+		}
 		if len(rest) > 0 {
 			return path.Base(rest[0]), "env"
 		}
