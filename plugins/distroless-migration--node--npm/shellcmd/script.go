@@ -94,6 +94,10 @@ func (s *Script) call(c *syntax.CallExpr, last bool) {
 
 // assign records VAR=value or VAR=${VAR:-value}; anything else is logic.
 func (s *Script) assign(as *syntax.Assign) {
+	if as.Name == nil { // an option such as export -n
+		s.Reasons = append(s.Reasons, "export with options")
+		return
+	}
 	if as.Value == nil || as.Naked || as.Append || as.Index != nil || as.Array != nil {
 		s.Reasons = append(s.Reasons, "a variable declared without a plain value: "+as.Name.Value)
 		return
