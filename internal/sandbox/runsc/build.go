@@ -325,7 +325,9 @@ func (br *buildRun) budArgs(target, tag string) []string {
 			if b.noWitness {
 				break
 			}
-			args = append(args, "--runtime-flag="+strings.TrimPrefix(f, "--"))
+			// buildah reads --runtime-flag as a CSV list: a value with a
+			// comma (the syscall list) is quoted to stay one flag.
+			args = append(args, "--runtime-flag="+csvField(strings.TrimPrefix(f, "--")))
 		}
 	}
 	args = append(args, "-f", br.df)
@@ -447,4 +449,13 @@ func (br *buildRun) stepPhases(tr *targetRun) []sandbox.PhaseResult {
 		phases = append(phases, p)
 	}
 	return phases
+}
+
+// csvField quotes s as one CSV field when it holds a comma or a quote, as
+// buildah's list flags (--runtime-flag) split their values as CSV.
+func csvField(s string) string {
+	if !strings.ContainsAny(s, ",\"") {
+		return s
+	}
+	return `"` + strings.ReplaceAll(s, `"`, `""`) + `"`
 }
