@@ -97,8 +97,10 @@ func BuildPhase(stage string, step int) string {
 
 // PhaseResult is how one phase of a build-and-boot spawn went.
 type PhaseResult struct {
-	// Name is "build:<target>" for a whole target, a BuildPhase for one
-	// step, or PhaseBoot.
+	// Name is "build:<stage>" for a whole target (the stage's name, else
+	// its 0-based index, as in BuildPhase), a BuildPhase for one step,
+	// "pull:<reference>" for a base image pulled before the build, or
+	// PhaseBoot.
 	Name     string        `json:"name"`
 	ExitCode int           `json:"exit_code"`
 	Failed   bool          `json:"failed,omitempty"`

@@ -107,10 +107,17 @@ func (bp *buildPlan) targetStage(target string) (int, bool) {
 	return 0, false
 }
 
-// targetPhase is the phase name of a whole target.
-func targetPhase(target string) string {
+// targetPhase is the phase name of a whole target: "build:" and the
+// stage's label (its name, else its index), as in the step phases. A
+// target whose stage is unknown (the Dockerfile does not parse, or has no
+// such stage) is named as requested, and "build" alone for the last
+// stage.
+func (bp *buildPlan) targetPhase(target string) string {
+	if i, ok := bp.targetStage(target); ok && bp.parseErr == nil && i >= 0 && i < len(bp.stages) {
+		return "build:" + bp.stages[i].label(i)
+	}
 	if target == "" {
-		return "build:final"
+		return "build"
 	}
 	return "build:" + target
 }
@@ -272,6 +279,9 @@ func (b *Backend) spawnBuild(ctx context.Context, req sandbox.SpawnRequest) (san
 		res.TraceComplete = res.TraceComplete && len(res.TraceGaps) == 0
 	}
 	res.Duration = time.Since(res.Started)
+	for i := range res.Phases {
+		res.Phases[i].OutputTail = br.scrub(res.Phases[i].OutputTail)
+	}
 	if stopErr != nil {
 		res.ExitCode = -1
 		return res, stopErr
@@ -342,7 +352,7 @@ func (br *buildRun) budArgs(target, tag string) []string {
 // another kind), then one for the target. err reports a failure of the
 // backend, not of the build.
 func (br *buildRun) buildTarget(ctx context.Context, n int, target string) (*targetRun, []sandbox.PhaseResult, error) {
-	name := targetPhase(target)
+	name := br.plan.targetPhase(target)
 	start := time.Now()
 	fail := func(msg string) (*targetRun, []sandbox.PhaseResult, error) {
 		tr := &targetRun{target: target, exit: 1}
@@ -458,4 +468,13 @@ func csvField(s string) string {
 		return s
 	}
 	return `"` + strings.ReplaceAll(s, `"`, `""`) + `"`
+}
+
+// scrub takes the host's private paths and this spawn's random names out
+// of build output (buildah names its configuration files and the
+// spawn's tags in its messages), so that the same inputs give the same
+// phase output on any machine: the spawn directory reads as <build>, the
+// state directory as <state>, and the spawn ID as <spawn>.
+func (br *buildRun) scrub(s string) string {
+	return strings.NewReplacer(br.sp.dir, "<build>", br.b.cfg.StateDir, "<state>", br.sp.id, "<spawn>").Replace(s)
 }

@@ -238,9 +238,17 @@
 //     committing the image), OutputTail its last 20 lines (4 KiB). A step
 //     that buildah reused from the layer cache ran nothing and gets no
 //     phase.
-//   - "build:<target>" ("build:final" for "") for each target: buildah's
-//     exit code, Failed when non-zero, the last 40 lines (8 KiB) of its
-//     output, and Image, the built image's ID.
+//   - "build:<stage>" for each target, named as its steps are (the
+//     target stage's name, else its index): buildah's exit code, Failed
+//     when non-zero, the last 40 lines (8 KiB) of its output, and Image,
+//     the built image's ID. One target builds every stage it depends on
+//     in the same buildah run, each step attributed to its stage by the
+//     [i/n] of its header; callers name a second target only for a stage
+//     the last one does not need.
+//   - Phase output holds no host path of the spawn nor its random names:
+//     the spawn directory reads as <build>, the state directory as
+//     <state>, the spawn ID as <spawn> (scrub), so that the same inputs
+//     give the same output on any machine.
 //   - A failed build stops there: the failing step (RUN or not) is Failed,
 //     with the step's exit code from buildah's error when it is a RUN, and
 //     its last lines; no later target is built, nothing boots, and

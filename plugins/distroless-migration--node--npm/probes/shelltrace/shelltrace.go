@@ -400,13 +400,47 @@ func analyze(res sandbox.Result, f *dockerfile.File, repo *probe.Repo, facts *Fa
 	return out
 }
 
-// targets: the builder stage (by name; an unnamed builder is built as part
-// of the final stage), then the final stage.
+// targets: the final stage, in one build that builds the stages it
+// depends on too; a named builder stage that the final stage does not
+// depend on is built first, on its own, so that its steps are traced.
 func targets(f *dockerfile.File, final string) []string {
-	if f.Builder >= 0 && f.Stages[f.Builder].Name != "" {
+	last := f.Final
+	if final != "" {
+		if i, ok := f.StageRef(final); ok {
+			last = i
+		}
+	}
+	if f.Builder >= 0 && f.Builder != last && f.Stages[f.Builder].Name != "" && !dependsOn(f, last, f.Builder) {
 		return []string{f.Stages[f.Builder].Name, final}
 	}
 	return []string{final}
+}
+
+// dependsOn reports whether stage from needs stage to: it is built FROM
+// it or copies from it, directly or through other stages.
+func dependsOn(f *dockerfile.File, from, to int) bool {
+	seen := map[int]bool{}
+	var walk func(i int) bool
+	walk = func(i int) bool {
+		if i == to {
+			return true
+		}
+		if i < 0 || i >= len(f.Stages) || seen[i] {
+			return false
+		}
+		seen[i] = true
+		s := f.Stages[i]
+		if s.BaseStage >= 0 && walk(s.BaseStage) {
+			return true
+		}
+		for _, ref := range s.CopiesFrom {
+			if j, ok := f.StageRef(ref); ok && j < i && walk(j) {
+				return true
+			}
+		}
+		return false
+	}
+	return walk(from)
 }
 
 func phaseOr(p string) string {

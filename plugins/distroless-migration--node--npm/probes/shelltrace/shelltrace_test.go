@@ -14,6 +14,7 @@ import (
 	"github.com/codegenie/codegenie/internal/probe"
 	"github.com/codegenie/codegenie/internal/sandbox"
 	"github.com/codegenie/codegenie/internal/trace"
+	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/dockerfile"
 )
 
 // fakeSandbox is an in-memory sandbox.Client returning a canned result.
@@ -82,7 +83,7 @@ func npmStartTrace() []trace.Event {
 func TestTracedShells(t *testing.T) {
 	t.Parallel()
 	sb := &fakeSandbox{res: sandbox.Result{Backend: "gvisor", TraceComplete: true, Trace: npmStartTrace(),
-		Phases: []sandbox.PhaseResult{{Name: "build:builder:step 4"}, {Name: "build:builder"}, {Name: "build:final"}, {Name: "boot", TimedOut: true, Duration: 10 * time.Second}}}}
+		Phases: []sandbox.PhaseResult{{Name: "build:builder:step 4"}, {Name: "build:1"}, {Name: "boot", TimedOut: true, Duration: 10 * time.Second}}}}
 	pctx := &probe.Context{Sandbox: sb, RegistryMirrors: map[string]string{"docker.io": "127.0.0.1:5000"}, BootFor: 3 * time.Second}
 	out, err := New().Run(t.Context(), repo(t), pctx)
 	if err != nil {
@@ -93,7 +94,7 @@ func TestTracedShells(t *testing.T) {
 	}
 	req := sb.reqs[0]
 	if req.Role != sandbox.RoleProbe || !req.CaptureTrace || req.Build == nil || req.Build.Dockerfile != "Dockerfile" ||
-		!cmp.Equal(req.Build.Targets, []string{"builder", ""}) || !req.Build.Boot || req.Build.BootFor != 3*time.Second || req.Build.RegistryMirrors["docker.io"] != "127.0.0.1:5000" {
+		!cmp.Equal(req.Build.Targets, []string{""}) || !req.Build.Boot || req.Build.BootFor != 3*time.Second || req.Build.RegistryMirrors["docker.io"] != "127.0.0.1:5000" {
 		t.Fatalf("spawn request = %+v / %+v", req, req.Build)
 	}
 	type inv struct {
@@ -192,5 +193,31 @@ func TestImageInputs(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{"node:22", "node:22-slim"}, got); diff != "" {
 		t.Errorf("image inputs (-want +got):\n%s", diff)
+	}
+}
+
+func TestTargets(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, dockerfile, final string
+		want                    []string
+	}{
+		{"single stage", "FROM node:22\nCMD [\"node\"]\n", "", []string{""}},
+		{"final copies from builder: one build", "FROM node:22 AS builder\nRUN true\nFROM gcr.io/distroless/nodejs22-debian13\nCOPY --from=builder /a /a\n", "", []string{""}},
+		{"final built on builder: one build", "FROM node:22 AS builder\nRUN true\nFROM builder\nCMD [\"node\"]\n", "", []string{""}},
+		{"through another stage", "FROM node:22 AS builder\nRUN true\nFROM node:22 AS mid\nCOPY --from=builder /a /a\nFROM gcr.io/distroless/nodejs22-debian13\nCOPY --from=mid /a /a\n", "", []string{""}},
+		{"builder the final does not need: built on its own", "FROM node:22 AS builder\nRUN true\nFROM gcr.io/distroless/nodejs22-debian13\nCOPY a /a\n", "", []string{"builder", ""}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			f, err := dockerfile.Parse("Dockerfile", []byte(tt.dockerfile))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, targets(f, tt.final)); diff != "" {
+				t.Errorf("targets (-want +got):\n%s", diff)
+			}
+		})
 	}
 }
