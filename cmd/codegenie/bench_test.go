@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -43,7 +44,7 @@ func BenchmarkProcess(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	run := func(b *testing.B, args ...string) {
+	run := func(b *testing.B, args ...string) []byte {
 		b.Helper()
 		cmd := exec.Command(bin, args...)
 		cmd.Env = append(os.Environ(), "CODEGENIE_CACHE_DIR="+cacheDir)
@@ -55,6 +56,7 @@ func BenchmarkProcess(b *testing.B) {
 		if err != nil && !notReady {
 			b.Fatalf("codegenie %v: %v\n%s", args, err, out)
 		}
+		return out
 	}
 	cases := []struct {
 		name string
@@ -85,7 +87,10 @@ func BenchmarkProcess(b *testing.B) {
 	var baseline float64
 	for _, bc := range cases {
 		b.Run(bc.name, func(b *testing.B) {
-			run(b, bc.args...) // warm the cache and the page cache
+			out := run(b, bc.args...) // warm the cache and the page cache
+			if strings.Contains(bc.name, "traced") {
+				traceSucceeded(b, out)
+			}
 			start := time.Now()
 			run(b, bc.args...)
 			if d := time.Since(start); d > 5*time.Second {
@@ -149,4 +154,31 @@ func slowRegistry(b *testing.B, target string, delay time.Duration) string {
 	}))
 	b.Cleanup(srv.Close)
 	return strings.TrimPrefix(srv.URL, "http://")
+}
+
+// traceSucceeded fails the benchmark unless the context out holds a trace
+// result that is not low-confidence: a failed trace is never cached, so
+// the timed runs would time a failing build, not a warm gather.
+func traceSucceeded(b *testing.B, out []byte) {
+	b.Helper()
+	var c struct {
+		Probes []struct {
+			Probe      string `json:"probe"`
+			Confidence string `json:"confidence"`
+			Reason     string `json:"reason"`
+			Detail     string `json:"detail"`
+		} `json:"probes"`
+	}
+	if err := json.Unmarshal(out, &c); err != nil {
+		b.Fatalf("decoding the context: %v", err)
+	}
+	for _, p := range c.Probes {
+		if p.Probe == "shell_invocation_trace" {
+			if p.Confidence == "low" {
+				b.Fatalf("the trace probe failed (%s: %s), so nothing warm can be timed", p.Reason, p.Detail)
+			}
+			return
+		}
+	}
+	b.Fatal("the context has no shell_invocation_trace result")
 }
