@@ -1,11 +1,16 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/codegenie/codegenie/internal/sandbox/runsc"
 )
 
 func newCmdCache(g *globals) *cobra.Command {
@@ -56,15 +61,20 @@ func newCmdCacheStats(g *globals) *cobra.Command {
 func newCmdCachePrune(g *globals) *cobra.Command {
 	var olderThan time.Duration
 	var all bool
+	var baseStore string
+	var baseBytes int64
 	cmd := &cobra.Command{
 		Use:   "prune",
 		Short: "Remove old and corrupt cache entries",
 		Long: `prune removes entries written longer ago than --older-than, every corrupt
-entry, and temporary files left by interrupted writes. --all empties the cache.`,
+entry, and temporary files left by interrupted writes. --all empties the cache.
+It also prunes the shared base-image store of this host's traced builds
+(--base-store, gate-control's) to its least recently used images that fit
+--base-store-bytes; a store that a build is using is left alone.`,
 		Example: `  codegenie cache prune --older-than 720h
   codegenie cache prune --all`,
 		Args: exactArgs(0, "no arguments"),
-		RunE: func(*cobra.Command, []string) error {
+		RunE: func(cmd *cobra.Command, _ []string) error {
 			if !all && olderThan <= 0 {
 				return usageErr("--older-than must be positive; use --all to remove everything")
 			}
@@ -80,10 +90,40 @@ entry, and temporary files left by interrupted writes. --all empties the cache.`
 				return err
 			}
 			fmt.Fprintf(g.stdout, "removed %d entries (%d bytes); kept %d\n", res.Removed, res.Bytes, res.Kept)
-			return nil
+			return pruneBaseImages(cmd.Context(), g, baseStore, baseBytes)
 		},
 	}
 	cmd.Flags().DurationVar(&olderThan, "older-than", 30*24*time.Hour, "remove entries written longer ago than this")
-	cmd.Flags().BoolVar(&all, "all", false, "remove every entry")
+	cmd.Flags().BoolVar(&all, "all", false, "remove every entry (base images are pruned to --base-store-bytes only)")
+	cmd.Flags().StringVar(&baseStore, "base-store", runsc.DefaultBaseStore, "the shared base-image store of this host's builds (gate-control's), pruned to --base-store-bytes")
+	cmd.Flags().Int64Var(&baseBytes, "base-store-bytes", runsc.DefaultBaseStoreBytes, "keep the most recently used base images that fit in this many bytes (0 removes them all)")
 	return cmd
+}
+
+// pruneBaseImages prunes the host's shared base-image store, when there is
+// one: the least recently used images until the rest fits maxBytes (all of
+// them for 0). A store in use by a build is left alone.
+func pruneBaseImages(ctx context.Context, g *globals, dir string, maxBytes int64) error {
+	if _, err := os.Stat(dir); err != nil {
+		return nil // no builds ran on this host
+	}
+	if os.Geteuid() != 0 {
+		fmt.Fprintf(g.stdout, "base images: %s not pruned (it needs root, as gate-control runs)\n", dir)
+		return nil
+	}
+	if maxBytes == 0 {
+		maxBytes = -1
+	}
+	ps, err := runsc.Prune(ctx, runsc.Config{BaseStore: dir}, maxBytes)
+	switch {
+	case errors.Is(err, runsc.ErrNoBaseStore):
+		return nil
+	case err != nil:
+		return fmt.Errorf("pruning base images: %w", err)
+	case ps.Busy:
+		fmt.Fprintf(g.stdout, "base images: %s is in use by a build; not pruned\n", dir)
+	default:
+		fmt.Fprintf(g.stdout, "base images: removed %d (%d bytes); kept %d (%d bytes)\n", ps.Removed, ps.Freed, ps.Kept, ps.Bytes)
+	}
+	return nil
 }

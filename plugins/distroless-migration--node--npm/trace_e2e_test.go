@@ -3,8 +3,8 @@ package nodenpm_test
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -270,6 +270,15 @@ func TestTraceFixtures(t *testing.T) {
 		{"distroless-exec-startup", attemptedAtBoot("git rev-parse HEAD", 1)},
 		{"distroless-dep-shell", attemptedAtBoot("git describe", 1)},
 		{"distroless-exit-fast", attemptedAtBoot("echo done", 0)},
+		{"image-unavailable", func(t *testing.T, r probe.Result, f *shelltrace.Facts, a probe.Assessment) {
+			const ref = "gcr.io/distroless/nodejs99-debian13"
+			if r.Reason != shelltrace.ReasonImageUnavailable || !strings.Contains(r.Detail, ref) || !strings.Contains(r.Detail, e.registry.Host+" (mirror of gcr.io)") {
+				t.Errorf("got %s/%s %q, want image_unavailable naming %s and the mirror tried", r.Confidence, r.Reason, r.Detail, ref)
+			}
+			if len(r.Evidence) == 0 || r.Evidence[0].Line != 1 {
+				t.Errorf("evidence %+v, want the FROM at Dockerfile:1", r.Evidence)
+			}
+		}},
 		{"oversized-exec", func(t *testing.T, r probe.Result, f *shelltrace.Facts, a probe.Assessment) {
 			if r.Confidence != probe.Low || r.Reason != shelltrace.ReasonTraceIncomplete {
 				t.Errorf("got %s/%s, want low/trace_incomplete", r.Confidence, r.Reason)

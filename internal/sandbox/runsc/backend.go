@@ -53,6 +53,8 @@ type Backend struct {
 	// benchmarks that measure its cost only; the trace is then never
 	// complete.
 	noWitness bool
+	// bases is the shared base-image store; nil with Config.NoBaseStore.
+	bases *baseStore
 }
 
 var _ sandbox.Client = (*Backend)(nil)
@@ -99,7 +101,14 @@ func New(cfg Config) (*Backend, error) {
 			cfg.NoCgroups = true
 		}
 	}
-	return &Backend{cfg: cfg, enforce: enforce, tag: stateTag(cfg.StateDir)}, nil
+	be := &Backend{cfg: cfg, enforce: enforce, tag: stateTag(cfg.StateDir)}
+	if !cfg.NoBaseStore {
+		be.bases = &baseStore{dir: cfg.BaseStore, maxBytes: cfg.BaseStoreBytes}
+		if err := be.bases.open(); err != nil {
+			return nil, err
+		}
+	}
+	return be, nil
 }
 
 // Config returns the backend's configuration, with defaults applied.

@@ -226,7 +226,37 @@ func (b *Backend) spawnBuild(ctx context.Context, req sandbox.SpawnRequest) (san
 	}
 	var stopErr, infraErr error
 	built := true
+	if b.bases != nil && bp.parseErr == nil {
+		use, err := b.bases.use()
+		if err != nil {
+			return res, err
+		}
+		defer func() {
+			_ = use.Close()
+			b.bases.fit(context.WithoutCancel(parent), tools)
+		}()
+		if err := os.WriteFile(br.bh.path("storage.conf"), []byte(b.bases.readOnlyConf(br.bh.path("s"), br.bh.path("rr"))), 0o600); err != nil {
+			return res, fmt.Errorf("writing the build's storage.conf: %w", err)
+		}
+		phases, pinned, err := br.pullBases(ctx)
+		res.Phases = append(res.Phases, phases...)
+		switch last := len(phases) - 1; {
+		case stopped() != nil:
+			stopErr, built = stopped(), false
+		case err != nil:
+			infraErr, built = err, false
+		case last >= 0 && phases[last].Failed:
+			res.ExitCode, built = max(phases[last].ExitCode, 1), false
+		default:
+			if err := os.WriteFile(br.df, pinBases(bp.dockerfile, bp.stages, pinned), 0o600); err != nil {
+				return res, fmt.Errorf("copying the Dockerfile: %w", err)
+			}
+		}
+	}
 	for i, target := range bp.targets {
+		if !built {
+			break
+		}
 		tr, phases, err := br.buildTarget(ctx, i, target)
 		res.Phases = append(res.Phases, phases...)
 		if stopErr = stopped(); stopErr != nil {

@@ -220,7 +220,7 @@ func TestBuildTwoStage(t *testing.T) {
 		dumpTrace(t, res.Trace)
 		t.Fatalf("exit %d, trace complete %v; want 0 and true; phases %+v", res.ExitCode, res.TraceComplete, res.Phases)
 	}
-	if diff := cmp.Diff([]string{"build:builder:step 2", "build:1", "boot"}, phaseNames(res.Phases)); diff != "" {
+	if diff := cmp.Diff([]string{"pull:node:22", "pull:node:22-slim", "build:builder:step 2", "build:1", "boot"}, phaseNames(res.Phases)); diff != "" {
 		t.Errorf("phases (-want +got):\n%s", diff)
 	}
 	for _, p := range res.Phases {
@@ -313,7 +313,7 @@ func TestBuildDistroless(t *testing.T) {
 		dumpTrace(t, res.Trace)
 		t.Fatalf("exit %d, trace complete %v; want 0 and true; phases %+v", res.ExitCode, res.TraceComplete, res.Phases)
 	}
-	if diff := cmp.Diff([]string{"build:0", "boot"}, phaseNames(res.Phases)); diff != "" {
+	if diff := cmp.Diff([]string{"pull:gcr.io/distroless/nodejs22-debian13", "build:0", "boot"}, phaseNames(res.Phases)); diff != "" {
 		t.Errorf("phases (-want +got):\n%s", diff)
 	}
 	boot := phase(res.Phases, "boot")
@@ -360,7 +360,7 @@ func TestBuildFails(t *testing.T) {
 	if res.ExitCode != 3 {
 		t.Errorf("exit %d, want 3 (the failing step's)", res.ExitCode)
 	}
-	if diff := cmp.Diff([]string{"build:0:step 2", "build:0:step 3", "build:0"}, phaseNames(res.Phases)); diff != "" {
+	if diff := cmp.Diff([]string{"pull:node:22", "build:0:step 2", "build:0:step 3", "build:0"}, phaseNames(res.Phases)); diff != "" {
 		t.Errorf("phases (-want +got):\n%s", diff)
 	}
 	step := phase(res.Phases, "build:0:step 3")

@@ -172,12 +172,29 @@ func (bh *buildah) env() []string {
 // configuration, run through nsScript in a private mount namespace, in its
 // own process group, and killed if this process dies.
 func (bh *buildah) command(args ...string) *exec.Cmd {
+	return bh.commandIn(store{root: bh.path("s"), runroot: bh.path("rr"), conf: bh.path("storage.conf")}, args...)
+}
+
+// store is an image store a buildah command works on: the private one,
+// or the shared base-image store.
+type store struct{ root, runroot, conf string }
+
+// commandIn is command on another store, with this buildah's
+// configuration otherwise.
+func (bh *buildah) commandIn(st store, args ...string) *exec.Cmd {
+	// The store is named only by its storage.conf (graphroot, runroot,
+	// driver): with --root or --storage-driver on the command line buildah
+	// drops the conf's additional image stores.
 	full := []string{"-c", nsScript, "sh", bh.path("c"), bh.path("d"), bh.tools.buildah,
-		"--root", bh.path("s"), "--runroot", bh.path("rr"), "--storage-driver", "vfs",
 		"--registries-conf", bh.path("registries.conf"), "--short-name-alias-conf", bh.path("aliases.conf")}
 	full = append(full, args...)
 	cmd := exec.Command(bh.tools.sh, full...)
 	cmd.Env = bh.env()
+	for i, kv := range cmd.Env {
+		if strings.HasPrefix(kv, "CONTAINERS_STORAGE_CONF=") {
+			cmd.Env[i] = "CONTAINERS_STORAGE_CONF=" + st.conf
+		}
+	}
 	cmd.Dir = bh.dir
 	cmd.SysProcAttr = &syscall.SysProcAttr{
 		Unshareflags: syscall.CLONE_NEWNS,
@@ -214,9 +231,14 @@ const maxAdminOutput = 4 << 20
 // output runs a short buildah command and returns its stdout. The error
 // carries the first line of its stderr.
 func (bh *buildah) output(ctx context.Context, args ...string) ([]byte, error) {
+	return bh.outputIn(ctx, store{root: bh.path("s"), runroot: bh.path("rr"), conf: bh.path("storage.conf")}, args...)
+}
+
+// outputIn is output on another store.
+func (bh *buildah) outputIn(ctx context.Context, st store, args ...string) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	cmd := bh.command(args...)
+	cmd := bh.commandIn(st, args...)
 	stdout, stderr := newBoundedBuffer(maxAdminOutput), newBoundedBuffer(64<<10)
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	err := run(ctx, cmd)

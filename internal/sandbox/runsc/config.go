@@ -81,6 +81,16 @@ type Config struct {
 	// KillGrace bounds the wait for runsc to exit after the sandbox was
 	// killed, before its process group is killed too. Default 5s.
 	KillGrace time.Duration
+	// BaseStore is the shared, read-only base-image store of builds (see
+	// basestore.go), on this host's disk. Default DefaultBaseStore. It may
+	// be shared by several backends.
+	BaseStore string
+	// BaseStoreBytes caps it: the least recently used images go past it.
+	// Default DefaultBaseStoreBytes.
+	BaseStoreBytes int64
+	// NoBaseStore makes every build pull its bases into its own store, as
+	// an empty one.
+	NoBaseStore bool
 }
 
 // Validate reports whether c, with its defaults applied, is usable. It does
@@ -117,6 +127,12 @@ func (c Config) Validate() error {
 	if c.KillGrace < 0 {
 		errs = append(errs, fmt.Errorf("negative kill grace %v", c.KillGrace))
 	}
+	if !filepath.IsAbs(c.BaseStore) || filepath.Clean(c.BaseStore) != c.BaseStore {
+		errs = append(errs, fmt.Errorf("base-image store %q is not a clean absolute path", c.BaseStore))
+	}
+	if c.BaseStoreBytes < 0 {
+		errs = append(errs, fmt.Errorf("negative base-image store cap %d", c.BaseStoreBytes))
+	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("validating runsc backend config: %w", err)
 	}
@@ -138,6 +154,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.KillGrace == 0 {
 		c.KillGrace = 5 * time.Second
+	}
+	if c.BaseStore == "" {
+		c.BaseStore = DefaultBaseStore
+	}
+	if c.BaseStoreBytes == 0 {
+		c.BaseStoreBytes = DefaultBaseStoreBytes
 	}
 	c.Limits = withDefaultLimits(c.Limits, sandbox.Limits{
 		MemoryBytes: DefaultMemoryBytes,

@@ -204,6 +204,16 @@
 // buildah 1.28 has no pids limit, so PIDs is not enforced in build steps.
 // Timeout bounds the whole spawn, builds and boot together.
 //
+// Base images come from a store shared by every spawn on the host (see
+// basestore.go): before the first target, each image base of the
+// Dockerfile is pulled there once (phase "pull:<reference>", with the
+// image ID and manifest digest it resolved to), and the private copy of
+// the Dockerfile names it by that ID. The private store reads the shared
+// one as a buildah additional image store, so a build writes only its own
+// layers. A base that no mirror or registry serves fails its pull phase,
+// "image unavailable: <reference> could not be pulled; tried <mirror>
+// (mirror of <registry>), then <registry>", and nothing is built.
+//
 // buildah is started as /bin/sh in a new private mount namespace (the Go
 // runtime unshares it and makes / private before exec); the shell
 // bind-mounts <id>/b/c over /var/lib/containers/cache, where buildah writes

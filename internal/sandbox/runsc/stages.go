@@ -23,6 +23,11 @@ const maxDockerfile = 1 << 20
 type stage struct {
 	// name is the stage's AS name, or "" when it has none.
 	name string
+	// base is the FROM value as written; fromLine and fromEnd the lines
+	// of the FROM instruction, fromFlags its flags (--platform=...).
+	base              string
+	fromLine, fromEnd int
+	fromFlags         []string
 	// instrs are its instructions, FROM first: buildah's "STEP k/m"
 	// announces instrs[k-1], and m is len(instrs).
 	instrs []instr
@@ -59,7 +64,10 @@ func parseStages(dockerfile []byte) ([]stage, error) {
 	for _, n := range res.AST.Children {
 		kw := strings.ToUpper(n.Value)
 		if kw == "FROM" {
-			s := stage{}
+			s := stage{fromLine: n.StartLine, fromEnd: n.EndLine, fromFlags: n.Flags}
+			if n.Next != nil {
+				s.base = n.Next.Value
+			}
 			// FROM [--platform=...] image [AS name]
 			if a := n.Next; a != nil && a.Next != nil && strings.EqualFold(a.Next.Value, "as") && a.Next.Next != nil {
 				s.name = a.Next.Next.Value

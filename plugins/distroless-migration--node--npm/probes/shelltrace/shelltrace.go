@@ -22,6 +22,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -47,6 +48,9 @@ const (
 	ReasonTraceIncomplete    probe.Reason = "trace_incomplete"
 	ReasonNoDockerfile       probe.Reason = "no_dockerfile"
 	ReasonInterpreterUnknown probe.Reason = "interpreter_unknown"
+	// ReasonImageUnavailable: a base image could not be pulled; the
+	// detail names the reference and the registries or mirrors tried.
+	ReasonImageUnavailable probe.Reason = "image_unavailable"
 )
 
 // Warning IDs.
@@ -60,6 +64,7 @@ const (
 	WarnShellAtBoot        = "shell_invocation_trace.shell_at_boot"
 	WarnShellInBuild       = "shell_invocation_trace.shell_in_build"
 	WarnInterpreterUnknown = "shell_invocation_trace.interpreter_unknown"
+	WarnImageUnavailable   = "shell_invocation_trace.image_unavailable"
 )
 
 // Warnings are the warnings this probe raises.
@@ -73,6 +78,7 @@ var Warnings = []probe.WarningDesc{
 	{ID: WarnShellAtBoot, Summary: "the traced boot of the image ran (or tried to run) a shell"},
 	{ID: WarnShellInBuild, Summary: "a traced build step ran a shell"},
 	{ID: WarnInterpreterUnknown, Summary: "a script ran whose interpreter could not be read, so it may have been a shell"},
+	{ID: WarnImageUnavailable, Summary: "a base image could not be pulled from its registry or any mirror, so nothing was built"},
 }
 
 // DefaultBootFor is how long the boot runs when it does not exit.
@@ -292,6 +298,18 @@ func (p *Probe) Run(ctx context.Context, repo *probe.Repo, pctx *probe.Context) 
 		if ph.Name == sandbox.PhaseBoot {
 			bootFailed = &res.Phases[i]
 			break
+		}
+		if ref, ok := strings.CutPrefix(ph.Name, "pull:"); ok {
+			detail := lastLines(ph.OutputTail, 3)
+			if !strings.Contains(detail, ref) {
+				detail = ref + ": " + detail
+			}
+			out := low(ReasonImageUnavailable, WarnImageUnavailable, detail, facts)
+			if i := slices.IndexFunc(f.Stages, func(s dockerfile.Stage) bool { return s.ResolvedBase == ref || s.Base == ref }); i >= 0 {
+				out.Evidence = []probe.Evidence{{File: f.Path, Line: f.Stages[i].Line}}
+				out.Warnings[0].Evidence = out.Evidence
+			}
+			return out, nil
 		}
 		line := stepLine(f, ph.Name)
 		out := low(ReasonBuildFailed, WarnBuildFailed, fmt.Sprintf("%s failed with exit %d: %s", ph.Name, ph.ExitCode, lastLines(ph.OutputTail, 5)), facts)

@@ -1,0 +1,444 @@
+package runsc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/codegenie/codegenie/internal/sandbox"
+)
+
+// The shared base-image store. Every build spawn used to pull its base
+// images into its own empty store; now the backend pulls each base once
+// into a store shared by all spawns on the host, and builds read it as a
+// buildah additional image store: read-only, never written by a build.
+//
+//	<BaseStore>/s/        vfs graphroot of the shared images
+//	<BaseStore>/rr/       its runroot
+//	<BaseStore>/a/        a private buildah setup (see newBuildah) for
+//	                      the store's own commands (prune)
+//	<BaseStore>/used/     one file per manifest digest: "<image ID> <bytes>
+//	                      <reference>"; its mtime is the last use
+//	<BaseStore>/use.lock  flock, shared by every build that reads the
+//	                      store, exclusive for a prune
+//	<BaseStore>/pull.lock flock, exclusive while a pull writes the store
+//
+// Before a build, each image base of the Dockerfile (not a stage, not
+// scratch, no ARG in it) is pulled into the shared store with buildah pull
+// --policy=always (buildah 1.28 has no "newer"; blobs already stored are not fetched again), through the request's own registries.conf (its mirrors):
+// an image already there costs one manifest request, a moved tag pulls the
+// new image beside the old one. The build's private copy of the Dockerfile
+// then names each such base by the image ID this request resolved (FROM
+// <id>), so that concurrent spawns whose mirrors serve different images
+// under one tag never see each other's: an ID is content-addressed. Pulls
+// are serialized (pull.lock); builds hold use.lock shared for their whole
+// life, so that a prune, which needs it exclusively (and gives up when a
+// build holds it), never removes an image in use. containers/storage's own
+// locks make reading the store safe during a pull.
+//
+// The store is capped at Config.BaseStoreBytes: after a build, when the
+// recorded sizes add up past it, the least recently used images are
+// removed until it fits; Prune does the same on demand (codegenie cache
+// prune). A base that cannot be pulled stops the spawn with a failed
+// "pull:<reference>" phase that names the registries tried.
+
+// Defaults of the shared base-image store.
+const (
+	// DefaultBaseStore is where the shared store lives when
+	// Config.BaseStore is empty.
+	DefaultBaseStore = "/var/lib/codegenie/bases"
+	// DefaultBaseStoreBytes caps it.
+	DefaultBaseStoreBytes = 20 << 30
+)
+
+// pullPhasePrefix starts the phase name of a base image's pull.
+const pullPhasePrefix = "pull:"
+
+// baseStore is the shared store of one backend.
+type baseStore struct {
+	dir      string
+	maxBytes int64
+}
+
+func (s *baseStore) path(name string) string { return filepath.Join(s.dir, name) }
+
+// open makes the store's directories.
+func (s *baseStore) open() error {
+	for _, d := range []string{"", "s", "rr", "used"} {
+		if err := os.MkdirAll(s.path(d), 0o700); err != nil {
+			return fmt.Errorf("creating the base-image store: %w", err)
+		}
+	}
+	return nil
+}
+
+// storageConf is the storage.conf of a command on the shared store itself.
+func (s *baseStore) storageConf() string {
+	return fmt.Sprintf("[storage]\ndriver = \"vfs\"\ngraphroot = %q\nrunroot = %q\n", s.path("s"), s.path("rr"))
+}
+
+// readOnlyConf is the storage.conf of a build that reads the store: its
+// private store, with the shared one as an additional image store.
+func (s *baseStore) readOnlyConf(graphroot, runroot string) string {
+	return fmt.Sprintf("[storage]\ndriver = \"vfs\"\ngraphroot = %q\nrunroot = %q\n\n[storage.options]\nadditionalimagestores = [%q]\n",
+		graphroot, runroot, s.path("s"))
+}
+
+// use takes the store's use lock shared, for the life of a build.
+func (s *baseStore) use() (*os.File, error) {
+	return lockFile(s.path("use.lock"), unix.LOCK_SH)
+}
+
+// imageBase is an image a stage is built FROM.
+type imageBase struct {
+	ref    string
+	stages []int // the stages built FROM it
+}
+
+// imageBases lists the image bases of stages: FROM values that are not an
+// earlier stage, not scratch, and hold no ARG, each once, in order.
+func imageBases(stages []stage) []imageBase {
+	var out []imageBase
+	for i, s := range stages {
+		ref := s.base
+		if ref == "" || strings.EqualFold(ref, "scratch") || strings.ContainsAny(ref, "$ \t") || s.fromLine != s.fromEnd {
+			continue
+		}
+		isStage := false
+		for _, prev := range stages[:i] {
+			if prev.name != "" && strings.EqualFold(prev.name, ref) {
+				isStage = true
+			}
+		}
+		if isStage {
+			continue
+		}
+		if j := slices.IndexFunc(out, func(b imageBase) bool { return b.ref == ref }); j >= 0 {
+			out[j].stages = append(out[j].stages, i)
+			continue
+		}
+		out = append(out, imageBase{ref: ref, stages: []int{i}})
+	}
+	return out
+}
+
+// pullBases pulls the Dockerfile's image bases into the shared store and
+// returns one phase per base, and the image ID of each stage built on
+// one. A base that cannot be pulled ends the list with a Failed phase;
+// err reports a failure of the backend.
+func (br *buildRun) pullBases(ctx context.Context) ([]sandbox.PhaseResult, map[int]string, error) {
+	pinned := map[int]string{}
+	var phases []sandbox.PhaseResult
+	for _, base := range imageBases(br.plan.stages) {
+		p, id, err := br.pullBase(ctx, base.ref)
+		phases = append(phases, p)
+		if err != nil || p.Failed {
+			return phases, pinned, err
+		}
+		for _, i := range base.stages {
+			pinned[i] = id
+		}
+	}
+	return phases, pinned, nil
+}
+
+// pullBase pulls one reference into the shared store, under its pull lock.
+func (br *buildRun) pullBase(ctx context.Context, ref string) (sandbox.PhaseResult, string, error) {
+	st := br.b.bases
+	p := sandbox.PhaseResult{Name: pullPhasePrefix + ref}
+	start := time.Now()
+	lock, err := lockFile(st.path("pull.lock"), unix.LOCK_EX)
+	if err != nil {
+		return p, "", err
+	}
+	defer lock.Close()
+	before := dirUsage(st.path("s"))
+	conf := br.bh.path("shared-storage.conf")
+	if err := os.WriteFile(conf, []byte(st.storageConf()), 0o600); err != nil {
+		return p, "", fmt.Errorf("writing the shared store's storage.conf: %w", err)
+	}
+	cmd := br.bh.commandIn(store{root: st.path("s"), runroot: st.path("rr"), conf: conf},
+		"pull", "--policy=always", "--signature-policy", br.bh.path("policy.json"), "--quiet", ref)
+	stdout, stderr := newBoundedBuffer(maxAdminOutput), newBoundedBuffer(64<<10)
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	pctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
+	defer cancel()
+	runErr := run(pctx, cmd)
+	p.Duration = time.Since(start)
+	out, _ := stdout.result()
+	errOut, _ := stderr.result()
+	var exitErr interface{ ExitCode() int }
+	switch {
+	case runErr == nil:
+	case ctx.Err() != nil:
+		p.Failed, p.ExitCode = true, -1
+		return p, "", nil
+	case errors.As(runErr, &exitErr):
+		p.Failed, p.ExitCode = true, exitErr.ExitCode()
+		p.OutputTail = outputTail(nil, errOut) + br.unavailable(ref) + "\n"
+		return p, "", nil
+	default:
+		return p, "", fmt.Errorf("running buildah pull: %w", runErr)
+	}
+	id := lastLine(out)
+	if !reImageID.MatchString(id) {
+		return p, "", fmt.Errorf("buildah pull %s: %q is not an image ID", ref, id)
+	}
+	digest, err := br.bh.outputIn(ctx, store{root: st.path("s"), runroot: st.path("rr"), conf: conf},
+		"inspect", "--type", "image", "--format", "{{.FromImageDigest}}", id)
+	if err != nil {
+		return p, "", err
+	}
+	key := strings.ReplaceAll(strings.TrimSpace(string(digest)), ":", "-")
+	if key == "" || strings.ContainsAny(key, "/.") {
+		key = "id-" + id
+	}
+	if err := st.record(key, id, ref, before); err != nil {
+		return p, "", err
+	}
+	p.OutputTail = fmt.Sprintf("%s is %s (%s)\n", ref, id[:12], strings.TrimSpace(string(digest)))
+	return p, id, nil
+}
+
+// unavailable names what a failed pull tried: the reference, then the
+// mirror of its registry when the request has one, then the registry.
+func (br *buildRun) unavailable(ref string) string {
+	reg := registryOf(ref)
+	tried := []string{}
+	if m, ok := br.req.Build.RegistryMirrors[reg]; ok {
+		tried = append(tried, fmt.Sprintf("%s (mirror of %s)", m, reg))
+	}
+	tried = append(tried, reg)
+	return fmt.Sprintf("image unavailable: %s could not be pulled; tried %s", ref, strings.Join(tried, ", then "))
+}
+
+// registryOf is the registry of an image reference as buildah resolves it
+// here: short names are on docker.io.
+func registryOf(ref string) string {
+	first, _, ok := strings.Cut(ref, "/")
+	if !ok || (!strings.ContainsAny(first, ".:") && first != "localhost") {
+		return "docker.io"
+	}
+	return first
+}
+
+// record notes a use of the image of digest key: created with its size
+// (what the store grew by) on its first pull, touched on every use.
+func (s *baseStore) record(key, id, ref string, before int64) error {
+	file := s.path(filepath.Join("used", key))
+	now := time.Now()
+	if _, err := os.Stat(file); err == nil {
+		return os.Chtimes(file, now, now)
+	}
+	size := max(dirUsage(s.path("s"))-before, 0)
+	body := fmt.Sprintf("%s %d %s\n", id, size, ref)
+	if err := os.WriteFile(file, []byte(body), 0o600); err != nil {
+		return fmt.Errorf("recording a base image: %w", err)
+	}
+	return nil
+}
+
+// dirUsage is the disk space the files below dir take (0 when unreadable).
+func dirUsage(dir string) int64 {
+	var n int64
+	_ = filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		if fi, err := d.Info(); err == nil {
+			if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+				n += st.Blocks * 512
+			}
+		}
+		return nil
+	})
+	return n
+}
+
+// usedImage is one recorded image of the store.
+type usedImage struct {
+	key, id string
+	bytes   int64
+	used    time.Time
+}
+
+// list reads the records, least recently used first.
+func (s *baseStore) list() []usedImage {
+	entries, _ := os.ReadDir(s.path("used"))
+	var out []usedImage
+	for _, e := range entries {
+		b, err := os.ReadFile(s.path(filepath.Join("used", e.Name())))
+		fi, ierr := e.Info()
+		if err != nil || ierr != nil {
+			continue
+		}
+		f := strings.Fields(string(b))
+		if len(f) < 2 || !reImageID.MatchString(f[0]) {
+			continue
+		}
+		size, _ := strconv.ParseInt(f[1], 10, 64)
+		out = append(out, usedImage{key: e.Name(), id: f[0], bytes: size, used: fi.ModTime()})
+	}
+	slices.SortFunc(out, func(a, b usedImage) int { return a.used.Compare(b.used) })
+	return out
+}
+
+// PruneStats says what a prune of the base-image store did.
+type PruneStats struct {
+	// Dir is the store.
+	Dir string `json:"dir"`
+	// Removed counts the images removed, and Freed the bytes recorded for
+	// them.
+	Removed int   `json:"removed"`
+	Freed   int64 `json:"freed_bytes"`
+	// Kept counts the images left, and Bytes what they take.
+	Kept  int   `json:"kept"`
+	Bytes int64 `json:"bytes"`
+	// Busy is set when a build held the store, so nothing was removed.
+	Busy bool `json:"busy,omitempty"`
+}
+
+// ErrNoBaseStore reports a prune of a store that does not exist.
+var ErrNoBaseStore = errors.New("no base-image store")
+
+// Prune removes the least recently used images of the base-image store of
+// cfg until what is left fits maxBytes (0: Config.BaseStoreBytes, which
+// defaults to DefaultBaseStoreBytes; negative: every image). It gives up,
+// with Busy set, when a build holds the store. It needs root and buildah,
+// as builds do; a store that does not exist is ErrNoBaseStore.
+func Prune(ctx context.Context, cfg Config, maxBytes int64) (PruneStats, error) {
+	cfg = cfg.withDefaults()
+	st := &baseStore{dir: cfg.BaseStore, maxBytes: cfg.BaseStoreBytes}
+	switch {
+	case maxBytes > 0:
+		st.maxBytes = maxBytes
+	case maxBytes < 0:
+		st.maxBytes = 0
+	}
+	if _, err := os.Stat(st.path("used")); err != nil {
+		return PruneStats{Dir: st.dir}, fmt.Errorf("%w at %s", ErrNoBaseStore, st.dir)
+	}
+	b := &Backend{cfg: cfg}
+	tools, err := b.buildTools()
+	if err != nil {
+		return PruneStats{Dir: st.dir}, err
+	}
+	return st.prune(ctx, tools, st.maxBytes)
+}
+
+// prune removes least recently used images until the rest fits maxBytes
+// (0 removes all of them).
+func (s *baseStore) prune(ctx context.Context, tools buildTools, maxBytes int64) (PruneStats, error) {
+	ps := PruneStats{Dir: s.dir}
+	use, err := lockFile(s.path("use.lock"), unix.LOCK_EX|unix.LOCK_NB)
+	if errors.Is(err, unix.EWOULDBLOCK) {
+		ps.Busy = true
+		return ps, nil
+	}
+	if err != nil {
+		return ps, err
+	}
+	defer use.Close()
+	pull, err := lockFile(s.path("pull.lock"), unix.LOCK_EX)
+	if err != nil {
+		return ps, err
+	}
+	defer pull.Close()
+	imgs := s.list()
+	var total int64
+	for _, im := range imgs {
+		total += im.bytes
+	}
+	var bh *buildah
+	for _, im := range imgs {
+		if total <= maxBytes && maxBytes > 0 {
+			break
+		}
+		if bh == nil {
+			if bh, err = s.admin(tools); err != nil {
+				return ps, err
+			}
+		}
+		if _, err := bh.outputIn(ctx, store{root: s.path("s"), runroot: s.path("rr"), conf: bh.path("shared-storage.conf")}, "rmi", "-f", im.id); err != nil {
+			return ps, fmt.Errorf("removing base image %s: %w", im.id[:12], err)
+		}
+		if err := os.Remove(s.path(filepath.Join("used", im.key))); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return ps, fmt.Errorf("removing base image record: %w", err)
+		}
+		total -= im.bytes
+		ps.Removed++
+		ps.Freed += im.bytes
+	}
+	ps.Kept = len(imgs) - ps.Removed
+	ps.Bytes = total
+	return ps, nil
+}
+
+// admin is a private buildah setup for the store's own commands, made
+// afresh in <store>/a.
+func (s *baseStore) admin(tools buildTools) (*buildah, error) {
+	dir := s.path("a")
+	if err := os.RemoveAll(dir); err != nil {
+		return nil, fmt.Errorf("clearing the base store's admin directory: %w", err)
+	}
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("creating the base store's admin directory: %w", err)
+	}
+	bh, err := newBuildah(tools, dir, nil)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(bh.path("shared-storage.conf"), []byte(s.storageConf()), 0o600); err != nil {
+		return nil, fmt.Errorf("writing the shared store's storage.conf: %w", err)
+	}
+	return bh, nil
+}
+
+// pinBases rewrites the FROM line of each stage of pinned to name the
+// image ID the spawn resolved, keeping its flags and AS name.
+func pinBases(dockerfile []byte, stages []stage, pinned map[int]string) []byte {
+	if len(pinned) == 0 {
+		return dockerfile
+	}
+	lines := strings.Split(string(dockerfile), "\n")
+	for i, id := range pinned {
+		s := stages[i]
+		if s.fromLine < 1 || s.fromLine > len(lines) {
+			continue
+		}
+		var b strings.Builder
+		b.WriteString("FROM ")
+		for _, f := range s.fromFlags {
+			b.WriteString(f + " ")
+		}
+		b.WriteString(id)
+		if s.name != "" {
+			b.WriteString(" AS " + s.name)
+		}
+		lines[s.fromLine-1] = b.String()
+	}
+	return []byte(strings.Join(lines, "\n"))
+}
+
+// fit prunes the store to its cap when the recorded images exceed it,
+// unless a build holds it (the next one to end tries again).
+func (s *baseStore) fit(ctx context.Context, tools buildTools) {
+	var total int64
+	for _, im := range s.list() {
+		total += im.bytes
+	}
+	if total <= s.maxBytes {
+		return
+	}
+	_, _ = s.prune(ctx, tools, s.maxBytes)
+}
