@@ -127,6 +127,7 @@ whether the service can run on a distroless image, which has no shell.`,
 		newCmdGateControl(g),
 		newCmdAudit(g),
 		newCmdDev(g),
+		newCmdPortfolio(g),
 	)
 	return root
 }
