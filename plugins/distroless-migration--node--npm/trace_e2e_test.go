@@ -38,6 +38,7 @@ type traceEnv struct {
 	sandbox  *countingSandbox
 	stop     func()
 	mirrors  image.Mirrors
+	bin      string // the codegenie binary gate-control runs as
 }
 
 var (
@@ -58,7 +59,7 @@ func (c *countingSandbox) Spawn(ctx context.Context, req sandbox.SpawnRequest) (
 	return c.inner.Spawn(ctx, req)
 }
 
-func setupTrace(t *testing.T) *traceEnv {
+func setupTrace(t testing.TB) *traceEnv {
 	t.Helper()
 	envOnce.Do(func() {
 		stateDir, err := os.MkdirTemp("", "cgp")
@@ -98,7 +99,7 @@ func setupTrace(t *testing.T) *traceEnv {
 		}
 		lazy := client.NewLazy(client.PrivateConfig{Executable: bin, Stderr: os.Stderr})
 		mirrors, _ := image.ParseMirrors(reg.Mirrors())
-		env = &traceEnv{registry: reg, sandbox: &countingSandbox{inner: lazy}, mirrors: mirrors,
+		env = &traceEnv{registry: reg, sandbox: &countingSandbox{inner: lazy}, mirrors: mirrors, bin: bin,
 			stop: func() { _ = lazy.Close(); _ = reg.Close(); os.RemoveAll(binDir) }}
 	})
 	if envSkip != "" {

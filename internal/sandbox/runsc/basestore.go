@@ -2,6 +2,9 @@ package runsc
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -10,7 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -30,18 +33,21 @@ import (
 //	<BaseStore>/used/     one file per manifest digest: "<image ID> <bytes>
 //	                      <reference>"; its mtime is the last use
 //	<BaseStore>/use.lock  flock, shared by every build that reads the
-//	                      store, exclusive for a prune
-//	<BaseStore>/pull.lock flock, exclusive while a pull writes the store
+//	                      store (its pulls included), exclusive for a prune
+//	<BaseStore>/pull-<h>.lock flock, exclusive while a pull of the reference
+//	                      of hash h writes the store
 //
 // Before a build, each image base of the Dockerfile (not a stage, not
 // scratch, no ARG in it) is pulled into the shared store with buildah pull
-// --policy=always (buildah 1.28 has no "newer"; blobs already stored are not fetched again), through the request's own registries.conf (its mirrors):
-// an image already there costs one manifest request, a moved tag pulls the
-// new image beside the old one. The build's private copy of the Dockerfile
-// then names each such base by the image ID this request resolved (FROM
-// <id>), so that concurrent spawns whose mirrors serve different images
-// under one tag never see each other's: an ID is content-addressed. Pulls
-// are serialized (pull.lock); builds hold use.lock shared for their whole
+// --policy=always (buildah 1.28 has no "newer"; blobs already stored are
+// not fetched again), through the request's own registries.conf (its
+// mirrors). A spawn pulls its bases at once; an image already there costs a
+// manifest request; a moved tag pulls the new image beside the old one. The
+// build's private copy of the Dockerfile then names each base by the image
+// ID this request resolved (FROM <id>), so that concurrent spawns whose
+// mirrors serve different images under one tag never see each other's: an
+// ID is content-addressed. Pulls of one reference are serialized on the
+// host; builds hold use.lock shared for their whole
 // life, so that a prune, which needs it exclusively (and gives up when a
 // build holds it), never removes an image in use. containers/storage's own
 // locks make reading the store safe during a pull.
@@ -138,15 +144,29 @@ func imageBases(stages []stage) []imageBase {
 // err reports a failure of the backend.
 func (br *buildRun) pullBases(ctx context.Context) ([]sandbox.PhaseResult, map[int]string, error) {
 	pinned := map[int]string{}
+	bases := imageBases(br.plan.stages)
+	type pulled struct {
+		p   sandbox.PhaseResult
+		id  string
+		err error
+	}
+	res := make([]pulled, len(bases))
+	var wg sync.WaitGroup
+	for i, base := range bases {
+		wg.Go(func() {
+			res[i].p, res[i].id, res[i].err = br.pullBase(ctx, base.ref)
+		})
+	}
+	wg.Wait()
 	var phases []sandbox.PhaseResult
-	for _, base := range imageBases(br.plan.stages) {
-		p, id, err := br.pullBase(ctx, base.ref)
-		phases = append(phases, p)
-		if err != nil || p.Failed {
-			return phases, pinned, err
+	for i, base := range bases {
+		r := res[i]
+		phases = append(phases, r.p)
+		if r.err != nil || r.p.Failed {
+			return phases, pinned, r.err
 		}
-		for _, i := range base.stages {
-			pinned[i] = id
+		for _, s := range base.stages {
+			pinned[s] = r.id
 		}
 	}
 	return phases, pinned, nil
@@ -157,15 +177,17 @@ func (br *buildRun) pullBase(ctx context.Context, ref string) (sandbox.PhaseResu
 	st := br.b.bases
 	p := sandbox.PhaseResult{Name: pullPhasePrefix + ref}
 	start := time.Now()
-	lock, err := lockFile(st.path("pull.lock"), unix.LOCK_EX)
+	// One pull of a reference at a time on the host; pulls of different
+	// references run at once (containers/storage locks the store).
+	sum := sha256.Sum256([]byte(ref))
+	lock, err := lockFile(st.path("pull-"+hex.EncodeToString(sum[:8])+".lock"), unix.LOCK_EX)
 	if err != nil {
 		return p, "", err
 	}
 	defer lock.Close()
-	before := dirUsage(st.path("s"))
 	conf := br.bh.path("shared-storage.conf")
-	if err := os.WriteFile(conf, []byte(st.storageConf()), 0o600); err != nil {
-		return p, "", fmt.Errorf("writing the shared store's storage.conf: %w", err)
+	if err := writeOnce(conf, st.storageConf()); err != nil {
+		return p, "", err
 	}
 	cmd := br.bh.commandIn(store{root: st.path("s"), runroot: st.path("rr"), conf: conf},
 		"pull", "--policy=always", "--signature-policy", br.bh.path("policy.json"), "--quiet", ref)
@@ -203,7 +225,7 @@ func (br *buildRun) pullBase(ctx context.Context, ref string) (sandbox.PhaseResu
 	if key == "" || strings.ContainsAny(key, "/.") {
 		key = "id-" + id
 	}
-	if err := st.record(key, id, ref, before); err != nil {
+	if err := st.record(ctx, br.bh, store{root: st.path("s"), runroot: st.path("rr"), conf: conf}, key, id, ref); err != nil {
 		return p, "", err
 	}
 	p.OutputTail = fmt.Sprintf("%s is %s (%s)\n", ref, id[:12], strings.TrimSpace(string(digest)))
@@ -233,14 +255,25 @@ func registryOf(ref string) string {
 }
 
 // record notes a use of the image of digest key: created with its size
-// (what the store grew by) on its first pull, touched on every use.
-func (s *baseStore) record(key, id, ref string, before int64) error {
+// (as buildah reports it, to three significant digits) on its first pull,
+// touched on every use.
+func (s *baseStore) record(ctx context.Context, bh *buildah, st store, key, id, ref string) error {
 	file := s.path(filepath.Join("used", key))
 	now := time.Now()
 	if _, err := os.Stat(file); err == nil {
 		return os.Chtimes(file, now, now)
 	}
-	size := max(dirUsage(s.path("s"))-before, 0)
+	out, err := bh.outputIn(ctx, st, "images", "--json", "--no-trunc", id)
+	if err != nil {
+		return err
+	}
+	var imgs []struct {
+		Size string `json:"size"`
+	}
+	if err := json.Unmarshal(out, &imgs); err != nil || len(imgs) != 1 {
+		return fmt.Errorf("reading the size of base image %s: %q", id[:12], firstLine(out))
+	}
+	size := parseSize(imgs[0].Size)
 	body := fmt.Sprintf("%s %d %s\n", id, size, ref)
 	if err := os.WriteFile(file, []byte(body), 0o600); err != nil {
 		return fmt.Errorf("recording a base image: %w", err)
@@ -248,21 +281,27 @@ func (s *baseStore) record(key, id, ref string, before int64) error {
 	return nil
 }
 
-// dirUsage is the disk space the files below dir take (0 when unreadable).
-func dirUsage(dir string) int64 {
-	var n int64
-	_ = filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return nil
-		}
-		if fi, err := d.Info(); err == nil {
-			if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-				n += st.Blocks * 512
-			}
-		}
+// parseSize reads a size as buildah prints it ("146 MB": decimal units, as
+// go-units' HumanSize writes them); 0 when it cannot.
+func parseSize(s string) int64 {
+	num, unit, _ := strings.Cut(strings.TrimSpace(s), " ")
+	v, err := strconv.ParseFloat(num, 64)
+	if err != nil || v < 0 {
+		return 0
+	}
+	mult := map[string]float64{"B": 1, "kB": 1e3, "KB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12, "PB": 1e15}[unit]
+	return int64(v * mult)
+}
+
+// writeOnce writes a configuration file unless it is there already.
+func writeOnce(file, body string) error {
+	if _, err := os.Stat(file); err == nil {
 		return nil
-	})
-	return n
+	}
+	if err := os.WriteFile(file, []byte(body), 0o600); err != nil {
+		return fmt.Errorf("writing %s: %w", filepath.Base(file), err)
+	}
+	return nil
 }
 
 // usedImage is one recorded image of the store.
@@ -349,11 +388,6 @@ func (s *baseStore) prune(ctx context.Context, tools buildTools, maxBytes int64)
 		return ps, err
 	}
 	defer use.Close()
-	pull, err := lockFile(s.path("pull.lock"), unix.LOCK_EX)
-	if err != nil {
-		return ps, err
-	}
-	defer pull.Close()
 	imgs := s.list()
 	var total int64
 	for _, im := range imgs {

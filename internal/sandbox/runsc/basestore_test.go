@@ -30,6 +30,11 @@ func TestImageBasesAndPin(t *testing.T) {
 	if diff := cmp.Diff(want, pinned); diff != "" {
 		t.Errorf("pinned Dockerfile (-want +got):\n%s", diff)
 	}
+	for in, want := range map[string]int64{"146 MB": 146e6, "1.5 GB": 15e8, "12 kB": 12e3, "7 B": 7, "x": 0} {
+		if got := parseSize(in); got != want {
+			t.Errorf("parseSize(%q) = %d, want %d", in, got, want)
+		}
+	}
 	if r := registryOf("node:22"); r != "docker.io" {
 		t.Errorf("registry of node:22 = %s", r)
 	}

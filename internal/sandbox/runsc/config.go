@@ -18,6 +18,10 @@ const DefaultRunscPath = "/usr/local/lib/codegenie/bin/runsc"
 // EnvRunsc names the environment variable that overrides DefaultRunscPath.
 const EnvRunsc = "CODEGENIE_RUNSC"
 
+// EnvBaseStore names the environment variable that overrides
+// DefaultBaseStore.
+const EnvBaseStore = "CODEGENIE_BASE_STORE"
+
 // DefaultMount is where the workspace appears inside the sandbox when the
 // request does not say.
 const DefaultMount = "/workspace"
@@ -82,8 +86,8 @@ type Config struct {
 	// killed, before its process group is killed too. Default 5s.
 	KillGrace time.Duration
 	// BaseStore is the shared, read-only base-image store of builds (see
-	// basestore.go), on this host's disk. Default DefaultBaseStore. It may
-	// be shared by several backends.
+	// basestore.go), on this host's disk; several backends may share it.
+	// Default: $CODEGENIE_BASE_STORE, else DefaultBaseStore.
 	BaseStore string
 	// BaseStoreBytes caps it: the least recently used images go past it.
 	// Default DefaultBaseStoreBytes.
@@ -154,6 +158,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.KillGrace == 0 {
 		c.KillGrace = 5 * time.Second
+	}
+	if c.BaseStore == "" {
+		c.BaseStore = os.Getenv(EnvBaseStore)
 	}
 	if c.BaseStore == "" {
 		c.BaseStore = DefaultBaseStore
