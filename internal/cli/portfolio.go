@@ -1,25 +1,49 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/codegenie/codegenie/internal/builtin"
+	"github.com/codegenie/codegenie/internal/gatecontrol"
+	"github.com/codegenie/codegenie/internal/gather"
+	"github.com/codegenie/codegenie/internal/image"
+	"github.com/codegenie/codegenie/internal/pipeline"
 	"github.com/codegenie/codegenie/internal/portfolio"
+	"github.com/codegenie/codegenie/internal/probe"
 	nodenpm "github.com/codegenie/codegenie/plugins/distroless-migration--node--npm"
 )
 
 type portfolioFlags struct {
-	from    string
-	list    bool
-	out     string
-	migrate bool
+	from           string
+	list           bool
+	out            string
+	migrate        bool
+	noCache        bool
+	staticN        int
+	sandboxN       int
+	retryFailed    bool
+	rebuildState   bool
+	failOn         string
+	serviceTimeout time.Duration
+	lightTimeout   time.Duration
+	heavyTimeout   time.Duration
+	bootFor        time.Duration
+	mirrors        string
+	gc             gateControlFlags
 }
 
 func newCmdPortfolio(g *globals) *cobra.Command {
@@ -59,11 +83,42 @@ does not exist is an error naming the file and line (exit 2).
 --list prints the discovered services (a table on a terminal, JSON
 otherwise) and runs nothing.
 
+Each service runs the same pipeline as gather, with the shared content
+cache, in two tiers: the static tier (--static-parallel at a time, default
+GOMAXPROCS), then the traced build and boot in the sandbox tier, queued and
+bounded by --sandbox-parallel (default one per two cores). --no-sandbox runs
+the static tier alone. Each service's state (inputs digest, queued, running,
+done, failed or skipped, attempts, result, timings) is kept in a bbolt store
+in --out (ADR-0005): interrupt a run (Ctrl-C, kill -9) and run it again, and
+it resumes: a service done for the same inputs is not run again, a changed
+one is. A service that fails (a panic, a sandbox error, --service-timeout)
+is recorded with its reason and the rest go on; --retry-failed reruns those.
+A store that cannot be read is reported; --rebuild-state starts it afresh.
+
+Into --out go state.db, portfolio.json (schema-versioned: totals by state
+and verdict, blockers by kind, every service with its verdict, blockers,
+evidence and timings), sarif/ (one SARIF log per service), portfolio.sarif
+(all of them merged, for code-scanning uploads) and report.html. stdout gets
+the totals as JSON. Progress goes to stderr: a bar on a terminal, one line
+per finished service when CI is set, nothing otherwise.
+
+Exit codes:
+  0  every judged service is ready (or, with --fail-on, none has a listed verdict)
+  1  some service is not ready, or failed
+  2  bad input: a missing path, an unreadable --from, an invalid codegenie-portfolio.yaml
+ 130 interrupted (run again to resume)
+--fail-on blocked,unknown fails only on those verdicts (a failed service
+counts as unknown); ready_after_rewrite may be listed too.
+
 --migrate is not available yet: it needs 'codegenie migrate', which has not
 been built; the flag is refused.`,
 		Example: `  codegenie portfolio --list ~/src/checkouts
   codegenie portfolio --list --from repos.txt | jq -r '.[] | select(.skip == "") | .id'
-  printf 'file:///srv/git/shop.git\n# a comment\n../billing\n' > repos.txt && codegenie portfolio --list --from repos.txt`,
+  printf 'file:///srv/git/shop.git\n# a comment\n../billing\n' > repos.txt && codegenie portfolio --list --from repos.txt
+  codegenie portfolio --no-sandbox --out /tmp/pf ~/src/checkouts && xdg-open /tmp/pf/report.html
+  CI=1 codegenie portfolio --from repos.txt --fail-on blocked,unknown
+  codegenie portfolio --retry-failed --out /tmp/pf ~/src/checkouts
+  jq '.services[] | select(.verdict == "blocked") | .id' /tmp/pf/portfolio.json`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runPortfolio(cmd, g, &f, args)
 		},
@@ -73,6 +128,23 @@ been built; the flag is refused.`,
 	fl.BoolVar(&f.list, "list", false, "print the discovered services and run nothing")
 	fl.StringVar(&f.out, "out", "codegenie-portfolio", "the portfolio folder: state store, clones, portfolio.json, sarif/, report.html")
 	fl.BoolVar(&f.migrate, "migrate", false, "not available yet: needs 'codegenie migrate', which has not been built")
+	fl.BoolVar(&f.noCache, "no-cache", false, "run every probe; neither read nor write the cache")
+	fl.IntVar(&f.staticN, "static-parallel", runtime.GOMAXPROCS(0), "services in the static tier at a time")
+	fl.IntVar(&f.sandboxN, "sandbox-parallel", max(1, runtime.NumCPU()/2), "services in the sandbox tier at a time")
+	fl.BoolVar(&f.retryFailed, "retry-failed", false, "rerun the services whose last run failed")
+	fl.BoolVar(&f.rebuildState, "rebuild-state", false, "discard the state store and start afresh (the cache still answers unchanged services)")
+	fl.StringVar(&f.failOn, "fail-on", "", "exit 1 only when a service has one of these verdicts: blocked, unknown, ready_after_rewrite (comma-separated)")
+	fl.DurationVar(&f.serviceTimeout, "service-timeout", 30*time.Minute, "timeout of one service in one tier")
+	fl.DurationVar(&f.lightTimeout, "light-timeout", pipeline.DefaultLightTimeout, "timeout of each light probe")
+	fl.DurationVar(&f.heavyTimeout, "heavy-timeout", pipeline.DefaultHeavyTimeout, "timeout of each heavy probe")
+	fl.DurationVar(&f.bootFor, "boot-for", 10*time.Second, "how long the traced boot runs an image when it does not exit")
+	fl.StringVar(&f.mirrors, "registry-mirror", os.Getenv("CODEGENIE_REGISTRY_MIRRORS"), "registry mirrors, REGISTRY=HOST[:PORT],... (env CODEGENIE_REGISTRY_MIRRORS)")
+	fl.StringVar(&f.gc.addr, "gate-control", os.Getenv("CODEGENIE_GATE_CONTROL"), "gate-control for the sandbox tier: a unix socket path, or HOST:PORT for TLS (env CODEGENIE_GATE_CONTROL); default: as root, a private gate-control child")
+	fl.StringVar(&f.gc.key, "gate-control-key", envOr("CODEGENIE_GATE_CONTROL_KEY", gatecontrol.DefaultKeyFile), "gate-control's HMAC key file (env CODEGENIE_GATE_CONTROL_KEY)")
+	fl.StringVar(&f.gc.ca, "gate-control-ca", "", "PEM CAs that verify gate-control's TLS certificate")
+	fl.StringVar(&f.gc.cert, "gate-control-cert", "", "PEM client certificate for gate-control")
+	fl.StringVar(&f.gc.certKey, "gate-control-cert-key", "", "PEM key of --gate-control-cert")
+	fl.BoolVar(&f.gc.noSandbox, "no-sandbox", false, "run the static tier only: no sandbox, verdicts unconfirmed")
 	return cmd
 }
 
@@ -91,6 +163,20 @@ func runPortfolio(cmd *cobra.Command, g *globals, f *portfolioFlags, args []stri
 		}
 		sources = append(sources, ss...)
 	}
+	failOn, err := parseFailOn(f.failOn)
+	if err != nil {
+		return err
+	}
+	if f.staticN < 1 || f.sandboxN < 1 {
+		return usageErr("--static-parallel and --sandbox-parallel must be at least 1")
+	}
+	if f.lightTimeout <= 0 || f.heavyTimeout <= 0 || f.bootFor <= 0 || f.serviceTimeout <= 0 {
+		return usageErr("timeouts and --boot-for must be positive")
+	}
+	mirrors, err := image.ParseMirrors(f.mirrors)
+	if err != nil {
+		return usageErr("%v", err)
+	}
 	if len(sources) == 0 {
 		return usageErr("no repositories: pass PATHs or --from FILE; see 'codegenie portfolio --help'")
 	}
@@ -106,7 +192,223 @@ func runPortfolio(cmd *cobra.Command, g *globals, f *portfolioFlags, args []stri
 	if f.list {
 		return listServices(g.stdout, g.stdoutTTY, services)
 	}
-	return usageErr("running the portfolio is not available yet; use --list")
+	if err := os.MkdirAll(f.out, 0o755); err != nil {
+		return usageErr("--out %s: %v", f.out, err)
+	}
+	storePath := filepath.Join(f.out, portfolio.StoreFile)
+	if f.rebuildState {
+		if err := portfolio.RemoveStore(storePath); err != nil {
+			return err
+		}
+	}
+	st, err := portfolio.OpenStore(storePath)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = st.Close() }()
+	sb, release, err := sandboxFor(g, &f.gc, f.heavyTimeout)
+	if err != nil {
+		return err
+	}
+	defer release()
+	r := &portfolio.Runner{
+		Store: st,
+		Options: gather.Options{
+			Registry:        builtin.NewRegistry(),
+			Version:         Version,
+			Images:          &image.Remote{Mirrors: mirrors},
+			RegistryMirrors: mirrorMap(mirrors),
+			BootFor:         f.bootFor,
+			Task:            nodenpm.Task,
+			LightTimeout:    f.lightTimeout,
+			HeavyTimeout:    f.heavyTimeout,
+			Logger:          g.logger(),
+		},
+		Sandbox:        sb,
+		StaticWorkers:  f.staticN,
+		SandboxWorkers: f.sandboxN,
+		ServiceTimeout: f.serviceTimeout,
+		RetryFailed:    f.retryFailed,
+	}
+	if !f.noCache {
+		c, err := g.openCache()
+		if err != nil {
+			return err
+		}
+		r.Options.Cache = c
+		r.Options.Images = &image.Memo{Resolver: r.Options.Images, Path: filepath.Join(c.Dir(), image.MemoFile),
+			Config: mirrors.String(), Logger: r.Options.Logger}
+	}
+	prog := newPortfolioProgress(g.stderr, g.stderrTTY && os.Getenv("CI") == "", os.Getenv("CI") != "", len(services))
+	r.Observe = prog.observe
+	recs, _, runErr := r.Run(cmd.Context(), services)
+	prog.finish()
+	if runErr != nil {
+		if errors.Is(runErr, context.Canceled) {
+			return &ExitError{Code: ExitCanceled, Err: fmt.Errorf("interrupted: run the same command again to resume (state in %s)", storePath)}
+		}
+		return runErr
+	}
+	tiers := "static"
+	if sb != nil {
+		tiers = "static+sandbox"
+	}
+	doc := portfolio.NewDocument(Version, tiers, time.Now(), recs)
+	if err := portfolio.WriteOutputs(f.out, st, doc); err != nil {
+		return err
+	}
+	if err := writePortfolioSummary(g.stdout, f.out, doc); err != nil {
+		return err
+	}
+	if failed(doc, failOn) {
+		return &ExitError{Code: ExitNotReady, Err: errNotReady, Silent: true}
+	}
+	return nil
+}
+
+// parseFailOn reads --fail-on; empty means "anything not ready".
+func parseFailOn(s string) (map[probe.Verdict]bool, error) {
+	if s == "" {
+		return nil, nil
+	}
+	out := map[probe.Verdict]bool{}
+	for _, v := range strings.Split(s, ",") {
+		switch x := probe.Verdict(strings.TrimSpace(v)); x {
+		case probe.Blocked, probe.Unknown, probe.ReadyAfterRewrite:
+			out[x] = true
+		case probe.Ready:
+			return nil, usageErr("--fail-on ready: a ready service never fails the run; want blocked, unknown or ready_after_rewrite")
+		default:
+			return nil, usageErr("--fail-on %q: want blocked, unknown or ready_after_rewrite, comma-separated", v)
+		}
+	}
+	return out, nil
+}
+
+// failed reports whether the portfolio's exit code is 1: a judged service
+// that is not ready, or, with --fail-on, one with a listed verdict (a
+// failed service counts as unknown).
+func failed(d *portfolio.Document, failOn map[probe.Verdict]bool) bool {
+	for _, e := range d.Services {
+		v := e.Verdict
+		switch e.State {
+		case portfolio.StateSkipped:
+			continue
+		case portfolio.StateDone:
+		case portfolio.StateInvalid, portfolio.StateQueued, portfolio.StateRunning, portfolio.StateFailed:
+			v = probe.Unknown
+		}
+		if failOn == nil && v != probe.Ready || failOn[v] {
+			return true
+		}
+	}
+	return false
+}
+
+func writePortfolioSummary(w io.Writer, out string, d *portfolio.Document) error {
+	s := struct {
+		Out      string                  `json:"out"`
+		Totals   portfolio.Totals        `json:"totals"`
+		Blockers []portfolio.KindSummary `json:"blockers_by_kind"`
+	}{out, d.Totals, d.Blockers}
+	e := json.NewEncoder(w)
+	e.SetIndent("", "  ")
+	return e.Encode(s)
+}
+
+// portfolioProgress reports a run on stderr: a bar with counts per state,
+// the running services and an ETA on a terminal; one line per finished
+// service in CI; nothing otherwise. Safe for concurrent use.
+type portfolioProgress struct {
+	mu      sync.Mutex
+	w       io.Writer
+	bar, ci bool
+	total   int
+	state   map[string]portfolio.State
+	running map[string]time.Time
+	start   time.Time
+	done    int
+	last    time.Time
+}
+
+func newPortfolioProgress(w io.Writer, bar, ci bool, total int) *portfolioProgress {
+	return &portfolioProgress{w: w, bar: bar, ci: ci && !bar, total: total, state: map[string]portfolio.State{},
+		running: map[string]time.Time{}, start: time.Now()}
+}
+
+func (p *portfolioProgress) observe(r portfolio.Record) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	id := r.Service.ID
+	prev := p.state[id]
+	p.state[id] = r.State
+	if r.State == portfolio.StateRunning {
+		p.running[id] = time.Now()
+	} else {
+		delete(p.running, id)
+	}
+	final := r.State == portfolio.StateDone || r.State == portfolio.StateFailed
+	if final && prev == portfolio.StateRunning {
+		p.done++
+	}
+	if p.ci && final && prev == portfolio.StateRunning {
+		line := fmt.Sprintf("%s %s", r.State, id)
+		switch {
+		case r.State == portfolio.StateFailed:
+			line += ": " + r.Reason
+		case r.Result != nil:
+			line += fmt.Sprintf(": %s (%d blockers)", r.Result.Verdict, len(r.Result.Blockers))
+		}
+		fmt.Fprintf(p.w, "%s [%.0f ms]\n", oneLine(line), r.Timings.StaticMS+r.Timings.SandboxMS)
+	}
+	if p.bar && time.Since(p.last) > 100*time.Millisecond {
+		p.last = time.Now()
+		p.draw()
+	}
+}
+
+func (p *portfolioProgress) draw() {
+	counts := map[portfolio.State]int{}
+	for _, s := range p.state {
+		counts[s]++
+	}
+	finished := counts[portfolio.StateDone] + counts[portfolio.StateFailed] + counts[portfolio.StateSkipped]
+	const width = 24
+	fill := 0
+	if p.total > 0 {
+		fill = finished * width / p.total
+	}
+	eta := "?"
+	if left := counts[portfolio.StateQueued] + counts[portfolio.StateRunning]; p.done > 0 {
+		eta = (time.Since(p.start) / time.Duration(p.done) * time.Duration(left)).Round(time.Second).String()
+	}
+	var cur []string
+	for id := range p.running {
+		cur = append(cur, id)
+	}
+	sort.Strings(cur)
+	if len(cur) > 2 {
+		cur = append(cur[:2], fmt.Sprintf("+%d", len(cur)-2))
+	}
+	var parts []string
+	for _, s := range portfolio.States {
+		parts = append(parts, fmt.Sprintf("%s %d", s, counts[s]))
+	}
+	line := fmt.Sprintf("[%s%s] %d/%d %s eta %s %s", strings.Repeat("#", fill), strings.Repeat(".", width-fill),
+		finished, p.total, strings.Join(parts, " "), eta, strings.Join(cur, " "))
+	if len(line) > 160 {
+		line = line[:160]
+	}
+	fmt.Fprintf(p.w, "\r\033[K%s", line)
+}
+
+func (p *portfolioProgress) finish() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.bar {
+		p.draw()
+		fmt.Fprintln(p.w)
+	}
 }
 
 // portfolioErr maps the portfolio's bad-input errors to exit code 2.

@@ -1,0 +1,92 @@
+package cli
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/codegenie/codegenie/internal/portfolio"
+	"github.com/codegenie/codegenie/internal/portfolio/portfoliotest"
+)
+
+func TestPortfolioRunsWritesAndExits(t *testing.T) {
+	t.Setenv("CI", "1")
+	src, out, cache := t.TempDir(), t.TempDir(), t.TempDir()
+	portfoliotest.Generate(t, src, 5)
+	args := []string{"portfolio", "--no-sandbox", "--cache-dir", cache, "--out", out, src}
+	r := execute(t, t.Context(), args...)
+	if r.code != ExitNotReady {
+		t.Fatalf("exit %d, want 1 (some services are blocked); stderr:\n%s", r.code, r.stderr)
+	}
+	f, err := os.Open(filepath.Join(out, portfolio.JSONFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	doc, err := portfolio.DecodeDocument(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := doc.Totals.ByState["done"]
+	if done == 0 || doc.Totals.ByVerdict["ready"] == done {
+		t.Fatalf("totals %+v: want done services, not all ready", doc.Totals)
+	}
+	if got := strings.Count(r.stderr, "\ndone ") + boolInt(strings.HasPrefix(r.stderr, "done ")); got != done {
+		t.Errorf("CI progress: %d 'done' lines, want %d:\n%s", got, done, r.stderr)
+	}
+	sarifs, _ := filepath.Glob(filepath.Join(out, portfolio.SARIFDir, "*.sarif"))
+	if len(sarifs) != done {
+		t.Errorf("%d SARIF files, want one per done service (%d)", len(sarifs), done)
+	}
+	if _, err := os.Stat(filepath.Join(out, portfolio.MergedFile)); err != nil {
+		t.Error(err)
+	}
+	// The rerun runs nothing: no progress lines.
+	r = execute(t, t.Context(), args...)
+	if r.code != ExitNotReady || strings.Contains(r.stderr, "done ") {
+		t.Errorf("rerun: exit %d, stderr %q; want 1 and no service run", r.code, r.stderr)
+	}
+	// --fail-on unknown passes when no service is unknown or failed.
+	if doc.Totals.ByVerdict["unknown"] == 0 && doc.Totals.ByState["failed"] == 0 {
+		if r := execute(t, t.Context(), append(args, "--fail-on", "unknown")...); r.code != ExitOK {
+			t.Errorf("--fail-on unknown: exit %d, want 0; stderr %s", r.code, r.stderr)
+		}
+	}
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func TestPortfolioBadInput(t *testing.T) {
+	t.Parallel()
+	repo := t.TempDir()
+	if err := os.WriteFile(filepath.Join(repo, "Dockerfile"), []byte("FROM node:22\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(repo, portfolio.ConfigFile), []byte("version: 1\nservices:\n  - dockerfile: Dockerfile\n    bogus: 1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for name, tc := range map[string]struct {
+		args []string
+		want string
+	}{
+		"migrate":     {[]string{"portfolio", "--migrate", repo}, "--migrate is not available yet"},
+		"no sources":  {[]string{"portfolio"}, "no repositories: pass PATHs or --from FILE"},
+		"missing":     {[]string{"portfolio", filepath.Join(repo, "nope")}, "no such directory"},
+		"bad config":  {[]string{"portfolio", "--list", repo}, portfolio.ConfigFile + ":4: unknown key \"bogus\""},
+		"bad fail-on": {[]string{"portfolio", "--fail-on", "green", repo}, `--fail-on "green"`},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			r := execute(t, t.Context(), tc.args...)
+			if r.code != ExitUsage || !strings.Contains(r.stderr, tc.want) {
+				t.Errorf("exit %d, stderr %q; want 2 and %q", r.code, r.stderr, tc.want)
+			}
+		})
+	}
+}
