@@ -29,7 +29,7 @@ fi
 
 need_apt=()
 command -v npm >/dev/null 2>&1 || need_apt+=(npm)
-for pair in buildah:buildah runc:runc busybox:busybox-static mkfs.ext4:e2fsprogs; do
+for pair in buildah:buildah runc:runc busybox:busybox-static mkfs.ext4:e2fsprogs chromium:chromium; do
   bin=${pair%%:*} pkg=${pair##*:}
   if ! dpkg -s "$pkg" >/dev/null 2>&1; then need_apt+=("$pkg"); fi
 done

@@ -308,9 +308,10 @@ func failed(d *portfolio.Document, failOn map[probe.Verdict]bool) bool {
 func writePortfolioSummary(w io.Writer, out string, d *portfolio.Document) error {
 	s := struct {
 		Out      string                  `json:"out"`
+		Report   string                  `json:"report"`
 		Totals   portfolio.Totals        `json:"totals"`
 		Blockers []portfolio.KindSummary `json:"blockers_by_kind"`
-	}{out, d.Totals, d.Blockers}
+	}{out, filepath.Join(out, portfolio.HTMLFile), d.Totals, d.Blockers}
 	e := json.NewEncoder(w)
 	e.SetIndent("", "  ")
 	return e.Encode(s)

@@ -198,8 +198,8 @@ func SARIFName(id string) string {
 	return safe + "-" + hex.EncodeToString(sum[:4]) + ".sarif"
 }
 
-// WriteOutputs writes portfolio.json, sarif/ (one log per done service,
-// from the store) and the merged SARIF log into dir. Every file is written
+// WriteOutputs writes portfolio.json, report.html, sarif/ (one log per
+// done service, from the store) and the merged SARIF log into dir. Every file is written
 // atomically; SARIF files of services no longer in the portfolio are
 // removed.
 func WriteOutputs(dir string, st *Store, d *Document) error {
@@ -261,6 +261,9 @@ func WriteOutputs(dir string, st *Store, d *Document) error {
 		_, err = w.Write(out.Bytes())
 		return err
 	}); err != nil {
+		return err
+	}
+	if err := WriteFile(filepath.Join(dir, HTMLFile), func(w io.Writer) error { return EncodeHTML(w, d) }); err != nil {
 		return err
 	}
 	return WriteFile(filepath.Join(dir, JSONFile), d.Encode)
