@@ -220,10 +220,13 @@ func runGather(cmd *cobra.Command, g *globals, f *gatherFlags, dir string) error
 		opts.Images = &image.Memo{Resolver: opts.Images, Path: filepath.Join(opts.Cache.Dir(), image.MemoFile),
 			Config: mirrors.String(), Refresh: f.refreshImages, Logger: opts.Logger}
 	}
+	ctx := cmd.Context()
 	if g.stderrTTY && os.Getenv("CI") == "" {
-		opts.Progress = progressPrinter(g.stderr)
+		var stopStatus func()
+		ctx, opts.Progress, stopStatus = startLiveStatus(ctx, g.stderr)
+		defer stopStatus()
 	}
-	out, err := gather.Run(cmd.Context(), dir, opts)
+	out, err := gather.Run(ctx, dir, opts)
 	if err != nil {
 		var ie *gather.InputError
 		if errors.As(err, &ie) {

@@ -13,7 +13,24 @@ const (
 	// It runs nothing and writes no audit record, except that a failed
 	// authentication is tallied like a spawn's.
 	PingPath = "/v1/ping"
+	// SpawnStreamPath takes what SpawnPath takes and, once the spawn is
+	// admitted, answers 200 with a stream of JSON lines (application/
+	// x-ndjson), each a StreamFrame: the spawn's progress while it runs,
+	// then its Result or its ErrorResponse. An answer before admission (a
+	// refusal) is as SpawnPath's.
+	SpawnStreamPath = "/v1/spawn/stream"
 )
+
+// StreamFrame is one line of a SpawnStreamPath answer. Exactly one of its
+// fields is set; Result or Error comes last, once.
+type StreamFrame struct {
+	Progress *sandbox.Progress `json:"progress,omitempty"`
+	Result   *sandbox.Result   `json:"result,omitempty"`
+	// Error and Status are the ErrorResponse and the HTTP status that
+	// SpawnPath would have answered with.
+	Error  *ErrorResponse `json:"error,omitempty"`
+	Status int            `json:"status,omitempty"`
+}
 
 // Code is the machine-readable kind of an ErrorResponse. The client maps
 // codes back to the sandbox package's errors.

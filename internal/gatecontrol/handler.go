@@ -24,7 +24,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			writeError(w, fmt.Errorf("%w: %s %s", errMethod, r.Method, r.URL.Path), "", nil)
 			return
 		}
-		s.serveSpawn(w, r)
+		s.serveSpawn(w, r, false)
+	case SpawnStreamPath:
+		if r.Method != http.MethodPost {
+			writeError(w, fmt.Errorf("%w: %s %s", errMethod, r.Method, r.URL.Path), "", nil)
+			return
+		}
+		s.serveSpawn(w, r, true)
 	case PingPath:
 		if r.Method != http.MethodGet {
 			writeError(w, fmt.Errorf("%w: %s %s", errMethod, r.Method, r.URL.Path), "", nil)
@@ -56,8 +62,10 @@ func (s *Server) servePing(w http.ResponseWriter, r *http.Request) {
 // its audit records along the way: spawn.rejected for a request refused
 // before it ran; otherwise spawn.requested, spawn.started and
 // spawn.finished. A request refused before authentication is tallied
-// instead (see rejectUnauthenticated), and its peer rate-limited.
-func (s *Server) serveSpawn(w http.ResponseWriter, r *http.Request) {
+// instead (see rejectUnauthenticated), and its peer rate-limited. With
+// stream, an admitted spawn answers a stream of progress frames and then
+// its outcome (SpawnStreamPath).
+func (s *Server) serveSpawn(w http.ResponseWriter, r *http.Request, stream bool) {
 	if !s.admitPeer(w, r) {
 		return
 	}
@@ -110,6 +118,12 @@ func (s *Server) serveSpawn(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer s.limiter.release()
+	if stream {
+		sw := startStream(w)
+		res, err := s.run(sandbox.WithProgress(ctx, sw.progress), r.Context(), req, rec)
+		sw.finish(res, err, id)
+		return
+	}
 	res, err := s.run(ctx, r.Context(), req, rec)
 	if err != nil {
 		var partial *sandbox.Result

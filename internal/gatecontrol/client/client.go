@@ -9,6 +9,7 @@
 package client
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/tls"
@@ -251,11 +252,19 @@ func (c *Client) Spawn(ctx context.Context, req sandbox.SpawnRequest) (sandbox.R
 	if err != nil {
 		return sandbox.Result{}, fmt.Errorf("%w: encoding request: %w", sandbox.ErrInvalidRequest, err)
 	}
-	resp, err := c.do(ctx, http.MethodPost, gatecontrol.SpawnPath, body)
+	progress := sandbox.ProgressFrom(ctx)
+	path := gatecontrol.SpawnPath
+	if progress != nil {
+		path = gatecontrol.SpawnStreamPath
+	}
+	resp, err := c.do(ctx, http.MethodPost, path, body)
 	if err != nil {
 		return sandbox.Result{}, err
 	}
 	defer closeBody(resp)
+	if progress != nil && resp.StatusCode == http.StatusOK {
+		return c.readStream(resp, progress)
+	}
 	b, err := c.readBody(resp)
 	if err != nil {
 		return sandbox.Result{}, err
@@ -268,6 +277,57 @@ func (c *Client) Spawn(ctx context.Context, req sandbox.SpawnRequest) (sandbox.R
 		return sandbox.Result{}, fmt.Errorf("decoding gate-control result: %w", err)
 	}
 	return res, nil
+}
+
+// readStream reads a SpawnStreamPath answer: it hands each progress frame
+// to progress, and returns the outcome of the last frame. Every line is
+// bounded as a whole response is.
+func (c *Client) readStream(resp *http.Response, progress sandbox.ProgressFunc) (sandbox.Result, error) {
+	br := bufio.NewReaderSize(resp.Body, 64<<10)
+	for {
+		line, err := readLine(br, c.maxResp)
+		if err != nil {
+			return sandbox.Result{}, fmt.Errorf("reading gate-control progress stream: %w", err)
+		}
+		var f gatecontrol.StreamFrame
+		if err := strictjson.Unmarshal(line, &f); err != nil {
+			return sandbox.Result{}, fmt.Errorf("decoding gate-control progress stream: %w", err)
+		}
+		switch {
+		case f.Result != nil:
+			return *f.Result, nil
+		case f.Error != nil:
+			b, err := json.Marshal(f.Error)
+			if err != nil {
+				return sandbox.Result{}, fmt.Errorf("decoding gate-control progress stream: %w", err)
+			}
+			return responseError(f.Status, b)
+		case f.Progress != nil && f.Progress.Kind.Valid():
+			progress(*f.Progress)
+		}
+	}
+}
+
+// readLine reads one line of at most limit bytes, without its newline.
+func readLine(br *bufio.Reader, limit int64) ([]byte, error) {
+	var line []byte
+	for {
+		chunk, err := br.ReadSlice('\n')
+		line = append(line, chunk...)
+		if int64(len(line)) > limit+1 {
+			return nil, fmt.Errorf("a line longer than %d bytes", limit)
+		}
+		switch {
+		case err == nil:
+			return line[:len(line)-1], nil
+		case errors.Is(err, bufio.ErrBufferFull):
+			continue
+		case errors.Is(err, io.EOF):
+			return nil, errors.New("the stream ended without an outcome")
+		default:
+			return nil, err
+		}
+	}
 }
 
 // Ping checks that gate-control answers and accepts this client's key.

@@ -10,6 +10,7 @@ import (
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"errors"
+	"github.com/google/go-cmp/cmp"
 	"math/big"
 	"net"
 	"os"
@@ -376,5 +377,50 @@ func TestConfigValidate(t *testing.T) {
 	}
 	if _, err := New(Config{Socket: "/nonexistent.sock", KeyFile: filepath.Join(t.TempDir(), "absent")}); err == nil {
 		t.Error("New with a missing key file succeeded")
+	}
+}
+
+// TestProgressStream: a spawn whose context asks for progress gets the
+// backend's reports through gate-control, over both transports, in order,
+// on the same authenticated request, then its outcome; errors keep their
+// meaning on the stream, and the partial Result of a timeout arrives.
+func TestProgressStream(t *testing.T) {
+	t.Parallel()
+	s := startServer(t, nil, "", true)
+	for name, c := range map[string]*Client{"unix": s.unixClient(t), "tls": s.tlsClient(t)} {
+		t.Run(name, func(t *testing.T) {
+			ws := t.TempDir()
+			var got []sandbox.Progress
+			ctx := sandbox.WithProgress(t.Context(), func(p sandbox.Progress) { got = append(got, p) })
+			res, err := c.Spawn(ctx, request(ws, "progress", "3"))
+			if err != nil || res.ExitCode != 0 || res.AuditID == "" {
+				t.Fatalf("progress: %+v, %v", res, err)
+			}
+			want := []sandbox.Progress{
+				{Kind: sandbox.ProgressPhase, Phase: "build:0"},
+				{Kind: sandbox.ProgressStep, Phase: "build:0:step 1", Step: 1, Steps: 3, Instruction: "RUN step 1"},
+				{Kind: sandbox.ProgressStep, Phase: "build:0:step 2", Step: 2, Steps: 3, Instruction: "RUN step 2"},
+				{Kind: sandbox.ProgressStep, Phase: "build:0:step 3", Step: 3, Steps: 3, Instruction: "RUN step 3"},
+				{Kind: sandbox.ProgressShells, Phase: "boot", Shells: 1},
+				{Kind: sandbox.ProgressBoot, Phase: "boot", BootLeft: time.Second, Shells: 1},
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("progress (-want +got):\n%s", diff)
+			}
+			if _, err := c.Spawn(ctx, request(ws, "unsupported")); !errors.Is(err, sandbox.ErrNotSupported) {
+				t.Errorf("unsupported on the stream: %v, want ErrNotSupported", err)
+			}
+			req := request(ws, "sleep", "1m")
+			req.Timeout = 50 * time.Millisecond
+			res, err = c.Spawn(ctx, req)
+			if !errors.Is(err, sandbox.ErrTimeout) || !res.TimedOut || string(res.Stdout) != "partial\n" {
+				t.Errorf("timeout on the stream: %+v, %v; want ErrTimeout with the partial result", res, err)
+			}
+		})
+	}
+	for _, sp := range s.fake.Spawns() {
+		if sp.Command[0] == "progress" && sp.Role != sandbox.RoleGate {
+			t.Errorf("spawn %+v", sp)
+		}
 	}
 }

@@ -272,7 +272,7 @@ func (b *Backend) Spawn(ctx context.Context, req sandbox.SpawnRequest) (sandbox.
 
 	var tr *tracer
 	if req.CaptureTrace {
-		tr, err = startTracer(filepath.Join(sp.dir, "trace"), req.KeepTraceEnv)
+		tr, err = startTracer(filepath.Join(sp.dir, "trace"), req.KeepTraceEnv, newReporter(ctx).observe)
 		if err != nil {
 			return res, fmt.Errorf("starting trace listener (no sandbox started): %w", err)
 		}
@@ -567,12 +567,12 @@ type tracer struct {
 // startTracer makes the private directory tdir (0700), listens on a
 // socket in it and writes the pod-init-config that makes runsc connect to
 // it.
-func startTracer(tdir string, keepEnv bool) (*tracer, error) {
+func startTracer(tdir string, keepEnv bool, observe func(trace.Event)) (*tracer, error) {
 	if err := os.Mkdir(tdir, 0o700); err != nil {
 		return nil, fmt.Errorf("creating trace directory: %w", err)
 	}
 	sock := filepath.Join(tdir, "s")
-	ln, err := seccheck.Listen(sock, seccheck.Options{Limits: seccheck.Limits{KeepEnv: keepEnv}})
+	ln, err := seccheck.Listen(sock, seccheck.Options{Limits: seccheck.Limits{KeepEnv: keepEnv}, Observe: observe})
 	if err != nil {
 		return nil, err
 	}

@@ -176,6 +176,7 @@ func (br *buildRun) pullBases(ctx context.Context) ([]sandbox.PhaseResult, map[i
 func (br *buildRun) pullBase(ctx context.Context, ref string) (sandbox.PhaseResult, string, error) {
 	st := br.b.bases
 	p := sandbox.PhaseResult{Name: pullPhasePrefix + ref}
+	br.rep.report(sandbox.Progress{Kind: sandbox.ProgressPhase, Phase: p.Name})
 	start := time.Now()
 	// One pull of a reference at a time on the host; pulls of different
 	// references run at once (containers/storage locks the store).

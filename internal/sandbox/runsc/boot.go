@@ -141,7 +141,16 @@ func (br *buildRun) boot(ctx context.Context, image string) (*bootRun, error) {
 		br.premount(ctx, image)
 	}
 	var res sandbox.Result
+	br.rep.report(sandbox.Progress{Kind: sandbox.ProgressPhase, Phase: sandbox.PhaseBoot, BootLeft: br.plan.bootFor})
+	stopTick := make(chan struct{})
+	ticked := make(chan struct{})
+	go func() {
+		defer close(ticked)
+		br.rep.countdown(br.plan.bootFor, stopTick)
+	}()
 	stopErr, err := b.runContainer(ctx, sp, c, &res)
+	close(stopTick)
+	<-ticked
 	if err != nil {
 		return bt, err
 	}

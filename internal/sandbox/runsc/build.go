@@ -138,6 +138,8 @@ type buildRun struct {
 	// build steps' stages; nil when it did not run.
 	premounted chan struct{}
 	mounts     map[string]string // image ID → rootfs ("" when it failed)
+	// rep reports the spawn's progress.
+	rep *reporter
 }
 
 // targetRun is the outcome of one buildah bud.
@@ -184,7 +186,7 @@ func (b *Backend) spawnBuild(ctx context.Context, req sandbox.SpawnRequest) (san
 		ctx, cancel = context.WithTimeoutCause(ctx, req.Timeout, errDeadline)
 		defer cancel()
 	}
-	br := &buildRun{b: b, req: &req, plan: bp, sp: sp, df: filepath.Join(sp.dir, "Dockerfile")}
+	br := &buildRun{b: b, req: &req, plan: bp, sp: sp, df: filepath.Join(sp.dir, "Dockerfile"), rep: newReporter(ctx)}
 	if err := os.WriteFile(br.df, bp.dockerfile, 0o600); err != nil {
 		return res, fmt.Errorf("copying the Dockerfile: %w", err)
 	}
@@ -203,7 +205,7 @@ func (b *Backend) spawnBuild(ctx context.Context, req sandbox.SpawnRequest) (san
 	}
 	br.bh.cgroup = sp.cgroup
 	if req.CaptureTrace {
-		br.tr, err = startTracer(filepath.Join(sp.dir, "trace"), req.KeepTraceEnv)
+		br.tr, err = startTracer(filepath.Join(sp.dir, "trace"), req.KeepTraceEnv, br.rep.observe)
 		if err != nil {
 			return res, fmt.Errorf("starting trace listener (no sandbox started): %w", err)
 		}
@@ -396,6 +398,12 @@ func (br *buildRun) buildTarget(ctx context.Context, n int, target string) (*tar
 		return fail(fmt.Sprintf("no stage named %q in the Dockerfile", target))
 	}
 	tr := &targetRun{target: target, stage: idx, log: newBuildLog(br.plan.stages, idx)}
+	br.rep.report(sandbox.Progress{Kind: sandbox.ProgressPhase, Phase: name})
+	tr.log.onStep = func(st *step, line string) {
+		stages := br.plan.stages
+		br.rep.report(sandbox.Progress{Kind: sandbox.ProgressStep, Phase: sandbox.BuildPhase(stages[st.stage].label(st.stage), st.num),
+			Step: st.num, Steps: len(stages[st.stage].instrs), Instruction: stepInstruction(line)})
+	}
 	tag := fmt.Sprintf("localhost/%s-%d", br.sp.id, n)
 	lw := &lineWriter{fn: tr.log.line, now: time.Now}
 	cmd := br.bh.command(br.budArgs(target, tag)...)

@@ -211,7 +211,15 @@ func TestBuildTwoStage(t *testing.T) {
 	b := newBackend(t, Config{})
 	m := mirrors(t)
 	ws := workspace(t, map[string]string{"Dockerfile": twoStageDockerfile, "package.json": npmPackage, "server.js": listeningServer})
-	res, err := b.Spawn(t.Context(), buildRequest(ws, m, ""))
+	var mu sync.Mutex
+	var reports []sandbox.Progress
+	ctx := sandbox.WithProgress(t.Context(), func(p sandbox.Progress) {
+		mu.Lock()
+		defer mu.Unlock()
+		reports = append(reports, p)
+	})
+	res, err := b.Spawn(ctx, buildRequest(ws, m, ""))
+	checkProgress(t, reports)
 	logResult(t, res)
 	if err != nil {
 		t.Fatalf("Spawn: %v", err)
@@ -511,4 +519,40 @@ func TestReapBuild(t *testing.T) {
 		t.Errorf("the step's cgroups are still there: %v", cgroupLeaves(step))
 	}
 	waitFor(t, func() bool { return syscall.Kill(pid, 0) != nil })
+}
+
+// checkProgress checks the live reports of the two-stage build: each pull
+// and the target as phases, every step of both stages with its
+// instruction, the shell of the builder's RUN step, and the boot's
+// countdown.
+func checkProgress(t *testing.T, reports []sandbox.Progress) {
+	t.Helper()
+	var phases, steps []string
+	shells, ticks := 0, 0
+	for _, p := range reports {
+		switch p.Kind {
+		case sandbox.ProgressPhase:
+			phases = append(phases, p.Phase)
+		case sandbox.ProgressStep:
+			steps = append(steps, fmt.Sprintf("%s %d/%d %s", p.Phase, p.Step, p.Steps, strings.Fields(p.Instruction)[0]))
+		case sandbox.ProgressBoot:
+			if p.BootLeft > 0 && p.BootLeft < 3*time.Second {
+				ticks++
+			}
+		case sandbox.ProgressShells, sandbox.ProgressDone:
+		}
+		shells = max(shells, p.Shells)
+	}
+	slices.Sort(phases[:2]) // the pulls run at once
+	if diff := cmp.Diff([]string{"pull:node:22", "pull:node:22-slim", "build:1", "boot"}, phases); diff != "" {
+		t.Errorf("phase reports (-want +got):\n%s", diff)
+	}
+	want := []string{"build:builder:step 1 1/2 FROM", "build:builder:step 2 2/2 RUN", "build:1:step 1 1/5 FROM", "build:1:step 2 2/5 COPY",
+		"build:1:step 3 3/5 WORKDIR", "build:1:step 4 4/5 COPY", "build:1:step 5 5/5 CMD"}
+	if diff := cmp.Diff(want, steps); diff != "" {
+		t.Errorf("step reports (-want +got):\n%s", diff)
+	}
+	if shells < 1 || ticks < 1 {
+		t.Errorf("shells %d, boot ticks %d; want the RUN step's shell and a countdown", shells, ticks)
+	}
 }

@@ -151,6 +151,8 @@ type buildLog struct {
 	// failedAtStep: buildah said that the last step failed (as opposed
 	// to a failure before the first step or while committing).
 	failedAtStep bool
+	// onStep, when set, sees each accepted header and its line.
+	onStep func(st *step, line string)
 }
 
 func newBuildLog(stages []stage, target int) *buildLog {
@@ -172,6 +174,9 @@ func (l *buildLog) line(s string, at time.Time) {
 		st.start = at
 		l.steps = append(l.steps, st)
 		l.last = st
+		if l.onStep != nil {
+			l.onStep(st, s)
+		}
 		return
 	}
 	if m := reExit.FindStringSubmatch(s); m != nil {

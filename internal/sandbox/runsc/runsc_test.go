@@ -256,7 +256,7 @@ func TestStartTracerFailsClosed(t *testing.T) {
 	if err := os.Mkdir(long, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if tr, err := startTracer(long, false); err == nil {
+	if tr, err := startTracer(long, false, nil); err == nil {
 		tr.close()
 		t.Fatal("startTracer with a socket path past sockaddr_un succeeded")
 	}

@@ -61,6 +61,10 @@ type Options struct {
 	// DrainTimeout bounds the wait, after Finish, for open connections to
 	// reach their end of file.
 	DrainTimeout time.Duration
+	// Observe, when set, sees each stored event as it arrives, for a live
+	// display. It is called from the connections' readers, concurrently,
+	// and must return quickly; it must not keep the event's slices.
+	Observe func(trace.Event)
 }
 
 // Validate reports whether o is usable: no field may be negative.
@@ -467,7 +471,9 @@ func (c *collector) read(cs *connState, conn *net.UnixConn) {
 			cs.reasons.add(ReasonTruncated, 1, "%s event of pid %d cut to the limits", p.Event.Kind, p.Event.PID)
 		}
 		trackInit(cs, &p.Event)
-		c.store(p.Event)
+		if c.store(p.Event) && c.opts.Observe != nil {
+			c.opts.Observe(p.Event)
+		}
 	}
 	if cs.stats.Dropped > 0 {
 		cs.reasons.add(ReasonDropped, int(min(cs.stats.Dropped, 1<<31-1)), "sender reported %d dropped points", cs.stats.Dropped)
@@ -563,17 +569,18 @@ func trackInit(cs *connState, ev *trace.Event) {
 	}
 }
 
-// store keeps ev unless a bound is reached.
-func (c *collector) store(ev trace.Event) {
+// store keeps ev unless a bound is reached, and reports whether it did.
+func (c *collector) store(ev trace.Event) bool {
 	size := eventSize(&ev)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if len(c.events) >= c.opts.MaxEvents || c.eventBytes+size > c.opts.MaxEventBytes {
 		c.unstored++
-		return
+		return false
 	}
 	c.events = append(c.events, ev)
 	c.eventBytes += size
+	return true
 }
 
 func eventSize(ev *trace.Event) int {

@@ -26,6 +26,8 @@ const Name = "fake"
 //	sleep DURATION        wait (a Go duration), honouring the timeout and ctx
 //	block                 wait until Release, the timeout, or ctx
 //	shell                 exit 0 with a trace of one sh exec (when traced)
+//	progress N            report a phase, build steps 1..N of N and a
+//	                      boot countdown (sandbox.ReportProgress), exit 0
 //	unsupported           fail with a *sandbox.UnsupportedError
 //	fail                  fail with a plain error
 //
@@ -136,6 +138,17 @@ func (b *Backend) Spawn(ctx context.Context, req sandbox.SpawnRequest) (sandbox.
 			}
 			res.TraceComplete = true
 		}
+	case "progress":
+		n := 1
+		if len(args) > 0 {
+			n, _ = strconv.Atoi(args[0])
+		}
+		sandbox.ReportProgress(ctx, sandbox.Progress{Kind: sandbox.ProgressPhase, Phase: "build:0"})
+		for i := 1; i <= n; i++ {
+			sandbox.ReportProgress(ctx, sandbox.Progress{Kind: sandbox.ProgressStep, Phase: sandbox.BuildPhase("0", i), Step: i, Steps: n, Instruction: fmt.Sprintf("RUN step %d", i)})
+		}
+		sandbox.ReportProgress(ctx, sandbox.Progress{Kind: sandbox.ProgressShells, Phase: sandbox.PhaseBoot, Shells: 1})
+		sandbox.ReportProgress(ctx, sandbox.Progress{Kind: sandbox.ProgressBoot, Phase: sandbox.PhaseBoot, BootLeft: time.Second, Shells: 1})
 	case "unsupported":
 		return sandbox.Result{}, &sandbox.UnsupportedError{Backend: Name, Reason: "the fake was told so"}
 	case "fail":

@@ -274,7 +274,20 @@ func (p *Probe) Run(ctx context.Context, repo *probe.Repo, pctx *probe.Context) 
 	if d, ok := ctx.Deadline(); ok {
 		req.Timeout = time.Until(d)
 	}
-	res, err := pctx.Sandbox.Spawn(ctx, req)
+	spawnCtx := ctx
+	if fn := sandbox.ProgressFrom(ctx); fn != nil {
+		// The live display shows one line per probe and image.
+		src := Name + " " + f.Path
+		if final != "" {
+			src += " (" + final + ")"
+		}
+		spawnCtx = sandbox.WithProgress(ctx, func(p sandbox.Progress) {
+			p.Source = src
+			fn(p)
+		})
+		defer fn(sandbox.Progress{Kind: sandbox.ProgressDone, Source: src})
+	}
+	res, err := pctx.Sandbox.Spawn(spawnCtx, req)
 	facts.Backend, facts.AuditID, facts.Complete = res.Backend, res.AuditID, res.TraceComplete
 	for _, ph := range res.Phases {
 		facts.Phases = append(facts.Phases, Phase{Name: ph.Name, ExitCode: ph.ExitCode, Failed: ph.Failed, TimedOut: ph.TimedOut,
