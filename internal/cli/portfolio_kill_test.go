@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bufio"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -70,7 +71,8 @@ func TestPortfolioSurvivesKill9(t *testing.T) {
 	var errb strings.Builder
 	rerun.Stderr = &errb
 	if err := rerun.Run(); err != nil {
-		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != ExitNotReady {
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != ExitNotReady {
 			t.Fatalf("rerun: %v\n%s", err, errb.String())
 		}
 	}
