@@ -226,7 +226,7 @@ func WriteOutputs(dir string, st *Store, d *Document) error {
 		}
 		name := filepath.Base(e.SARIF)
 		keep[name] = true
-		if err := WriteFile(filepath.Join(sdir, name), func(w io.Writer) error { _, err := w.Write(log); return err }); err != nil {
+		if err := writeFile(filepath.Join(sdir, name), false, func(w io.Writer) error { _, err := w.Write(log); return err }); err != nil {
 			return err
 		}
 		var one struct {
@@ -271,7 +271,14 @@ func WriteOutputs(dir string, st *Store, d *Document) error {
 
 // WriteFile writes path atomically: a temporary file in the same folder,
 // synced and renamed over it.
-func WriteFile(path string, enc func(io.Writer) error) (err error) {
+func WriteFile(path string, enc func(io.Writer) error) error {
+	return writeFile(path, true, enc)
+}
+
+// writeFile writes path through a renamed temporary file; sync makes it
+// durable too (the per-service SARIF logs are copies of the store's, and
+// skip it).
+func writeFile(path string, sync bool, enc func(io.Writer) error) (err error) {
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
 		return fmt.Errorf("writing %s: %w", path, err)
@@ -285,8 +292,10 @@ func WriteFile(path string, enc func(io.Writer) error) (err error) {
 	if err := enc(tmp); err != nil {
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
-	if err := tmp.Sync(); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
+	if sync {
+		if err := tmp.Sync(); err != nil {
+			return fmt.Errorf("writing %s: %w", path, err)
+		}
 	}
 	if err := tmp.Close(); err != nil {
 		return fmt.Errorf("writing %s: %w", path, err)

@@ -139,7 +139,11 @@ func (r *Runner) Run(ctx context.Context, services []Service) ([]Record, Plan, e
 	for _, rec := range dirty {
 		r.observe(rec)
 	}
-	err = r.runTiers(ctx, recs, static, sandboxed)
+	w := r.Store.NewWriter()
+	err = r.runTiers(ctx, w, recs, static, sandboxed)
+	if cerr := w.Close(); err == nil {
+		err = cerr
+	}
 	return recs, plan, err
 }
 
@@ -156,7 +160,7 @@ func (r *Runner) observe(rec Record) {
 // runTiers runs the static tier over static, feeding each finished service
 // to the bounded sandbox tier (when there is one), which also takes the
 // services in sandboxed.
-func (r *Runner) runTiers(ctx context.Context, recs []Record, static, sandboxed []int) error {
+func (r *Runner) runTiers(ctx context.Context, w *Writer, recs []Record, static, sandboxed []int) error {
 	nStatic := r.StaticWorkers
 	if nStatic <= 0 {
 		nStatic = runtime.GOMAXPROCS(0)
@@ -183,7 +187,7 @@ func (r *Runner) runTiers(ctx context.Context, recs []Record, static, sandboxed 
 	for range nStatic {
 		sw.Go(func() {
 			for i := range staticQ {
-				rec, err := r.runOne(ctx, recs[i], TierStatic)
+				rec, err := r.runOne(ctx, w, recs[i], TierStatic)
 				recs[i] = rec
 				if err != nil {
 					setErr(err)
@@ -199,7 +203,7 @@ func (r *Runner) runTiers(ctx context.Context, recs []Record, static, sandboxed 
 		for range nSandbox {
 			bw.Go(func() {
 				for i := range sandboxQ {
-					rec, err := r.runOne(ctx, recs[i], TierSandbox)
+					rec, err := r.runOne(ctx, w, recs[i], TierSandbox)
 					recs[i] = rec
 					if err != nil {
 						setErr(err)
@@ -229,7 +233,7 @@ feed:
 // runOne runs one service in one tier and records the outcome. Its error
 // is the store's or ctx's: a failing service is a failed record, not an
 // error.
-func (r *Runner) runOne(ctx context.Context, rec Record, tier Tier) (Record, error) {
+func (r *Runner) runOne(ctx context.Context, w *Writer, rec Record, tier Tier) (Record, error) {
 	if err := ctx.Err(); err != nil {
 		return rec, err
 	}
@@ -239,7 +243,7 @@ func (r *Runner) runOne(ctx context.Context, rec Record, tier Tier) (Record, err
 	if tier == TierStatic || rec.Timings.Started.IsZero() {
 		rec.Timings.Started = start
 	}
-	if err := r.Store.Put(rec); err != nil {
+	if err := w.Put(rec, nil); err != nil {
 		return rec, err
 	}
 	r.observe(rec)
@@ -269,7 +273,7 @@ func (r *Runner) runOne(ctx context.Context, rec Record, tier Tier) (Record, err
 		rec.State, rec.Reason = StateDone, ""
 		rec.Timings.Finished = r.now()
 	}
-	if err := r.Store.PutResult(rec, sarif); err != nil {
+	if err := w.Put(rec, sarif); err != nil {
 		return rec, err
 	}
 	r.observe(rec)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"sync"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -125,37 +126,110 @@ func (s *Store) All() (recs map[string]Record, err error) {
 	return recs, err
 }
 
-// Put writes records. Concurrent calls are batched into one transaction.
+// Put writes records in one transaction.
 func (s *Store) Put(recs ...Record) error {
-	return s.put(recs, nil)
-}
-
-// PutResult writes a finished service's record and its SARIF log.
-func (s *Store) PutResult(rec Record, sarif []byte) error {
-	return s.put([]Record{rec}, sarif)
-}
-
-func (s *Store) put(recs []Record, sarif []byte) (err error) {
-	defer s.recoverCorrupt(&err)
-	vals := make([][]byte, len(recs))
+	batch := make([]pending, len(recs))
 	for i, r := range recs {
-		if vals[i], err = json.Marshal(r); err != nil {
-			return fmt.Errorf("encoding the record of %s: %w", r.Service.ID, err)
-		}
+		batch[i] = pending{rec: r}
 	}
-	update := s.db.Batch
-	if len(recs) > 1 {
-		update = s.db.Update
+	return s.commit(batch)
+}
+
+// Writer commits records in the background: each transaction takes every
+// record sent since the last one (group commit), so a worker never waits
+// for an fsync, and a kill loses at most the records of the transaction in
+// flight, whose services the next run does again. Put is safe for
+// concurrent use; Close flushes and returns the first error.
+type Writer struct {
+	st   *Store
+	ch   chan pending
+	done chan struct{}
+	mu   sync.Mutex
+	err  error
+}
+
+type pending struct {
+	rec   Record
+	sarif []byte
+}
+
+// NewWriter starts a writer on s.
+func (s *Store) NewWriter() *Writer {
+	w := &Writer{st: s, ch: make(chan pending, 256), done: make(chan struct{})}
+	go w.loop()
+	return w
+}
+
+// Put queues a record (and, when not nil, the service's SARIF log). It
+// returns the error of an earlier commit, if any.
+func (w *Writer) Put(rec Record, sarif []byte) error {
+	if err := w.Err(); err != nil {
+		return err
 	}
-	err = update(func(tx *bolt.Tx) error {
-		b := tx.Bucket(bucketServices)
-		for i, r := range recs {
-			if err := b.Put([]byte(r.Service.ID), vals[i]); err != nil {
-				return err
+	w.ch <- pending{rec, sarif}
+	return nil
+}
+
+// Err returns the first commit error.
+func (w *Writer) Err() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.err
+}
+
+// Close commits what is queued and stops the writer.
+func (w *Writer) Close() error {
+	close(w.ch)
+	<-w.done
+	return w.Err()
+}
+
+func (w *Writer) loop() {
+	defer close(w.done)
+	for first := range w.ch {
+		batch := []pending{first}
+	drain:
+		for len(batch) < 1024 {
+			select {
+			case p, ok := <-w.ch:
+				if !ok {
+					break drain
+				}
+				batch = append(batch, p)
+			default:
+				break drain
 			}
 		}
-		if sarif != nil {
-			return tx.Bucket(bucketSARIF).Put([]byte(recs[0].Service.ID), sarif)
+		if w.Err() != nil {
+			continue
+		}
+		if err := w.st.commit(batch); err != nil {
+			w.mu.Lock()
+			w.err = err
+			w.mu.Unlock()
+		}
+	}
+}
+
+func (s *Store) commit(batch []pending) (err error) {
+	defer s.recoverCorrupt(&err)
+	vals := make([][]byte, len(batch))
+	for i, p := range batch {
+		if vals[i], err = json.Marshal(p.rec); err != nil {
+			return fmt.Errorf("encoding the record of %s: %w", p.rec.Service.ID, err)
+		}
+	}
+	err = s.db.Update(func(tx *bolt.Tx) error {
+		b, sb := tx.Bucket(bucketServices), tx.Bucket(bucketSARIF)
+		for i, p := range batch {
+			if err := b.Put([]byte(p.rec.Service.ID), vals[i]); err != nil {
+				return err
+			}
+			if p.sarif != nil {
+				if err := sb.Put([]byte(p.rec.Service.ID), p.sarif); err != nil {
+					return err
+				}
+			}
 		}
 		return nil
 	})
