@@ -29,7 +29,7 @@ func clone(ctx context.Context, url, workspace string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("creating the workspace: %w", err)
 	}
-	defer os.RemoveAll(tmp)
+	defer func() { _ = os.RemoveAll(tmp) }()
 	cmd := exec.CommandContext(ctx, "git", "clone", "--quiet", "--depth", "1", "--", url, filepath.Join(tmp, "repo"))
 	cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0")
 	var stderr bytes.Buffer
