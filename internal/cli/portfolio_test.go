@@ -6,8 +6,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/codegenie/codegenie/internal/portfolio"
 	"github.com/codegenie/codegenie/internal/portfolio/portfoliotest"
+	"github.com/codegenie/codegenie/internal/probe"
 )
 
 func TestPortfolioRunsWritesAndExits(t *testing.T) {
@@ -88,5 +91,47 @@ func TestPortfolioBadInput(t *testing.T) {
 				t.Errorf("exit %d, stderr %q; want 2 and %q", r.code, r.stderr, tc.want)
 			}
 		})
+	}
+}
+
+func TestPortfolioProgress(t *testing.T) {
+	t.Parallel()
+	svc := func(id string, st portfolio.State) portfolio.Record {
+		r := portfolio.Record{Service: portfolio.Service{ID: id}, State: st}
+		if st == portfolio.StateDone {
+			r.Result = &portfolio.Result{Verdict: "blocked", Blockers: make([]probe.Blocker, 2)}
+			r.Timings.StaticMS = 12
+		}
+		if st == portfolio.StateFailed {
+			r.Reason = "the pipeline panicked: boom"
+		}
+		return r
+	}
+	feed := func(p *portfolioProgress) {
+		p.observe(svc("a", portfolio.StateQueued))
+		p.observe(svc("b", portfolio.StateQueued))
+		p.observe(svc("c", portfolio.StateSkipped))
+		p.observe(svc("a", portfolio.StateRunning))
+		p.observe(svc("b", portfolio.StateRunning))
+		p.observe(svc("a", portfolio.StateDone))
+		p.observe(svc("b", portfolio.StateFailed))
+		p.finish()
+	}
+	var ci, bar, pipe strings.Builder
+	feed(newPortfolioProgress(&ci, false, true, 3))
+	feed(newPortfolioProgress(&bar, true, false, 3))
+	feed(newPortfolioProgress(&pipe, false, false, 3))
+	want := "done a: blocked (2 blockers) [12 ms]\nfailed b: the pipeline panicked: boom [0 ms]\n"
+	if diff := cmp.Diff(want, ci.String()); diff != "" {
+		t.Errorf("CI lines (-want +got):\n%s", diff)
+	}
+	last := bar.String()[strings.LastIndex(bar.String(), "\r"):]
+	for _, w := range []string{"3/3", "done 1", "failed 1", "skipped 1", "queued 0", "eta"} {
+		if !strings.Contains(last, w) {
+			t.Errorf("bar %q lacks %q", last, w)
+		}
+	}
+	if pipe.Len() != 0 {
+		t.Errorf("a pipe outside CI got progress: %q", pipe.String())
 	}
 }

@@ -5,7 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path"
+	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"strings"
@@ -93,7 +93,7 @@ func (r *Runner) Run(ctx context.Context, services []Service) ([]Record, Plan, e
 	for i, s := range services {
 		rec := Record{Service: s}
 		if s.Skip == "" {
-			tree, err := trees.of(path.Join(s.Dir, s.Context))
+			tree, err := trees.of(filepath.Join(s.Dir, filepath.FromSlash(s.Context)))
 			if err != nil {
 				return nil, plan, err
 			}
@@ -314,7 +314,7 @@ func (r *Runner) gather(ctx context.Context, s Service, tier Tier) (out *gather.
 	if run == nil {
 		run = gather.Run
 	}
-	out, err = run(ctx, path.Join(s.Dir, s.Context), o)
+	out, err = run(ctx, filepath.Join(s.Dir, filepath.FromSlash(s.Context)), o)
 	if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		return nil, fmt.Errorf("timed out after %s in the %s tier: %w", r.ServiceTimeout, tier, err)
 	}
