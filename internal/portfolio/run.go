@@ -136,7 +136,9 @@ func (r *Runner) Run(ctx context.Context, services []Service) ([]Record, Plan, e
 			return nil, plan, err
 		}
 	}
-	for _, rec := range dirty {
+	// Every service's starting state, kept ones included, so that progress
+	// counts the whole portfolio.
+	for _, rec := range recs {
 		r.observe(rec)
 	}
 	w := r.Store.NewWriter()
