@@ -20,8 +20,21 @@
 // digest. The body is capped at Config.MaxBodyBytes with
 // http.MaxBytesReader before the signature is checked.
 //
-//	POST /v1/spawn  JSON sandbox.SpawnRequest -> 200 JSON sandbox.Result
-//	GET  /v1/ping   -> 204, once the server serves
+//	POST /v1/spawn         JSON sandbox.SpawnRequest -> 200 JSON sandbox.Result
+//	POST /v1/spawn/stream  the same -> 200 NDJSON StreamFrames: progress, then the outcome
+//	GET  /v1/ping          -> 204, once the server serves
+//
+// The stream answers a request exactly as /v1/spawn does until the spawn is
+// admitted (a refusal is the same error answer). Then it sends 200 and,
+// while the backend works, one line per progress report
+// (sandbox.Progress: the phase, build step N of M with its instruction,
+// the boot's countdown, the shells traced so far), written by one goroutine
+// from a queue of 256 that drops reports rather than slow the backend, and
+// last one line with the Result, or with the ErrorResponse and the status
+// /v1/spawn would have answered. It is the same signed request on the same
+// connection: progress needs no second channel and no second credential.
+// The client uses it when the context of Spawn carries a
+// sandbox.ProgressFunc.
 //
 // The request is decoded strictly (package strictjson): unknown fields,
 // trailing data, a key given twice and a key that differs from a field's

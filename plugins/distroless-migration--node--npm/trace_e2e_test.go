@@ -345,3 +345,58 @@ func TestTraceCache(t *testing.T) {
 		}
 	}
 }
+
+// TestTraceProgress: a traced gather whose context asks for progress gets
+// the spawn's reports live through the private gate-control: the pull,
+// the build's steps with their instructions, the boot's countdown and the
+// shells seen, tagged with the probe and image, then done.
+func TestTraceProgress(t *testing.T) {
+	e := setupTrace(t)
+	var mu sync.Mutex
+	var reports []sandbox.Progress
+	ctx := sandbox.WithProgress(t.Context(), func(p sandbox.Progress) {
+		mu.Lock()
+		defer mu.Unlock()
+		reports = append(reports, p)
+	})
+	c, err := cache.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = gather.Run(ctx, filepath.Join("testdata", "trace", "npm-start"), gather.Options{
+		Registry: builtin.NewRegistry(), Version: "test", Cache: c, Task: nodenpm.Task,
+		Sandbox: e.sandbox, Images: &image.Remote{Mirrors: e.mirrors},
+		RegistryMirrors: map[string]string{"docker.io": e.registry.Host, "gcr.io": e.registry.Host},
+		BootFor:         3 * time.Second,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	const src = shelltrace.Name + " Dockerfile"
+	var kinds []string
+	steps, ticks, shells := 0, 0, 0
+	for _, p := range reports {
+		if p.Source != src {
+			t.Errorf("report %+v: source %q, want %q", p, p.Source, src)
+		}
+		if len(kinds) == 0 || kinds[len(kinds)-1] != p.Kind.String() {
+			kinds = append(kinds, p.Kind.String())
+		}
+		switch p.Kind {
+		case sandbox.ProgressStep:
+			if p.Steps == 0 || p.Instruction == "" {
+				t.Errorf("step report %+v without its count or instruction", p)
+			}
+			steps++
+		case sandbox.ProgressBoot:
+			ticks++
+		case sandbox.ProgressPhase, sandbox.ProgressShells, sandbox.ProgressDone:
+		}
+		shells = max(shells, p.Shells)
+	}
+	if steps == 0 || ticks == 0 || shells == 0 || kinds[len(kinds)-1] != "done" || reports[0].Phase != "pull:node:22" {
+		t.Errorf("reports %v (%d steps, %d boot ticks, %d shells); want a pull, steps, a countdown, shells, then done", kinds, steps, ticks, shells)
+	}
+}

@@ -321,6 +321,16 @@
 // seccheck.DefaultMaxConns sandboxes in one spawn (RUN steps plus boot) are
 // refused, which fails that step closed.
 //
+// # Progress
+//
+// A spawn whose context carries a sandbox.ProgressFunc reports as it goes
+// (progress.go): each phase as it begins (every pull, each target, the
+// boot), every build step buildah announces that fits the Dockerfile, with
+// its stage's step count and its instruction as buildah printed it (cut
+// to 120 bytes), the boot's time left every second, and the shells the
+// live trace has shown so far (once per process, from the listener's
+// Observe). Reports are best-effort and never change the Result.
+//
 // # What layout (a) leaves exposed
 //
 // Only the RUN steps' code runs in gVisor. buildah itself runs as root on
