@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -42,8 +43,16 @@ func TestPortfolioRunsWritesAndExits(t *testing.T) {
 	if len(sarifs) != done {
 		t.Errorf("%d SARIF files, want one per done service (%d)", len(sarifs), done)
 	}
-	if _, err := os.Stat(filepath.Join(out, portfolio.MergedFile)); err != nil {
-		t.Error(err)
+	merged, err := os.ReadFile(filepath.Join(out, portfolio.MergedFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var log struct {
+		Version string            `json:"version"`
+		Runs    []json.RawMessage `json:"runs"`
+	}
+	if err := json.Unmarshal(merged, &log); err != nil || log.Version != "2.1.0" || len(log.Runs) != done {
+		t.Errorf("merged SARIF: %v, version %q, %d runs; want 2.1.0 with one run per done service (%d)", err, log.Version, len(log.Runs), done)
 	}
 	// The rerun runs nothing: no progress lines.
 	r = execute(t, t.Context(), args...)

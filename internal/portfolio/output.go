@@ -208,11 +208,11 @@ func WriteOutputs(dir string, st *Store, d *Document) error {
 		return fmt.Errorf("creating %s: %w", sdir, err)
 	}
 	keep := map[string]bool{}
-	merged := struct {
-		Schema  string            `json:"$schema"`
-		Version string            `json:"version"`
-		Runs    []json.RawMessage `json:"runs"`
-	}{Schema: "https://json.schemastore.org/sarif-2.1.0.json", Version: "2.1.0", Runs: []json.RawMessage{}}
+	// The merged log is written as it is read: each service's runs, raw.
+	var merged bytes.Buffer
+	merged.Grow(64 << 10)
+	merged.WriteString("{\n  \"$schema\": \"https://json.schemastore.org/sarif-2.1.0.json\",\n  \"version\": \"2.1.0\",\n  \"runs\": [")
+	nruns := 0
 	for _, e := range d.Services {
 		if e.SARIF == "" {
 			continue
@@ -226,7 +226,7 @@ func WriteOutputs(dir string, st *Store, d *Document) error {
 		}
 		name := filepath.Base(e.SARIF)
 		keep[name] = true
-		if err := writeFile(filepath.Join(sdir, name), false, func(w io.Writer) error { _, err := w.Write(log); return err }); err != nil {
+		if err := writeCopy(filepath.Join(sdir, name), log); err != nil {
 			return err
 		}
 		var one struct {
@@ -235,30 +235,30 @@ func WriteOutputs(dir string, st *Store, d *Document) error {
 		if err := json.Unmarshal(log, &one); err != nil {
 			return fmt.Errorf("reading the SARIF log of %s: %w", e.ID, err)
 		}
-		merged.Runs = append(merged.Runs, one.Runs...)
+		for _, run := range one.Runs {
+			if nruns > 0 {
+				merged.WriteByte(',')
+			}
+			nruns++
+			merged.WriteString("\n    ")
+			merged.Write(run)
+		}
 	}
+	merged.WriteString("\n  ]\n}\n")
 	ents, err := os.ReadDir(sdir)
 	if err != nil {
 		return fmt.Errorf("listing %s: %w", sdir, err)
 	}
 	for _, ent := range ents {
-		if strings.HasSuffix(ent.Name(), ".sarif") && !keep[ent.Name()] {
+		stale := strings.HasSuffix(ent.Name(), ".sarif") && !keep[ent.Name()] || strings.HasSuffix(ent.Name(), ".sarif.tmp")
+		if stale {
 			if err := os.Remove(filepath.Join(sdir, ent.Name())); err != nil {
 				return fmt.Errorf("removing a stale SARIF log: %w", err)
 			}
 		}
 	}
 	if err := WriteFile(filepath.Join(dir, MergedFile), func(w io.Writer) error {
-		b, err := json.Marshal(merged)
-		if err != nil {
-			return err
-		}
-		var out bytes.Buffer
-		if err := json.Indent(&out, b, "", "  "); err != nil {
-			return err
-		}
-		out.WriteByte('\n')
-		_, err = w.Write(out.Bytes())
+		_, err := w.Write(merged.Bytes())
 		return err
 	}); err != nil {
 		return err
@@ -269,16 +269,23 @@ func WriteOutputs(dir string, st *Store, d *Document) error {
 	return WriteFile(filepath.Join(dir, JSONFile), d.Encode)
 }
 
-// WriteFile writes path atomically: a temporary file in the same folder,
-// synced and renamed over it.
-func WriteFile(path string, enc func(io.Writer) error) error {
-	return writeFile(path, true, enc)
+// writeCopy writes a file that the store can give again (a service's SARIF
+// log) through a renamed temporary file, without the fsync: a crash may
+// lose it, never tear it, and the next run writes it again.
+func writeCopy(path string, data []byte) error {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return nil
 }
 
-// writeFile writes path through a renamed temporary file; sync makes it
-// durable too (the per-service SARIF logs are copies of the store's, and
-// skip it).
-func writeFile(path string, sync bool, enc func(io.Writer) error) (err error) {
+// WriteFile writes path atomically: a temporary file in the same folder,
+// synced and renamed over it.
+func WriteFile(path string, enc func(io.Writer) error) (err error) {
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
 		return fmt.Errorf("writing %s: %w", path, err)
@@ -292,10 +299,8 @@ func writeFile(path string, sync bool, enc func(io.Writer) error) (err error) {
 	if err := enc(tmp); err != nil {
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
-	if sync {
-		if err := tmp.Sync(); err != nil {
-			return fmt.Errorf("writing %s: %w", path, err)
-		}
+	if err := tmp.Sync(); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
 	}
 	if err := tmp.Close(); err != nil {
 		return fmt.Errorf("writing %s: %w", path, err)
