@@ -59,6 +59,17 @@ func TestPortfolioRunsWritesAndExits(t *testing.T) {
 	if r.code != ExitNotReady || strings.Contains(r.stderr, "done ") {
 		t.Errorf("rerun: exit %d, stderr %q; want 1 and no service run", r.code, r.stderr)
 	}
+	// A damaged store is named, with the way out.
+	if err := os.WriteFile(filepath.Join(out, portfolio.StoreFile), []byte(strings.Repeat("torn ", 2000)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if r := execute(t, t.Context(), args...); r.code != ExitNotReady || !strings.Contains(r.stderr, "rerun with --rebuild-state") {
+		t.Errorf("corrupt store: exit %d, stderr %q; want 1 naming --rebuild-state", r.code, r.stderr)
+	}
+	r = execute(t, t.Context(), append(args, "--rebuild-state")...)
+	if r.code != ExitNotReady || strings.Count(r.stderr, "done ") != done {
+		t.Errorf("--rebuild-state: exit %d, %d services run, want 1 and %d", r.code, strings.Count(r.stderr, "done "), done)
+	}
 	// --fail-on unknown passes when no service is unknown or failed.
 	if doc.Totals.ByVerdict["unknown"] == 0 && doc.Totals.ByState["failed"] == 0 {
 		if r := execute(t, t.Context(), append(args, "--fail-on", "unknown")...); r.code != ExitOK {
