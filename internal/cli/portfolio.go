@@ -113,9 +113,9 @@ counts as unknown); ready_after_rewrite may be listed too.
 --migrate is not available yet: it needs 'codegenie migrate', which has not
 been built; the flag is refused.`,
 		Example: `  codegenie portfolio --list ~/src/checkouts
-  codegenie portfolio --list --from repos.txt | jq -r '.[] | select(.skip == "") | .id'
+  codegenie portfolio --list --from repos.txt | jq -r '.[] | select(.skip == null) | .id'
   printf 'file:///srv/git/shop.git\n# a comment\n../billing\n' > repos.txt && codegenie portfolio --list --from repos.txt
-  codegenie portfolio --no-sandbox --out /tmp/pf ~/src/checkouts && xdg-open /tmp/pf/report.html
+  codegenie portfolio --no-sandbox --out /tmp/pf ~/src/checkouts; xdg-open /tmp/pf/report.html
   CI=1 codegenie portfolio --from repos.txt --fail-on blocked,unknown
   codegenie portfolio --retry-failed --out /tmp/pf ~/src/checkouts
   jq '.services[] | select(.verdict == "blocked") | .id' /tmp/pf/portfolio.json`,
