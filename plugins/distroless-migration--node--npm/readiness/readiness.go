@@ -1008,7 +1008,7 @@ func (b *builder) trace(f *shelltrace.Facts) {
 		if inv.Errno != "" {
 			ev.Note += ": " + inv.Errno
 		}
-		if inv.Phase != "boot" {
+		if inv.Phase != "boot" && inv.Phase != "healthcheck" {
 			finalStage := false
 			if inv.Cause.Line > 0 {
 				finalStage = b.attach(probe.Evidence{File: inv.Cause.File, Line: inv.Cause.Line, Trace: ev.Trace, Note: ev.Note},
@@ -1029,6 +1029,8 @@ func (b *builder) trace(f *shelltrace.Facts) {
 			ok = b.attach(ev, dockerfileprobe.WarnShellFormCmd, dockerfileprobe.WarnShellFormEntry, npmscripts.WarnShellFormStart)
 		case "entrypoint_script":
 			ok = b.attach(ev, entrypoints.WarnShellShebang, entrypoints.WarnShellShim)
+		case "healthcheck":
+			ok = b.attach(ev, dockerfileprobe.WarnShellFormHealth)
 		case "child_process":
 			bootChildProcess = true
 			ok = b.attach(ev, childprocess.WarnShellInApp, childprocess.WarnShellInDependency)
