@@ -85,6 +85,9 @@ type BuildSpec struct {
 // Phase names.
 const (
 	PhaseBoot = "boot"
+	// PhaseHealthcheck is the image's HEALTHCHECK command, run once in
+	// the booted sandbox during the boot window.
+	PhaseHealthcheck = "healthcheck"
 )
 
 // BuildPhase is the phase name of step N of a build stage:

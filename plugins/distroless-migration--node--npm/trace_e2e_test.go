@@ -271,6 +271,29 @@ func TestTraceFixtures(t *testing.T) {
 		{"distroless-exec-startup", attemptedAtBoot("git rev-parse HEAD", 1)},
 		{"distroless-dep-shell", attemptedAtBoot("git describe", 1)},
 		{"distroless-exit-fast", attemptedAtBoot("echo done", 0)},
+		{"healthcheck-shell", func(t *testing.T, r probe.Result, f *shelltrace.Facts, a probe.Assessment) {
+			if r.Confidence != probe.High {
+				t.Fatalf("trace %s: %s %s", r.Confidence, r.Reason, r.Detail)
+			}
+			var hc *shelltrace.Invocation
+			for _, i := range f.Invocations {
+				if i.Phase == sandbox.PhaseHealthcheck {
+					hc = &i
+				}
+			}
+			if hc == nil || hc.Cause.Kind != "healthcheck" || hc.Cause.Line != 4 || !strings.Contains(strings.Join(hc.Argv, " "), "wget") {
+				t.Fatalf("healthcheck shell %+v; want the HEALTHCHECK's sh -c wget, caused by Dockerfile:4 (invocations %+v)", hc, f.Invocations)
+			}
+			cited := false
+			for _, bl := range a.Blockers {
+				for _, ev := range bl.Evidence {
+					cited = cited || (ev.Trace != nil && ev.Trace.Phase == sandbox.PhaseHealthcheck)
+				}
+			}
+			if !cited {
+				t.Errorf("no blocker cites the healthcheck's trace event: %+v", a.Blockers)
+			}
+		}},
 		{"image-unavailable", func(t *testing.T, r probe.Result, f *shelltrace.Facts, a probe.Assessment) {
 			const ref = "gcr.io/distroless/nodejs99-debian13"
 			if r.Reason != shelltrace.ReasonImageUnavailable || !strings.Contains(r.Detail, ref) || !strings.Contains(r.Detail, e.registry.Host+" (mirror of gcr.io)") {

@@ -117,6 +117,9 @@ func (br *buildRun) attribute(ctx context.Context, coll *seccheck.Collection, bo
 			e.Phase = sandbox.PhaseBoot
 		}
 	}
+	if boot != nil {
+		events = attributeHealth(events, bootID, boot.health)
+	}
 
 	// The root filesystem each container's files are read from.
 	fsys := &imageMounts{bh: br.bh, resolve: resolve, byImage: map[string]string{}}

@@ -31,6 +31,9 @@ type bootRun struct {
 
 	stdout, stderr                   []byte
 	stdoutTruncated, stderrTruncated bool
+	// health is the image's HEALTHCHECK run; nil when there was none to
+	// run (no HEALTHCHECK, or no trace).
+	health *healthRun
 }
 
 // boot runs image with its entrypoint and cmd, env, working directory and
@@ -148,9 +151,28 @@ func (br *buildRun) boot(ctx context.Context, image string) (*bootRun, error) {
 		defer close(ticked)
 		br.rep.countdown(br.plan.bootFor, stopTick)
 	}()
+	var hc *healthRun
+	bootDone, hcDone := make(chan struct{}), make(chan struct{})
+	hctx, hcancel := context.WithCancel(ctx)
+	defer hcancel()
+	if argv := healthArgv(cfg.Healthcheck); argv != nil && br.tr != nil {
+		hc = &healthRun{argv: argv, lookup: view.lookPath(argv[0], bt.env, bt.cwd)}
+		go func() {
+			defer close(hcDone)
+			b.runHealthcheck(hctx, sp, id, c, hc, br.plan.bootFor, bootDone)
+		}()
+	} else {
+		close(hcDone)
+	}
 	stopErr, err := b.runContainer(ctx, sp, c, &res)
 	close(stopTick)
 	<-ticked
+	close(bootDone)
+	hcancel()
+	<-hcDone
+	if hc != nil && hc.phase.Name != "" {
+		bt.health = hc
+	}
 	if err != nil {
 		return bt, err
 	}

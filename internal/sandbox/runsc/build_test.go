@@ -556,3 +556,38 @@ func checkProgress(t *testing.T, reports []sandbox.Progress) {
 		t.Errorf("shells %d, boot ticks %d; want the RUN step's shell and a countdown", shells, ticks)
 	}
 }
+
+// TestBuildHealthcheck: the image's HEALTHCHECK runs once in the booted
+// sandbox; its process and the shell it starts are in the healthcheck
+// phase, the server's own processes stay in boot, and the trace stays
+// complete (the witness agrees).
+func TestBuildHealthcheck(t *testing.T) {
+	b := newBackend(t, Config{})
+	m := mirrors(t)
+	ws := workspace(t, map[string]string{
+		"Dockerfile": "FROM node:22\nWORKDIR /app\nCOPY server.js ./\nHEALTHCHECK CMD [\"node\", \"-e\", \"require('child_process').execSync('echo healthy')\"]\nCMD [\"node\", \"server.js\"]\n",
+		"server.js":  listeningServer,
+	})
+	res, err := b.Spawn(t.Context(), buildRequest(ws, m, ""))
+	logResult(t, res)
+	if err != nil || res.ExitCode != 0 || !res.TraceComplete {
+		dumpTrace(t, res.Trace)
+		t.Fatalf("%v, exit %d, complete %v, gaps %q", err, res.ExitCode, res.TraceComplete, res.TraceGaps)
+	}
+	hc := phase(res.Phases, sandbox.PhaseHealthcheck)
+	if hc.Name == "" || hc.Failed || hc.ExitCode != 0 {
+		t.Fatalf("healthcheck phase %+v, want it run, exit 0", hc)
+	}
+	var node, shell bool
+	for _, e := range res.Trace {
+		if e.Phase != sandbox.PhaseHealthcheck || e.Kind != trace.KindExec {
+			continue
+		}
+		node = node || (len(e.Argv) > 0 && e.Argv[0] == "node")
+		shell = shell || (len(e.Argv) == 3 && e.Argv[2] == "echo healthy")
+	}
+	if !node || !shell {
+		dumpTrace(t, res.Trace)
+		t.Errorf("healthcheck events: node %v, its shell %v; want both in the healthcheck phase", node, shell)
+	}
+}

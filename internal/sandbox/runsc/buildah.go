@@ -284,9 +284,13 @@ type imageConfig struct {
 	Entrypoint []string `json:"Entrypoint"`
 	Cmd        []string `json:"Cmd"`
 	WorkingDir string   `json:"WorkingDir"`
+	// Healthcheck is the Docker config's HEALTHCHECK test (["CMD", ...] or
+	// ["CMD-SHELL", "..."]); the OCI config has none.
+	Healthcheck []string `json:"-"`
 }
 
-// config reads the OCI config of image.
+// config reads the OCI config of image, and the HEALTHCHECK of its Docker
+// config.
 func (bh *buildah) config(ctx context.Context, image string) (imageConfig, error) {
 	out, err := bh.output(ctx, "inspect", "--type", "image", image)
 	if err != nil {
@@ -296,11 +300,22 @@ func (bh *buildah) config(ctx context.Context, image string) (imageConfig, error
 		OCIv1 struct {
 			Config imageConfig `json:"config"`
 		} `json:"OCIv1"`
+		Docker struct {
+			Config struct {
+				Healthcheck *struct {
+					Test []string `json:"Test"`
+				} `json:"Healthcheck"`
+			} `json:"config"`
+		} `json:"Docker"`
 	}
 	if err := json.Unmarshal(out, &doc); err != nil {
 		return imageConfig{}, fmt.Errorf("decoding buildah inspect of %s: %w", image, err)
 	}
-	return doc.OCIv1.Config, nil
+	cfg := doc.OCIv1.Config
+	if hc := doc.Docker.Config.Healthcheck; hc != nil {
+		cfg.Healthcheck = hc.Test
+	}
+	return cfg, nil
 }
 
 // mounted is an image's root filesystem as a working container.

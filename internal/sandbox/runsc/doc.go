@@ -300,6 +300,19 @@
 // image runsc cannot start) is a Failed phase with runsc's message in the
 // tail. Result.Stdout and Stderr are the boot's.
 //
+// # Healthcheck
+//
+// With a trace and an image HEALTHCHECK (CMD or CMD-SHELL), the boot runs
+// the healthcheck's command once, with runsc exec in the booted sandbox,
+// min(BootFor/2, 3s) into the window, as the image's user in its working
+// directory, bounded by the rest of the window (healthcheck.go). Its
+// process (whose exec gVisor does not report: the backend inserts it,
+// with the sandbox-internal PID runsc writes) and everything below it get
+// sandbox.PhaseHealthcheck; the phase of that name carries its exit code
+// and output, after the boot's. A command the image lacks (CMD-SHELL on a
+// base without /bin/sh) does not run: exit 127. A boot that ends before
+// the delay has no healthcheck phase.
+//
 // # Build traces
 //
 // Besides phases, the backend completes the trace as for a command: after

@@ -130,8 +130,9 @@ type Invocation struct {
 // Cause is what made a shell run.
 type Cause struct {
 	// Kind: instruction (a shell-form RUN, CMD, ENTRYPOINT or HEALTHCHECK),
-	// npm_script, child_process, entrypoint_script, base_image_entrypoint
-	// or unknown.
+	// npm_script, child_process, entrypoint_script, base_image_entrypoint,
+	// healthcheck (the image's HEALTHCHECK command, run during the boot
+	// window) or unknown.
 	Kind   string `json:"kind"`
 	Detail string `json:"detail,omitempty"`
 	File   string `json:"file,omitempty"`
@@ -305,7 +306,8 @@ func (p *Probe) Run(ctx context.Context, repo *probe.Repo, pctx *probe.Context) 
 	}
 	var bootFailed *sandbox.PhaseResult
 	for i, ph := range res.Phases {
-		if !ph.Failed {
+		// A failing healthcheck tells about the service, not the build.
+		if !ph.Failed || ph.Name == sandbox.PhaseHealthcheck {
 			continue
 		}
 		if ph.Name == sandbox.PhaseBoot {
@@ -410,7 +412,7 @@ func analyze(res sandbox.Result, f *dockerfile.File, repo *probe.Repo, facts *Fa
 			}
 		}
 		id := WarnShellInBuild
-		if inv.Phase == sandbox.PhaseBoot {
+		if inv.Phase == sandbox.PhaseBoot || inv.Phase == sandbox.PhaseHealthcheck {
 			id = WarnShellAtBoot
 		}
 		out.Warnings = append(out.Warnings, probe.Warning{ID: id,
@@ -560,6 +562,12 @@ func cause(f *dockerfile.File, tree *trace.Tree, inv trace.Invocation, sc script
 			}
 		}
 		return c
+	}
+	if inv.Phase == sandbox.PhaseHealthcheck {
+		if in, ok := f.Effective(f.Final, "healthcheck"); ok {
+			return Cause{Kind: "healthcheck", Detail: in.Source, File: f.Path, Line: in.Line}
+		}
+		return Cause{Kind: "healthcheck"}
 	}
 	// At boot: who is above the shell?
 	parent := ""
