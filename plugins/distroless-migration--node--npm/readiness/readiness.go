@@ -1008,7 +1008,7 @@ func (b *builder) trace(f *shelltrace.Facts) {
 		if inv.Errno != "" {
 			ev.Note += ": " + inv.Errno
 		}
-		if inv.Phase != "boot" && inv.Phase != "healthcheck" {
+		if inv.Phase != "boot" && inv.Phase != "healthcheck" && !strings.HasPrefix(inv.Phase, "request:") {
 			finalStage := false
 			if inv.Cause.Line > 0 {
 				finalStage = b.attach(probe.Evidence{File: inv.Cause.File, Line: inv.Cause.Line, Trace: ev.Trace, Note: ev.Note},
