@@ -294,6 +294,23 @@ func TestTraceFixtures(t *testing.T) {
 				t.Errorf("no blocker cites the healthcheck's trace event: %+v", a.Blockers)
 			}
 		}},
+		{"request-handler-shell", func(t *testing.T, r probe.Result, f *shelltrace.Facts, a probe.Assessment) {
+			if r.Confidence != probe.High {
+				t.Fatalf("trace %s: %s %s", r.Confidence, r.Reason, r.Detail)
+			}
+			var got *shelltrace.Invocation
+			for _, i := range f.Invocations {
+				if i.Phase == "request:/" && i.Attempted && strings.Contains(strings.Join(i.Argv, " "), "git rev-parse HEAD") {
+					got = &i
+				}
+			}
+			if got == nil || got.Cause.Kind != "child_process" || got.Errno != "ENOENT" {
+				t.Fatalf("request shell %+v; want the handler's attempted sh -c git in request:/, ENOENT (invocations %+v, phases %+v)", got, f.Invocations, f.Phases)
+			}
+			if a.Verdict == probe.Ready {
+				t.Error("verdict ready, though a request ran a shell")
+			}
+		}},
 		{"image-unavailable", func(t *testing.T, r probe.Result, f *shelltrace.Facts, a probe.Assessment) {
 			const ref = "gcr.io/distroless/nodejs99-debian13"
 			if r.Reason != shelltrace.ReasonImageUnavailable || !strings.Contains(r.Detail, ref) || !strings.Contains(r.Detail, e.registry.Host+" (mirror of gcr.io)") {

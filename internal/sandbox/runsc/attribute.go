@@ -119,6 +119,7 @@ func (br *buildRun) attribute(ctx context.Context, coll *seccheck.Collection, bo
 	}
 	if boot != nil {
 		events = attributeHealth(events, bootID, boot.health)
+		attributeRequests(events, bootID, boot.requests)
 	}
 
 	// The root filesystem each container's files are read from.

@@ -34,6 +34,9 @@ type bootRun struct {
 	// health is the image's HEALTHCHECK run; nil when there was none to
 	// run (no HEALTHCHECK, or no trace).
 	health *healthRun
+	// requests are the requests sent during the window; nil when none
+	// was answered or sent.
+	requests *requestRun
 }
 
 // boot runs image with its entrypoint and cmd, env, working directory and
@@ -151,27 +154,42 @@ func (br *buildRun) boot(ctx context.Context, image string) (*bootRun, error) {
 		defer close(ticked)
 		br.rep.countdown(br.plan.bootFor, stopTick)
 	}()
+	// With a trace, the boot window is also exercised: requests from
+	// inside (requests.go), then the HEALTHCHECK (healthcheck.go).
 	var hc *healthRun
-	bootDone, hcDone := make(chan struct{}), make(chan struct{})
+	var rr *requestRun
+	if br.tr != nil {
+		if argv := healthArgv(cfg.Healthcheck); argv != nil {
+			hc = &healthRun{argv: argv, lookup: view.lookPath(argv[0], bt.env, bt.cwd)}
+		}
+		if node := nodeFor(view, bt.env, bt.cwd); node.state == lookupFound {
+			rr = &requestRun{plan: planRequests(cfg), node: node}
+		}
+	}
+	bootDone, exDone := make(chan struct{}), make(chan struct{})
 	hctx, hcancel := context.WithCancel(ctx)
 	defer hcancel()
-	if argv := healthArgv(cfg.Healthcheck); argv != nil && br.tr != nil {
-		hc = &healthRun{argv: argv, lookup: view.lookPath(argv[0], bt.env, bt.cwd)}
-		go func() {
-			defer close(hcDone)
-			b.runHealthcheck(hctx, sp, id, c, hc, br.plan.bootFor, bootDone)
-		}()
-	} else {
-		close(hcDone)
-	}
+	since := time.Now()
+	go func() {
+		defer close(exDone)
+		if rr != nil {
+			b.exercise(hctx, sp, id, c, rr, br.plan.bootFor, since)
+		}
+		if hc != nil {
+			b.runHealthcheck(hctx, sp, id, c, hc, br.plan.bootFor, since, bootDone)
+		}
+	}()
 	stopErr, err := b.runContainer(ctx, sp, c, &res)
 	close(stopTick)
 	<-ticked
 	close(bootDone)
 	hcancel()
-	<-hcDone
+	<-exDone
 	if hc != nil && hc.phase.Name != "" {
 		bt.health = hc
+	}
+	if rr != nil && len(rr.done) > 0 {
+		bt.requests = rr
 	}
 	if err != nil {
 		return bt, err

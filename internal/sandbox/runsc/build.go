@@ -281,6 +281,9 @@ func (b *Backend) spawnBuild(ctx context.Context, req sandbox.SpawnRequest) (san
 			boot, err = br.boot(ctx, br.targets[len(br.targets)-1].image)
 			if boot != nil {
 				res.Phases = append(res.Phases, boot.phase)
+				if boot.requests != nil {
+					res.Phases = append(res.Phases, boot.requests.phases()...)
+				}
 				if boot.health != nil {
 					res.Phases = append(res.Phases, boot.health.phase)
 				}

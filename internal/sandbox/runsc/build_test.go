@@ -591,3 +591,34 @@ func TestBuildHealthcheck(t *testing.T) {
 		t.Errorf("healthcheck events: node %v, its shell %v; want both in the healthcheck phase", node, shell)
 	}
 }
+
+// TestBuildRequests: during the boot window a request from inside the
+// sandbox reaches the service, and the shell its handler runs is in the
+// request's phase.
+func TestBuildRequests(t *testing.T) {
+	b := newBackend(t, Config{})
+	m := mirrors(t)
+	ws := workspace(t, map[string]string{
+		"Dockerfile": "FROM gcr.io/distroless/nodejs22-debian13\nWORKDIR /app\nCOPY server.js ./\nEXPOSE 8080\nCMD [\"server.js\"]\n",
+		"server.js": "require('http').createServer((q, r) => { try { require('child_process').execSync('echo handled') } catch (e) {} r.end('ok') }).listen(8080);\n",
+	})
+	res, err := b.Spawn(t.Context(), buildRequest(ws, m, ""))
+	logResult(t, res)
+	if err != nil || res.ExitCode != 0 || !res.TraceComplete {
+		dumpTrace(t, res.Trace)
+		t.Fatalf("%v, exit %d, complete %v, gaps %q", err, res.ExitCode, res.TraceComplete, res.TraceGaps)
+	}
+	if p := phase(res.Phases, "request:/"); p.Name == "" || p.Failed || !strings.Contains(p.OutputTail, "GET / on port 8080: 200") {
+		t.Fatalf("request phase %+v, want GET / answered 200", p)
+	}
+	found := false
+	for _, e := range res.Trace {
+		if e.Kind == trace.KindExecAttempt && e.Phase == "request:/" && len(e.Argv) == 3 && e.Argv[2] == "echo handled" {
+			found = true
+		}
+	}
+	if !found {
+		dumpTrace(t, res.Trace)
+		t.Error("no attempted shell of the handler in the request:/ phase")
+	}
+}

@@ -284,6 +284,8 @@ type imageConfig struct {
 	Entrypoint []string `json:"Entrypoint"`
 	Cmd        []string `json:"Cmd"`
 	WorkingDir string   `json:"WorkingDir"`
+	// ExposedPorts are the image's EXPOSEd ports ("8080/tcp").
+	ExposedPorts map[string]struct{} `json:"ExposedPorts"`
 	// Healthcheck is the Docker config's HEALTHCHECK test (["CMD", ...] or
 	// ["CMD-SHELL", "..."]); the OCI config has none.
 	Healthcheck []string `json:"-"`

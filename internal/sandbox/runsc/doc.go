@@ -300,7 +300,14 @@
 // image runsc cannot start) is a Failed phase with runsc's message in the
 // tail. Result.Stdout and Stderr are the boot's.
 //
-// # Healthcheck
+// # Requests and healthcheck
+//
+// With a trace, the boot window is exercised from inside the sandbox
+// (requests.go): the image's node, run with runsc exec and a script of
+// ours, waits until an EXPOSEd port (or the HEALTHCHECK URL's, or any)
+// listens, then sends GET / and the HEALTHCHECK URL's path; each is a
+// phase "request:<path>", and the service's events during it get that
+// phase. Then:
 //
 // With a trace and an image HEALTHCHECK (CMD or CMD-SHELL), the boot runs
 // the healthcheck's command once, with runsc exec in the booted sandbox,

@@ -54,12 +54,12 @@ type healthRun struct {
 	phase sandbox.PhaseResult
 }
 
-// runHealthcheck runs hc in container id of spawn sp, after healthDelay or
-// never if done closes first (the boot ended; hc.phase.Name is then
+// runHealthcheck runs hc in container id of spawn sp, healthDelay after
+// since (the boot's start) or never if done closes first (the boot ended; hc.phase.Name is then
 // empty). It returns when the command has ended or ctx is done.
-func (b *Backend) runHealthcheck(ctx context.Context, sp *spawnDir, id string, c container, hc *healthRun, window time.Duration, done <-chan struct{}) {
+func (b *Backend) runHealthcheck(ctx context.Context, sp *spawnDir, id string, c container, hc *healthRun, window time.Duration, since time.Time, done <-chan struct{}) {
 	hc.phase = sandbox.PhaseResult{Name: sandbox.PhaseHealthcheck, ExitCode: -1}
-	delay := time.NewTimer(healthDelay(window))
+	delay := time.NewTimer(max(healthDelay(window)-time.Since(since), 0))
 	defer delay.Stop()
 	select {
 	case <-done:
@@ -77,7 +77,7 @@ func (b *Backend) runHealthcheck(ctx context.Context, sp *spawnDir, id string, c
 		return
 	}
 	// What is left of the window, less a margin for runsc exec itself.
-	left := window - healthDelay(window) - 500*time.Millisecond
+	left := window - time.Since(since) - 500*time.Millisecond
 	if left <= 0 {
 		hc.phase.Name = ""
 		return

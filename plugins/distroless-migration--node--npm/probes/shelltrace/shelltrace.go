@@ -306,8 +306,9 @@ func (p *Probe) Run(ctx context.Context, repo *probe.Repo, pctx *probe.Context) 
 	}
 	var bootFailed *sandbox.PhaseResult
 	for i, ph := range res.Phases {
-		// A failing healthcheck tells about the service, not the build.
-		if !ph.Failed || ph.Name == sandbox.PhaseHealthcheck {
+		// A failing healthcheck or request tells about the service, not
+		// the build.
+		if !ph.Failed || runtimePhase(ph.Name) && ph.Name != sandbox.PhaseBoot {
 			continue
 		}
 		if ph.Name == sandbox.PhaseBoot {
@@ -365,6 +366,12 @@ func (p *Probe) Run(ctx context.Context, repo *probe.Repo, pctx *probe.Context) 
 	return out, nil
 }
 
+// runtimePhase reports whether a phase is the booted image at work: the
+// boot itself, its healthcheck, or a request sent to it.
+func runtimePhase(name string) bool {
+	return name == sandbox.PhaseBoot || name == sandbox.PhaseHealthcheck || strings.HasPrefix(name, "request:")
+}
+
 // bootExplained returns the index in facts.Invocations of the shell
 // attempt that explains a failed boot: the last boot shell that was only
 // attempted, when the boot then exited with a status of its own (not a
@@ -412,7 +419,7 @@ func analyze(res sandbox.Result, f *dockerfile.File, repo *probe.Repo, facts *Fa
 			}
 		}
 		id := WarnShellInBuild
-		if inv.Phase == sandbox.PhaseBoot || inv.Phase == sandbox.PhaseHealthcheck {
+		if runtimePhase(inv.Phase) {
 			id = WarnShellAtBoot
 		}
 		out.Warnings = append(out.Warnings, probe.Warning{ID: id,
