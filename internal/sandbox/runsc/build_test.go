@@ -600,7 +600,7 @@ func TestBuildRequests(t *testing.T) {
 	m := mirrors(t)
 	ws := workspace(t, map[string]string{
 		"Dockerfile": "FROM gcr.io/distroless/nodejs22-debian13\nWORKDIR /app\nCOPY server.js ./\nEXPOSE 8080\nCMD [\"server.js\"]\n",
-		"server.js": "require('http').createServer((q, r) => { try { require('child_process').execSync('echo handled') } catch (e) {} r.end('ok') }).listen(8080);\n",
+		"server.js":  "require('http').createServer((q, r) => { try { require('child_process').execSync('echo handled') } catch (e) {} r.end('ok') }).listen(8080);\n",
 	})
 	res, err := b.Spawn(t.Context(), buildRequest(ws, m, ""))
 	logResult(t, res)
