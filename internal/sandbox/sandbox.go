@@ -80,7 +80,14 @@ type BuildSpec struct {
 	// RegistryMirrors maps a registry (docker.io, gcr.io) to the host of a
 	// mirror to pull base images from instead.
 	RegistryMirrors map[string]string `json:"registry_mirrors,omitempty"`
+	// ProbePaths are more paths to GET from inside the sandbox during a
+	// traced boot, after / and the HEALTHCHECK URL's (at most
+	// MaxProbePaths, each an absolute URL path of at most 256 bytes).
+	ProbePaths []string `json:"probe_paths,omitempty"`
 }
+
+// MaxProbePaths bounds BuildSpec.ProbePaths.
+const MaxProbePaths = 16
 
 // Phase names.
 const (
@@ -132,6 +139,14 @@ func (r *SpawnRequest) Validate() error {
 		}
 		if b.BootFor < 0 {
 			return fmt.Errorf("%w: negative boot time", ErrInvalidRequest)
+		}
+		if len(b.ProbePaths) > MaxProbePaths {
+			return fmt.Errorf("%w: more than %d probe paths", ErrInvalidRequest, MaxProbePaths)
+		}
+		for _, p := range b.ProbePaths {
+			if !strings.HasPrefix(p, "/") || len(p) > 256 || strings.ContainsFunc(p, func(r rune) bool { return r <= ' ' || r == 0x7f }) {
+				return fmt.Errorf("%w: probe path %q is not an absolute URL path", ErrInvalidRequest, p)
+			}
 		}
 	}
 	if r.Workspace.Dir == "" {

@@ -96,3 +96,16 @@ func TestBaseStore(t *testing.T) {
 		t.Errorf("prune %+v, records left %+v; want the one image removed", ps, st.list())
 	}
 }
+
+func TestPlanRequests(t *testing.T) {
+	t.Parallel()
+	cfg := imageConfig{
+		ExposedPorts: map[string]struct{}{"8080/tcp": {}, "53/udp": {}},
+		Healthcheck:  []string{"CMD-SHELL", "curl -f http://localhost:3000/healthz || exit 1"},
+	}
+	got := planRequests(cfg, []string{"/api", "/"})
+	want := requestPlan{Ports: []int{3000, 8080}, Paths: []string{"/", "/healthz", "/api"}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("plan (-want +got):\n%s", diff)
+	}
+}

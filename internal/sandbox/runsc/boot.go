@@ -163,7 +163,7 @@ func (br *buildRun) boot(ctx context.Context, image string) (*bootRun, error) {
 			hc = &healthRun{argv: argv, lookup: view.lookPath(argv[0], bt.env, bt.cwd)}
 		}
 		if node := nodeFor(view, bt.env, bt.cwd); node.state == lookupFound {
-			rr = &requestRun{plan: planRequests(cfg), node: node}
+			rr = &requestRun{plan: planRequests(cfg, br.req.Build.ProbePaths), node: node}
 		}
 	}
 	bootDone, exDone := make(chan struct{}), make(chan struct{})

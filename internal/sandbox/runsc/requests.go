@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -25,7 +26,8 @@ import (
 // arrives (a handler that runs sh -c git ..., a health route). With a
 // trace, once the boot has started, the backend sends requests from inside
 // the sandbox, over its loopback: GET / and the path of the HEALTHCHECK's
-// URL (http://localhost:PORT/PATH or 127.0.0.1), one after the other. The
+// URL (http://localhost:PORT/PATH or 127.0.0.1) and BuildSpec.ProbePaths,
+// one after the other. The
 // client is the image's own node (on its PATH, or /nodejs/bin/node), run
 // with runsc exec and a short script of ours: it waits until a port of the
 // image's EXPOSE (or the HEALTHCHECK URL's, or, with neither, any port)
@@ -78,9 +80,10 @@ type doneRequest struct {
 // reURL finds a loopback URL in a healthcheck command.
 var reURL = regexp.MustCompile(`https?://(?:localhost|127\.0\.0\.1)(?::(\d{1,5}))?(/[^\s'"]*)?`)
 
-// planRequests is the requests for an image: GET / and the HEALTHCHECK
-// URL's path, on its exposed ports and the URL's.
-func planRequests(cfg imageConfig) requestPlan {
+// planRequests is the requests for an image: GET /, the HEALTHCHECK
+// URL's path and the request's probe paths (validated by
+// SpawnRequest.Validate), each once, on its exposed ports and the URL's.
+func planRequests(cfg imageConfig, probePaths []string) requestPlan {
 	p := requestPlan{Paths: []string{"/"}}
 	seen := map[int]bool{}
 	for spec := range cfg.ExposedPorts {
@@ -96,6 +99,11 @@ func planRequests(cfg imageConfig) requestPlan {
 		}
 		if u, err := url.Parse(m[0]); err == nil && u.Path != "" && u.Path != "/" {
 			p.Paths = append(p.Paths, u.EscapedPath())
+		}
+	}
+	for _, path := range probePaths {
+		if !slices.Contains(p.Paths, path) {
+			p.Paths = append(p.Paths, path)
 		}
 	}
 	sort.Ints(p.Ports)
