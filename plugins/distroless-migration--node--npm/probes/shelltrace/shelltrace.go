@@ -150,6 +150,9 @@ type UnresolvedEx struct {
 type Probe struct {
 	// BootFor is how long to boot the image; zero means DefaultBootFor.
 	BootFor time.Duration
+	// ProbePaths are more paths to GET during the boot, after / and the
+	// HEALTHCHECK URL's (a --probe-path flag's values).
+	ProbePaths []string
 }
 
 // New returns the probe.
@@ -161,11 +164,14 @@ var (
 	_ probe.Keyed       = (*Probe)(nil)
 )
 
-// KeySettings puts the boot time and the registry mirrors in the cache
-// key: a longer boot may see more, and another mirror may serve other
-// images under the same tags.
+// KeySettings puts the boot time, the probe paths and the registry mirrors
+// in the cache key: a longer boot or another request may see more, and
+// another mirror may serve other images under the same tags.
 func (p *Probe) KeySettings(pctx *probe.Context) []string {
 	s := []string{"boot_for=" + p.bootFor(pctx).String()}
+	for _, path := range p.ProbePaths {
+		s = append(s, "probe_path="+path)
+	}
 	regs := make([]string, 0, len(pctx.RegistryMirrors))
 	for reg := range pctx.RegistryMirrors {
 		regs = append(regs, reg)
@@ -269,7 +275,7 @@ func (p *Probe) Run(ctx context.Context, repo *probe.Repo, pctx *probe.Context) 
 		CaptureTrace: true,
 		Build: &sandbox.BuildSpec{
 			Dockerfile: f.Path, Targets: facts.Targets, Boot: true, BootFor: bootFor,
-			RegistryMirrors: pctx.RegistryMirrors,
+			RegistryMirrors: pctx.RegistryMirrors, ProbePaths: p.ProbePaths,
 		},
 	}
 	if d, ok := ctx.Deadline(); ok {
