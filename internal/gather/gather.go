@@ -83,6 +83,18 @@ func Run(ctx context.Context, dir string, o Options) (*Outcome, error) {
 	case hasSel:
 		ref, err := sel.Select(ctx, repo, o.Dockerfile, o.Target)
 		var se *probe.SelectionError
+		if errors.As(err, &se) && o.AllImages && o.Dockerfile == "" && o.Target == "" {
+			// No default image, but every image is to be judged: the first
+			// one stands for the run, and images[] holds them all.
+			refs, lerr := sel.Images(ctx, repo)
+			if lerr != nil {
+				return nil, fmt.Errorf("listing images: %w", lerr)
+			}
+			if len(refs) > 0 {
+				ref, err = refs[0], nil
+				ref.Why = "the first of several Dockerfiles (--all-images judges each): " + ref.Why
+			}
+		}
 		if errors.As(err, &se) {
 			return nil, &InputError{Err: err}
 		}

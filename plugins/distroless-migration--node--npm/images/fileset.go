@@ -17,8 +17,12 @@ import (
 // the files its COPY and ADD instructions bring in, directly or through
 // builder stages, after .dockerignore.
 type FileSet struct {
-	// Files maps a repository path to its path in the image.
+	// Files maps a repository path to its path in the image (a file
+	// copied to two places keeps one of them).
 	Files map[string]string
+	// byImage maps an image path to the repository file that lands there
+	// last.
+	byImage map[string]string
 	// Generated are image directories that a builder stage's RUN steps
 	// produced (such as /app/dist), copied into the final image: their
 	// contents are not in the repository.
@@ -77,13 +81,8 @@ func (s *FileSet) RepoPath(imagePath string) (string, bool) {
 	if s == nil {
 		return "", false
 	}
-	imagePath = path.Clean(imagePath)
-	for rel, ip := range s.Files {
-		if ip == imagePath {
-			return rel, true
-		}
-	}
-	return "", false
+	rel, ok := s.byImage[path.Clean(imagePath)]
+	return rel, ok
 }
 
 // isSource reports a JavaScript or TypeScript source file, which a build
@@ -119,9 +118,22 @@ var Files = &probe.Analyzer[*FileSet]{
 			return nil, err
 		}
 		b := &setBuilder{f: j.File, files: contextFiles(all, j.Context, ign), memo: map[int][]mapping{}}
-		set := &FileSet{Files: map[string]string{}}
+		// A later COPY to the same image path replaces the earlier file:
+		// only the last one ships.
+		byImage := map[string]string{}
 		for _, m := range b.stage(j.File.Final, 0) {
-			set.Files[m.repo] = m.image
+			byImage[m.image] = m.repo
+		}
+		set := &FileSet{Files: make(map[string]string, len(byImage)), byImage: byImage}
+		ips := make([]string, 0, len(byImage))
+		for ip := range byImage {
+			ips = append(ips, ip)
+		}
+		sort.Strings(ips)
+		for _, ip := range ips {
+			if _, dup := set.Files[byImage[ip]]; !dup {
+				set.Files[byImage[ip]] = ip // the first image path, in order
+			}
 		}
 		set.Generated, set.Unresolved = b.generated, b.unresolved
 		set.InstallsDependencies = b.installs
@@ -212,10 +224,9 @@ func (b *setBuilder) copyOne(in dockerfile.Instruction, src, dest string, destDi
 		if !ok {
 			return nil // another image: none of the repository's files
 		}
+		// COPY --from resolves its sources from the stage's root, not from
+		// its WORKDIR.
 		sp := path.Clean("/" + strings.TrimPrefix(src, "/"))
-		if !path.IsAbs(src) {
-			sp = joinAbs(b.f.Workdir(st), src)
-		}
 		found := false
 		for _, m := range b.stage(st, depth+1) {
 			if rest, ok := under(m.image, sp); ok {

@@ -148,20 +148,40 @@ func pick(pf Parsed, comp *ComposeFile, target, why string) (probe.ImageRef, err
 // target wins, so a file that builds the same Dockerfile twice is read in
 // file order.
 func composeFor(comp *ComposeFile, dockerfilePath string) (ComposeBuild, bool) {
-	var first ComposeBuild
-	found := false
+	var best ComposeBuild
+	bestRank := -1
 	for _, b := range comp.Builds {
 		if b.Dockerfile != dockerfilePath {
 			continue
 		}
+		// The main compose file says what ships; override, dev and test
+		// files say what a developer runs. A build with a target beats one
+		// without in the same rank.
+		rank := 2 * composeRank(b.File)
 		if b.Target != "" {
-			return b, true
+			rank++
 		}
-		if !found {
-			first, found = b, true
+		if rank > bestRank {
+			best, bestRank = b, rank
 		}
 	}
-	return first, found
+	return best, bestRank >= 0
+}
+
+// composeRank ranks a compose file: the main one (docker-compose.yml,
+// compose.yaml, a .prod one) above others, dev, test and override files last.
+func composeRank(file string) int {
+	base := strings.ToLower(path.Base(file))
+	for _, w := range []string{"override", "dev", "test", "local", "debug", "e2e", "ci"} {
+		if strings.Contains(base, "."+w+".") || strings.Contains(base, "-"+w+".") || strings.Contains(base, "_"+w+".") {
+			return 0
+		}
+	}
+	switch strings.TrimSuffix(strings.TrimSuffix(base, ".yml"), ".yaml") {
+	case "docker-compose", "compose":
+		return 2
+	}
+	return 1
 }
 
 // Judged is the judged image: its Dockerfile as built for the target.
@@ -229,9 +249,11 @@ var Image = &probe.Analyzer[*Judged]{
 }
 
 // Inputs are the declared inputs any probe that reads the judged image
-// needs: the Dockerfiles and the compose files.
+// needs: the Dockerfiles, the compose files and the .dockerignore files
+// the image's file set is read through.
 func Inputs() []string {
-	return append(append([]string{}, dockerfile.Patterns...), ComposePatterns...)
+	out := append(append([]string{}, dockerfile.Patterns...), ComposePatterns...)
+	return append(out, "**/.dockerignore", "**/*.dockerignore")
 }
 
 // guessContext picks the build context of a Dockerfile no compose file

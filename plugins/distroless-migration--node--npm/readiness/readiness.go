@@ -132,6 +132,7 @@ func (a *Assessor) Assess(results []probe.Result) (probe.Assessment, error) {
 		return as, err
 	}
 	b.runtime(&nr)
+	b.startProgram(&ep, &nr)
 	b.childProcess(&cp)
 	heavyRan := false
 	if r, ok := byName[shelltrace.Name]; ok && r.Confidence != probe.Low {
@@ -225,6 +226,11 @@ type builder struct {
 	// cmdArgv is the judged image's CMD, which an entrypoint's exec "$@"
 	// runs.
 	cmdArgv []string
+	// start is the chain of a container that starts node or another
+	// program directly, with its evidence, checked once everything else
+	// is known (startProgram).
+	start   *npmscripts.Chain
+	startEv []probe.Evidence
 	// keptRunBinaries are programs final-stage RUN steps that cannot move
 	// run (so the image is set up for them), with the step's line.
 	keptRunBinaries map[string]int
@@ -415,9 +421,15 @@ func (b *builder) dockerfiles(f *dockerfileprobe.Facts) {
 		// The compose file's healthcheck overrides the image's.
 		switch cb.Healthcheck[0] {
 		case "CMD-SHELL":
-			hc, ok = dockerfile.Instruction{Command: "healthcheck", Form: dockerfile.FormShell, Args: cb.Healthcheck[1:2], Line: cb.HealthcheckLine}, len(cb.Healthcheck) > 1
+			ok = len(cb.Healthcheck) > 1
+			if ok {
+				hc = dockerfile.Instruction{Command: "healthcheck", Form: dockerfile.FormShell, Args: cb.Healthcheck[1:2], Line: cb.HealthcheckLine}
+			}
 		case "CMD":
-			hc, ok = dockerfile.Instruction{Command: "healthcheck", Form: dockerfile.FormExec, Args: cb.Healthcheck[1:], Line: cb.HealthcheckLine}, len(cb.Healthcheck) > 1
+			ok = len(cb.Healthcheck) > 1
+			if ok {
+				hc = dockerfile.Instruction{Command: "healthcheck", Form: dockerfile.FormExec, Args: cb.Healthcheck[1:], Line: cb.HealthcheckLine}
+			}
 		case "NONE":
 			ok = false
 		}
@@ -435,6 +447,23 @@ func (b *builder) dockerfiles(f *dockerfileprobe.Facts) {
 		case a.Removable && len(a.Env) == 0 && len(a.Argv) > 0 && isNodeWord(a.Argv[0]):
 			bl.Rule, bl.Fix = RuleHealthExecForm, "HEALTHCHECK CMD "+quoteArgv(append([]string{dockerfile.DistrolessEntrypoint}, a.Argv[1:]...))
 		case len(a.Commands) > 0 && isHTTPClient(a.Commands[0]):
+			bl.Rule, bl.Fix = RuleHealthNode, healthFix(a.Commands[0])
+		default:
+			bl.Rule, bl.Fix = RuleShellLine, "write the check as a Node script: HEALTHCHECK CMD [\"/nodejs/bin/node\", \"healthcheck.js\"]"
+		}
+		b.Add(bl)
+		return
+	}
+	if shellcmd.IsShell(argv[0]) && len(argv) >= 3 && argv[1] == "-c" {
+		// ["sh", "-c", LINE] is a shell-form check written as exec form.
+		argv = nil
+		a := healthAnalysis(hc.Args[2])
+		bl := probe.Blocker{ID: dockerfileprobe.WarnShellFormHealth, Kind: probe.ShellAtRuntime,
+			Title: fmt.Sprintf("HEALTHCHECK runs %s -c %q", hc.Args[0], hc.Args[2]), Evidence: ev(hcFile, hc.Line)}
+		switch {
+		case a.Removable && len(a.Env) == 0 && len(a.Argv) > 0 && isNodeWord(a.Argv[0]):
+			bl.Rule, bl.Fix = RuleHealthExecForm, "HEALTHCHECK CMD "+quoteArgv(append([]string{dockerfile.DistrolessEntrypoint}, a.Argv[1:]...))
+		case len(a.Commands) > 0 && isHTTPClient(a.Commands[0]) && len(a.Commands) <= 2:
 			bl.Rule, bl.Fix = RuleHealthNode, healthFix(a.Commands[0])
 		default:
 			bl.Rule, bl.Fix = RuleShellLine, "write the check as a Node script: HEALTHCHECK CMD [\"/nodejs/bin/node\", \"healthcheck.js\"]"
@@ -590,6 +619,12 @@ func (b *builder) chains(f *npmscripts.Facts, r probe.Result) {
 			switch {
 			case c.Convertible:
 				bl.Rule, bl.Fix = RuleScriptArgv, cmdFix(b.viaJSEntry(c.Direct), c.Env)
+				if d := b.viaJSEntry(c.Direct); len(d) > 0 && !isNodeWord(d[0]) {
+					// A .bin command whose JS file is not known here: the
+					// rewrite needs it, so name what to put in its place.
+					bl.Fix = fmt.Sprintf("run %s's JS file (the one its package.json \"bin\" names) in exec form: %s", d[0],
+						cmdFix(append([]string{"node", "<" + d[0] + " JS file>"}, d[1:]...), c.Env))
+				}
 			case launcher:
 				bl.Rule = RuleNodeLauncher
 				bl.Fix = fmt.Sprintf("run the %d node steps (%s) from a generated launcher: CMD [\"launch.js\"]", len(steps), strings.Join(steps, "; "))
@@ -608,14 +643,21 @@ func (b *builder) chains(f *npmscripts.Facts, r probe.Result) {
 			}
 			b.Add(bl)
 		case "node", "other":
-			if sc := c.Start; (sc.Cmd != nil && sc.Cmd.Form == dockerfile.FormShell) || (sc.Entrypoint != nil && sc.Entrypoint.Form == dockerfile.FormShell) {
+			sc := c.Start
+			shellForm := (sc.Cmd != nil && sc.Cmd.Form == dockerfile.FormShell) || (sc.Entrypoint != nil && sc.Entrypoint.Form == dockerfile.FormShell)
+			if shellForm || c.ViaShell {
 				id := dockerfileprobe.WarnShellFormCmd
 				if sc.Entrypoint != nil && sc.Entrypoint.Form == dockerfile.FormShell {
 					id = dockerfileprobe.WarnShellFormEntry
 				}
+				title := "the start command is in shell form and runs through /bin/sh -c"
+				if !shellForm {
+					title = "the start command runs through an explicit sh -c (" + strings.Join(sc.Argv, " ") + ")"
+				}
 				b.Add(probe.Blocker{ID: id, Kind: probe.ShellAtRuntime, Rule: RuleExecForm,
-					Title: "the start command is in shell form and runs through /bin/sh -c", Fix: cmdFix(c.Direct, c.Env), Evidence: evs})
+					Title: title, Fix: cmdFix(c.Direct, c.Env), Evidence: evs})
 			}
+			b.start, b.startEv = &c, evs
 		}
 		for _, e := range warnEv[npmscripts.WarnDistrolessNodeTwice] {
 			if e.File == c.Dockerfile {
@@ -637,6 +679,74 @@ func (b *builder) viaJSEntry(argv []string) []string {
 		return append(append([]string{}, js...), argv[1:]...)
 	}
 	return argv
+}
+
+// startProgram checks that what the container starts exists in the image:
+// a program other than node must be a file of the repository or an OS
+// package the image installs, and node's script must be a file the image
+// holds. Otherwise a distroless image will not have it either, and the
+// verdict cannot be ready.
+func (b *builder) startProgram(ep *entrypoints.Facts, nr *noderuntime.Facts) {
+	c := b.start
+	if c == nil || len(c.Program) == 0 {
+		return
+	}
+	prog := c.Program[0]
+	switch {
+	case c.Launcher == "other":
+		name := baseName(prog)
+		for _, e := range ep.Executables {
+			if e.Command == prog {
+				return // judged as an executable of its own
+			}
+		}
+		for _, p := range nr.OSPackages {
+			for _, bin := range noderuntime.PackageBinaries(p.Name) {
+				if bin == name {
+					return // judged with the OS packages
+				}
+			}
+		}
+		for _, u := range nr.Binaries {
+			if u.Binary == name {
+				return
+			}
+		}
+		b.Add(probe.Blocker{ID: entrypoints.WarnNotFound, Kind: probe.UnknownKind, Rule: RuleUnclassified,
+			Title: fmt.Sprintf("the container starts %s, which is neither a file of the repository nor a package the image installs", prog),
+			Fix:   "run the service with node and its JS file in exec form", Evidence: b.startEv})
+	case c.Launcher == "node":
+		// A script a build generates (dist/, a bundle) is not in the
+		// repository and may well be in the image; a tool's name is not
+		// the app's script in any image (CMD ["npm", "start"] on a
+		// distroless base runs node /app/npm).
+		script := nodeScriptOf(c.Program[1:])
+		if notAScript[baseName(script)] {
+			b.Add(probe.Blocker{ID: entrypoints.WarnNotFound, Kind: probe.UnknownKind, Rule: RuleUnclassified,
+				Title: fmt.Sprintf("node runs %q as its script, but %s is a tool, not the app's JS file (the distroless entrypoint is node)", script, baseName(script)),
+				Fix:   "point CMD at the service's JS file (relative to WORKDIR)", Evidence: b.startEv})
+		}
+	}
+}
+
+// notAScript are names of tools that are never the app's own script.
+var notAScript = map[string]bool{"npm": true, "npx": true, "yarn": true, "pnpm": true, "corepack": true, "pm2": true, "pm2-runtime": true,
+	"nodemon": true, "ts-node": true, "tsx": true, "next": true, "sh": true, "bash": true, "node": true}
+
+// nodeScriptOf returns the script of node's arguments: the first that is
+// not an option or a preload's value.
+func nodeScriptOf(args []string) string {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case preload[a] || a == "-r":
+			i++
+		case strings.HasPrefix(a, "-"):
+		default:
+			return a
+		}
+	}
+	return ""
 }
 
 // launcherSteps reports whether a chain is a sequence of node commands
@@ -917,7 +1027,7 @@ func majorOr(m int) string {
 func (b *builder) childProcess(f *childprocess.Facts) {
 	notIn, notReached := map[string][]probe.Evidence{}, map[string][]probe.Evidence{}
 	for _, fd := range f.Findings {
-		if fd.Kind == childprocess.KindDynamic || fd.Kind == childprocess.KindNode {
+		if fd.Kind == childprocess.KindNode {
 			continue
 		}
 		e := probe.Evidence{File: fd.File, Line: fd.Line, Column: fd.Column, Note: fd.Function}
@@ -966,7 +1076,12 @@ func (b *builder) childProcess(f *childprocess.Facts) {
 			}
 			b.Add(probe.Blocker{ID: id, Kind: probe.MissingBinary, Rule: RuleBinaryAtRuntime, Title: fmt.Sprintf("%s runs %s, which a distroless image does not have", where, bin),
 				Fix: "keep a non-distroless image, copy a static build of it in, or do the work in Node", Evidence: evs})
-		case childprocess.KindDynamic, childprocess.KindNode:
+		case childprocess.KindDynamic:
+			id := pick(dep, childprocess.WarnDynamicInDependency, childprocess.WarnDynamicInApp)
+			b.Add(probe.Blocker{ID: id, Kind: probe.UnknownKind, Rule: RuleUnclassified,
+				Title: fmt.Sprintf("%s calls %s with a command that is not a literal; what it runs is unknown", where, fd.Function),
+				Fix:   "make the command a literal (or an allow-list), or show with a trace what runs", Evidence: evs})
+		case childprocess.KindNode:
 		}
 	}
 	for _, o := range []string{"app", "dependency"} {

@@ -83,13 +83,24 @@ func (s *Script) call(c *syntax.CallExpr, last bool) {
 		argv = append(argv, v)
 	}
 	switch {
-	case argv[0] == "set" && len(c.Assigns) == 0:
+	case argv[0] == "set" && len(c.Assigns) == 0 && onlyOptions(argv[1:]):
 		return // shell options change nothing once the shell is gone
-	case argv[0] == "exec" && last && len(argv) > 1 && len(c.Assigns) == 0:
+	case argv[0] == "exec" && last && len(argv) > 1 && len(c.Assigns) == 0 && !strings.HasPrefix(argv[1], "-"):
 		s.Exec = argv[1:]
 	default:
 		s.Reasons = append(s.Reasons, "it runs "+argv[0]+" at line "+itoa(c.Pos().Line()))
 	}
+}
+
+// onlyOptions reports set's arguments that are options alone: "set --"
+// or any operand replaces "$@", which is logic.
+func onlyOptions(args []string) bool {
+	for _, a := range args {
+		if a == "--" || a == "-" || !(strings.HasPrefix(a, "-") || strings.HasPrefix(a, "+")) {
+			return false
+		}
+	}
+	return true
 }
 
 // assign records VAR=value or VAR=${VAR:-value}; anything else is logic.

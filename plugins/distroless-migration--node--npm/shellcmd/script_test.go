@@ -24,6 +24,8 @@ func TestAnalyzeScript(t *testing.T) {
 		{"trap", "#!/bin/bash\ntrap 'kill $PID' TERM\nnode app.js &\nPID=$!\nwait $PID\n", Script{}, "background"},
 		{"computed default", "#!/bin/sh\nexport URL=${HOST}:8080\nexec \"$@\"\n", Script{}, "computed"},
 		{"no exec", "#!/bin/sh\nexport A=1\n", Script{}, "does not end"},
+		{"set -- rewrites the arguments", "#!/bin/sh\nset -- /bin/sh -c \"node m.js && node s.js\"\nexec \"$@\"\n", Script{}, "runs set"},
+		{"exec with options", "#!/bin/sh\nexec -a app node s.js\n", Script{}, "runs exec"},
 	}
 	for _, tt := range tests {
 		got := AnalyzeScript(tt.src)

@@ -213,14 +213,16 @@ func (*Probe) Desc() probe.Desc {
 	for _, e := range appExts {
 		inputs = append(inputs, "**/*"+e)
 	}
-	inputs = append(inputs, "**/package.json", "**/.dockerignore", "**/*.dockerignore", "node_modules/**/package.json")
+	// The module graph resolves loads to any file (data.json, addon.node)
+	// and the image's file set counts every file of the build context.
+	inputs = append(inputs, "**/*", "node_modules/**/package.json")
 	inputs = append(inputs, images.Inputs()...)
 	for _, e := range depExts {
 		inputs = append(inputs, "node_modules/**/*"+e)
 	}
 	return probe.Desc{
 		Name:           Name,
-		Version:        "2",
+		Version:        "3",
 		Heaviness:      probe.Light,
 		CacheStrategy:  probe.CacheContent,
 		PerImage:       true,

@@ -131,7 +131,9 @@ func (*Probe) Desc() probe.Desc {
 		// layout (COPY sources, node_modules), so the probe caches only
 		// on what it reads: Dockerfiles, package.json and executables.
 		CacheStrategy: probe.CacheContent,
-		DeclaredInputs: append([]string{"package.json", "**/package.json", "server.js", "**/*.sh", "node_modules/.bin/*",
+		// Any repository file may be what the container executes (an
+		// extensionless docker/entrypoint), hence "**/*".
+		DeclaredInputs: append([]string{"**/*", "package.json", "**/package.json", "server.js", "**/*.sh", "node_modules/.bin/*",
 			"**/pnpm-lock.yaml", "**/yarn.lock", "**/package-lock.json", "**/npm-shrinkwrap.json", "**/*.js", "**/*.mjs", "**/*.cjs", "**/*.ts", "**/*.mts",
 			"node_modules/*/package.json", "node_modules/@*/*/package.json", "bin/*", "**/bin/*"}, images.Inputs()...),
 		NewFacts: func() any { return new(Facts) },

@@ -66,6 +66,9 @@ type Chain struct {
 	Start   dockerfile.StartCommand `json:"start"`
 	// Program is the argv after docker-entrypoint.sh and a removable sh -c.
 	Program []string `json:"program,omitempty"`
+	// ViaShell is set when the start command goes through sh -c (shell
+	// form, or an exec-form ["sh", "-c", ...]) that a rewrite removes.
+	ViaShell bool `json:"via_shell,omitempty"`
 	// Launcher is npm, yarn, pnpm, node, shell, other or unknown.
 	Launcher   string   `json:"launcher"`
 	Script     string   `json:"script,omitempty"`
@@ -103,7 +106,7 @@ var _ probe.Probe = (*Probe)(nil)
 func (*Probe) Desc() probe.Desc {
 	return probe.Desc{
 		Name:           Name,
-		Version:        "1",
+		Version:        "2",
 		Heaviness:      probe.Light,
 		PerImage:       true,
 		CacheStrategy:  probe.CacheContent,
@@ -260,6 +263,7 @@ func resolve(f *dockerfile.File, pk *pkg) (Chain, []probe.Warning) {
 			return c, ws
 		}
 		argv, c.Env = a.Argv, a.Env
+		c.ViaShell = true
 	}
 	c.Program = argv
 	inv, ok := shellcmd.ParseInvocation(argv)
