@@ -2,6 +2,8 @@ package probe
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"sync"
 )
 
@@ -35,23 +37,36 @@ type derivedEntry struct {
 }
 
 // Of returns the analyzer's fact for repo, running it on first use. It is
-// safe for concurrent use: concurrent callers wait for one run. An error
-// caused by the first caller's cancelled context is not kept, so a later
-// call runs again.
+// safe for concurrent use: concurrent callers wait for one run. A run that
+// ended because its caller's context was cancelled is not kept: a caller
+// whose own context is still live runs it again. A panic in Run is an
+// error, for every caller.
 func (a *Analyzer[T]) Of(ctx context.Context, repo *Repo, pctx *Context) (T, error) {
 	k := derivedKey{a: a}
 	if a.PerImage && pctx != nil {
 		k.image = pctx.Image.Key()
 	}
-	v, _ := repo.derived.LoadOrStore(k, new(derivedEntry))
-	e := v.(*derivedEntry)
-	e.once.Do(func() { e.val, e.err = a.Run(ctx, repo, pctx) })
-	if e.err != nil {
-		if ctx.Err() != nil {
+	for {
+		v, _ := repo.derived.LoadOrStore(k, new(derivedEntry))
+		e := v.(*derivedEntry)
+		e.once.Do(func() {
+			defer func() {
+				if p := recover(); p != nil {
+					e.err = fmt.Errorf("deriving %s: panic: %v", a.Name, p)
+				}
+			}()
+			e.val, e.err = a.Run(ctx, repo, pctx)
+		})
+		if e.err == nil {
+			return e.val.(T), nil
+		}
+		if errors.Is(e.err, context.Canceled) || errors.Is(e.err, context.DeadlineExceeded) {
 			repo.derived.CompareAndDelete(k, e)
+			if ctx.Err() == nil {
+				continue // another caller's context ended; ours has not
+			}
 		}
 		var zero T
 		return zero, e.err
 	}
-	return e.val.(T), nil
 }

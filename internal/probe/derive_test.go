@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 func TestAnalyzerRunsOncePerRepository(t *testing.T) {
@@ -72,5 +73,48 @@ func TestAnalyzerForgetsACancelledRun(t *testing.T) {
 	}
 	if v, err := a.Of(t.Context(), repo, nil); err != nil || v != 7 {
 		t.Errorf("after a cancelled first run: %d, %v; want 7", v, err)
+	}
+}
+
+// TestAnalyzerOutlivesAnotherCallersCancel: a caller whose context ends
+// does not hand its cancellation to a caller whose context is live.
+func TestAnalyzerOutlivesAnotherCallersCancel(t *testing.T) {
+	t.Parallel()
+	repo, _ := OpenRepo(t.TempDir())
+	started := make(chan struct{})
+	var once sync.Once
+	a := &Analyzer[int]{Name: "slow", Run: func(ctx context.Context, _ *Repo, _ *Context) (int, error) {
+		once.Do(func() { close(started) })
+		select {
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+			return 1, nil
+		}
+	}}
+	ctx, cancel := context.WithCancel(t.Context())
+	go func() { <-started; cancel() }()
+	done := make(chan error, 1)
+	go func() {
+		_, err := a.Of(ctx, repo, nil)
+		done <- err
+	}()
+	<-started
+	if v, err := a.Of(t.Context(), repo, nil); err != nil || v != 1 {
+		t.Errorf("live caller got %d, %v; want 1, nil", v, err)
+	}
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled caller got %v", err)
+	}
+}
+
+func TestAnalyzerPanicIsAnError(t *testing.T) {
+	t.Parallel()
+	repo, _ := OpenRepo(t.TempDir())
+	a := &Analyzer[int]{Name: "boom", Run: func(context.Context, *Repo, *Context) (int, error) { panic("boom") }}
+	for range 2 {
+		if _, err := a.Of(t.Context(), repo, nil); err == nil {
+			t.Error("a panicking analyzer returned no error")
+		}
 	}
 }

@@ -79,6 +79,17 @@ func (r *Repo) Open(rel string) (*os.File, error) {
 	if r.escapes(rel) {
 		return nil, &fs.PathError{Op: "open", Path: rel, Err: ErrPathEscapes}
 	}
+	// os.Root refuses absolute symlinks even when they lead back into the
+	// repository: open the target by its path inside the root instead.
+	if real, rerr := filepath.EvalSymlinks(r.Abs(rel)); rerr == nil {
+		if root, rerr := filepath.EvalSymlinks(r.Root); rerr == nil {
+			if inside, rerr := filepath.Rel(root, real); rerr == nil && inside != ".." && !strings.HasPrefix(inside, ".."+string(filepath.Separator)) {
+				if f, ierr := os.OpenInRoot(r.Root, inside); ierr == nil {
+					return f, nil
+				}
+			}
+		}
+	}
 	return nil, err
 }
 
