@@ -179,7 +179,8 @@ func BenchmarkLightProbesCold50k(b *testing.B) {
 //     shared base-image store (so both bases are pulled) to the verdict;
 //   - warm-bases: the same with the bases already in the store (a fresh
 //     content cache: everything else is built again); its build part is
-//     its pull and build phases;
+//     its pull and build phases (cold-build sums the two pulls, which run
+//     at once, so it overstates the cold build's wall time);
 //   - runc-bud: the baseline, an untraced buildah bud of the same
 //     Dockerfile with runc as the OCI runtime, in an empty private store
 //     holding only the already pulled bases.
@@ -239,11 +240,8 @@ func BenchmarkTraceTwoStage(b *testing.B) {
 		for k := range 3 {
 			switch (i + k) % 3 {
 			case 0:
-				d, build, f := gatherOnce(filepath.Join(store, "cold"))
+				d, build, _ := gatherOnce(filepath.Join(store, "cold"))
 				cold, coldBuild = append(cold, d), append(coldBuild, build)
-				for _, p := range f.Phases {
-					b.Logf("cold %s: %d ms", p.Name, p.DurationMS)
-				}
 			case 1:
 				// Bases already pulled: a first gather fills the store,
 				// untimed.
