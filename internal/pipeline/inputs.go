@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"errors"
+	"os"
 	"strings"
 	"sync"
 
@@ -185,6 +186,15 @@ func (d *digests) get(key string, fn func() (string, error)) (string, error) {
 func (d *digests) file(rel string) (string, error) {
 	return d.get("file:"+rel, func() (string, error) {
 		abs := d.repo.Abs(rel)
+		// A symlink is keyed by where it points, never followed: one that
+		// leads out of the repository (or loops) is not read.
+		if fi, err := os.Lstat(abs); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+			target, err := os.Readlink(abs)
+			if err != nil {
+				return "", err
+			}
+			return "symlink:" + target, nil
+		}
 		if d.stat != nil {
 			d.usedM.Lock()
 			d.used[rel] = true

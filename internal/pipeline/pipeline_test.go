@@ -400,17 +400,34 @@ func TestImageDigestInputs(t *testing.T) {
 	}
 }
 
-func TestUnreadableInputStopsTheRun(t *testing.T) {
+// TestSymlinkInputsAreNotFollowed: a declared input that is a symlink is
+// keyed by where it points, and never read: one that leads out of the
+// repository, dangles or loops does not stop the run (the probes that read
+// it say path_escapes_repository), and retargeting it changes the key.
+func TestSymlinkInputsAreNotFollowed(t *testing.T) {
 	t.Parallel()
 	p := newPipeline(t, true, newFake("reader", probe.Light, okRun(1)))
 	repo := repoWith(t, nil)
 	if err := os.Symlink("/nonexistent/target", repo.Abs("package.json")); err != nil {
 		t.Fatal(err)
 	}
-	_, err := p.Run(t.Context(), repo, nil)
-	var ie *InputError
-	if !errors.As(err, &ie) || ie.Path != "package.json" {
-		t.Fatalf("Run error = %v, want an InputError for package.json", err)
+	if _, err := p.Run(t.Context(), repo, nil); err != nil {
+		t.Fatalf("Run error = %v, want none: the link is not followed", err)
+	}
+	d := newDigests(repo, nil)
+	first, err := d.file("package.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(repo.Abs("package.json")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("package.json", repo.Abs("package.json")); err != nil { // a loop
+		t.Fatal(err)
+	}
+	second, err := newDigests(repo, nil).file("package.json")
+	if err != nil || second == first {
+		t.Errorf("retargeted link digests %q (%v), first %q; want a new key and no error", second, err, first)
 	}
 }
 

@@ -213,6 +213,7 @@ type walker struct {
 	g     *Graph
 	queue []string
 	pkgs  map[string]*manifest
+	names map[string]string // package name → folder, for workspaces
 }
 
 func (w *walker) run(ctx context.Context) error {
@@ -242,7 +243,7 @@ func (w *walker) run(ctx context.Context) error {
 			w.g.Dynamic = append(w.g.Dynamic, Site{File: f, Line: d.Line, Prefix: d.Prefix})
 		}
 		for _, imp := range imps {
-			to, ok := w.resolve(f, imp.Spec)
+			to, ok := w.resolveAt(f, imp)
 			if !ok {
 				continue
 			}
@@ -276,11 +277,14 @@ func (w *walker) file(p string) (string, bool) {
 			return p + e, true
 		}
 	}
-	// TypeScript sources import "./x.js" for ./x.ts.
-	if b, ok := strings.CutSuffix(p, ".js"); ok {
-		for _, e := range []string{".ts", ".tsx"} {
-			if w.index[b+e] {
-				return b + e, true
+	// TypeScript sources import "./x.js" for ./x.ts (and .mjs, .cjs for
+	// .mts, .cts).
+	for js, tss := range map[string][]string{".js": {".ts", ".tsx"}, ".mjs": {".mts"}, ".cjs": {".cts"}} {
+		if b, ok := strings.CutSuffix(p, js); ok {
+			for _, e := range tss {
+				if w.index[b+e] {
+					return b + e, true
+				}
 			}
 		}
 	}
@@ -295,6 +299,121 @@ func (w *walker) file(p string) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// resolveAt resolves one load of file from. A load that cannot be followed
+// and may still name a file of the repository (a "#" import the package
+// does not map, a bare name that is neither installed nor declared, so an
+// alias such as a tsconfig path) is recorded as a computed load: the files
+// of from's package then stay possibly loaded.
+func (w *walker) resolveAt(from string, imp Import) (string, bool) {
+	if t, ok := w.resolve(from, imp.Spec); ok {
+		return t, true
+	}
+	spec := imp.Spec
+	switch {
+	case strings.HasPrefix(spec, "#"):
+		if t, ok := w.subpathImport(from, spec); ok {
+			return t, true
+		}
+		w.g.Dynamic = append(w.g.Dynamic, Site{File: from, Line: imp.Line})
+		w.g.Unresolved = appendOnce(w.g.Unresolved, "cannot resolve "+spec+" from "+from)
+	case strings.HasPrefix(spec, "./") || strings.HasPrefix(spec, "../"):
+		// fork('./child.js') and new Worker('./job.js') resolve from the
+		// working directory: the entry's folder.
+		if len(w.g.Entries) > 0 {
+			if t, ok := w.file(path.Join(path.Dir(w.g.Entries[len(w.g.Entries)-1]), spec)); ok {
+				return t, true
+			}
+		}
+	case !isBuiltin(spec) && !strings.HasPrefix(spec, "/") && !strings.Contains(spec, "://"):
+		name, sub := splitBare(spec)
+		if dir, ok := w.workspace(name); ok {
+			target := dir
+			if sub != "" {
+				target = path.Join(dir, sub)
+			}
+			if t, ok := w.file(target); ok {
+				return t, true
+			}
+		}
+		if !w.declared(from, name) {
+			w.g.Dynamic = append(w.g.Dynamic, Site{File: from, Line: imp.Line})
+			w.g.Unresolved = appendOnce(w.g.Unresolved, "cannot resolve "+spec+" from "+from+" (not installed, not a declared dependency: an alias?)")
+		}
+	}
+	return "", false
+}
+
+// subpathImport resolves a "#name" load through the "imports" field of
+// the nearest package.json: an exact key, or a "#prefix/*" pattern.
+func (w *walker) subpathImport(from, spec string) (string, bool) {
+	for dir := path.Dir(from); ; dir = path.Dir(dir) {
+		if m := w.manifestAt(dir); m != nil && len(m.Imports) > 0 {
+			var imports map[string]json.RawMessage
+			if json.Unmarshal(m.Imports, &imports) != nil {
+				return "", false
+			}
+			for key, raw := range imports {
+				target := ""
+				switch {
+				case key == spec:
+					if ts := exportTargets(raw); len(ts) > 0 {
+						target = ts[0]
+					}
+				case strings.HasSuffix(key, "*") && strings.HasPrefix(spec, strings.TrimSuffix(key, "*")):
+					if ts := exportTargets(raw); len(ts) > 0 {
+						target = strings.ReplaceAll(ts[0], "*", strings.TrimPrefix(spec, strings.TrimSuffix(key, "*")))
+					}
+				}
+				if target != "" {
+					return w.file(path.Join(dir, target))
+				}
+			}
+			return "", false
+		}
+		if dir == "." || dir == "/" {
+			return "", false
+		}
+	}
+}
+
+// workspace finds the folder of the repository package named name (a
+// workspace package, with no node_modules link in the repository).
+func (w *walker) workspace(name string) (string, bool) {
+	if w.names == nil {
+		w.names = map[string]string{}
+		for _, f := range w.files {
+			if path.Base(f) != "package.json" || strings.Contains(f, "node_modules/") {
+				continue
+			}
+			if m := w.manifestAt(path.Dir(f)); m != nil && m.Name != "" {
+				if _, dup := w.names[m.Name]; !dup {
+					w.names[m.Name] = path.Dir(f)
+				}
+			}
+		}
+	}
+	d, ok := w.names[name]
+	return d, ok
+}
+
+// declared reports whether the package.json nearest to from names the
+// package among its dependencies of any kind.
+func (w *walker) declared(from, name string) bool {
+	for dir := path.Dir(from); ; dir = path.Dir(dir) {
+		if m := w.manifestAt(dir); m != nil {
+			for _, deps := range []map[string]string{m.Dependencies, m.DevDependencies, m.OptionalDependencies, m.PeerDependencies} {
+				if _, ok := deps[name]; ok {
+					return true
+				}
+			}
+			return false
+		}
+		if dir == "." || dir == "/" {
+			return false
+		}
+	}
 }
 
 func (w *walker) resolve(from, spec string) (string, bool) {
@@ -326,7 +445,14 @@ func (w *walker) resolve(from, spec string) (string, bool) {
 				if t, ok := w.file(base); ok {
 					return t, true
 				}
-			} else if t, ok := w.file(path.Join(base, sub)); ok {
+				return "", false
+			}
+			if m != nil && len(m.Exports) > 0 {
+				if t, ok := w.exportSubpath(base, m, "./"+sub); ok {
+					return t, true
+				}
+			}
+			if t, ok := w.file(path.Join(base, sub)); ok {
 				return t, true
 			}
 			return "", false
@@ -394,9 +520,15 @@ func splitBare(spec string) (name, sub string) {
 
 // manifest is the part of a package.json that tells node what to load.
 type manifest struct {
-	Main    string          `json:"main"`
-	Module  string          `json:"module"`
-	Exports json.RawMessage `json:"exports"`
+	Name                 string            `json:"name"`
+	Main                 string            `json:"main"`
+	Module               string            `json:"module"`
+	Exports              json.RawMessage   `json:"exports"`
+	Imports              json.RawMessage   `json:"imports"`
+	Dependencies         map[string]string `json:"dependencies"`
+	DevDependencies      map[string]string `json:"devDependencies"`
+	OptionalDependencies map[string]string `json:"optionalDependencies"`
+	PeerDependencies     map[string]string `json:"peerDependencies"`
 }
 
 func (w *walker) manifestAt(dir string) *manifest {
@@ -444,6 +576,32 @@ func (w *walker) packageEntry(dir string, m *manifest) (string, bool) {
 		}
 		if t, ok := w.fromSource(p); ok {
 			return t, true
+		}
+	}
+	return "", false
+}
+
+// exportSubpath resolves "./sub" through a package's exports map: an exact
+// key or a "./prefix/*" pattern.
+func (w *walker) exportSubpath(dir string, m *manifest, sub string) (string, bool) {
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(m.Exports, &obj) != nil {
+		return "", false
+	}
+	for key, raw := range obj {
+		target := ""
+		switch {
+		case key == sub:
+			if ts := exportTargets(raw); len(ts) > 0 {
+				target = ts[0]
+			}
+		case strings.HasSuffix(key, "*") && strings.HasPrefix(sub, strings.TrimSuffix(key, "*")):
+			if ts := exportTargets(raw); len(ts) > 0 {
+				target = strings.ReplaceAll(ts[0], "*", strings.TrimPrefix(sub, strings.TrimSuffix(key, "*")))
+			}
+		}
+		if target != "" {
+			return w.file(path.Join(dir, target))
 		}
 	}
 	return "", false

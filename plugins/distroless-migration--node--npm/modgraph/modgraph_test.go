@@ -12,6 +12,7 @@ import (
 func TestScan(t *testing.T) {
 	t.Parallel()
 	src := `// require('commented-out')
+// a regular expression that looks like a comment opener: /^\/*/
 /* import x from 'also-commented' */
 const a = require('./a');
 import b from "./b.js";
@@ -31,14 +32,14 @@ x.require('./not-a-load');
 	for _, i := range imps {
 		specs = append(specs, i.Spec)
 	}
-	// A string that only looks like a call is an extra edge (more code is
-	// reachable, never less); comments are not.
-	want := []string{"./a", "in-a-string", "./b.js", "./c", "./d", "./side-effect", "./e.mjs"}
+	// A load in a comment or in a string that only looks like a call is an
+	// extra edge: more code is reachable, never less.
+	want := []string{"commented-out", "./a", "in-a-string", "also-commented", "./b.js", "./c", "./d", "./side-effect", "./e.mjs"}
 	if diff := cmp.Diff(want, specs); diff != "" {
 		t.Errorf("specifiers (-want +got):\n%s", diff)
 	}
-	if imps[0].Line != 3 {
-		t.Errorf("line of ./a = %d, want 3", imps[0].Line)
+	if imps[1].Line != 4 {
+		t.Errorf("line of ./a = %d, want 4", imps[1].Line)
 	}
 	var prefixes []string
 	for _, d := range dyn {
@@ -147,5 +148,33 @@ func TestDynamicInScopesByPrefix(t *testing.T) {
 		if _, got := g.DynamicIn(file); got != want {
 			t.Errorf("DynamicIn(%s) = %v, want %v", file, got, want)
 		}
+	}
+}
+
+// TestGraphHoles: loads the walk cannot follow but that may name a
+// repository file leave that package's files possibly loaded; workspace
+// packages, "#" imports, export subpaths, .mjs for .mts and fork targets
+// are followed.
+func TestGraphHoles(t *testing.T) {
+	t.Parallel()
+	g := graphOf(t, map[string]string{
+		"Dockerfile":                       "FROM gcr.io/distroless/nodejs22-debian13\nWORKDIR /app\nCOPY . .\nCMD [\"server.mjs\"]\n",
+		"package.json":                     `{"name":"svc","dependencies":{"@acme/git":"workspace:*","lib":"1"},"imports":{"#util/*":"./util/*.mjs"}}`,
+		"server.mjs":                       "import '@acme/git';\nimport '#util/log';\nimport 'lib/sub';\nimport './b.mjs';\nfork('./worker.js');\nimport x from '@/alias';\n",
+		"b.mts":                            "",
+		"worker.js":                        "",
+		"util/log.mjs":                     "",
+		"packages/git/package.json":        `{"name":"@acme/git","main":"index.js"}`,
+		"packages/git/index.js":            "",
+		"node_modules/lib/package.json":    `{"exports":{".":"./main.js","./sub":"./lib/sub-impl.js"}}`,
+		"node_modules/lib/lib/sub-impl.js": "",
+	})
+	for _, f := range []string{"packages/git/index.js", "util/log.mjs", "node_modules/lib/lib/sub-impl.js", "b.mts", "worker.js"} {
+		if !g.Reached(f) {
+			t.Errorf("%s not reached", f)
+		}
+	}
+	if _, ok := g.DynamicIn("other.js"); !ok {
+		t.Error("an undeclared bare import (an alias) does not leave the app's other files possibly loaded")
 	}
 }

@@ -29,15 +29,20 @@ var (
 	bareImport  = regexp.MustCompile(`(?m)(?:^|[;}\s])import\s*(?:"([^"\n]*)"|'([^'\n]*)')`)
 	dynImportRE = regexp.MustCompile("\\bimport\\s*\\(\\s*(?:\"([^\"\\n]*)\"|'([^'\\n]*)'|`([^`$\\n]*)`)\\s*[,)]")
 	dynAnyRE    = regexp.MustCompile(`\bimport\s*\(\s*([^\s)])`)
+	// new Worker('./job.js'), new Worker(new URL('./job.js', import.meta.url)),
+	// fork('./child.js'): code that runs in another thread or process.
+	workerRE = regexp.MustCompile("\\bnew\\s+Worker\\s*\\(\\s*(?:new\\s+URL\\s*\\(\\s*)?(?:\"([^\"\\n]*)\"|'([^'\\n]*)'|`([^`$\\n]*)`)")
+	forkRE   = regexp.MustCompile("\\bfork\\s*\\(\\s*(?:\"([^\"\\n]*)\"|'([^'\\n]*)'|`([^`$\\n]*)`)")
 )
 
 // Scan lists the literal specifiers src loads and the lines of computed
-// ones. It reads text with comments blanked out (line numbers kept), so
-// it sees require and import in any JavaScript or TypeScript dialect; a
-// specifier inside a string that only looks like a call is an extra edge,
-// which errs toward more reachable code, never less.
+// ones. It reads the raw text, comments included, so it sees require and
+// import in any JavaScript or TypeScript dialect and cannot be misled by a
+// regular expression that looks like a comment: a load in a comment, or in
+// a string that only looks like a call, is an extra edge (or an extra
+// computed load), which errs toward more reachable code, never less.
 func Scan(src []byte) ([]Import, []Dynamic) {
-	text := stripComments(src)
+	text := string(src)
 	lineAt := lineIndex(text)
 	var imps []Import
 	literal := map[int]bool{}
@@ -59,6 +64,8 @@ func Scan(src []byte) ([]Import, []Dynamic) {
 	add(fromRE)
 	add(bareImport)
 	add(dynImportRE)
+	add(workerRE)
+	add(forkRE)
 	var dyn []Dynamic
 	for _, re := range []*regexp.Regexp{requireAnyRE, dynAnyRE} {
 		for _, m := range re.FindAllStringSubmatchIndex(text, -1) {
@@ -115,74 +122,4 @@ func lineIndex(text string) func(int) int {
 		}
 		return lo + 1
 	}
-}
-
-// stripComments blanks // and /* */ comments outside strings, keeping
-// newlines so offsets map to the same lines. It knows strings and template
-// literals well enough not to end them early; regular expression literals
-// are not told from division, which at worst keeps a comment.
-func stripComments(src []byte) string {
-	b := []byte(string(src))
-	const (
-		code = iota
-		line
-		block
-		sq
-		dq
-		tpl
-	)
-	st := code
-	for i := 0; i < len(b); i++ {
-		c := b[i]
-		switch st {
-		case code:
-			switch {
-			case c == '/' && i+1 < len(b) && b[i+1] == '/':
-				st = line
-				b[i], b[i+1] = ' ', ' '
-				i++
-			case c == '/' && i+1 < len(b) && b[i+1] == '*':
-				st = block
-				b[i], b[i+1] = ' ', ' '
-				i++
-			case c == '\'':
-				st = sq
-			case c == '"':
-				st = dq
-			case c == '`':
-				st = tpl
-			}
-		case line:
-			if c == '\n' {
-				st = code
-			} else {
-				b[i] = ' '
-			}
-		case block:
-			if c == '*' && i+1 < len(b) && b[i+1] == '/' {
-				b[i], b[i+1] = ' ', ' '
-				i++
-				st = code
-			} else if c != '\n' {
-				b[i] = ' '
-			}
-		case sq, dq:
-			switch {
-			case c == '\\':
-				i++
-			case c == '\n':
-				st = code
-			case (st == sq && c == '\'') || (st == dq && c == '"'):
-				st = code
-			}
-		case tpl:
-			switch c {
-			case '\\':
-				i++
-			case '`':
-				st = code
-			}
-		}
-	}
-	return string(b)
 }
