@@ -31,6 +31,9 @@ type FileSet struct {
 	// produced a Generated directory: the image ships what they compile to.
 	// Maps the source to the generated image directory.
 	Compiled map[string]string
+	// ContextGuessed is set when no compose file names the build context
+	// and it was taken to be the Dockerfile's own folder (not the root).
+	ContextGuessed bool
 	// InstallsDependencies is set when a stage that feeds the final image
 	// installs packages (npm ci, npm install, yarn, pnpm install): the
 	// image's node_modules comes from the lockfile, not from the repository.
@@ -136,6 +139,7 @@ var Files = &probe.Analyzer[*FileSet]{
 			}
 		}
 		set.Generated, set.Unresolved = b.generated, b.unresolved
+		set.ContextGuessed = j.ContextWhy == contextGuessWhy && j.Context != "."
 		set.InstallsDependencies = b.installs
 		set.Compiled = map[string]string{}
 		for _, g := range set.Generated {

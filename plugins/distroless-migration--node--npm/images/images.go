@@ -263,7 +263,7 @@ func Inputs() []string {
 func guessContext(repo *probe.Repo, pf Parsed) (string, string) {
 	dir := path.Dir(pf.Path)
 	if dir == "." || pf.File == nil {
-		return dir, "the Dockerfile's folder"
+		return dir, contextGuessWhy
 	}
 	here, root := 0, 0
 	for _, st := range pf.File.Stages {
@@ -287,8 +287,12 @@ func guessContext(repo *probe.Repo, pf Parsed) (string, string) {
 	if root > here {
 		return ".", "the repository root: the files its COPY instructions name are there, not beside it"
 	}
-	return dir, "the Dockerfile's folder"
+	return dir, contextGuessWhy
 }
+
+// contextGuessWhy says a build context was taken to be the Dockerfile's
+// folder for want of a compose file naming it.
+const contextGuessWhy = "the Dockerfile's folder"
 
 func exists(repo *probe.Repo, rel string) bool {
 	if repo.Exists(rel) {

@@ -78,6 +78,11 @@ func (s *scoper) scope(f *Finding) {
 		return
 	}
 	ships, known := s.set.Ships(f.File)
+	if !ships && known && s.set.ContextGuessed && (s.g == nil || len(s.g.Entries) == 0) {
+		// The context was guessed, and the entrypoint is not in it: the
+		// guess may be wrong, so "not in the image" is not known.
+		known = false
+	}
 	if !ships && known {
 		f.Scope, f.ScopeNote = ScopeNotInImage, "not in the image: no COPY or ADD of the judged target brings this file in"
 		return
@@ -99,8 +104,11 @@ func (s *scoper) scope(f *Finding) {
 		return
 	}
 	var why []string
-	if !ships {
+	switch {
+	case !ships && len(s.set.Unresolved) > 0:
 		why = append(why, "the image's file set is incomplete ("+strings.Join(s.set.Unresolved, "; ")+")")
+	case !ships:
+		why = append(why, "the build context was guessed (the Dockerfile's folder; no compose file names it) and the entrypoint is not in it")
 	}
 	// A relative load the walk could not resolve names a file the
 	// repository does not have (generated at build time), so it cannot be
