@@ -38,6 +38,7 @@ type gatherFlags struct {
 	target        string
 	allImages     bool
 	refreshImages bool
+	probePaths    []string
 	gc            gateControlFlags
 }
 
@@ -76,6 +77,7 @@ CI that accepts static answers can treat 0 and 3 alike. A short summary
 goes to stderr when stderr is a terminal.`,
 		Example: `  codegenie gather ./my-service
   codegenie gather --dockerfile docker/api.Dockerfile --target runtime ./my-service
+  codegenie gather --probe-path /healthz --probe-path /api/status ./my-service
   codegenie gather --all-images --no-sandbox --format json ./monorepo | jq '.images[] | {image, verdict: .assessments.distroless_readiness.verdict}'
   rc=0; codegenie gather --no-sandbox ./my-service || rc=$?; [ $rc -eq 0 ] || [ $rc -eq 3 ]
   codegenie gather --format sarif --out codegenie.sarif ./my-service
@@ -104,6 +106,7 @@ goes to stderr when stderr is a terminal.`,
 	fl.DurationVar(&f.bootFor, "boot-for", 10*time.Second, "how long the traced boot runs the image when it does not exit")
 	fl.StringVar(&f.dockerfile, "dockerfile", "", "the Dockerfile of the image to judge, relative to PATH (default: Dockerfile at PATH's root, else the only one)")
 	fl.StringVar(&f.target, "target", "", "the stage that ships (default: the compose file's build.target for this Dockerfile, else the last stage)")
+	fl.StringArrayVar(&f.probePaths, "probe-path", nil, "a URL path the traced boot requests once the service listens (repeatable), beyond / and the HEALTHCHECK's")
 	fl.BoolVar(&f.allImages, "all-images", false, "judge every Dockerfile of the repository too, each as its own image (adds images[] to the output)")
 	fl.BoolVar(&f.refreshImages, "refresh-images", false, fmt.Sprintf("resolve base-image tags anew instead of trusting digests resolved in the last %s", image.DefaultTTL))
 	return cmd
@@ -211,6 +214,7 @@ func runGather(cmd *cobra.Command, g *globals, f *gatherFlags, dir string) error
 		Dockerfile:      f.dockerfile,
 		Target:          f.target,
 		AllImages:       f.allImages,
+		ProbePaths:      f.probePaths,
 		Logger:          g.logger(),
 	}
 	if !f.noCache {

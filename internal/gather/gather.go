@@ -43,8 +43,11 @@ type Options struct {
 	// AllImages judges every image of the repository as well, into
 	// Context.Images.
 	AllImages bool
-	Logger    *slog.Logger
-	Progress  func(pipeline.Progress)
+	// ProbePaths are URL paths the traced boot requests (gather
+	// --probe-path).
+	ProbePaths []string
+	Logger     *slog.Logger
+	Progress   func(pipeline.Progress)
 }
 
 // Outcome is a finished gather.
@@ -77,7 +80,7 @@ func Run(ctx context.Context, dir string, o Options) (*Outcome, error) {
 		Logger:       o.Logger,
 		Progress:     o.Progress,
 	}
-	pctx := &probe.Context{Sandbox: o.Sandbox, Logger: o.Logger, Task: o.Task, RegistryMirrors: o.RegistryMirrors, BootFor: o.BootFor}
+	pctx := &probe.Context{Sandbox: o.Sandbox, Logger: o.Logger, Task: o.Task, RegistryMirrors: o.RegistryMirrors, BootFor: o.BootFor, ProbePaths: o.ProbePaths}
 	sel, hasSel := o.Registry.ImageSelector(o.Task)
 	switch {
 	case hasSel:

@@ -120,3 +120,22 @@ func TestHeavyTimeoutReachesTheSpawn(t *testing.T) {
 		}
 	}
 }
+
+// TestProbePathsReachTheSpawn: gather --probe-path goes to the traced
+// boot's requests.
+func TestProbePathsReachTheSpawn(t *testing.T) {
+	t.Parallel()
+	sb := &recordingSandbox{}
+	o := Options{Registry: builtin.NewRegistry(), Version: "test", Sandbox: sb, Task: "distroless-migration", ProbePaths: []string{"/healthz", "/api/status"}}
+	if _, err := Run(t.Context(), example(t), o); err != nil {
+		t.Fatal(err)
+	}
+	sb.mu.Lock()
+	defer sb.mu.Unlock()
+	if len(sb.reqs) == 0 || sb.reqs[0].Build == nil {
+		t.Fatal("the trace probe did not spawn a build")
+	}
+	if got := sb.reqs[0].Build.ProbePaths; len(got) != 2 || got[0] != "/healthz" || got[1] != "/api/status" {
+		t.Errorf("probe paths %q, want /healthz and /api/status", got)
+	}
+}

@@ -137,4 +137,7 @@ type Context struct {
 	// Image is the image the run judges; zero when the repository has no
 	// Dockerfile. Probes with Desc.PerImage describe this image only.
 	Image ImageRef
+	// ProbePaths are URL paths that probes booting the image request
+	// during the boot, beyond the ones they find themselves.
+	ProbePaths []string
 }

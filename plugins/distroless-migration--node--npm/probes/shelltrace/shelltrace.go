@@ -158,6 +158,16 @@ type Probe struct {
 // New returns the probe.
 func New() *Probe { return &Probe{} }
 
+// probePaths are the probe's own paths, then the run's (gather
+// --probe-path).
+func (p *Probe) probePaths(pctx *probe.Context) []string {
+	out := append([]string{}, p.ProbePaths...)
+	if pctx != nil {
+		out = append(out, pctx.ProbePaths...)
+	}
+	return out
+}
+
 var (
 	_ probe.Probe       = (*Probe)(nil)
 	_ probe.ImageLister = (*Probe)(nil)
@@ -169,7 +179,7 @@ var (
 // another mirror may serve other images under the same tags.
 func (p *Probe) KeySettings(pctx *probe.Context) []string {
 	s := []string{"boot_for=" + p.bootFor(pctx).String()}
-	for _, path := range p.ProbePaths {
+	for _, path := range p.probePaths(pctx) {
 		s = append(s, "probe_path="+path)
 	}
 	regs := make([]string, 0, len(pctx.RegistryMirrors))
@@ -275,7 +285,7 @@ func (p *Probe) Run(ctx context.Context, repo *probe.Repo, pctx *probe.Context) 
 		CaptureTrace: true,
 		Build: &sandbox.BuildSpec{
 			Dockerfile: f.Path, Targets: facts.Targets, Boot: true, BootFor: bootFor,
-			RegistryMirrors: pctx.RegistryMirrors, ProbePaths: p.ProbePaths,
+			RegistryMirrors: pctx.RegistryMirrors, ProbePaths: p.probePaths(pctx),
 		},
 	}
 	if d, ok := ctx.Deadline(); ok {
