@@ -30,6 +30,12 @@ type ComposeBuild struct {
 	// with its line; it overrides the image's HEALTHCHECK.
 	Healthcheck     []string `json:"healthcheck,omitempty"`
 	HealthcheckLine int      `json:"healthcheck_line,omitempty"`
+	// Command and Entrypoint override the image's CMD and ENTRYPOINT; a
+	// string is one word list split as compose splits it (no shell).
+	Command        []string `json:"command,omitempty"`
+	CommandLine    int      `json:"command_line,omitempty"`
+	Entrypoint     []string `json:"entrypoint,omitempty"`
+	EntrypointLine int      `json:"entrypoint_line,omitempty"`
 }
 
 // ComposeFile is what the compose files say about builds; Errors names the
@@ -134,6 +140,8 @@ func parseCompose(file string, data []byte) ([]ComposeBuild, error) {
 			case yaml.DocumentNode, yaml.MappingNode, yaml.AliasNode:
 			}
 		}
+		cb.Command, cb.CommandLine = words(mapValue(svc, "command"))
+		cb.Entrypoint, cb.EntrypointLine = words(mapValue(svc, "entrypoint"))
 		if strings.Contains(cb.Context, "://") || strings.HasPrefix(cb.Context, "/") {
 			continue // a remote or absolute context is not this repository
 		}
@@ -145,6 +153,56 @@ func parseCompose(file string, data []byte) ([]ComposeBuild, error) {
 		out = append(out, cb)
 	}
 	return out, nil
+}
+
+// words reads a compose command: a list, or a string split on white space
+// with quotes kept together, as compose does (it runs no shell).
+func words(n *yaml.Node) ([]string, int) {
+	if n == nil {
+		return nil, 0
+	}
+	switch n.Kind {
+	case yaml.SequenceNode:
+		var out []string
+		for _, c := range n.Content {
+			out = append(out, c.Value)
+		}
+		return out, n.Line
+	case yaml.ScalarNode:
+		return splitWords(n.Value), n.Line
+	case yaml.DocumentNode, yaml.MappingNode, yaml.AliasNode:
+	}
+	return nil, 0
+}
+
+func splitWords(s string) []string {
+	var out []string
+	var cur strings.Builder
+	quote := rune(0)
+	inWord := false
+	for _, r := range s {
+		switch {
+		case quote != 0 && r == quote:
+			quote = 0
+		case quote != 0:
+			cur.WriteRune(r)
+		case r == '"' || r == '\'':
+			quote, inWord = r, true
+		case r == ' ' || r == '\t' || r == '\n':
+			if inWord {
+				out = append(out, cur.String())
+				cur.Reset()
+				inWord = false
+			}
+		default:
+			cur.WriteRune(r)
+			inWord = true
+		}
+	}
+	if inWord {
+		out = append(out, cur.String())
+	}
+	return out
 }
 
 func mapValue(n *yaml.Node, key string) *yaml.Node {

@@ -237,6 +237,9 @@ type builder struct {
 	// depBinaries are programs the production dependencies are known to
 	// run (fluent-ffmpeg runs ffmpeg), with the dependency.
 	depBinaries map[string]string
+	// envBinaries are programs the final stage's ENV names by path
+	// (PUPPETEER_EXECUTABLE_PATH=/usr/bin/chromium), with the variable.
+	envBinaries map[string]string
 }
 
 // composeFor finds the compose build of a Dockerfile.
@@ -377,6 +380,7 @@ func (b *builder) dockerfiles(f *dockerfileprobe.Facts) {
 		return
 	}
 	b.startBinaries = startBinaries(d)
+	b.envBinaries = envBinaries(d)
 	if cmd, ok := d.Effective(d.Final, "cmd"); ok {
 		b.cmdArgv = cmd.Args
 		if cmd.Form == dockerfile.FormShell {
@@ -414,6 +418,9 @@ func (b *builder) dockerfiles(f *dockerfileprobe.Facts) {
 					Title: fmt.Sprintf("SHELL %v in the final stage", in.Args), Fix: "remove SHELL once the final stage's instructions are in exec form", Evidence: ev(d.Path, in.Line)})
 			}
 		}
+	}
+	if cb, found := composeFor(f, d.Path); found {
+		b.composeOverrides(cb)
 	}
 	hc, ok := d.Effective(d.Final, "healthcheck")
 	hcFile := d.Path
@@ -483,6 +490,36 @@ func (b *builder) dockerfiles(f *dockerfileprobe.Facts) {
 	}
 }
 
+// composeOverrides judges a compose file's command and entrypoint, which
+// replace the image's own when the service runs through compose: a shell
+// or a package manager there needs a shell whatever the Dockerfile says,
+// and the Dockerfile rewrite does not reach it.
+func (b *builder) composeOverrides(cb images.ComposeBuild) {
+	for _, o := range []struct {
+		what string
+		argv []string
+		line int
+	}{{"ENTRYPOINT", cb.Entrypoint, cb.EntrypointLine}, {"CMD", cb.Command, cb.CommandLine}} {
+		if len(o.argv) == 0 {
+			continue
+		}
+		prog := baseName(o.argv[0])
+		var why string
+		switch {
+		case shellcmd.IsShell(prog):
+			why = "runs " + prog
+		case prog == "npm" || prog == "yarn" || prog == "pnpm" || prog == "npx":
+			why = "starts through " + prog + ", which runs scripts through sh -c"
+		default:
+			continue
+		}
+		b.Add(probe.Blocker{ID: npmscripts.WarnShellFormStart, Kind: probe.ShellAtRuntime, Rule: RuleShellLine,
+			Title:    fmt.Sprintf("the compose service %s overrides the image's %s with %s (%s)", cb.Service, o.what, strings.Join(o.argv, " "), why),
+			WhyNot:   "the compose file, not the Dockerfile, sets this command: change it there to exec-form node arguments",
+			Evidence: []probe.Evidence{{File: cb.File, Line: o.line}}})
+	}
+}
+
 // keepRun records the programs a RUN step that stays in the final stage
 // configures for run time.
 func (b *builder) keepRun(in dockerfile.Instruction) {
@@ -509,6 +546,8 @@ var wrapperBinaries = map[string][]string{
 	"youtube-dl-exec": {"yt-dlp", "python3"}, "yt-dlp-wrap": {"yt-dlp"}, "node-7z": {"7z"},
 	"pdf-poppler": {"pdftoppm"}, "node-poppler": {"pdftotext", "pdftoppm"}, "ghostscript4js": {"gs"},
 	"shelljs": {"sh"}, "node-cron-shell": {"sh"}, "git-clone": {"git"}, "isomorphic-git": nil,
+	"puppeteer": {"chromium", "chromium-browser"}, "puppeteer-core": {"chromium", "chromium-browser"},
+	"playwright": {"chromium"}, "playwright-core": {"chromium"}, "sharp-cli": nil, "wkhtmltopdf": {"wkhtmltopdf"},
 }
 
 // healthAnalysis analyses a shell-form health check. "CHECK || exit 1" is
@@ -530,6 +569,26 @@ func healthAnalysis(line string) shellcmd.Analysis {
 		}
 	}
 	return a
+}
+
+// envBinaries names the programs the final stage's ENV values point at by
+// an absolute path, with the variable that does.
+func envBinaries(d *dockerfile.File) map[string]string {
+	out := map[string]string{}
+	for i := d.Final; i >= 0; i = d.Stages[i].BaseStage {
+		for _, in := range d.Stages[i].Instructions {
+			if in.Command != "env" {
+				continue
+			}
+			for _, kv := range in.Args {
+				k, v, ok := strings.Cut(kv, "=")
+				if ok && strings.HasPrefix(v, "/") && !strings.ContainsAny(v, " :") {
+					out[baseName(v)] = k
+				}
+			}
+		}
+	}
+	return out
 }
 
 // startBinaries names the programs the final stage's ENTRYPOINT, CMD and
@@ -721,6 +780,20 @@ func (b *builder) startProgram(ep *entrypoints.Facts, nr *noderuntime.Facts) {
 		// the app's script in any image (CMD ["npm", "start"] on a
 		// distroless base runs node /app/npm).
 		script := nodeScriptOf(c.Program[1:])
+		if shellcmd.IsShell(script) && len(c.Program) >= 4 && c.Program[1] == script && c.Program[2] == "-c" {
+			// CMD ["sh", "-c", LINE] on a distroless base runs node sh -c
+			// LINE; exec form of LINE is what was meant.
+			a := shellcmd.Analyze(c.Program[3])
+			bl := probe.Blocker{ID: dockerfileprobe.WarnShellFormCmd, Kind: probe.ShellAtRuntime,
+				Title: fmt.Sprintf("CMD runs %s -c %q, which on the distroless entrypoint is node %s: a shell the image does not have", script, c.Program[3], script), Evidence: b.startEv}
+			if a.Removable && len(a.Argv) > 0 && isNodeWord(a.Argv[0]) {
+				bl.Rule, bl.Fix = RuleExecForm, cmdFix(a.Argv, a.Env)
+			} else {
+				bl.Rule, bl.WhyNot = RuleShellLine, "the line needs a shell: "+strings.Join(a.Reasons, ", ")
+			}
+			b.Add(bl)
+			return
+		}
 		if notAScript[baseName(script)] {
 			b.Add(probe.Blocker{ID: entrypoints.WarnNotFound, Kind: probe.UnknownKind, Rule: RuleUnclassified,
 				Title: fmt.Sprintf("node runs %q as its script, but %s is a tool, not the app's JS file (the distroless entrypoint is node)", script, baseName(script)),
@@ -941,6 +1014,8 @@ func (b *builder) runtime(f *noderuntime.Facts) {
 				need = fmt.Sprintf("a final-stage RUN configures %s for run time (line %d)", bin, b.keptRunBinaries[bin])
 			case b.depBinaries[bin] != "":
 				need = "the production dependency " + b.depBinaries[bin] + " runs " + bin
+			case b.envBinaries[bin] != "":
+				need = "ENV " + b.envBinaries[bin] + " points the service at " + bin
 			case b.reachableBinaries[bin]:
 				need = "code the entrypoint reaches runs " + bin
 			}
