@@ -751,8 +751,8 @@ func (b *builder) startProgram(ep *entrypoints.Facts, nr *noderuntime.Facts) {
 		return
 	}
 	prog := c.Program[0]
-	switch {
-	case c.Launcher == "other":
+	switch c.Launcher {
+	case "other":
 		name := baseName(prog)
 		for _, e := range ep.Executables {
 			if e.Command == prog {
@@ -774,7 +774,7 @@ func (b *builder) startProgram(ep *entrypoints.Facts, nr *noderuntime.Facts) {
 		b.Add(probe.Blocker{ID: entrypoints.WarnNotFound, Kind: probe.UnknownKind, Rule: RuleUnclassified,
 			Title: fmt.Sprintf("the container starts %s, which is neither a file of the repository nor a package the image installs", prog),
 			Fix:   "run the service with node and its JS file in exec form", Evidence: b.startEv})
-	case c.Launcher == "node":
+	case "node":
 		// A script a build generates (dist/, a bundle) is not in the
 		// repository and may well be in the image; a tool's name is not
 		// the app's script in any image (CMD ["npm", "start"] on a

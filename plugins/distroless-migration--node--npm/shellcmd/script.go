@@ -96,7 +96,7 @@ func (s *Script) call(c *syntax.CallExpr, last bool) {
 // or any operand replaces "$@", which is logic.
 func onlyOptions(args []string) bool {
 	for _, a := range args {
-		if a == "--" || a == "-" || !(strings.HasPrefix(a, "-") || strings.HasPrefix(a, "+")) {
+		if a == "--" || a == "-" || !strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "+") {
 			return false
 		}
 	}
