@@ -20,6 +20,7 @@ const ConfigFile = "codegenie-portfolio.yaml"
 //	  - dockerfile: services/api/Dockerfile   # which service (required)
 //	    target: runtime                        # the stage that ships
 //	    context: services/api                  # the build context
+//	    probe_paths: [/healthz, /api/status]   # URL paths the traced boot requests
 //	  - dockerfile: tools/Dockerfile
 //	    exclude: true
 //	    reason: build tooling, not a service
@@ -36,6 +37,9 @@ type Override struct {
 	Context    string
 	Exclude    bool
 	Reason     string
+	// ProbePaths are URL paths the traced boot requests (gather
+	// --probe-path).
+	ProbePaths []string
 }
 
 // ConfigError is a codegenie-portfolio.yaml that does not validate.
@@ -143,7 +147,7 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-var overrideKeys = []string{"dockerfile", "target", "context", "exclude", "reason"}
+var overrideKeys = []string{"dockerfile", "target", "context", "exclude", "reason", "probe_paths"}
 
 func parseOverride(e *yaml.Node, fail failFunc) (Override, error) {
 	o := Override{Line: e.Line}
@@ -178,6 +182,23 @@ func parseOverride(e *yaml.Node, fail failFunc) (Override, error) {
 			o.Target, err = str(k, v)
 		case "reason":
 			o.Reason, err = str(k, v)
+		case "probe_paths":
+			if v.Kind != yaml.SequenceNode || len(v.Content) == 0 {
+				return fail(v, "probe_paths: want a list of URL paths such as [/healthz]")
+			}
+			for _, p := range v.Content {
+				s, err := str(k, p)
+				if err != nil {
+					return err
+				}
+				if !strings.HasPrefix(s, "/") || len(s) > 256 || strings.ContainsAny(s, " \t\n") {
+					return fail(p, "probe_paths: %q is not an absolute URL path (such as /healthz)", s)
+				}
+				o.ProbePaths = append(o.ProbePaths, s)
+			}
+			if len(o.ProbePaths) > 16 {
+				return fail(v, "probe_paths: at most 16 paths")
+			}
 		case "exclude":
 			if v.Kind != yaml.ScalarNode || v.Tag != "!!bool" {
 				return fail(v, "exclude: want true or false")
@@ -192,8 +213,8 @@ func parseOverride(e *yaml.Node, fail failFunc) (Override, error) {
 	if o.Dockerfile == "" {
 		return o, fail(e, "service entry without dockerfile: name the Dockerfile it configures")
 	}
-	if o.Exclude && (o.Target != "" || o.Context != "") {
-		return o, fail(e, "an excluded service takes no target or context")
+	if o.Exclude && (o.Target != "" || o.Context != "" || len(o.ProbePaths) > 0) {
+		return o, fail(e, "an excluded service takes no target, context or probe_paths")
 	}
 	if o.Context != "" && o.Context != "." && !strings.HasPrefix(o.Dockerfile, o.Context+"/") {
 		return o, fail(e, "dockerfile %s is outside its context %s: the pipeline judges the context as the repository", o.Dockerfile, o.Context)

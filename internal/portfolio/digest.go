@@ -67,6 +67,6 @@ func walkDigest(dir string) (string, error) {
 // that change its answer, and its build context's files.
 func inputsDigest(s Service, settings, tree string) string {
 	h := sha256.New()
-	fmt.Fprintf(h, "%s\x00%s\x00%s\x00%s\x00%s\x00%s\x00%s", s.ID, s.Dir, s.Context, s.Dockerfile, s.Target, settings, tree)
+	fmt.Fprintf(h, "%s\x00%s\x00%s\x00%s\x00%s\x00%s\x00%s\x00%q", s.ID, s.Dir, s.Context, s.Dockerfile, s.Target, settings, tree, s.ProbePaths)
 	return hex.EncodeToString(h.Sum(nil))
 }

@@ -233,6 +233,7 @@ func (d *Discovery) Services(ctx context.Context, co Checkout) ([]Service, error
 				s.Context = o.Context
 				s.Why += "; context " + o.Context + " from " + ConfigFile
 			}
+			s.ProbePaths = o.ProbePaths
 		default:
 			if why := testImage(r.Dockerfile); why != "" {
 				s.Skip = why

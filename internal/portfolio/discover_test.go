@@ -103,7 +103,8 @@ func TestConfigErrorsHaveLines(t *testing.T) {
 		name, yaml, want string
 	}{
 		{"unknown top key", "version: 1\nservice: []\n", `x.yaml:2: unknown key "service"; want one of: version, services`},
-		{"unknown entry key", "version: 1\nservices:\n  - dockerfile: Dockerfile\n    tagret: x\n", `x.yaml:4: unknown key "tagret"; want one of: dockerfile, target, context, exclude, reason`},
+		{"unknown entry key", "version: 1\nservices:\n  - dockerfile: Dockerfile\n    tagret: x\n", `x.yaml:4: unknown key "tagret"; want one of: dockerfile, target, context, exclude, reason, probe_paths`},
+		{"probe path not a path", "version: 1\nservices:\n  - dockerfile: Dockerfile\n    probe_paths: [healthz]\n", `x.yaml:4: probe_paths: "healthz" is not an absolute URL path (such as /healthz)`},
 		{"missing version", "services: []\n", "x.yaml:1: missing version: add 'version: 1'"},
 		{"wrong version", "version: 2\n", `x.yaml:1: version: want 1, got "2"`},
 		{"no dockerfile", "version: 1\nservices:\n  - target: x\n", "x.yaml:3: service entry without dockerfile: name the Dockerfile it configures"},
@@ -229,5 +230,17 @@ func TestGeneratedPortfolio(t *testing.T) {
 	}
 	if mono != 8 || judged < 12 {
 		t.Errorf("got %d services, %d judged, %d in monorepo contexts; want 8 in contexts and at least 12 judged:\n%v", len(got), judged, mono, summarise(got))
+	}
+}
+
+func TestConfigProbePaths(t *testing.T) {
+	t.Parallel()
+	cfg, err := ParseConfig("x.yaml", []byte("version: 1\nservices:\n  - dockerfile: api/Dockerfile\n    probe_paths: [/healthz, /api/status]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, ok := cfg.lookup("api/Dockerfile")
+	if !ok || len(o.ProbePaths) != 2 || o.ProbePaths[0] != "/healthz" || o.ProbePaths[1] != "/api/status" {
+		t.Errorf("override %+v, want the two probe paths", o)
 	}
 }

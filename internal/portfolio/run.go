@@ -100,7 +100,7 @@ func (r *Runner) Run(ctx context.Context, services []Service) ([]Record, Plan, e
 			rec.Digest = inputsDigest(s, settings, tree)
 		}
 		prev, had := old[s.ID]
-		same := had && prev.Digest == rec.Digest && prev.Service == s
+		same := had && prev.Digest == rec.Digest && prev.Service.equal(s)
 		switch {
 		case s.Skip != "":
 			rec.State, rec.Reason = StateSkipped, s.Skip
@@ -150,7 +150,7 @@ func (r *Runner) Run(ctx context.Context, services []Service) ([]Record, Plan, e
 }
 
 func recordsEqual(a, b Record) bool {
-	return a.Service == b.Service && a.Digest == b.Digest && a.State == b.State && a.Reason == b.Reason && a.Tier == b.Tier
+	return a.Service.equal(b.Service) && a.Digest == b.Digest && a.State == b.State && a.Reason == b.Reason && a.Tier == b.Tier
 }
 
 func (r *Runner) observe(rec Record) {
@@ -305,6 +305,7 @@ func (r *Runner) gather(ctx context.Context, s Service, tier Tier) (out *gather.
 	}()
 	o := r.Options
 	o.Dockerfile, o.Target, o.AllImages, o.Progress = s.Dockerfile, s.Target, false, nil
+	o.ProbePaths = append(append([]string{}, r.Options.ProbePaths...), s.ProbePaths...)
 	if s.Context != "." && s.Context != "" {
 		o.Dockerfile = strings.TrimPrefix(s.Dockerfile, s.Context+"/")
 	}

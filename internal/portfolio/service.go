@@ -2,6 +2,7 @@ package portfolio
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/codegenie/codegenie/internal/probe"
@@ -29,6 +30,15 @@ type Service struct {
 	Why string `json:"why,omitempty"`
 	// Skip says why the service is not judged; empty when it is.
 	Skip string `json:"skip,omitempty"`
+	// ProbePaths are URL paths the traced boot requests, from the
+	// repository's codegenie-portfolio.yaml.
+	ProbePaths []string `json:"probe_paths,omitempty"`
+}
+
+// equal reports whether two services are the same unit of work.
+func (s Service) equal(o Service) bool {
+	return s.ID == o.ID && s.Repo == o.Repo && s.Dir == o.Dir && s.Context == o.Context && s.Dockerfile == o.Dockerfile &&
+		s.Target == o.Target && s.Why == o.Why && s.Skip == o.Skip && slices.Equal(s.ProbePaths, o.ProbePaths)
 }
 
 // State is where a service is in a run.
