@@ -257,7 +257,7 @@ func composeFor(f *dockerfileprobe.Facts, dockerfilePath string) (images.Compose
 func (b *builder) Add(bl probe.Blocker) {
 	rule := RuleFor(bl.Rule)
 	bl.Removable = rule.Removable
-	if !rule.Removable && bl.Fix == "" {
+	if !rule.Removable && bl.Fix == "" && bl.WhyNot == "" {
 		bl.WhyNot = rule.WhyNot
 	}
 	key := bl.ID
@@ -391,7 +391,7 @@ func (b *builder) dockerfiles(f *dockerfileprobe.Facts) {
 		for _, in := range d.Stages[i].Instructions {
 			switch {
 			case in.Command == "run" && in.Form == dockerfile.FormShell:
-				step := ClassifyRun(in)
+				step := ClassifyRun(in, d.Workdir(i))
 				bl := probe.Blocker{ID: dockerfileprobe.WarnShellFormRunFinal, Kind: probe.ShellInFinalStageBuild,
 					Title:    fmt.Sprintf("RUN %s needs /bin/sh in the final stage", clip(strings.Join(in.Args, " "), 120)),
 					Evidence: ev(d.Path, in.Line)}
@@ -403,7 +403,7 @@ func (b *builder) dockerfiles(f *dockerfileprobe.Facts) {
 				}
 				b.Add(bl)
 			case in.Command == "run" && in.Form == dockerfile.FormExec && len(in.Args) > 0 && !isNodeWord(in.Args[0]):
-				step := ClassifyRun(in)
+				step := ClassifyRun(in, d.Workdir(i))
 				bl := probe.Blocker{ID: dockerfileprobe.WarnShellFormRunFinal, Kind: probe.MissingBinary,
 					Title:    fmt.Sprintf("RUN %s runs %s in the final stage, which distroless lacks", quoteArgv(in.Args), in.Args[0]),
 					Evidence: ev(d.Path, in.Line)}

@@ -2,6 +2,7 @@ package readiness
 
 import (
 	"path"
+	"regexp"
 	"strings"
 
 	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/dockerfile"
@@ -41,13 +42,52 @@ var sideEffects = map[string]string{
 // own (a runtime need is a missing_binary blocker), so the step moves.
 var packageManagers = map[string]bool{"apt-get": true, "apt": true, "apk": true, "yum": true, "dnf": true, "microdnf": true, "dpkg": true}
 
+// writes are the file steps whose path arguments are what they change.
+// (Directories a step makes, and ownership and modes it sets, travel with
+// COPY --from --chown; files it puts into the system directories do not.)
+var writes = map[string]bool{"cp": true, "mv": true, "ln": true, "touch": true, "tar": true}
+
+// redirectRE finds the target of an output redirection.
+var redirectRE = regexp.MustCompile(`>>?\s*(/[^\s;&|]+)`)
+
+// systemPath reports a path the runtime image owns (its system
+// directories), where a builder's file cannot simply be copied over.
+// Users and groups (/etc/passwd, /etc/group) are the exception: the recipe
+// copies them.
+func systemPath(p string) bool {
+	if !strings.HasPrefix(p, "/") {
+		return false
+	}
+	switch p {
+	case "/etc/passwd", "/etc/group", "/etc/shadow", "/etc/gshadow":
+		return false
+	}
+	for _, d := range []string{"/etc/", "/usr/", "/bin/", "/sbin/", "/lib/", "/lib64/", "/var/lib/", "/var/run/", "/run/", "/proc/", "/sys/", "/boot/"} {
+		if strings.HasPrefix(p, d) || p+"/" == d {
+			return true
+		}
+	}
+	return false
+}
+
 // ClassifyRun decides whether a final-stage RUN step only produces files.
 // Every simple command of the step must be one codegenie knows to produce
 // files; a command it does not know keeps the step in place, with the
 // reason, because what it leaves behind cannot be read statically.
-func ClassifyRun(in dockerfile.Instruction) RunStep {
+//
+// workdir is the stage's working directory: the app's, even when it lies
+// under a system directory (/usr/local/app).
+func ClassifyRun(in dockerfile.Instruction, workdir string) RunStep {
+	outside := func(p string) bool {
+		return systemPath(p) && !(workdir != "/" && (p == workdir || strings.HasPrefix(p, strings.TrimSuffix(workdir, "/")+"/")))
+	}
 	var cmds [][]string
 	if in.Form == dockerfile.FormShell {
+		for _, m := range redirectRE.FindAllStringSubmatch(strings.Join(in.Args, " "), -1) {
+			if outside(m[1]) {
+				return RunStep{Why: "it writes " + m[1] + ", outside the app, where the runtime image keeps its own files"}
+			}
+		}
 		a := shellcmd.Analyze(strings.Join(in.Args, " "))
 		if a.ParseError != "" {
 			return RunStep{Why: "the step is not valid POSIX shell, so what it does is unknown"}
@@ -72,6 +112,13 @@ func ClassifyRun(in dockerfile.Instruction) RunStep {
 		case (name == "bash" || name == "sh") && (len(c) == 1 || c[1] == "-" || c[1] == "-s" || c[1] == "-E"):
 			does = append(does, name+" runs a downloaded setup script at build time")
 		case fileSteps[name] != "":
+			if writes[name] {
+				for _, a := range c[1:] {
+					if outside(a) {
+						return RunStep{Why: name + " writes " + a + ", outside the app, where the runtime image keeps its own files"}
+					}
+				}
+			}
 			does = append(does, name+" "+fileSteps[name])
 		case name == "<expanded>":
 			return RunStep{Why: "a command name comes from a variable, so what it does is unknown"}

@@ -26,9 +26,14 @@ func TestClassifyRun(t *testing.T) {
 		{"sh ./install.sh", false, "cannot tell what sh leaves behind"},
 		{"$CMD --init", false, "comes from a variable"},
 		{"if then fi (", false, "not valid POSIX shell"},
+		{"echo 'vm.overcommit_memory=1' >> /etc/sysctl.d/99.conf", false, "outside the app"},
+		{"ln -s /app/bin/cli /usr/local/bin/cli", false, "outside the app"},
+		{"mkdir -p /app/logs && chown app /app/logs", true, "makes directories"},
+		{"mkdir -p /var/lib/kutt", true, "makes directories"},
+		{"npm ci && mv /usr/local/app/node_modules /node_modules", true, "moves files"},
 	}
 	for _, tt := range tests {
-		got := ClassifyRun(dockerfile.Instruction{Command: "run", Form: dockerfile.FormShell, Args: []string{tt.line}})
+		got := ClassifyRun(dockerfile.Instruction{Command: "run", Form: dockerfile.FormShell, Args: []string{tt.line}}, "/usr/local/app")
 		if got.Movable != tt.movable || !strings.Contains(got.Why, tt.why) {
 			t.Errorf("ClassifyRun(%q) = %+v, want movable=%v with %q", tt.line, got, tt.movable, tt.why)
 		}
