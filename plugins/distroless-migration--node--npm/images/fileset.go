@@ -251,8 +251,18 @@ func (b *setBuilder) copyOne(in dockerfile.Instruction, src, dest string, destDi
 			continue
 		}
 		if glob {
+			// A glob that matches a file copies it; one that matches a
+			// directory copies the directory's contents.
 			if ok, _ := path.Match(clean, cf.rel); ok {
 				out = append(out, mapping{image: path.Join(dest, path.Base(cf.rel)), repo: cf.repo})
+				continue
+			}
+			segs := strings.Split(cf.rel, "/")
+			for n := 1; n < len(segs); n++ {
+				if ok, _ := path.Match(clean, strings.Join(segs[:n], "/")); ok {
+					out = append(out, mapping{image: path.Join(dest, strings.Join(segs[n:], "/")), repo: cf.repo})
+					break
+				}
 			}
 			continue
 		}

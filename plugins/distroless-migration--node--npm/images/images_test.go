@@ -175,3 +175,28 @@ func TestGuessContext(t *testing.T) {
 		t.Errorf("context %q (%s), want the repository root", j.Context, j.ContextWhy)
 	}
 }
+
+// TestFileSetGlobMatchesDirectory: COPY lib* ./lib/ copies the contents of
+// a matched directory, as Docker does.
+func TestFileSetGlobMatchesDirectory(t *testing.T) {
+	t.Parallel()
+	repo := probetest.Repo(t, map[string]string{
+		"Dockerfile":   "FROM gcr.io/distroless/nodejs22-debian13\nWORKDIR /app\nCOPY lib* ./lib/\nCOPY *.js ./\n",
+		"lib/git.js":   "",
+		"lib/sub/x.js": "",
+		"server.js":    "",
+		"other/y.js":   "",
+	})
+	set, err := Files.Of(t.Context(), repo, &probe.Context{Image: probe.ImageRef{Dockerfile: "Dockerfile", Target: "0"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rel, want := range map[string]string{"lib/git.js": "/app/lib/git.js", "lib/sub/x.js": "/app/lib/sub/x.js", "server.js": "/app/server.js"} {
+		if got, ok := set.ImagePath(rel); !ok || got != want {
+			t.Errorf("%s → %q, %v; want %s", rel, got, ok, want)
+		}
+	}
+	if ships, _ := set.Ships("other/y.js"); ships {
+		t.Error("other/y.js ships, but no COPY brings it in")
+	}
+}
