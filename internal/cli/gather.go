@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/codegenie/codegenie/internal/atomicfile"
 	"github.com/codegenie/codegenie/internal/builtin"
 	"github.com/codegenie/codegenie/internal/gatecontrol"
 	"github.com/codegenie/codegenie/internal/gatecontrol/client"
@@ -260,36 +261,11 @@ var errNotReady = errors.New("not ready")
 // writeOutput writes with enc to stdout, or to path atomically: a temp file
 // in the same directory, synced and renamed, so an interrupted run never
 // leaves a half-written file in place of a good one.
-func writeOutput(path string, stdout io.Writer, enc func(io.Writer) error) (err error) {
+func writeOutput(path string, stdout io.Writer, enc func(io.Writer) error) error {
 	if path == "" || path == "-" {
 		return enc(stdout)
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	if err := enc(tmp); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if err := tmp.Sync(); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	return nil
+	return atomicfile.Write(path, enc)
 }
 
 // progressPrinter reports probes that take a while, for a person watching.

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/codegenie/codegenie/internal/atomicfile"
 	"github.com/codegenie/codegenie/internal/probe"
 	"github.com/codegenie/codegenie/internal/strictjson"
 )
@@ -283,33 +284,5 @@ func writeCopy(path string, data []byte) error {
 	return nil
 }
 
-// WriteFile writes path atomically: a temporary file in the same folder,
-// synced and renamed over it.
-func WriteFile(path string, enc func(io.Writer) error) (err error) {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	if err := enc(tmp); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if err := tmp.Sync(); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	return nil
-}
+// WriteFile writes path atomically (package atomicfile).
+func WriteFile(path string, enc func(io.Writer) error) error { return atomicfile.Write(path, enc) }
