@@ -118,6 +118,11 @@ func entryFiles(j *images.Judged, set *images.FileSet, c *npmscripts.Chain, w *w
 		return nil, "the start command does not run node directly (" + strings.Join(chainArgv(c), " ") + ")"
 	}
 	preloads, script := ScriptArgs(args)
+	// NODE_OPTIONS set by ENV preloads modules too (--require, --import).
+	if opts, ok := envValue(j, "NODE_OPTIONS"); ok {
+		more, _ := ScriptArgs(append(strings.Fields(opts), "--"))
+		preloads = append(preloads, more...)
+	}
 	if script == "" {
 		return nil, "node runs no script file (" + strings.Join(args, " ") + ")"
 	}
@@ -146,6 +151,32 @@ func entryFiles(j *images.Judged, set *images.FileSet, c *npmscripts.Chain, w *w
 		}
 	}
 	return out, why
+}
+
+// envValue is the last ENV value of key in the final stage's FROM chain.
+func envValue(j *images.Judged, key string) (string, bool) {
+	f := j.File
+	val, found := "", false
+	var chain []int
+	for i := f.Final; i >= 0; i = f.Stages[i].BaseStage {
+		chain = append([]int{i}, chain...)
+	}
+	for _, i := range chain {
+		for _, in := range f.Stages[i].Instructions {
+			if in.Command != "env" {
+				continue
+			}
+			for _, kv := range in.Args {
+				if k, v, ok := strings.Cut(kv, "="); ok && k == key {
+					if len(v) >= 2 && (v[0] == '"' || v[0] == '\'') && v[len(v)-1] == v[0] {
+						v = v[1 : len(v)-1]
+					}
+					val, found = v, true
+				}
+			}
+		}
+	}
+	return val, found
 }
 
 // mapEntry maps a path node is given (relative to the image's WORKDIR) to

@@ -178,3 +178,15 @@ func TestGraphHoles(t *testing.T) {
 		t.Error("an undeclared bare import (an alias) does not leave the app's other files possibly loaded")
 	}
 }
+
+func TestNodeOptionsPreload(t *testing.T) {
+	t.Parallel()
+	g := graphOf(t, map[string]string{
+		"Dockerfile":     "FROM gcr.io/distroless/nodejs22-debian13\nWORKDIR /app\nCOPY . .\nENV NODE_OPTIONS=\"--require ./lib/tracing.js\"\nCMD [\"server.js\"]\n",
+		"server.js":      "",
+		"lib/tracing.js": "",
+	})
+	if !g.Reached("lib/tracing.js") {
+		t.Errorf("the NODE_OPTIONS preload is not reached (entries %v)", g.Entries)
+	}
+}
