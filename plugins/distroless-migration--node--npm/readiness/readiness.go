@@ -582,6 +582,7 @@ func envBinaries(d *dockerfile.File) map[string]string {
 			}
 			for _, kv := range in.Args {
 				k, v, ok := strings.Cut(kv, "=")
+				v = strings.Trim(v, `"'`)
 				if ok && strings.HasPrefix(v, "/") && !strings.ContainsAny(v, " :") {
 					out[baseName(v)] = k
 				}
