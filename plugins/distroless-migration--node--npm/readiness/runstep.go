@@ -78,9 +78,10 @@ func systemPath(p string) bool {
 // workdir is the stage's working directory: the app's, even when it lies
 // under a system directory (/usr/local/app).
 func ClassifyRun(in dockerfile.Instruction, workdir string) RunStep {
-	outside := func(p string) bool {
-		return systemPath(p) && !(workdir != "/" && (p == workdir || strings.HasPrefix(p, strings.TrimSuffix(workdir, "/")+"/")))
+	inApp := func(p string) bool {
+		return workdir != "/" && (p == workdir || strings.HasPrefix(p, strings.TrimSuffix(workdir, "/")+"/"))
 	}
+	outside := func(p string) bool { return systemPath(p) && !inApp(p) }
 	var cmds [][]string
 	if in.Form == dockerfile.FormShell {
 		for _, m := range redirectRE.FindAllStringSubmatch(strings.Join(in.Args, " "), -1) {
