@@ -1119,6 +1119,8 @@ func (b *builder) childProcess(f *childprocess.Facts) {
 		evs := []probe.Evidence{e}
 		if len(fd.Chain) > 1 {
 			evs[0].Note = fd.Function + ", reached by " + strings.Join(fd.Chain, " → ")
+		} else if len(fd.Chain) == 1 {
+			evs[0].Note = fd.Function + ", in the entrypoint itself"
 		} else if fd.ScopeNote != "" {
 			evs[0].Note = fd.Function + "; " + fd.ScopeNote
 		}
