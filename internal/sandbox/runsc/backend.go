@@ -847,12 +847,55 @@ func unmountBelow(dir string) {
 		mp := unescapeMountinfo(f[4])
 		if mp == dir || strings.HasPrefix(mp, dir+"/") {
 			points = append(points, mp)
+			if isDiskMount(dir, mp, f) {
+				discardDisk(mp, f[2])
+			}
 		}
 	}
 	slices.SortFunc(points, func(a, b string) int { return len(b) - len(a) })
 	for _, mp := range points {
 		_ = unix.Unmount(mp, unix.MNT_DETACH)
 	}
+}
+
+// isDiskMount reports whether the mountinfo record f, of mount point mp,
+// is a spawn disk of the spawn directory dir: the root of an ext4
+// filesystem on a loop device, mounted at <dir>/b (a build's) or <dir>/d
+// (a command's).
+func isDiskMount(dir, mp string, f []string) bool {
+	if mp != filepath.Join(dir, "b") && mp != filepath.Join(dir, "d") || f[3] != "/" {
+		return false
+	}
+	sep := slices.Index(f, "-")
+	return sep > 0 && sep+2 < len(f) && f[sep+1] == "ext4" && strings.HasPrefix(f[sep+2], "/dev/loop")
+}
+
+// fsIocShutdown is FS_IOC_SHUTDOWN, _IOR('X', 125, __u32).
+const fsIocShutdown = 0x8004587d
+
+// discardDisk shuts down a spawn disk's filesystem before it is detached,
+// with FS_SHUTDOWN_FLAGS_NOLOGFLUSH: its dirty pages (hundreds of MiB
+// after a build with vfs) are dropped instead of being written back to an
+// image file that is deleted right after; without it the unmount of the
+// last reference writes them all, about 0.5 s here. dev is the mount's
+// major:minor from mountinfo: the ioctl is made only on the root directory
+// of that very device, never on the filesystem below it.
+func discardDisk(mp, dev string) {
+	fd, err := unix.Open(mp, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return
+	}
+	defer func() { _ = unix.Close(fd) }()
+	var st unix.Stat_t
+	if unix.Fstat(fd, &st) != nil || st.Ino != 2 ||
+		fmt.Sprintf("%d:%d", unix.Major(st.Dev), unix.Minor(st.Dev)) != dev {
+		return
+	}
+	var parent unix.Stat_t
+	if unix.Stat(filepath.Dir(mp), &parent) != nil || parent.Dev == st.Dev {
+		return
+	}
+	_ = unix.IoctlSetPointerInt(fd, fsIocShutdown, unix.FS_SHUTDOWN_FLAGS_NOLOGFLUSH)
 }
 
 // unescapeMountinfo undoes the octal escapes (\040 for a space) of a
