@@ -346,6 +346,7 @@ func (br *buildRun) budArgs(target, tag string) []string {
 		"--runtime-flag=network=none",
 		"--runtime-flag=gofer-network-namespace=new",
 		"--network=none",
+		"--layers",
 		// The default OCI format drops HEALTHCHECK.
 		"--format=docker",
 		// Pull a base image only when the private store lacks it: the
@@ -353,13 +354,6 @@ func (br *buildRun) budArgs(target, tag string) []string {
 		"--pull=false",
 		"--cgroup-parent=/" + br.sp.id,
 		fmt.Sprintf("--ulimit=nofile=%d:%d", nofileSoft, nofileHard),
-	}
-	if len(br.plan.targets) > 1 {
-		// A later target reuses the steps that an earlier one ran instead
-		// of running them again. With one target the layers of each
-		// instruction would only be written, and with vfs every one of
-		// them is a copy of the whole image.
-		args = append(args, "--layers")
 	}
 	if b.cfg.NoCgroups {
 		args = append(args, "--runtime-flag=ignore-cgroups")

@@ -186,17 +186,17 @@
 //	      --runtime-flag=platform=<p> --runtime-flag=overlay2=none
 //	      --runtime-flag=network=none --runtime-flag=gofer-network-namespace=new
 //	      [--runtime-flag=pod-init-config=<id>/trace/pod-init.json]
-//	      --network=none [--layers] --format=docker --pull=false
+//	      --network=none --layers --format=docker --pull=false
 //	      --cgroup-parent=/<id> --ulimit=nofile=1024:4096
 //	      [--memory=... --cpu-quota=...]
 //	      -f <id>/Dockerfile [--target=<stage>] -t <unique tag> <workspace>
 //
 // overlay2=none is required (otherwise a step's writes vanish before the
-// next step reads them); --layers, only when a spawn builds several
-// targets, makes a later target reuse the steps that an earlier one ran
-// instead of running them again (with one target it would only commit a
-// layer per instruction, with vfs a copy of the whole image each: about
-// 2 s of a two-stage build here); --format=docker
+// next step reads them); --layers makes the final target reuse the steps
+// that the builder target ran instead of running them again (it also
+// commits every stage's image, which the trace reads interpreters from:
+// without it buildah 1.28 commits no stage that only COPY --from uses);
+// --format=docker
 // keeps HEALTHCHECK; --pull=false pulls a base image only when the private
 // store lacks it; --cgroup-parent makes the steps' sandboxes use the
 // cgroups named for the spawn, which its cleanup (and Reap) find and
