@@ -37,29 +37,9 @@ func TestBuildDiskLimit(t *testing.T) {
 	req.Limits.DiskBytes = limit
 
 	before := hostUsage(t, b.cfg.StateDir)
-	var (
-		mu   sync.Mutex
-		peak = before
-	)
-	done := make(chan struct{})
-	sampled := make(chan struct{})
-	go func() {
-		defer close(sampled)
-		for {
-			u := hostUsage(t, b.cfg.StateDir)
-			mu.Lock()
-			peak = max(peak, u)
-			mu.Unlock()
-			select {
-			case <-done:
-				return
-			case <-time.After(50 * time.Millisecond):
-			}
-		}
-	}()
+	stop := watchUsage(t, b.cfg.StateDir)
 	res, err := b.Spawn(t.Context(), req)
-	close(done)
-	<-sampled
+	peak := stop()
 	logResult(t, res)
 	if err != nil {
 		t.Fatalf("Spawn: %v", err)
@@ -142,6 +122,38 @@ func TestDiskFull(t *testing.T) {
 	}
 }
 
+// watchUsage samples hostUsage(dir) every 50 ms until the returned stop
+// is called, which returns the peak.
+func watchUsage(t testing.TB, dir string) (stop func() int64) {
+	var (
+		mu   sync.Mutex
+		peak = hostUsage(t, dir)
+	)
+	done := make(chan struct{})
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		for {
+			u := hostUsage(t, dir)
+			mu.Lock()
+			peak = max(peak, u)
+			mu.Unlock()
+			select {
+			case <-done:
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	}()
+	return func() int64 {
+		close(done)
+		<-sampled
+		mu.Lock()
+		defer mu.Unlock()
+		return peak
+	}
+}
+
 // hostUsage is what the files below dir take on dir's own filesystem (the
 // host disk): allocated blocks, so a sparse disk image counts for what was
 // written into it, and a mounted spawn disk is not walked twice. Unlike the
@@ -202,35 +214,15 @@ func TestSpawnDiskLimit(t *testing.T) {
 	b := newBackend(t, Config{Rootfs: rootfs})
 	ws := t.TempDir()
 	const limit = 32 << 20
-	var (
-		mu     sync.Mutex
-		before = hostUsage(t, b.cfg.StateDir)
-		peak   = before
-	)
-	done := make(chan struct{})
-	sampled := make(chan struct{})
-	go func() {
-		defer close(sampled)
-		for {
-			u := hostUsage(t, b.cfg.StateDir)
-			mu.Lock()
-			peak = max(peak, u)
-			mu.Unlock()
-			select {
-			case <-done:
-				return
-			case <-time.After(50 * time.Millisecond):
-			}
-		}
-	}()
+	before := hostUsage(t, b.cfg.StateDir)
+	stop := watchUsage(t, b.cfg.StateDir)
 	res, err := b.Spawn(t.Context(), sandbox.SpawnRequest{
 		Role: sandbox.RoleProbe, Workspace: sandbox.Workspace{Dir: ws, Writable: true},
 		Command: []string{"sh", "-c", "busybox dd if=/dev/zero of=/workspace/fill bs=1M count=256 2>&1; echo dd $?; " +
 			"busybox dd if=/dev/zero of=/fill bs=1M count=256 2>&1; echo dd $?; echo alive"},
 		Limits: sandbox.Limits{DiskBytes: limit, MemoryBytes: 512 << 20},
 	})
-	close(done)
-	<-sampled
+	peak := stop()
 	if err != nil {
 		t.Fatalf("Spawn: %v", err)
 	}
