@@ -18,6 +18,7 @@ import (
 	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/probes/npmscripts"
 	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/probes/shelltrace"
 	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/readiness"
+	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/recipe"
 )
 
 // Task is the task this plugin serves.
@@ -49,4 +50,25 @@ func Register(reg *probe.Registry) {
 	if err := reg.RegisterImageSelector(Task, images.Selector{}); err != nil {
 		panic(err)
 	}
+}
+
+// Rewrite runs the migrate recipe on the gathered probe results of the
+// repository at dir (one image's): the readiness plan, then the rewrite of
+// its Dockerfile to target (nil: the default distroless image for the
+// service's Node major).
+func Rewrite(dir string, results []probe.Result, target *recipe.Target) (*recipe.Result, error) {
+	repo, err := probe.OpenRepo(dir)
+	if err != nil {
+		return nil, err
+	}
+	plan, err := readiness.New(Task).Plan(results)
+	if err != nil {
+		return nil, err
+	}
+	in, err := recipe.Prepare(results, plan, repo.ReadFile)
+	if err != nil {
+		return nil, err
+	}
+	in.Target = target
+	return recipe.Rewrite(in)
 }

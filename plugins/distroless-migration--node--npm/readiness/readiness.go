@@ -76,6 +76,11 @@ var needed = map[string]bool{
 
 // Assess combines the results.
 func (a *Assessor) Assess(results []probe.Result) (probe.Assessment, error) {
+	as, _, err := a.assess(results)
+	return as, err
+}
+
+func (a *Assessor) assess(results []probe.Result) (probe.Assessment, *builder, error) {
 	var as probe.Assessment
 	byName := map[string]probe.Result{}
 	for _, r := range results {
@@ -91,15 +96,15 @@ func (a *Assessor) Assess(results []probe.Result) (probe.Assessment, error) {
 	}
 	var df dockerfileprobe.Facts
 	if err := decode(byName, dockerfileprobe.Name, &df); err != nil {
-		return as, err
+		return as, nil, err
 	}
 	var cp childprocess.Facts
 	if err := decode(byName, childprocess.Name, &cp); err != nil {
-		return as, err
+		return as, nil, err
 	}
 	var np nodeproject.Facts
 	if err := decode(byName, nodeproject.Name, &np); err != nil {
-		return as, err
+		return as, nil, err
 	}
 	b.depBinaries = map[string]string{}
 	for _, d := range np.Dependencies {
@@ -111,25 +116,29 @@ func (a *Assessor) Assess(results []probe.Result) (probe.Assessment, error) {
 	b.dockerfiles(&df)
 	var ep entrypoints.Facts
 	if err := decode(byName, entrypoints.Name, &ep); err != nil {
-		return as, err
+		return as, nil, err
 	}
 	b.jsEntries = map[string][]string{}
+	b.binCommands = map[string]bool{}
 	for _, e := range ep.Executables {
-		if e.NodeArgv != nil {
+		switch {
+		case e.NodeArgv != nil:
 			b.jsEntries[e.Command] = e.NodeArgv
+		case e.Kind == entrypoints.KindInferred || e.ResolvedBy == "bin":
+			b.binCommands[e.Command] = true
 		}
 	}
 	if r, ok := byName[npmscripts.Name]; ok {
 		var f npmscripts.Facts
 		if err := decode(byName, npmscripts.Name, &f); err != nil {
-			return as, err
+			return as, nil, err
 		}
 		b.chains(&f, r)
 	}
 	b.executables(&ep)
 	var nr noderuntime.Facts
 	if err := decode(byName, noderuntime.Name, &nr); err != nil {
-		return as, err
+		return as, nil, err
 	}
 	b.runtime(&nr)
 	b.startProgram(&ep, &nr)
@@ -138,7 +147,7 @@ func (a *Assessor) Assess(results []probe.Result) (probe.Assessment, error) {
 	if r, ok := byName[shelltrace.Name]; ok && r.Confidence != probe.Low {
 		var f shelltrace.Facts
 		if err := decode(byName, shelltrace.Name, &f); err != nil {
-			return as, err
+			return as, nil, err
 		}
 		b.trace(&f)
 		heavyRan = true
@@ -182,7 +191,7 @@ func (a *Assessor) Assess(results []probe.Result) (probe.Assessment, error) {
 	if as.Verdict == probe.Unknown {
 		as.Confirmed = false
 	}
-	return as, nil
+	return as, b, nil
 }
 
 func hasNote(ns []probe.Note, id string) bool {
@@ -240,6 +249,13 @@ type builder struct {
 	// envBinaries are programs the final stage's ENV names by path
 	// (PUPPETEER_EXECUTABLE_PATH=/usr/bin/chromium), with the variable.
 	envBinaries map[string]string
+	// binCommands are node_modules/.bin commands whose JS file is not
+	// known statically (the launcher resolves them at run time).
+	binCommands map[string]bool
+	// edits hold the rewrite data of removable blockers, by blockerKey;
+	// start2 is the start command the rewrite gives the service.
+	edits  map[string]Edit
+	start2 *Start
 }
 
 // composeFor finds the compose build of a Dockerfile.
@@ -260,10 +276,7 @@ func (b *builder) Add(bl probe.Blocker) {
 	if !rule.Removable && bl.Fix == "" && bl.WhyNot == "" {
 		bl.WhyNot = rule.WhyNot
 	}
-	key := bl.ID
-	if len(bl.Evidence) > 0 {
-		key += fmt.Sprintf("@%s:%d", bl.Evidence[0].File, bl.Evidence[0].Line)
-	}
+	key := blockerKey(bl)
 	if b.seen == nil {
 		b.seen = map[string]bool{}
 	}
@@ -450,44 +463,55 @@ func (b *builder) dockerfiles(f *dockerfileprobe.Facts) {
 		a := healthAnalysis(hc.Args[0])
 		bl := probe.Blocker{ID: dockerfileprobe.WarnShellFormHealth, Kind: probe.ShellAtRuntime,
 			Title: fmt.Sprintf("HEALTHCHECK CMD %s runs through /bin/sh -c", hc.Args[0]), Evidence: ev(hcFile, hc.Line)}
-		switch {
-		case a.Removable && len(a.Env) == 0 && len(a.Argv) > 0 && isNodeWord(a.Argv[0]):
-			bl.Rule, bl.Fix = RuleHealthExecForm, "HEALTHCHECK CMD "+quoteArgv(append([]string{dockerfile.DistrolessEntrypoint}, a.Argv[1:]...))
-		case len(a.Commands) > 0 && isHTTPClient(a.Commands[0]):
-			bl.Rule, bl.Fix = RuleHealthNode, healthFix(a.Commands[0])
-		default:
-			bl.Rule, bl.Fix = RuleShellLine, "write the check as a Node script: HEALTHCHECK CMD [\"/nodejs/bin/node\", \"healthcheck.js\"]"
-		}
-		b.Add(bl)
+		b.health(bl, a, len(a.Commands) > 0 && isHTTPClient(a.Commands[0]), hcFile != d.Path)
 		return
 	}
 	if shellcmd.IsShell(argv[0]) && len(argv) >= 3 && argv[1] == "-c" {
 		// ["sh", "-c", LINE] is a shell-form check written as exec form.
-		argv = nil
 		a := healthAnalysis(hc.Args[2])
 		bl := probe.Blocker{ID: dockerfileprobe.WarnShellFormHealth, Kind: probe.ShellAtRuntime,
 			Title: fmt.Sprintf("HEALTHCHECK runs %s -c %q", hc.Args[0], hc.Args[2]), Evidence: ev(hcFile, hc.Line)}
-		switch {
-		case a.Removable && len(a.Env) == 0 && len(a.Argv) > 0 && isNodeWord(a.Argv[0]):
-			bl.Rule, bl.Fix = RuleHealthExecForm, "HEALTHCHECK CMD "+quoteArgv(append([]string{dockerfile.DistrolessEntrypoint}, a.Argv[1:]...))
-		case len(a.Commands) > 0 && isHTTPClient(a.Commands[0]) && len(a.Commands) <= 2:
-			bl.Rule, bl.Fix = RuleHealthNode, healthFix(a.Commands[0])
-		default:
-			bl.Rule, bl.Fix = RuleShellLine, "write the check as a Node script: HEALTHCHECK CMD [\"/nodejs/bin/node\", \"healthcheck.js\"]"
-		}
-		b.Add(bl)
+		b.health(bl, a, len(a.Commands) > 0 && isHTTPClient(a.Commands[0]) && len(a.Commands) <= 2, hcFile != d.Path)
 		return
 	}
 	switch {
 	case isNodeWord(argv[0]) && argv[0] != dockerfile.DistrolessEntrypoint:
-		b.Add(probe.Blocker{ID: dockerfileprobe.WarnShellFormHealth, Kind: probe.MissingBinary, Rule: RuleHealthExecForm,
-			Title: fmt.Sprintf("HEALTHCHECK runs %q, but distroless has node only at /nodejs/bin/node, not on PATH", argv[0]),
-			Fix:   "HEALTHCHECK CMD " + quoteArgv(append([]string{dockerfile.DistrolessEntrypoint}, argv[1:]...)), Evidence: ev(hcFile, hc.Line)})
+		b.health(probe.Blocker{ID: dockerfileprobe.WarnShellFormHealth, Kind: probe.MissingBinary,
+			Title:    fmt.Sprintf("HEALTHCHECK runs %q, but distroless has node only at /nodejs/bin/node, not on PATH", argv[0]),
+			Evidence: ev(hcFile, hc.Line)}, shellcmd.Analysis{Removable: true, Argv: argv}, false, hcFile != d.Path)
 	case isHTTPClient(argv):
-		b.Add(probe.Blocker{ID: noderuntime.WarnMissingBinary, Kind: probe.MissingBinary, Rule: RuleHealthNode,
-			Title: fmt.Sprintf("HEALTHCHECK runs %s, which distroless lacks", argv[0]),
-			Fix:   healthFix(argv), Evidence: ev(hcFile, hc.Line)})
+		b.health(probe.Blocker{ID: noderuntime.WarnMissingBinary, Kind: probe.MissingBinary,
+			Title:    fmt.Sprintf("HEALTHCHECK runs %s, which distroless lacks", argv[0]),
+			Evidence: ev(hcFile, hc.Line)}, shellcmd.Analysis{Commands: [][]string{argv}}, true, hcFile != d.Path)
 	}
+}
+
+// health decides a health check's blocker: exec form with node, a
+// generated Node script for a curl or wget check of a URL, or a check only
+// a person can rewrite. A check the compose file sets is rewritten there,
+// not in the Dockerfile, so no Dockerfile rewrite removes it.
+func (b *builder) health(bl probe.Blocker, a shellcmd.Analysis, httpClient, inCompose bool) {
+	url := ""
+	if httpClient {
+		url = healthURL(a.Commands[0])
+	}
+	switch {
+	case inCompose:
+		bl.Rule, bl.WhyNot = RuleShellLine, "the compose file's healthcheck overrides the image's: write it there as [\"CMD\", \"/nodejs/bin/node\", \"healthcheck.js\"]"
+	case a.Removable && len(a.Env) == 0 && len(a.Argv) > 0 && isNodeWord(a.Argv[0]):
+		bl.Rule, bl.Fix = RuleHealthExecForm, "HEALTHCHECK CMD "+quoteArgv(append([]string{dockerfile.DistrolessEntrypoint}, a.Argv[1:]...))
+		b.addEdit(bl, Edit{Health: a.Argv[1:]})
+		return
+	case url != "":
+		bl.Rule, bl.Fix = RuleHealthNode, healthFix(url)
+		b.addEdit(bl, Edit{HealthURL: url})
+		return
+	case httpClient:
+		bl.Rule, bl.WhyNot = RuleShellLine, "the check's URL is not a literal, so no generated script can request it; write the check as a Node script"
+	default:
+		bl.Rule, bl.Fix = RuleShellLine, "write the check as a Node script: HEALTHCHECK CMD [\"/nodejs/bin/node\", \"healthcheck.js\"]"
+	}
+	b.Add(bl)
 }
 
 // composeOverrides judges a compose file's command and entrypoint, which
@@ -629,18 +653,23 @@ func isHTTPClient(argv []string) bool {
 	return b == "curl" || b == "wget"
 }
 
-// healthFix is the Node health check that requests the URL a curl or wget
-// check requests.
-func healthFix(argv []string) string {
+// healthURL is the URL a curl or wget check requests; empty when none is
+// a literal.
+func healthURL(argv []string) string {
 	url := ""
 	for _, a := range argv[1:] {
+		if strings.Contains(a, "<expanded>") || strings.Contains(a, "$") {
+			continue
+		}
 		if strings.HasPrefix(a, "http://") || strings.HasPrefix(a, "https://") || strings.HasPrefix(a, "localhost") || strings.HasPrefix(a, "127.0.0.1") {
 			url = a
 		}
 	}
-	if url == "" {
-		return "HEALTHCHECK CMD [\"/nodejs/bin/node\", \"healthcheck.js\"] with a script that requests the same URL"
-	}
+	return url
+}
+
+// healthFix is the Node health check that requests url.
+func healthFix(url string) string {
 	return fmt.Sprintf("HEALTHCHECK CMD [\"/nodejs/bin/node\", \"healthcheck.js\"] with a script that requests %s and exits 1 unless it answers 2xx", url)
 }
 
@@ -676,18 +705,22 @@ func (b *builder) chains(f *npmscripts.Facts, r probe.Result) {
 			bl := probe.Blocker{ID: npmscripts.WarnPackageManagerStart, Kind: probe.ShellAtRuntime,
 				Title: fmt.Sprintf("the container starts with %s, which runs %q through sh -c", strings.Join(c.Program, " "), c.Script), Evidence: evs}
 			steps, launcher := launcherSteps(c)
+			st := b.nodeStart(c.Direct, c.Env, "the "+c.Script+" script")
 			switch {
-			case c.Convertible:
+			case c.Convertible && st.Program == nil:
 				bl.Rule, bl.Fix = RuleScriptArgv, cmdFix(b.viaJSEntry(c.Direct), c.Env)
-				if d := b.viaJSEntry(c.Direct); len(d) > 0 && !isNodeWord(d[0]) {
-					// A .bin command whose JS file is not known here: the
-					// rewrite needs it, so name what to put in its place.
-					bl.Fix = fmt.Sprintf("run %s's JS file (the one its package.json \"bin\" names) in exec form: %s", d[0],
-						cmdFix(append([]string{"node", "<" + d[0] + " JS file>"}, d[1:]...), c.Env))
+				if st.Bin != "" {
+					// A .bin command whose JS file is known only once the
+					// dependencies are installed.
+					bl.Fix = fmt.Sprintf("run %s's JS file (the one its package's \"bin\" names) from a generated launcher that finds it in node_modules at run time: CMD [%q]", st.Bin, LauncherFile)
 				}
+				b.setStart(st, false)
 			case launcher:
 				bl.Rule = RuleNodeLauncher
-				bl.Fix = fmt.Sprintf("run the %d node steps (%s) from a generated launcher: CMD [\"launch.js\"]", len(steps), strings.Join(steps, "; "))
+				bl.Fix = launcherFix(steps)
+				b.setStart(Start{Steps: steps, From: "the " + c.Script + " script and its hooks"}, false)
+			case c.Convertible:
+				bl.Rule, bl.WhyNot = RuleBinaryAtRuntime, fmt.Sprintf("the %s script runs %s, which is not node", c.Script, strings.Join(st.Program, " "))
 			default:
 				bl.Rule, bl.WhyNot = RuleShellLine, "the start chain does not reduce to node commands: "+strings.Join(c.Blockers, "; ")
 			}
@@ -697,7 +730,8 @@ func (b *builder) chains(f *npmscripts.Facts, r probe.Result) {
 				Title: "the start command needs a shell: " + strings.TrimPrefix(strings.Join(c.Blockers, "; "), "start command needs a shell: "), Evidence: evs}
 			if steps, ok := launcherSteps(c); ok {
 				bl.Rule = RuleNodeLauncher
-				bl.Fix = fmt.Sprintf("run the %d node steps (%s) from a generated launcher: CMD [\"launch.js\"]", len(steps), strings.Join(steps, "; "))
+				bl.Fix = launcherFix(steps)
+				b.setStart(Start{Steps: steps, From: "the start command line"}, false)
 			} else {
 				bl.Rule, bl.WhyNot = RuleShellLine, "one-off steps go into the build or an init job; the service runs as one exec-form command"
 			}
@@ -714,8 +748,12 @@ func (b *builder) chains(f *npmscripts.Facts, r probe.Result) {
 				if !shellForm {
 					title = "the start command runs through an explicit sh -c (" + strings.Join(sc.Argv, " ") + ")"
 				}
-				b.Add(probe.Blocker{ID: id, Kind: probe.ShellAtRuntime, Rule: RuleExecForm,
-					Title: title, Fix: cmdFix(c.Direct, c.Env), Evidence: evs})
+				bl := probe.Blocker{ID: id, Kind: probe.ShellAtRuntime, Rule: RuleExecForm, Title: title, Fix: cmdFix(c.Direct, c.Env), Evidence: evs}
+				if len(c.Direct) == 0 {
+					bl.Rule, bl.Fix, bl.WhyNot = RuleShellLine, "", "the command line needs a shell: "+strings.Join(c.Blockers, "; ")
+				}
+				b.Add(bl)
+				b.setStart(b.nodeStart(c.Direct, c.Env, "the shell-form command"), false)
 			}
 			b.start, b.startEv = &c, evs
 		}
@@ -724,9 +762,28 @@ func (b *builder) chains(f *npmscripts.Facts, r probe.Result) {
 				b.Add(probe.Blocker{ID: npmscripts.WarnDistrolessNodeTwice, Kind: probe.UnknownKind, Rule: RuleDropNodeArgv,
 					Title: "CMD starts with node, but the distroless entrypoint is node already", Fix: cmdFix(c.Program, nil),
 					Evidence: []probe.Evidence{e}})
+				b.setStart(Start{Args: DistrolessCmd(c.Program), From: "CMD without its leading node"}, true)
 			}
 		}
+		// What the container runs now, when no rule above changed it.
+		prog := c.Direct
+		if len(prog) == 0 {
+			prog = c.Program
+		}
+		b.setStart(b.nodeStart(prog, c.Env, "the start command"), false)
 	}
+}
+
+// LauncherFile is the generated launcher's name, beside the app's
+// package.json in the image's WORKDIR.
+const LauncherFile = "codegenie-launch.js"
+
+func launcherFix(steps [][]string) string {
+	s := make([]string, len(steps))
+	for i, st := range steps {
+		s[i] = strings.Join(st, " ")
+	}
+	return fmt.Sprintf("run the %d node steps (%s) from a generated launcher: CMD [%q]", len(steps), strings.Join(s, "; "), LauncherFile)
 }
 
 // viaJSEntry replaces a command that is a shim or an env-node script by
@@ -789,6 +846,7 @@ func (b *builder) startProgram(ep *entrypoints.Facts, nr *noderuntime.Facts) {
 				Title: fmt.Sprintf("CMD runs %s -c %q, which on the distroless entrypoint is node %s: a shell the image does not have", script, c.Program[3], script), Evidence: b.startEv}
 			if a.Removable && len(a.Argv) > 0 && isNodeWord(a.Argv[0]) {
 				bl.Rule, bl.Fix = RuleExecForm, cmdFix(a.Argv, a.Env)
+				b.setStart(b.nodeStart(a.Argv, a.Env, "the sh -c line"), true)
 			} else {
 				bl.Rule, bl.WhyNot = RuleShellLine, "the line needs a shell: "+strings.Join(a.Reasons, ", ")
 			}
@@ -826,14 +884,14 @@ func nodeScriptOf(args []string) string {
 // launcherSteps reports whether a chain is a sequence of node commands
 // (pre/post hooks, && chains) that a generated Node launcher can run
 // without a shell, and lists them.
-func launcherSteps(c npmscripts.Chain) ([]string, bool) {
-	var steps []string
+func launcherSteps(c npmscripts.Chain) ([][]string, bool) {
+	var steps [][]string
 	add := func(a shellcmd.Analysis) bool {
 		if a.Removable && len(a.Argv) > 0 {
 			if !isNodeWord(a.Argv[0]) || len(a.Env) > 0 {
 				return false
 			}
-			steps = append(steps, strings.Join(a.Argv, " "))
+			steps = append(steps, a.Argv)
 			return true
 		}
 		for _, r := range a.Reasons {
@@ -850,7 +908,7 @@ func launcherSteps(c npmscripts.Chain) ([]string, bool) {
 					return false
 				}
 			}
-			steps = append(steps, strings.Join(cmd, " "))
+			steps = append(steps, cmd)
 		}
 		return len(a.Commands) > 0
 	}
@@ -920,6 +978,8 @@ func (b *builder) executables(f *entrypoints.Facts) {
 				Title: fmt.Sprintf("%s is a shell script (%s) that only sets defaults and execs %s", name, e.Shebang, strings.Join(e.Script.Exec, " ")), Evidence: evs}
 			if len(exec) > 0 && isNodeWord(exec[0]) {
 				bl.Fix = "drop the ENTRYPOINT; " + cmdFix(exec, e.Script.Env)
+				st := b.nodeStart(exec, e.Script.Env, "the entrypoint script "+e.Command)
+				b.setStart(st, true)
 			} else {
 				bl.Rule, bl.WhyNot = RuleScriptLogic, "the script only sets defaults, but what it execs is not node ("+strings.Join(exec, " ")+")"
 			}

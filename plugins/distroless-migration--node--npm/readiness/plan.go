@@ -1,0 +1,129 @@
+package readiness
+
+import (
+	"fmt"
+
+	"github.com/codegenie/codegenie/internal/probe"
+)
+
+// Plan is the verdict with what the migrate recipe needs to carry it out:
+// each blocker with the data of its rule's rewrite, and the start command
+// the service has on a distroless runtime. The recipe implements exactly
+// the removable rules, from this plan, so that ready_after_rewrite means
+// "the recipe removes every blocker".
+type Plan struct {
+	Assessment probe.Assessment
+	Actions    []Action
+	// Start is the start command on a distroless runtime; nil when the
+	// service's start command is not known.
+	Start *Start
+}
+
+// Action is one blocker and what its rewrite needs.
+type Action struct {
+	Blocker probe.Blocker
+	Edit    Edit
+}
+
+// Edit is the data of one removable blocker's rewrite (its rule says which
+// rewrite). The fields a rule does not use are zero.
+type Edit struct {
+	// Health is node's arguments for an exec-form HEALTHCHECK run with
+	// /nodejs/bin/node (healthcheck_exec_form).
+	Health []string
+	// HealthURL is the URL that a generated Node health check requests
+	// (healthcheck_node_script).
+	HealthURL string
+}
+
+// Start is a start command that needs no shell on a runtime whose
+// entrypoint is node.
+type Start struct {
+	// Args are node's arguments (the distroless CMD), when the service
+	// starts one node command.
+	Args []string `json:"args,omitempty"`
+	// Bin, when set, is a node_modules/.bin command whose JavaScript file
+	// is known only once dependencies are installed; Args are then its
+	// arguments, and the recipe resolves the file at run time with a
+	// generated launcher.
+	Bin string `json:"bin,omitempty"`
+	// Steps are node commands run one after the other (pre and post hooks,
+	// && chains), each an argv that starts with node; a generated launcher
+	// runs them.
+	Steps [][]string `json:"steps,omitempty"`
+	// Env are KEY=VALUE pairs that move to ENV.
+	Env []string `json:"env,omitempty"`
+	// Program is set when the service starts a program that is not node
+	// (its argv), which the rewrite writes as an exec-form ENTRYPOINT.
+	Program []string `json:"program,omitempty"`
+	// From says where the command comes from, for the change's reason.
+	From string `json:"from,omitempty"`
+}
+
+// Plan assesses results (as Assess does) and returns the plan the migrate
+// recipe carries out.
+func (a *Assessor) Plan(results []probe.Result) (*Plan, error) {
+	as, b, err := a.assess(results)
+	if err != nil {
+		return nil, err
+	}
+	p := &Plan{Assessment: as, Start: b.startPlan()}
+	for _, bl := range as.Blockers {
+		p.Actions = append(p.Actions, Action{Blocker: bl, Edit: b.edits[blockerKey(bl)]})
+	}
+	return p, nil
+}
+
+// blockerKey identifies a blocker: its ID and its first evidence.
+func blockerKey(bl probe.Blocker) string {
+	key := bl.ID
+	if len(bl.Evidence) > 0 {
+		key += fmt.Sprintf("@%s:%d", bl.Evidence[0].File, bl.Evidence[0].Line)
+	}
+	return key
+}
+
+// addEdit records a blocker with its rewrite's data.
+func (b *builder) addEdit(bl probe.Blocker, e Edit) {
+	if b.edits == nil {
+		b.edits = map[string]Edit{}
+	}
+	key := blockerKey(bl)
+	if _, seen := b.edits[key]; !seen && !b.seen[key] {
+		b.edits[key] = e
+	}
+	b.Add(bl)
+}
+
+// setStart records the start command a rewrite gives the service; the
+// first one set wins, except that an entrypoint script's (which replaces
+// the whole start) overrides the others.
+func (b *builder) setStart(s Start, override bool) {
+	if b.start2 == nil || override {
+		b.start2 = &s
+	}
+}
+
+// startPlan is the start command the rewrite gives the service.
+func (b *builder) startPlan() *Start {
+	if b.start2 != nil {
+		return b.start2
+	}
+	return nil
+}
+
+// nodeStart is the start of a node command line on distroless: node's
+// arguments, a .bin command the launcher resolves, or another program.
+func (b *builder) nodeStart(argv, env []string, from string) Start {
+	argv = b.viaJSEntry(argv)
+	switch {
+	case len(argv) == 0:
+		return Start{Env: env, From: from}
+	case isNodeWord(argv[0]):
+		return Start{Args: DistrolessCmd(argv), Env: env, From: from}
+	case b.binCommands[argv[0]]:
+		return Start{Bin: baseName(argv[0]), Args: argv[1:], Env: env, From: from}
+	default:
+		return Start{Program: argv, Env: env, From: from}
+	}
+}

@@ -1,0 +1,907 @@
+// Package recipe rewrites a Node service's Dockerfile to a distroless
+// runtime. It is a pure function: the probes' facts and the readiness plan
+// (every blocker with the data of its rule's rewrite) plus the Dockerfile's
+// bytes go in; the new bytes, the generated files, each change with its
+// reason, and each refusal with its reason come out. It carries out exactly
+// the removable rules of the readiness rule table, so that a verdict of
+// ready_after_rewrite means "the recipe removes every blocker", and it
+// refuses, naming the blocker and its evidence, when a blocker has no
+// rewrite.
+//
+// Edits are line-range edits on the original bytes: comments, ordering
+// and untouched lines stay as they were, and the recipe run on its own
+// output changes nothing.
+package recipe
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/codegenie/codegenie/internal/probe"
+	"github.com/codegenie/codegenie/internal/strictjson"
+	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/dockerfile"
+	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/probes/dockerfileprobe"
+	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/probes/noderuntime"
+	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/readiness"
+	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/shellcmd"
+)
+
+// Input is what the recipe works from.
+type Input struct {
+	// Dockerfile is the judged Dockerfile's repository path; Source is its
+	// bytes.
+	Dockerfile string
+	Source     []byte
+	// File is Source parsed (the dockerfile probe's facts) and Stage the
+	// judged target's stage index.
+	File  *dockerfile.File
+	Stage int
+	// Context is the build context, repository-relative ("." is the root).
+	Context string
+	Plan    *readiness.Plan
+	Runtime noderuntime.Facts
+	// Target is the runtime image; nil picks DefaultTarget for the
+	// service's Node major.
+	Target *Target
+}
+
+// Result is the rewrite.
+type Result struct {
+	Dockerfile string `json:"dockerfile"`
+	// Target is the runtime image the rewrite moves to.
+	Target Target `json:"target"`
+	// Files are the changed and generated files; empty when nothing
+	// changes or the recipe refuses.
+	Files    []File    `json:"files"`
+	Changes  []Change  `json:"changes"`
+	Refusals []Refusal `json:"refusals,omitempty"`
+	Warnings []string  `json:"warnings,omitempty"`
+}
+
+// File is one file the rewrite writes.
+type File struct {
+	Path string `json:"path"`
+	// Old is the file's bytes before, nil for a generated file.
+	Old       []byte      `json:"-"`
+	New       []byte      `json:"-"`
+	Mode      fs.FileMode `json:"mode"`
+	Generated bool        `json:"generated,omitempty"`
+}
+
+// Change is one rewrite and why it was made.
+type Change struct {
+	// Rule is the rule-table entry carried out; Blocker the ID of the
+	// blocker it removes (empty for a change that serves the others).
+	Rule    string `json:"rule"`
+	Blocker string `json:"blocker,omitempty"`
+	Line    int    `json:"line,omitempty"`
+	What    string `json:"what"`
+}
+
+// Refusal is a blocker the recipe cannot remove.
+type Refusal struct {
+	Rule     string           `json:"rule"`
+	Blocker  string           `json:"blocker,omitempty"`
+	Title    string           `json:"title"`
+	Why      string           `json:"why"`
+	Evidence []probe.Evidence `json:"evidence,omitempty"`
+}
+
+// Refused reports whether the recipe refused.
+func (r *Result) Refused() bool { return len(r.Refusals) > 0 }
+
+// Prepare decodes the probe results of the judged image into an Input,
+// with the Dockerfile's bytes read by read.
+func Prepare(results []probe.Result, plan *readiness.Plan, read func(path string) ([]byte, error)) (Input, error) {
+	var in Input
+	var df dockerfileprobe.Facts
+	for _, r := range results {
+		var err error
+		switch r.Probe {
+		case dockerfileprobe.Name:
+			err = strictjson.Unmarshal(r.Facts, &df)
+		case noderuntime.Name:
+			err = strictjson.Unmarshal(r.Facts, &in.Runtime)
+		}
+		if err != nil {
+			return in, fmt.Errorf("decoding %s facts: %w", r.Probe, err)
+		}
+	}
+	if df.Image == nil {
+		return in, errors.New("the repository has no Dockerfile to migrate")
+	}
+	for _, f := range df.Files {
+		if f.Path != df.Image.Dockerfile {
+			continue
+		}
+		if f.Parsed == nil {
+			msg := "it does not parse"
+			if f.Error != nil {
+				msg = f.Error.Message
+			}
+			return in, fmt.Errorf("%s: %s", f.Path, msg)
+		}
+		in.File = f.Parsed
+	}
+	if in.File == nil {
+		return in, fmt.Errorf("%s: not among the parsed Dockerfiles", df.Image.Dockerfile)
+	}
+	src, err := read(df.Image.Dockerfile)
+	if err != nil {
+		return in, err
+	}
+	in.Dockerfile, in.Source, in.Stage, in.Context, in.Plan = df.Image.Dockerfile, src, df.Image.Stage, df.Image.Context, plan
+	return in, nil
+}
+
+// Major is the Node major the rewritten service runs: the runtime's, else
+// the builder's, else 22; a major with no distroless image is bumped to
+// the nearest supported one (bumped reports that).
+func Major(rt noderuntime.Facts) (major int, bumped bool) {
+	for _, img := range rt.Images {
+		switch {
+		case img.Runtime.NodeMajor != 0:
+			major = img.Runtime.NodeMajor
+		case img.Builder != nil && img.Builder.NodeMajor != 0:
+			major = img.Builder.NodeMajor
+		}
+	}
+	if major == 0 {
+		return 22, false
+	}
+	if !noderuntime.Supported(major) {
+		return noderuntime.NextSupported(major), true
+	}
+	return major, false
+}
+
+// rewriter holds one rewrite's state.
+type rewriter struct {
+	in      Input
+	res     *Result
+	d       *dockerfile.File
+	t       int
+	wd      string
+	target  Target
+	edits   []edit
+	src     [][]byte
+	gen     []File
+	byRule  map[string][]readiness.Action
+	newBase bool // the runtime stage's FROM changes
+}
+
+// Rewrite runs the recipe.
+func Rewrite(in Input) (*Result, error) {
+	res := &Result{Dockerfile: in.Dockerfile, Changes: []Change{}, Files: []File{}}
+	if in.Plan == nil || in.File == nil {
+		return nil, errors.New("recipe: no plan or no parsed Dockerfile")
+	}
+	major, bumped := Major(in.Runtime)
+	if in.Target != nil {
+		res.Target = *in.Target
+	} else {
+		res.Target = DefaultTarget(major)
+	}
+	if res.Target.Shell {
+		res.Warnings = append(res.Warnings, fmt.Sprintf("%s still has a shell: the rewrite removes the service's uses of it, but only the traced boot shows that none runs", res.Target.Ref))
+	}
+	as := in.Plan.Assessment
+	for _, a := range in.Plan.Actions {
+		if a.Blocker.Removable {
+			continue
+		}
+		why := a.Blocker.WhyNot
+		if why == "" {
+			why = readiness.RuleFor(a.Blocker.Rule).WhyNot
+		}
+		res.Refusals = append(res.Refusals, Refusal{Rule: a.Blocker.Rule, Blocker: a.Blocker.ID, Title: a.Blocker.Title, Why: why, Evidence: a.Blocker.Evidence})
+	}
+	if as.Verdict == probe.Unknown && len(res.Refusals) == 0 {
+		res.Refusals = append(res.Refusals, Refusal{Rule: readiness.RuleUnclassified, Title: "the verdict is unknown", Why: as.Reason})
+	}
+	if res.Refused() || len(in.Plan.Actions) == 0 {
+		return res, nil
+	}
+	r := &rewriter{in: in, res: res, d: in.File, t: in.Stage, target: res.Target, src: lines(in.Source), byRule: map[string][]readiness.Action{}}
+	if r.t < 0 || r.t >= len(r.d.Stages) {
+		return nil, fmt.Errorf("recipe: stage %d is not in %s", r.t, in.Dockerfile)
+	}
+	for _, a := range in.Plan.Actions {
+		r.byRule[a.Blocker.Rule] = append(r.byRule[a.Blocker.Rule], a)
+	}
+	if bumped {
+		res.Warnings = append(res.Warnings, fmt.Sprintf("Node is bumped to %d, the nearest major with a distroless image: test the service on it", major))
+	}
+	if err := r.run(); err != nil {
+		var ref refusal
+		if errors.As(err, &ref) {
+			res.Refusals = append(res.Refusals, Refusal(ref))
+			res.Changes = []Change{}
+			return res, nil
+		}
+		return nil, err
+	}
+	out, err := apply(in.Source, r.edits)
+	if err != nil {
+		return nil, err
+	}
+	if !bytes.Equal(out, in.Source) {
+		res.Files = append(res.Files, File{Path: in.Dockerfile, Old: in.Source, New: out, Mode: 0o644})
+	}
+	res.Files = append(res.Files, r.gen...)
+	return res, nil
+}
+
+// refusal is a Refusal as an error, for the rewrite steps.
+type refusal Refusal
+
+func (r refusal) Error() string { return r.Title + ": " + r.Why }
+
+func (r *rewriter) refuse(rule, title, why string, line int) error {
+	ref := refusal{Rule: rule, Title: title, Why: why}
+	if line > 0 {
+		ref.Evidence = []probe.Evidence{{File: r.in.Dockerfile, Line: line}}
+	}
+	return ref
+}
+
+func (r *rewriter) has(rule string) bool { return len(r.byRule[rule]) > 0 }
+
+// change records the changes of every blocker of rule.
+func (r *rewriter) change(rule, what string) {
+	acts := r.byRule[rule]
+	if len(acts) == 0 {
+		r.res.Changes = append(r.res.Changes, Change{Rule: rule, What: what})
+		return
+	}
+	for _, a := range acts {
+		c := Change{Rule: rule, Blocker: a.Blocker.ID, What: what}
+		if len(a.Blocker.Evidence) > 0 {
+			c.Line = a.Blocker.Evidence[0].Line
+		}
+		r.res.Changes = append(r.res.Changes, c)
+	}
+}
+
+// startRules are the rules whose rewrite is the start command.
+var startRules = []string{readiness.RuleScriptArgv, readiness.RuleNodeLauncher, readiness.RuleExecForm, readiness.RuleDropNodeArgv,
+	readiness.RuleJSEntry, readiness.RuleEntrypointToEnv}
+
+func (r *rewriter) run() error {
+	st := r.d.Stages[r.t]
+	r.wd = r.d.Workdir(r.t)
+	moves := r.byRule[readiness.RuleMoveToBuilder]
+	r.newBase = dockerfile.ClassifyBase(st.ResolvedBase) != dockerfile.BaseDistroless || r.has(readiness.RuleDistrolessBase) ||
+		r.has(readiness.RuleBumpNode) || r.in.Target != nil && !sameRepo(st.ResolvedBase, r.target.Ref)
+	rewriteStart := r.newBase
+	for _, rule := range startRules {
+		rewriteStart = rewriteStart || r.has(rule)
+	}
+	if err := r.builders(); err != nil {
+		return err
+	}
+	var start []string
+	if rewriteStart {
+		var err error
+		if start, err = r.startLines(); err != nil {
+			return err
+		}
+	}
+	health, err := r.healthLines()
+	if err != nil {
+		return err
+	}
+	switch {
+	case st.BaseStage >= 0 && !r.makesFiles(r.t):
+		return r.inline(start, health)
+	case len(moves) > 0 || st.BaseStage >= 0:
+		return r.split(start, health)
+	}
+	return r.swap(start, health)
+}
+
+// makesFiles reports whether stage i has instructions that change its
+// files (RUN, COPY, ADD).
+func (r *rewriter) makesFiles(i int) bool {
+	for _, in := range r.d.Stages[i].Instructions {
+		if in.Command == "run" || in.Command == "copy" || in.Command == "add" {
+			return true
+		}
+	}
+	return false
+}
+
+// chain is stage t's FROM chain, root first.
+func (r *rewriter) chain() []int {
+	var c []int
+	for i := r.t; i >= 0 && len(c) <= len(r.d.Stages); i = r.d.Stages[i].BaseStage {
+		c = append([]int{i}, c...)
+	}
+	return c
+}
+
+// inline rewrites a runtime stage built FROM an earlier stage that makes
+// no files of its own: it becomes a stage on the target that copies the
+// app from the stage it was built from, with that stage's ENV and USER.
+func (r *rewriter) inline(start, health []string) error {
+	st := r.d.Stages[r.t]
+	if r.wd == "/" {
+		return r.refuse(readiness.RuleDistrolessBase, "the stages set no WORKDIR", "codegenie cannot tell which files make the app; set a WORKDIR", st.Line)
+	}
+	parent := r.d.StageName(st.BaseStage)
+	c := r.collect(r.chain()[:len(r.chain())-1])
+	var b strings.Builder
+	b.WriteString(from(st.Platform, r.target.Pinned(), st.Name))
+	fmt.Fprintf(&b, "WORKDIR %s\n", r.wd)
+	r.copies(&b, parent, c)
+	r.edits = append(r.edits, edit{from: st.Line, to: st.Line, text: b.String()})
+	r.change(readiness.RuleDistrolessBase, fmt.Sprintf("the runtime stage is FROM %s and copies %s from %s, with its ENV and USER", r.target.Pinned(), r.wd, parent))
+	r.change2(readiness.RuleMoveToBuilder, "the RUN steps stay in "+parent+", which the runtime stage copies its files from")
+	r.newBase = false
+	return r.swap(start, health)
+}
+
+// collected is what a chain of stages sets up that the runtime needs.
+type collected struct {
+	envs     []string // ENV instructions, verbatim
+	lastUser string   // the last USER, verbatim
+	users    bool     // a RUN adds users or groups
+	outside  []string // COPY and ADD destinations outside the WORKDIR
+	prune    string   // the step that prunes dev dependencies
+}
+
+func (r *rewriter) collect(stages []int) collected {
+	var c collected
+	for _, i := range stages {
+		wd := "/"
+		for _, in := range r.d.Stages[i].Instructions {
+			switch in.Command {
+			case "workdir":
+				if len(in.Args) == 1 {
+					wd = resolvePath(wd, in.Args[0])
+				}
+			case "user":
+				c.lastUser = r.verbatim(in)
+			case "env":
+				c.envs = append(c.envs, r.verbatim(in))
+			case "copy", "add":
+				if len(in.Args) > 0 {
+					if dest := resolvePath(wd, in.Args[len(in.Args)-1]); !within(dest, r.wd) {
+						c.outside = append(c.outside, dest)
+					}
+				}
+			case "run":
+				cmds := [][]string{in.Args}
+				if in.Form == dockerfile.FormShell {
+					cmds = shellcmd.Analyze(strings.Join(in.Args, " ")).Commands
+				}
+				for _, cmd := range cmds {
+					if len(cmd) == 0 {
+						continue
+					}
+					switch path.Base(cmd[0]) {
+					case "adduser", "addgroup", "useradd", "groupadd", "usermod":
+						c.users = true
+					case "npm", "yarn", "pnpm":
+						if p := pruneFor(cmd); p != "" {
+							c.prune = p
+						} else if isInstall(cmd) {
+							c.prune = ""
+						}
+					}
+				}
+			}
+		}
+	}
+	return c
+}
+
+// copies writes the COPY --from lines that hand a files stage's results to
+// the runtime stage.
+func (r *rewriter) copies(b *strings.Builder, files string, c collected) {
+	fmt.Fprintf(b, "COPY --from=%s %s %s\n", files, r.wd, r.wd)
+	if c.users {
+		fmt.Fprintf(b, "COPY --from=%s /etc/passwd /etc/group /etc/\n", files)
+	}
+	for _, o := range dedupe(c.outside) {
+		fmt.Fprintf(b, "COPY --from=%s %s %s\n", files, o, o)
+	}
+	for _, e := range c.envs {
+		b.WriteString(e)
+	}
+	if c.lastUser != "" {
+		b.WriteString(c.lastUser)
+	}
+}
+
+func resolvePath(wd, p string) string {
+	if path.IsAbs(p) {
+		return path.Clean(p)
+	}
+	return path.Join(wd, p)
+}
+
+// sameRepo reports whether two references name the same repository.
+func sameRepo(a, b string) bool { return repoOf(a) == repoOf(b) }
+
+func repoOf(ref string) string {
+	ref, _, _ = strings.Cut(ref, "@")
+	if i := strings.LastIndex(ref, ":"); i > strings.LastIndex(ref, "/") {
+		ref = ref[:i]
+	}
+	return ref
+}
+
+// from writes a FROM line.
+func from(platform, ref, name string) string {
+	s := "FROM "
+	if platform != "" {
+		s += "--platform=" + platform + " "
+	}
+	s += ref
+	if name != "" {
+		s += " AS " + name
+	}
+	return s + "\n"
+}
+
+func (r *rewriter) lastLine(in dockerfile.Instruction) int {
+	if in.EndLine > in.Line {
+		return in.EndLine
+	}
+	return in.Line
+}
+
+// stageEnd is the last line of stage i's instructions (its FROM line when
+// it has none).
+func (r *rewriter) stageEnd(i int) int {
+	st := r.d.Stages[i]
+	end := st.Line
+	for _, in := range st.Instructions {
+		end = max(end, r.lastLine(in))
+	}
+	return end
+}
+
+// verbatim is an instruction's original lines.
+func (r *rewriter) verbatim(in dockerfile.Instruction) string {
+	var b strings.Builder
+	for l := in.Line; l <= r.lastLine(in) && l <= len(r.src); l++ {
+		b.Write(r.src[l-1])
+	}
+	s := b.String()
+	if !strings.HasSuffix(s, "\n") {
+		s += "\n"
+	}
+	return s
+}
+
+func (r *rewriter) replace(in dockerfile.Instruction, text string) {
+	r.edits = append(r.edits, edit{from: in.Line, to: r.lastLine(in), text: text})
+}
+
+func (r *rewriter) insertAfter(line int, text string) {
+	r.edits = append(r.edits, edit{from: line + 1, to: line, text: text})
+}
+
+// builderRef is the glibc builder image of the service's major.
+func (r *rewriter) builderRef() string {
+	return fmt.Sprintf("node:%d-bookworm-slim", r.target.Major)
+}
+
+// builders moves builder stages to glibc and the runtime's Node major, as
+// the native-ABI and version rules ask.
+func (r *rewriter) builders() error {
+	if !r.has(readiness.RuleGlibcBuilder) && !r.has(readiness.RuleSameMajor) && !r.has(readiness.RuleBumpNode) {
+		return nil
+	}
+	done := map[int]bool{}
+	for _, img := range r.in.Runtime.Images {
+		if img.Builder == nil || img.Dockerfile != r.in.Dockerfile || done[img.Builder.Stage] || img.Builder.Stage == r.t {
+			continue
+		}
+		b := img.Builder
+		if b.Libc != "musl" && b.NodeMajor == r.target.Major {
+			continue
+		}
+		done[b.Stage] = true
+		st := r.d.Stages[b.Stage]
+		if st.BaseStage >= 0 {
+			return r.refuse(readiness.RuleGlibcBuilder, "the builder stage is built FROM the stage "+st.Base, "rewrite the stage it is built from by hand", st.Line)
+		}
+		r.edits = append(r.edits, edit{from: st.Line, to: st.Line, text: from(st.Platform, r.builderRef(), st.Name)})
+		if b.Libc == "musl" {
+			if err := r.apkToApt(b.Stage); err != nil {
+				return err
+			}
+		}
+	}
+	if len(done) > 0 {
+		what := fmt.Sprintf("the builder runs on %s (glibc, Node %d), so native addons match the runtime", r.builderRef(), r.target.Major)
+		for _, rule := range []string{readiness.RuleGlibcBuilder, readiness.RuleSameMajor} {
+			if r.has(rule) {
+				r.change(rule, what)
+			}
+		}
+	}
+	if r.has(readiness.RuleBumpNode) {
+		r.change(readiness.RuleBumpNode, fmt.Sprintf("Node moves to %d, the nearest major with a distroless image", r.target.Major))
+	}
+	return nil
+}
+
+// startLines are the instructions that start the service on the target.
+func (r *rewriter) startLines() ([]string, error) {
+	s := r.in.Plan.Start
+	if s == nil {
+		return nil, r.refuse(readiness.RuleUnclassified, "the service's start command is not known", "codegenie cannot tell what the container runs, so it cannot write its exec-form command", 0)
+	}
+	var out []string
+	if len(s.Env) > 0 {
+		out = append(out, "ENV "+strings.Join(quoteEnv(s.Env), " ")+"\n")
+	}
+	var args []string
+	switch {
+	case s.Program != nil:
+		return nil, r.refuse(readiness.RuleBinaryAtRuntime, "the service starts "+strings.Join(s.Program, " "), "it is not node, and a distroless node image runs node", 0)
+	case len(s.Steps) > 0 || s.Bin != "":
+		var steps []step
+		for _, st := range s.Steps {
+			steps = append(steps, step{Args: readiness.DistrolessCmd(st)})
+		}
+		if s.Bin != "" {
+			steps = append(steps, step{Bin: s.Bin, Args: append([]string{}, s.Args...)})
+		}
+		for i := range steps {
+			if steps[i].Args == nil {
+				steps[i].Args = []string{}
+			}
+		}
+		r.generate(LauncherName, launcher(steps, nil))
+		out = append(out, fmt.Sprintf("COPY %s %s\n", path.Join(r.ctxRel(), LauncherName), path.Join(r.wd, LauncherName)))
+		args = []string{path.Join(r.wd, LauncherName)}
+		what := fmt.Sprintf("a generated launcher (%s) runs %s without a shell", LauncherName, s.From)
+		r.change(readiness.RuleNodeLauncher, what)
+		if s.Bin != "" {
+			r.change(readiness.RuleScriptArgv, fmt.Sprintf("%s becomes %s, which runs %s's JS file from node_modules", s.From, LauncherName, s.Bin))
+		}
+	default:
+		args = s.Args
+	}
+	if !r.target.EntrypointNode {
+		out = append(out, "ENTRYPOINT "+execForm([]string{r.target.Node})+"\n")
+	}
+	out = append(out, "CMD "+execForm(args)+"\n")
+	if len(s.Steps) == 0 && s.Bin == "" {
+		what := fmt.Sprintf("%s becomes CMD %s", s.From, execForm(args))
+		if len(s.Env) > 0 {
+			what += " with ENV " + strings.Join(s.Env, " ")
+		}
+		for _, rule := range startRules {
+			if rule != readiness.RuleNodeLauncher {
+				r.change2(rule, what)
+			}
+		}
+	}
+	r.change2(readiness.RuleJSEntry, "the start runs the JS file itself, not its shim or #!/usr/bin/env node wrapper")
+	return out, nil
+}
+
+// change2 records rule's changes only when the plan has blockers of it.
+func (r *rewriter) change2(rule, what string) {
+	if r.has(rule) && !slices.ContainsFunc(r.res.Changes, func(c Change) bool { return c.Rule == rule }) {
+		r.change(rule, what)
+	}
+}
+
+// ctxRel is the build context as COPY sources are written: ".".
+func (r *rewriter) ctxRel() string { return "." }
+
+// generate adds a generated file to the build context.
+func (r *rewriter) generate(name string, data []byte) {
+	p := path.Join(r.in.Context, name)
+	for _, g := range r.gen {
+		if g.Path == p {
+			return
+		}
+	}
+	r.gen = append(r.gen, File{Path: p, New: data, Mode: 0o644, Generated: true})
+}
+
+// execForm writes an exec-form argument list.
+func execForm(argv []string) string {
+	q := make([]string, len(argv))
+	for i, a := range argv {
+		q[i] = jsonString(a)
+	}
+	return "[" + strings.Join(q, ", ") + "]"
+}
+
+func jsonString(s string) string {
+	var b strings.Builder
+	b.WriteByte('"')
+	for _, c := range s {
+		switch c {
+		case '"', '\\':
+			b.WriteByte('\\')
+			b.WriteRune(c)
+		case '\n':
+			b.WriteString(`\n`)
+		case '\t':
+			b.WriteString(`\t`)
+		default:
+			b.WriteRune(c)
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
+}
+
+// quoteEnv writes KEY=VALUE pairs for ENV, quoting values that need it.
+func quoteEnv(env []string) []string {
+	out := make([]string, len(env))
+	for i, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		if v == "" || strings.ContainsAny(v, " \t\"'$\\") {
+			v = jsonString(v)
+		}
+		out[i] = k + "=" + v
+	}
+	return out
+}
+
+var timeoutRE = regexp.MustCompile(`--timeout=(\d+)s\b`)
+
+// healthRE splits a HEALTHCHECK line into its options and its command.
+var healthRE = regexp.MustCompile(`(?is)^\s*HEALTHCHECK\s+((?:--[a-z-]+=\S+\s+)*)CMD\b`)
+
+// healthLines is the rewritten HEALTHCHECK (with the COPY of a generated
+// check before it), nil when the check stays.
+func (r *rewriter) healthLines() ([]string, error) {
+	var act *readiness.Action
+	for _, rule := range []string{readiness.RuleHealthExecForm, readiness.RuleHealthNode} {
+		if a := r.byRule[rule]; len(a) > 0 {
+			act = &a[0]
+		}
+	}
+	if act == nil {
+		return nil, nil
+	}
+	hc, ok := r.d.Effective(r.t, "healthcheck")
+	if !ok {
+		return nil, r.refuse(act.Blocker.Rule, "the HEALTHCHECK is not in the runtime stage", "codegenie rewrites the runtime stage's own HEALTHCHECK", 0)
+	}
+	m := healthRE.FindStringSubmatch(r.verbatim(hc))
+	if m == nil {
+		return nil, r.refuse(act.Blocker.Rule, "the HEALTHCHECK's options could not be read", "write it as HEALTHCHECK [options] CMD [...] by hand", hc.Line)
+	}
+	opts := strings.Join(strings.Fields(m[1]), " ")
+	if opts != "" {
+		opts += " "
+	}
+	node := r.target.Node
+	var out []string
+	switch act.Blocker.Rule {
+	case readiness.RuleHealthExecForm:
+		out = append(out, "HEALTHCHECK "+opts+"CMD "+execForm(append([]string{node}, act.Edit.Health...))+"\n")
+		r.change(readiness.RuleHealthExecForm, "the HEALTHCHECK runs "+node+" in exec form, options kept")
+	case readiness.RuleHealthNode:
+		timeout := 3000
+		if tm := timeoutRE.FindStringSubmatch(opts); tm != nil {
+			if n, err := strconv.Atoi(tm[1]); err == nil {
+				timeout = n * 1000
+			}
+		}
+		r.generate(HealthName, healthScript(act.Edit.HealthURL, timeout))
+		dest := path.Join(r.wd, HealthName)
+		out = append(out, fmt.Sprintf("COPY %s %s\n", HealthName, dest))
+		out = append(out, "HEALTHCHECK "+opts+"CMD "+execForm([]string{node, dest})+"\n")
+		r.change(readiness.RuleHealthNode, fmt.Sprintf("the curl/wget HEALTHCHECK becomes %s, a generated Node script that requests %s; interval, timeout and retries kept", HealthName, act.Edit.HealthURL))
+	}
+	return out, nil
+}
+
+// swap moves the runtime stage to the target in place.
+func (r *rewriter) swap(start, health []string) error {
+	st := r.d.Stages[r.t]
+	if r.newBase {
+		r.edits = append(r.edits, edit{from: st.Line, to: st.Line, text: from(st.Platform, r.target.Pinned(), st.Name)})
+		r.change(readiness.RuleDistrolessBase, "the runtime stage is FROM "+r.target.Pinned())
+	}
+	hc, hasHC := r.d.Effective(r.t, "healthcheck")
+	cmdDone := false
+	cmds := r.all("cmd")
+	for _, in := range st.Instructions {
+		switch in.Command {
+		case "entrypoint":
+			if start != nil {
+				r.replace(in, "")
+			}
+		case "cmd":
+			if start != nil {
+				if in.Line == cmds[len(cmds)-1].Line {
+					r.replace(in, strings.Join(start, ""))
+					cmdDone = true
+				} else {
+					r.replace(in, "")
+				}
+			}
+		case "healthcheck":
+			if health != nil && hasHC && in.Line == hc.Line {
+				r.replace(in, strings.Join(health, ""))
+			}
+		case "shell":
+			r.replace(in, "")
+			r.change(readiness.RuleExecForm, "SHELL goes: every instruction of the runtime stage is in exec form")
+		}
+	}
+	if start != nil && !cmdDone {
+		r.insertAfter(r.stageEnd(r.t), strings.Join(start, ""))
+	}
+	return nil
+}
+
+// all returns stage t's instructions of a command.
+func (r *rewriter) all(cmd string) []dockerfile.Instruction {
+	var out []dockerfile.Instruction
+	for _, in := range r.d.Stages[r.t].Instructions {
+		if in.Command == cmd {
+			out = append(out, in)
+		}
+	}
+	return out
+}
+
+// runtimeOnly are instructions that describe the container, not its files:
+// they move to the new runtime stage.
+var runtimeOnly = map[string]bool{"cmd": true, "entrypoint": true, "healthcheck": true, "expose": true, "stopsignal": true, "volume": true, "label": true, "shell": true, "onbuild": true}
+
+// split turns the runtime stage into a files stage that keeps its RUN
+// steps, and appends a runtime stage on the target that copies the files.
+func (r *rewriter) split(start, health []string) error {
+	st := r.d.Stages[r.t]
+	if r.wd == "/" {
+		return r.refuse(readiness.RuleMoveToBuilder, "the runtime stage sets no WORKDIR", "codegenie cannot tell which files the RUN steps produce for the app; set a WORKDIR", st.Line)
+	}
+	files := "app-files"
+	if st.Name != "" {
+		files = st.Name + "-files"
+	}
+	base := st.Base
+	switch {
+	case st.BaseStage >= 0:
+		// Built from an earlier stage, which stays as it is.
+	case dockerfile.ClassifyBase(st.ResolvedBase) != dockerfile.BaseOfficialNode || strings.Contains(st.ResolvedBase, "alpine") || nodeMajorOf(st.ResolvedBase) != r.target.Major:
+		base = r.builderRef()
+		if strings.Contains(st.ResolvedBase, "alpine") {
+			if err := r.apkToApt(r.t); err != nil {
+				return err
+			}
+		}
+	}
+	r.edits = append(r.edits, edit{from: st.Line, to: st.Line, text: from(st.Platform, base, files)})
+	var keep []string
+	hc, _ := r.d.Effective(r.t, "healthcheck")
+	for _, in := range st.Instructions {
+		switch {
+		case in.Command == "cmd" || in.Command == "entrypoint" || in.Command == "shell" || in.Command == "onbuild":
+			r.replace(in, "")
+		case in.Command == "healthcheck":
+			r.replace(in, "")
+			if in.Line == hc.Line {
+				if health != nil {
+					keep = append(keep, health...)
+				} else {
+					keep = append(keep, r.verbatim(in))
+				}
+			}
+		case runtimeOnly[in.Command]:
+			r.replace(in, "")
+			keep = append(keep, r.verbatim(in))
+		}
+	}
+	c := r.collect(r.chain())
+	end := r.stageEnd(r.t)
+	if c.prune != "" {
+		r.insertAfter(end, "RUN "+c.prune+"\n")
+		r.change(readiness.RuleMoveToBuilder, "dev dependencies are pruned in the files stage: "+c.prune)
+	}
+	var b strings.Builder
+	b.WriteString("\n")
+	b.WriteString(from(st.Platform, r.target.Pinned(), st.Name))
+	fmt.Fprintf(&b, "WORKDIR %s\n", r.wd)
+	r.copies(&b, files, c)
+	for _, k := range keep {
+		b.WriteString(k)
+	}
+	for _, s := range start {
+		b.WriteString(s)
+	}
+	r.insertAfter(end, b.String())
+	r.change(readiness.RuleMoveToBuilder, fmt.Sprintf("the runtime stage's RUN steps stay in a files stage (%s, on %s); a new runtime stage on %s copies %s from it with COPY --from, ownership kept%s",
+		files, base, r.target.Pinned(), r.wd, pick(c.users, ", and the users and groups they add (/etc/passwd, /etc/group)", "")))
+	r.change(readiness.RuleDistrolessBase, "the runtime stage is FROM "+r.target.Pinned())
+	return nil
+}
+
+func within(p, dir string) bool {
+	p, dir = path.Clean(p), path.Clean(dir)
+	return p == dir || strings.HasPrefix(p, dir+"/")
+}
+
+// pruneFor is the step that drops dev dependencies after an install that
+// keeps them; empty when c is not such an install.
+func pruneFor(c []string) string {
+	if len(c) < 2 {
+		return ""
+	}
+	pm := path.Base(c[0])
+	if !isInstall(c) {
+		return ""
+	}
+	for _, a := range c[2:] {
+		switch a {
+		case "--omit=dev", "--production", "--prod", "-P", "--only=production", "--only=prod":
+			return ""
+		}
+		if strings.HasPrefix(a, "-g") || a == "--global" {
+			return ""
+		}
+		if !strings.HasPrefix(a, "-") {
+			return "" // installs named packages, not the project's
+		}
+	}
+	switch pm {
+	case "npm":
+		return "npm prune --omit=dev"
+	case "pnpm":
+		return "pnpm prune --prod"
+	default:
+		return "yarn install --production --frozen-lockfile --ignore-scripts"
+	}
+}
+
+// isInstall reports a package manager's install of the project.
+func isInstall(c []string) bool {
+	if len(c) < 2 {
+		return path.Base(c[0]) == "yarn"
+	}
+	return c[1] == "install" || c[1] == "i" || c[1] == "ci"
+}
+
+// nodeMajorOf reads the Node major of an official node image reference.
+func nodeMajorOf(ref string) int {
+	tag := ref
+	if i := strings.LastIndex(tag, ":"); i >= 0 {
+		tag = tag[i+1:]
+	}
+	var m int
+	if _, err := fmt.Sscanf(tag, "%d", &m); err != nil {
+		return 0
+	}
+	return m
+}
+
+func dedupe(s []string) []string {
+	var out []string
+	for _, x := range s {
+		if !slices.Contains(out, x) {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+func pick(c bool, a, b string) string {
+	if c {
+		return a
+	}
+	return b
+}

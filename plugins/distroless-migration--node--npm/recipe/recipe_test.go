@@ -1,0 +1,90 @@
+package recipe
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestLookupTarget(t *testing.T) {
+	for _, tc := range []struct {
+		ref                 string
+		major               int
+		want, node, errPart string
+		shell, entryNode    bool
+	}{
+		{ref: "gcr.io/distroless/nodejs24-debian13", major: 22, want: "gcr.io/distroless/nodejs24-debian13:nonroot", node: "/nodejs/bin/node", entryNode: true},
+		{ref: "gcr.io/distroless/nodejs22-debian13:debug", major: 22, want: "gcr.io/distroless/nodejs22-debian13:debug", node: "/nodejs/bin/node", shell: true, entryNode: true},
+		{ref: "dhi.io/node", major: 24, want: "dhi.io/node:24-debian13", node: "node"},
+		{ref: "dhi.io/node:22-debian13", major: 24, want: "dhi.io/node:22-debian13", node: "node"},
+		{ref: "cgr.dev/chainguard/node:latest", major: 22, want: "cgr.dev/chainguard/node:latest", node: "/usr/bin/node", shell: true, entryNode: true},
+		{ref: "gcr.io/distroless/nodejs18-debian13", major: 18, errPart: "publishes no Node 18"},
+		{ref: "gcr.io/distroless/nodejs22-debian13:weird", major: 22, errPart: "not one codegenie knows"},
+		{ref: "busybox", major: 22, errPart: "not a runtime image codegenie knows"},
+	} {
+		got, err := LookupTarget(tc.ref, tc.major)
+		if tc.errPart != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.errPart) {
+				t.Errorf("%s: err %v, want one containing %q", tc.ref, err, tc.errPart)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%s: %v", tc.ref, err)
+			continue
+		}
+		if got.Ref != tc.want || got.Node != tc.node || got.Shell != tc.shell || got.EntrypointNode != tc.entryNode {
+			t.Errorf("%s: got %+v", tc.ref, got)
+		}
+	}
+	if d := DefaultTarget(24); d.Ref != "gcr.io/distroless/nodejs24-debian13:nonroot" || d.Pinned() != d.Ref {
+		t.Errorf("default: %+v", d)
+	}
+	pinned, _ := LookupTarget("gcr.io/distroless/nodejs22-debian13:nonroot@sha256:abc", 22)
+	if pinned.Pinned() != "gcr.io/distroless/nodejs22-debian13:nonroot@sha256:abc" {
+		t.Errorf("pinned: %s", pinned.Pinned())
+	}
+}
+
+func TestDebianRun(t *testing.T) {
+	for _, tc := range []struct{ in, want, unknown string }{
+		{"RUN apk add --no-cache python3 make g++\n", "RUN apt-get update && apt-get install -y --no-install-recommends python3 make g++ && rm -rf /var/lib/apt/lists/*\n", ""},
+		{"RUN apk add --no-cache --virtual .gyp build-base && npm ci && apk del .gyp\n",
+			"RUN apt-get update && apt-get install -y --no-install-recommends build-essential && rm -rf /var/lib/apt/lists/* && npm ci && true\n", ""},
+		{"RUN apk add libc6-compat\n", "RUN true\n", ""},
+		{"RUN addgroup -S -g 1001 app && adduser -S -u 1001 -G app app\n", "RUN addgroup --system --gid 1001 app && adduser --system --uid 1001 --ingroup app app\n", ""},
+		{"RUN apk add --no-cache frobnicate\n", "", "frobnicate"},
+	} {
+		got, unknown := debianRun(tc.in)
+		if tc.unknown != "" {
+			if strings.Join(unknown, ",") != tc.unknown {
+				t.Errorf("%q: unknown %v, want %s", tc.in, unknown, tc.unknown)
+			}
+			continue
+		}
+		if got != tc.want || len(unknown) > 0 {
+			t.Errorf("%q:\n got %q (unknown %v)\nwant %q", tc.in, got, unknown, tc.want)
+		}
+	}
+}
+
+func TestApply(t *testing.T) {
+	src := []byte("a\nb\nc\n")
+	got, err := apply(src, []edit{{from: 2, to: 2, text: "B\n"}, {from: 2, to: 1, text: "x\n"}, {from: 4, to: 3, text: "end\n"}, {from: 1, to: 1, text: ""}})
+	if err != nil || string(got) != "x\nB\nc\nend\n" {
+		t.Fatalf("got %q, %v", got, err)
+	}
+	if _, err := apply(src, []edit{{from: 1, to: 2, text: ""}, {from: 2, to: 2, text: ""}}); err == nil {
+		t.Fatal("overlapping edits applied")
+	}
+}
+
+func TestPruneFor(t *testing.T) {
+	for in, want := range map[string]string{
+		"npm ci": "npm prune --omit=dev", "npm ci --omit=dev": "", "npm install express": "", "npm install -g pm2": "",
+		"pnpm install --frozen-lockfile": "pnpm prune --prod", "yarn install --production": "", "npm run build": "",
+	} {
+		if got := pruneFor(strings.Fields(in)); got != want {
+			t.Errorf("%s: %q, want %q", in, got, want)
+		}
+	}
+}
