@@ -128,6 +128,7 @@ whether the service can run on a distroless image, which has no shell.`,
 		newCmdAudit(g),
 		newCmdDev(g),
 		newCmdPortfolio(g),
+		newCmdMigrate(g),
 	)
 	return root
 }

@@ -15,7 +15,7 @@ import (
 
 // builderVersion changes whenever Build makes different images from the
 // same inputs, so old cache entries are not reused.
-const builderVersion = "devimages/v1"
+const builderVersion = "devimages/v2"
 
 // Cached returns the images for in from an OCI image layout under dir,
 // building and storing them on a miss. The entry is keyed by the digests of

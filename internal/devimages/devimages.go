@@ -3,7 +3,8 @@
 //
 //   - node:22 (and node:22-slim): a real Node 22 and npm from the npm
 //     registry's tarballs, the host's glibc libraries it needs, busybox as
-//     /bin/sh with the usual applets, users root and node (1000), and an
+//     /bin/sh with the usual applets, users root and node (1000), Debian-
+//     style adduser and addgroup (#!/bin/sh scripts of our own), and an
 //     ENTRYPOINT ["docker-entrypoint.sh"], a #!/bin/sh script of our own
 //     that behaves like the official one (DOMAIN.md row 15);
 //   - gcr.io/distroless/nodejs22-debian13 (and :nonroot): node at
@@ -89,7 +90,7 @@ type Image struct {
 // Repos are the registry repositories and tags the images are pushed as,
 // so that docker.io and gcr.io references resolve through a mirror.
 var (
-	NodeTags       = []string{"library/node:22", "library/node:22-slim", "library/node:22-bookworm", "library/node:lts"}
+	NodeTags       = []string{"library/node:22", "library/node:22-slim", "library/node:22-bookworm", "library/node:22-bookworm-slim", "library/node:lts"}
 	DistrolessTags = []string{"distroless/nodejs22-debian13:latest"}
 	NonrootTags    = []string{"distroless/nodejs22-debian13:nonroot"}
 )
@@ -124,6 +125,8 @@ func Build(in Inputs) (node, distroless, nonroot v1.Image, err error) {
 		entry{path: "usr/local/bin/npm", link: "../lib/node_modules/npm/bin/npm-cli.js"},
 		entry{path: "usr/local/bin/npx", link: "../lib/node_modules/npm/bin/npx-cli.js"},
 		entry{path: "usr/local/bin/docker-entrypoint.sh", mode: 0o755, data: []byte(entrypointScript)},
+		entry{path: "usr/sbin/adduser", mode: 0o755, data: []byte(adduserScript)},
+		entry{path: "usr/sbin/addgroup", mode: 0o755, data: []byte(addgroupScript)},
 	)
 	bb, err := os.ReadFile(in.Busybox)
 	if err != nil {
@@ -171,6 +174,73 @@ func Build(in Inputs) (node, distroless, nonroot v1.Image, err error) {
 	return node, distroless, nonroot, nil
 }
 
+// adduserScript and addgroupScript stand in for Debian's adduser and
+// addgroup (the official node images are Debian), for the flags Dockerfiles
+// use: --system, --ingroup, --uid, --gid, --home, --shell, and the ones
+// that only change defaults. They edit /etc/passwd and /etc/group as
+// Debian's do, picking a free ID (100-999 for system accounts, else 1000
+// and up); a system user with no --ingroup joins nogroup.
+const adduserScript = `#!/bin/sh
+# codegenie's stand-in for Debian's adduser.
+set -e
+system= group= uid= home= shell=/usr/sbin/nologin name=
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --system) system=1 ;;
+    --ingroup) group="$2"; shift ;;
+    --uid) uid="$2"; shift ;;
+    --home) home="$2"; shift ;;
+    --shell) shell="$2"; shift ;;
+    --gecos) shift ;;
+    --disabled-password|--disabled-login|--no-create-home|--quiet|-q) ;;
+    -*) echo "adduser: unsupported option $1" >&2; exit 1 ;;
+    *) name="$1" ;;
+  esac
+  shift
+done
+[ -n "$name" ] || { echo "adduser: no user name given" >&2; exit 1; }
+if grep -q "^$name:" /etc/passwd; then echo "adduser: the user $name already exists" >&2; exit 1; fi
+free() { awk -F: -v lo="$1" -v hi="$2" '{u[$3]=1} END {for (i = lo; i <= hi; i++) if (!(i in u)) {print i; exit}}' "$3"; }
+if [ -z "$uid" ]; then
+  if [ -n "$system" ]; then uid=$(free 100 999 /etc/passwd); else uid=$(free 1000 59999 /etc/passwd); fi
+fi
+if [ -n "$group" ]; then
+  gid=$(awk -F: -v g="$group" '$1 == g {print $3}' /etc/group)
+  [ -n "$gid" ] || { echo "adduser: the group $group does not exist" >&2; exit 1; }
+elif [ -n "$system" ]; then
+  gid=65534
+  grep -q '^nogroup:' /etc/group || echo "nogroup:x:65534:" >> /etc/group
+else
+  gid=$uid
+  echo "$name:x:$gid:" >> /etc/group
+fi
+[ -n "$home" ] || home=/home/$name
+echo "$name:x:$uid:$gid::$home:$shell" >> /etc/passwd
+`
+
+const addgroupScript = `#!/bin/sh
+# codegenie's stand-in for Debian's addgroup.
+set -e
+system= gid= name=
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --system) system=1 ;;
+    --gid) gid="$2"; shift ;;
+    --quiet|-q) ;;
+    -*) echo "addgroup: unsupported option $1" >&2; exit 1 ;;
+    *) name="$1" ;;
+  esac
+  shift
+done
+[ -n "$name" ] || { echo "addgroup: no group name given" >&2; exit 1; }
+if grep -q "^$name:" /etc/group; then echo "addgroup: the group $name already exists" >&2; exit 1; fi
+free() { awk -F: -v lo="$1" -v hi="$2" '{u[$3]=1} END {for (i = lo; i <= hi; i++) if (!(i in u)) {print i; exit}}' /etc/group; }
+if [ -z "$gid" ]; then
+  if [ -n "$system" ]; then gid=$(free 100 999); else gid=$(free 1000 59999); fi
+fi
+echo "$name:x:$gid:" >> /etc/group
+`
+
 // entrypointScript stands in for the official images' entrypoint: when
 // the first argument is an option, or names no command on PATH, or is a
 // file that is not executable, it runs node with the arguments; then it
@@ -194,7 +264,7 @@ var applets = []string{
 	"sh", "ash", "cat", "ls", "echo", "env", "mkdir", "rm", "cp", "mv", "sleep", "true", "false", "grep", "sed",
 	"id", "uname", "tr", "dirname", "basename", "head", "tail", "chmod", "ln", "pwd", "test", "[", "printf",
 	"wget", "which", "ps", "kill", "touch", "date", "sort", "uniq", "wc", "cut", "expr", "xargs", "find",
-	"tar", "gzip", "hostname", "whoami", "nc", "tee", "stat", "readlink",
+	"tar", "gzip", "hostname", "whoami", "nc", "tee", "stat", "readlink", "chown", "chgrp", "awk",
 }
 
 // base is the skeleton every image has: /etc/passwd and group with root

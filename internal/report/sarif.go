@@ -476,3 +476,64 @@ func rank(level string) int {
 func anchor(id string) string { return strings.ReplaceAll(id, ".", "") }
 
 func uriPath(p string) string { return (&url.URL{Path: filepath.ToSlash(p)}).EscapedPath() }
+
+// Finding is one result of a SARIF log that EncodeFindings writes: a rule,
+// a level (error, warning or note), a message and its evidence.
+type Finding struct {
+	RuleID   string
+	Level    string
+	Message  string
+	Evidence []probe.Evidence
+}
+
+// FindingRule describes a rule of EncodeFindings' log.
+type FindingRule struct {
+	ID, Summary, HelpURI string
+}
+
+// EncodeFindings writes a SARIF 2.1.0 log of findings with repository-
+// relative locations under REPOROOT (repo), for results that are not
+// probe warnings (migrate's changes, refusals and gates). Every finding's
+// rule must be among rules.
+func EncodeFindings(w io.Writer, version, repo string, rules []FindingRule, findings []Finding, props map[string]any) error {
+	index := map[string]int{}
+	run := sarifRun{Results: []sarifResult{}, Properties: props}
+	run.Tool.Driver = sarifDriver{Name: "codegenie", Version: version, InformationURI: "https://github.com/codegenie/codegenie", Rules: []sarifRule{}}
+	for i, r := range rules {
+		index[r.ID] = i
+		run.Tool.Driver.Rules = append(run.Tool.Driver.Rules, sarifRule{ID: r.ID, ShortDescription: sarifMessage{r.Summary}, HelpURI: r.HelpURI})
+	}
+	root := filepath.ToSlash(repo)
+	if !strings.HasSuffix(root, "/") {
+		root += "/"
+	}
+	run.OriginalURIBaseID = map[string]sarifArtifactLoc{"REPOROOT": {URI: (&url.URL{Scheme: "file", Path: root}).String()}}
+	for _, f := range findings {
+		idx, ok := index[f.RuleID]
+		if !ok {
+			return fmt.Errorf("encoding SARIF: rule %s is not listed", f.RuleID)
+		}
+		sr := sarifResult{RuleID: f.RuleID, RuleIndex: idx, Level: f.Level, Message: sarifMessage{Text: f.Message}}
+		first := true
+		for i, e := range f.Evidence {
+			if e.File == "" {
+				continue
+			}
+			if first {
+				sr.Locations = []sarifLocation{{PhysicalLocation: physical(e)}}
+				first = false
+			}
+			loc := sarifLocation{ID: i + 1, PhysicalLocation: physical(e)}
+			if e.Note != "" {
+				loc.Message = &sarifMessage{Text: e.Note}
+			}
+			sr.RelatedLocations = append(sr.RelatedLocations, loc)
+		}
+		run.Results = append(run.Results, sr)
+	}
+	b, err := probe.Marshal(sarifLog{Schema: "https://json.schemastore.org/sarif-2.1.0.json", Version: "2.1.0", Runs: []sarifRun{run}})
+	if err != nil {
+		return fmt.Errorf("encoding SARIF: %w", err)
+	}
+	return writeIndented(w, b)
+}

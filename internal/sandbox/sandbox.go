@@ -120,6 +120,16 @@ type PhaseResult struct {
 	OutputTail string `json:"output_tail,omitempty"`
 	// Image is the built image's ID, for build targets.
 	Image string `json:"image,omitempty"`
+	// Response is what the service answered, for a request phase.
+	Response *Response `json:"response,omitempty"`
+}
+
+// Response is a service's answer to a request sent during a traced boot.
+type Response struct {
+	Status      int    `json:"status"`
+	ContentType string `json:"content_type,omitempty"`
+	// BodySHA256 is the hex SHA-256 of the body.
+	BodySHA256 string `json:"body_sha256,omitempty"`
 }
 
 // Validate checks the request before anything runs.

@@ -8,6 +8,8 @@
 package nodenpm
 
 import (
+	"context"
+
 	"github.com/codegenie/codegenie/internal/probe"
 	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/images"
 	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/probes/childprocess"
@@ -52,11 +54,20 @@ func Register(reg *probe.Registry) {
 	}
 }
 
+// RewriteOptions tune Rewrite.
+type RewriteOptions struct {
+	// TargetImage is a --target-image reference; empty picks the default
+	// distroless image for the service's Node major.
+	TargetImage string
+	// Digest resolves the target's reference to its manifest digest, to pin
+	// it; nil, or an error, leaves the tag unpinned.
+	Digest func(ctx context.Context, ref string) (string, error)
+}
+
 // Rewrite runs the migrate recipe on the gathered probe results of the
 // repository at dir (one image's): the readiness plan, then the rewrite of
-// its Dockerfile to target (nil: the default distroless image for the
-// service's Node major).
-func Rewrite(dir string, results []probe.Result, target *recipe.Target) (*recipe.Result, error) {
+// its Dockerfile to the target image.
+func Rewrite(ctx context.Context, dir string, results []probe.Result, o RewriteOptions) (*recipe.Result, error) {
 	repo, err := probe.OpenRepo(dir)
 	if err != nil {
 		return nil, err
@@ -69,6 +80,24 @@ func Rewrite(dir string, results []probe.Result, target *recipe.Target) (*recipe
 	if err != nil {
 		return nil, err
 	}
-	in.Target = target
+	major, _ := recipe.Major(in.Runtime)
+	t := recipe.DefaultTarget(major)
+	if o.TargetImage != "" {
+		if t, err = recipe.LookupTarget(o.TargetImage, major); err != nil {
+			return nil, &TargetError{Err: err}
+		}
+	}
+	if t.Digest == "" && o.Digest != nil {
+		if d, err := o.Digest(ctx, t.Ref); err == nil {
+			t.Digest = d
+		}
+	}
+	in.Target = &t
 	return recipe.Rewrite(in)
 }
+
+// TargetError is a --target-image the table does not know.
+type TargetError struct{ Err error }
+
+func (e *TargetError) Error() string { return e.Err.Error() }
+func (e *TargetError) Unwrap() error { return e.Err }

@@ -73,7 +73,7 @@ func TestRecipeRemovesEveryBlocker(t *testing.T) {
 			t.Parallel()
 			out := gatherStatic(t, dir)
 			as := out.Assessments["distroless_readiness"]
-			res, err := nodenpm.Rewrite(dir, out.Probes, nil)
+			res, err := nodenpm.Rewrite(t.Context(), dir, out.Probes, nodenpm.RewriteOptions{})
 			if err != nil {
 				if as.Verdict == probe.ReadyAfterRewrite {
 					t.Fatalf("verdict %s, but the recipe failed: %v", as.Verdict, err)
@@ -129,7 +129,7 @@ func TestRecipeRemovesEveryBlocker(t *testing.T) {
 				}
 				t.Fatalf("after the rewrite the verdict is %s, with blockers:\n%s\nDockerfile:\n%s", aa.Verdict, strings.Join(left, "\n"), res.Files[0].New)
 			}
-			again, err := nodenpm.Rewrite(migrated, after.Probes, nil)
+			again, err := nodenpm.Rewrite(t.Context(), migrated, after.Probes, nodenpm.RewriteOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}

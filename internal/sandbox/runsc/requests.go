@@ -48,8 +48,8 @@ const plan=JSON.parse(process.argv[1]);const until=Date.now()+plan.wait_ms;
 function listening(){const ports=[];for(const f of ['/proc/net/tcp','/proc/net/tcp6']){try{for(const l of fs.readFileSync(f,'utf8').split('\n').slice(1)){const c=l.trim().split(/\s+/);if(c[3]==='0A'){ports.push(parseInt(c[1].split(':').pop(),16));}}}catch(e){}}return ports;}
 (async()=>{let port;while(Date.now()<until){const l=listening();port=plan.ports.length?plan.ports.find(p=>l.includes(p)):l[0];if(port)break;await new Promise(r=>setTimeout(r,100));}
 if(!port){console.log(JSON.stringify({noport:true}));return;}
-for(const p of plan.paths){const start=Date.now();const status=await new Promise(res=>{const q=http.get({host:'127.0.0.1',port,path:p,timeout:plan.timeout_ms},r=>{r.resume();r.on('end',()=>res(r.statusCode));});q.on('error',()=>res(0));q.on('timeout',()=>{q.destroy();res(0);});});
-console.log(JSON.stringify({path:p,port,start,end:Date.now(),status}));}})();`
+for(const p of plan.paths){const start=Date.now();const a=await new Promise(res=>{const q=http.get({host:'127.0.0.1',port,path:p,timeout:plan.timeout_ms},r=>{const h=require('crypto').createHash('sha256');r.on('data',d=>h.update(d));r.on('end',()=>res({status:r.statusCode,type:String(r.headers['content-type']||''),sha256:h.digest('hex')}));});q.on('error',()=>res({status:0}));q.on('timeout',()=>{q.destroy();res({status:0});});});
+console.log(JSON.stringify({path:p,port,start,end:Date.now(),...a}));}})();`
 
 // requestPlan is what the client does.
 type requestPlan struct {
@@ -75,6 +75,8 @@ type doneRequest struct {
 	Start  int64  `json:"start"`
 	End    int64  `json:"end"`
 	Status int    `json:"status"`
+	Type   string `json:"type,omitempty"`
+	SHA256 string `json:"sha256,omitempty"`
 }
 
 // reURL finds a loopback URL in a healthcheck command.
@@ -164,6 +166,8 @@ func (rr *requestRun) phases() []sandbox.PhaseResult {
 			OutputTail: fmt.Sprintf("GET %s on port %d: %s\n", d.Path, d.Port, statusText(d.Status))}
 		if d.Status == 0 {
 			p.Failed, p.ExitCode = true, 1
+		} else {
+			p.Response = &sandbox.Response{Status: d.Status, ContentType: d.Type, BodySHA256: d.SHA256}
 		}
 		out = append(out, p)
 	}

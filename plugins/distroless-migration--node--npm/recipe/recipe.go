@@ -57,6 +57,13 @@ type Result struct {
 	Dockerfile string `json:"dockerfile"`
 	// Target is the runtime image the rewrite moves to.
 	Target Target `json:"target"`
+	// Stage is the index of the judged stage in the rewritten Dockerfile,
+	// and StageTarget how a build names it ("" for the last stage).
+	Stage       int    `json:"stage"`
+	StageTarget string `json:"stage_target,omitempty"`
+	// OriginalTarget is how a build of the original names the judged
+	// stage ("" for the last).
+	OriginalTarget string `json:"original_target,omitempty"`
 	// Files are the changed and generated files; empty when nothing
 	// changes or the recipe refuses.
 	Files    []File    `json:"files"`
@@ -164,22 +171,26 @@ func Major(rt noderuntime.Facts) (major int, bumped bool) {
 
 // rewriter holds one rewrite's state.
 type rewriter struct {
-	in      Input
-	res     *Result
-	d       *dockerfile.File
-	t       int
-	wd      string
-	target  Target
-	edits   []edit
-	src     [][]byte
-	gen     []File
-	byRule  map[string][]readiness.Action
-	newBase bool // the runtime stage's FROM changes
+	in       Input
+	res      *Result
+	d        *dockerfile.File
+	t        int
+	wd       string
+	target   Target
+	edits    []edit
+	src      [][]byte
+	gen      []File
+	byRule   map[string][]readiness.Action
+	newBase  bool // the runtime stage's FROM changes
+	appended bool // a new runtime stage follows the judged one
 }
 
 // Rewrite runs the recipe.
 func Rewrite(in Input) (*Result, error) {
-	res := &Result{Dockerfile: in.Dockerfile, Changes: []Change{}, Files: []File{}}
+	res := &Result{Dockerfile: in.Dockerfile, Changes: []Change{}, Files: []File{}, Stage: in.Stage}
+	if in.File != nil && in.Stage != in.File.Final {
+		res.OriginalTarget = in.File.StageName(in.Stage)
+	}
 	if in.Plan == nil || in.File == nil {
 		return nil, errors.New("recipe: no plan or no parsed Dockerfile")
 	}
@@ -207,6 +218,7 @@ func Rewrite(in Input) (*Result, error) {
 		res.Refusals = append(res.Refusals, Refusal{Rule: readiness.RuleUnclassified, Title: "the verdict is unknown", Why: as.Reason})
 	}
 	if res.Refused() || len(in.Plan.Actions) == 0 {
+		res.StageTarget = res.OriginalTarget
 		return res, nil
 	}
 	r := &rewriter{in: in, res: res, d: in.File, t: in.Stage, target: res.Target, src: lines(in.Source), byRule: map[string][]readiness.Action{}}
@@ -234,6 +246,16 @@ func Rewrite(in Input) (*Result, error) {
 	}
 	if !bytes.Equal(out, in.Source) {
 		res.Files = append(res.Files, File{Path: in.Dockerfile, Old: in.Source, New: out, Mode: 0o644})
+	}
+	nf, err := dockerfile.Parse(in.Dockerfile, out)
+	if err != nil {
+		return nil, fmt.Errorf("recipe: the rewritten Dockerfile does not parse: %w", err)
+	}
+	if r.appended {
+		res.Stage++
+	}
+	if res.Stage != nf.Final {
+		res.StageTarget = nf.StageName(res.Stage)
 	}
 	res.Files = append(res.Files, r.gen...)
 	return res, nil
@@ -825,6 +847,7 @@ func (r *rewriter) split(start, health []string) error {
 		b.WriteString(s)
 	}
 	r.insertAfter(end, b.String())
+	r.appended = true
 	r.change(readiness.RuleMoveToBuilder, fmt.Sprintf("the runtime stage's RUN steps stay in a files stage (%s, on %s); a new runtime stage on %s copies %s from it with COPY --from, ownership kept%s",
 		files, base, r.target.Pinned(), r.wd, pick(c.users, ", and the users and groups they add (/etc/passwd, /etc/group)", "")))
 	r.change(readiness.RuleDistrolessBase, "the runtime stage is FROM "+r.target.Pinned())

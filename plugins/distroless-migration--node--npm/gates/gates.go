@@ -1,0 +1,395 @@
+// Package gates proves a migration. Each gate is data: a name, a one-line
+// description, a doc page under docs/gates/, and a check over the results
+// of the gate spawns. The spawns are sandbox.RoleGate requests to the
+// sandbox client (gate-control): the rewritten image is built, booted,
+// exercised and traced exactly as the trace probe does it, and the
+// original image is booted the same way for same_behaviour. Nothing here
+// starts a process.
+package gates
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/codegenie/codegenie/internal/sandbox"
+	"github.com/codegenie/codegenie/internal/trace"
+	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/dockerfile"
+)
+
+// Status is a gate's result.
+type Status string
+
+// The statuses. A skipped gate had nothing to check (same_behaviour with
+// no port) and says why; it does not fail the migration.
+const (
+	Passed  Status = "passed"
+	Failed  Status = "failed"
+	Skipped Status = "skipped"
+)
+
+// Gate is one check.
+type Gate struct {
+	Name        string
+	Description string
+	// Doc is the gate's page, repository-relative.
+	Doc   string
+	Check func(*Evidence) Outcome
+}
+
+// Outcome is one gate's result.
+type Outcome struct {
+	Gate   string `json:"gate"`
+	Status Status `json:"status"`
+	Detail string `json:"detail"`
+	// Evidence names the phases and trace events the result rests on.
+	Evidence []string `json:"evidence,omitempty"`
+}
+
+// Evidence is what the gates check: the gate spawns' results and the
+// rewritten image's Dockerfile.
+type Evidence struct {
+	// File is the rewritten Dockerfile, parsed, and Stage its judged stage.
+	File  *dockerfile.File
+	Stage int
+	// Migrated is the rewritten image's build and boot; MigratedErr the
+	// spawn's error.
+	Migrated    sandbox.Result
+	MigratedErr error
+	// Original is the original image's boot, nil when it did not run;
+	// OriginalErr says why it did not.
+	Original    *sandbox.Result
+	OriginalErr error
+}
+
+// All are the gates, in the order they run.
+var All = []Gate{
+	{Name: "builds", Description: "the rewritten Dockerfile builds in the sandbox", Check: builds},
+	{Name: "boots", Description: "the image starts and stays up for the boot window, or exits 0 if it is a job", Check: boots},
+	{Name: "serves", Description: "when the image exposes a port or the app listens on one, a connection is accepted inside the sandbox within the window", Check: serves},
+	{Name: "no_shell", Description: "the boot trace is complete and shows no shell exec, attempted or run", Check: noShell},
+	{Name: "healthcheck", Description: "the image's HEALTHCHECK, run inside the booted sandbox, succeeds", Check: healthcheck},
+	{Name: "same_behaviour", Description: "the same requests get the same status, content type and body from the original and the rewritten image", Check: sameBehaviour},
+}
+
+func init() {
+	for i := range All {
+		All[i].Doc = "docs/gates/" + All[i].Name + ".md"
+	}
+}
+
+// Spec is one proof: the rewritten workspace and the original.
+type Spec struct {
+	// Migrated and Original are the workspace directories of the rewritten
+	// and the original repository; Original empty skips same_behaviour.
+	Migrated, Original string
+	// Dockerfile is the workspace-relative Dockerfile (the same path in
+	// both), Target the stage to build ("" for the last).
+	Dockerfile, Target string
+	// OriginalTarget is the original's stage to build.
+	OriginalTarget  string
+	BootFor         time.Duration
+	RegistryMirrors map[string]string
+	ProbePaths      []string
+	Timeout         time.Duration
+}
+
+// Report is every gate's outcome.
+type Report struct {
+	Gates []Outcome `json:"gates"`
+	// Passed is true when no gate failed.
+	Passed bool `json:"passed"`
+	// AuditIDs are the gate spawns' audit records.
+	AuditIDs []string `json:"audit_ids,omitempty"`
+	// Spawns are how long each gate spawn took, by image.
+	MigratedMS int64 `json:"migrated_ms"`
+	OriginalMS int64 `json:"original_ms,omitempty"`
+}
+
+// Run spawns the gate builds and boots and checks every gate. file is the
+// rewritten Dockerfile, parsed.
+func Run(ctx context.Context, client sandbox.Client, spec Spec, file *dockerfile.File, stage int) (*Report, error) {
+	if client == nil {
+		return nil, errors.New("gates: no sandbox client")
+	}
+	ev := &Evidence{File: file, Stage: stage}
+	rep := &Report{}
+	spawn := func(ctx context.Context, dir, target, what string) (sandbox.Result, error) {
+		req := sandbox.SpawnRequest{
+			Role:         sandbox.RoleGate,
+			Workspace:    sandbox.Workspace{Dir: dir},
+			CaptureTrace: true,
+			Timeout:      spec.Timeout,
+			Build: &sandbox.BuildSpec{Dockerfile: spec.Dockerfile, Targets: []string{target}, Boot: true, BootFor: spec.BootFor,
+				RegistryMirrors: spec.RegistryMirrors, ProbePaths: spec.ProbePaths},
+		}
+		if fn := sandbox.ProgressFrom(ctx); fn != nil {
+			src := "gates: " + what
+			ctx = sandbox.WithProgress(ctx, func(p sandbox.Progress) { p.Source = src; fn(p) })
+			defer fn(sandbox.Progress{Kind: sandbox.ProgressDone, Source: src})
+		}
+		res, err := client.Spawn(ctx, req)
+		if res.AuditID != "" {
+			rep.AuditIDs = append(rep.AuditIDs, res.AuditID)
+		}
+		return res, err
+	}
+	start := time.Now()
+	ev.Migrated, ev.MigratedErr = spawn(ctx, spec.Migrated, spec.Target, "the rewritten image")
+	rep.MigratedMS = time.Since(start).Milliseconds()
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	switch {
+	case spec.Original == "":
+		ev.OriginalErr = errors.New("no original image to compare with")
+	case len(answered(ev.Migrated)) == 0:
+		ev.OriginalErr = errors.New("the rewritten image answered no request, so there is nothing to compare")
+	default:
+		start = time.Now()
+		orig, err := spawn(ctx, spec.Original, spec.OriginalTarget, "the original image")
+		rep.OriginalMS = time.Since(start).Milliseconds()
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		ev.Original, ev.OriginalErr = &orig, err
+	}
+	rep.Passed = true
+	for _, g := range All {
+		o := g.Check(ev)
+		o.Gate = g.Name
+		if o.Status == Failed {
+			rep.Passed = false
+		}
+		rep.Gates = append(rep.Gates, o)
+	}
+	return rep, nil
+}
+
+// built reports whether the rewritten image built, and why not.
+func built(ev *Evidence) (bool, string) {
+	if ev.MigratedErr != nil {
+		return false, "the gate spawn failed: " + ev.MigratedErr.Error()
+	}
+	for _, ph := range ev.Migrated.Phases {
+		if ph.Failed && (strings.HasPrefix(ph.Name, "build:") || strings.HasPrefix(ph.Name, "pull:")) {
+			return false, fmt.Sprintf("%s failed with exit %d: %s", ph.Name, ph.ExitCode, lastLines(ph.OutputTail, 5))
+		}
+	}
+	if phase(ev.Migrated, sandbox.PhaseBoot) == nil {
+		return false, "the spawn reported no boot, so the image was not built"
+	}
+	return true, ""
+}
+
+func phase(res sandbox.Result, name string) *sandbox.PhaseResult {
+	for i := range res.Phases {
+		if res.Phases[i].Name == name {
+			return &res.Phases[i]
+		}
+	}
+	return nil
+}
+
+func notRun(why string) Outcome {
+	return Outcome{Status: Failed, Detail: "not checked: " + why}
+}
+
+func builds(ev *Evidence) Outcome {
+	if ok, why := built(ev); !ok {
+		return Outcome{Status: Failed, Detail: why}
+	}
+	var steps []string
+	for _, ph := range ev.Migrated.Phases {
+		if strings.HasPrefix(ph.Name, "build:") && !strings.Contains(ph.Name, ":step ") {
+			steps = append(steps, ph.Name)
+		}
+	}
+	return Outcome{Status: Passed, Detail: "the rewritten Dockerfile built", Evidence: steps}
+}
+
+func boots(ev *Evidence) Outcome {
+	if ok, why := built(ev); !ok {
+		return notRun(why)
+	}
+	b := phase(ev.Migrated, sandbox.PhaseBoot)
+	switch {
+	case b.TimedOut:
+		return Outcome{Status: Passed, Detail: fmt.Sprintf("the image stayed up for the boot window (%s)", b.Duration.Round(time.Millisecond)), Evidence: []string{sandbox.PhaseBoot}}
+	case !b.Failed && b.ExitCode == 0:
+		return Outcome{Status: Passed, Detail: "the image ran as a job and exited 0", Evidence: []string{sandbox.PhaseBoot}}
+	}
+	return Outcome{Status: Failed, Detail: fmt.Sprintf("the image exited %d during the boot window: %s", b.ExitCode, lastLines(b.OutputTail, 5)), Evidence: []string{sandbox.PhaseBoot}}
+}
+
+// answered are a result's request phases that got an answer.
+func answered(res sandbox.Result) []sandbox.PhaseResult {
+	var out []sandbox.PhaseResult
+	for _, ph := range res.Phases {
+		if strings.HasPrefix(ph.Name, "request:") && ph.Response != nil {
+			out = append(out, ph)
+		}
+	}
+	return out
+}
+
+// exposed are the EXPOSE ports of the judged stage's chain.
+func exposed(f *dockerfile.File, stage int) []string {
+	var out []string
+	for i := stage; f != nil && i >= 0 && i < len(f.Stages); i = f.Stages[i].BaseStage {
+		for _, in := range f.Stages[i].Instructions {
+			if in.Command == "expose" {
+				out = append(out, in.Args...)
+			}
+		}
+	}
+	return out
+}
+
+func serves(ev *Evidence) Outcome {
+	if ok, why := built(ev); !ok {
+		return notRun(why)
+	}
+	if a := answered(ev.Migrated); len(a) > 0 {
+		var evs []string
+		for _, ph := range a {
+			evs = append(evs, fmt.Sprintf("%s: %d", ph.Name, ph.Response.Status))
+		}
+		return Outcome{Status: Passed, Detail: strings.TrimSpace(strings.SplitN(a[0].OutputTail, "\n", 2)[0]), Evidence: evs}
+	}
+	if ports := exposed(ev.File, ev.Stage); len(ports) > 0 {
+		return Outcome{Status: Failed, Detail: fmt.Sprintf("the image exposes %s, but no connection was accepted within the boot window", strings.Join(ports, ", "))}
+	}
+	return Outcome{Status: Skipped, Detail: "the image exposes no port and the app listened on none during the boot window"}
+}
+
+// runtimePhase reports a phase of the booted image.
+func runtimePhase(name string) bool {
+	return name == sandbox.PhaseBoot || name == sandbox.PhaseHealthcheck || strings.HasPrefix(name, "request:")
+}
+
+func noShell(ev *Evidence) Outcome {
+	if ok, why := built(ev); !ok {
+		return notRun(why)
+	}
+	res := ev.Migrated
+	if !res.TraceComplete {
+		why := "the trace is incomplete, so it cannot show that no shell ran"
+		if len(res.TraceGaps) > 0 {
+			why += ": " + strings.Join(res.TraceGaps, "; ")
+		}
+		return Outcome{Status: Failed, Detail: why}
+	}
+	a := trace.Analyze(trace.BuildTree(res.Trace), nil)
+	var shells []string
+	for _, inv := range a.Invocations {
+		if !runtimePhase(inv.Phase) {
+			continue
+		}
+		verb := "ran"
+		if inv.Attempted {
+			verb = "tried"
+			if inv.Errno != "" {
+				verb += " (" + inv.Errno + ")"
+			}
+		}
+		shells = append(shells, fmt.Sprintf("%s: pid %d %s %s", inv.Phase, inv.PID, verb, strings.Join(inv.Argv, " ")))
+	}
+	var unresolved []string
+	for _, i := range a.Unresolved {
+		if e := res.Trace[i]; runtimePhase(e.Phase) {
+			unresolved = append(unresolved, fmt.Sprintf("%s: pid %d ran %s", e.Phase, e.PID, e.Binary))
+		}
+	}
+	switch {
+	case len(shells) > 0:
+		return Outcome{Status: Failed, Detail: fmt.Sprintf("%d shell exec(s) during the boot", len(shells)), Evidence: shells}
+	case len(unresolved) > 0:
+		return Outcome{Status: Failed, Detail: "scripts ran whose interpreter could not be read, so they may have been shells", Evidence: unresolved}
+	}
+	runtimeExecs := 0
+	for _, e := range res.Trace {
+		if runtimePhase(e.Phase) && e.Kind == trace.KindExec {
+			runtimeExecs++
+		}
+	}
+	return Outcome{Status: Passed, Detail: fmt.Sprintf("the trace is complete: %d exec(s) during the boot, none a shell, none attempted", runtimeExecs)}
+}
+
+func healthcheck(ev *Evidence) Outcome {
+	if ok, why := built(ev); !ok {
+		return notRun(why)
+	}
+	hc, ok := ev.File.Effective(ev.Stage, "healthcheck")
+	if !ok || hc.HealthcheckNone {
+		return Outcome{Status: Skipped, Detail: "the image has no HEALTHCHECK"}
+	}
+	ph := phase(ev.Migrated, sandbox.PhaseHealthcheck)
+	switch {
+	case ph == nil:
+		return Outcome{Status: Failed, Detail: "the HEALTHCHECK did not run during the boot window (the image exited first, or the window was too short)"}
+	case ph.Failed || ph.ExitCode != 0:
+		return Outcome{Status: Failed, Detail: fmt.Sprintf("the HEALTHCHECK exited %d: %s", ph.ExitCode, lastLines(ph.OutputTail, 3)), Evidence: []string{sandbox.PhaseHealthcheck}}
+	}
+	return Outcome{Status: Passed, Detail: "the HEALTHCHECK exited 0 inside the booted sandbox", Evidence: []string{sandbox.PhaseHealthcheck}}
+}
+
+func sameBehaviour(ev *Evidence) Outcome {
+	if ok, why := built(ev); !ok {
+		return notRun(why)
+	}
+	mig := answered(ev.Migrated)
+	if len(mig) == 0 {
+		return Outcome{Status: Skipped, Detail: "the rewritten image answered no request (no port), so there is nothing to compare"}
+	}
+	if ev.Original == nil || ev.OriginalErr != nil {
+		why := "the original image did not run"
+		if ev.OriginalErr != nil {
+			why += ": " + ev.OriginalErr.Error()
+		}
+		return Outcome{Status: Skipped, Detail: why}
+	}
+	for _, ph := range ev.Original.Phases {
+		if ph.Failed && (strings.HasPrefix(ph.Name, "build:") || strings.HasPrefix(ph.Name, "pull:")) {
+			return Outcome{Status: Skipped, Detail: fmt.Sprintf("the original image did not build here (%s: %s), so there is nothing to compare", ph.Name, lastLines(ph.OutputTail, 2))}
+		}
+	}
+	orig := answered(*ev.Original)
+	if len(orig) == 0 {
+		return Outcome{Status: Skipped, Detail: "the original image answered no request, so there is nothing to compare"}
+	}
+	var diffs, same []string
+	for _, o := range orig {
+		i := slices.IndexFunc(mig, func(m sandbox.PhaseResult) bool { return m.Name == o.Name })
+		if i < 0 {
+			diffs = append(diffs, fmt.Sprintf("%s: the original answered %d, the rewritten image did not answer", o.Name, o.Response.Status))
+			continue
+		}
+		a, b := o.Response, mig[i].Response
+		switch {
+		case a.Status != b.Status:
+			diffs = append(diffs, fmt.Sprintf("%s: status %d, was %d", o.Name, b.Status, a.Status))
+		case a.ContentType != b.ContentType:
+			diffs = append(diffs, fmt.Sprintf("%s: content type %q, was %q", o.Name, b.ContentType, a.ContentType))
+		case a.BodySHA256 != b.BodySHA256:
+			diffs = append(diffs, fmt.Sprintf("%s: the body differs (sha256 %.12s, was %.12s)", o.Name, b.BodySHA256, a.BodySHA256))
+		default:
+			same = append(same, fmt.Sprintf("%s: %d %s sha256:%.12s", o.Name, b.Status, b.ContentType, b.BodySHA256))
+		}
+	}
+	if len(diffs) > 0 {
+		return Outcome{Status: Failed, Detail: fmt.Sprintf("%d of %d request(s) answered differently", len(diffs), len(orig)), Evidence: diffs}
+	}
+	return Outcome{Status: Passed, Detail: fmt.Sprintf("%d request(s) answered the same by both images", len(same)), Evidence: same}
+}
+
+func lastLines(s string, n int) string {
+	ls := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(ls) > n {
+		ls = ls[len(ls)-n:]
+	}
+	return strings.Join(ls, " | ")
+}

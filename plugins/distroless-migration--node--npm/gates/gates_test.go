@@ -1,0 +1,170 @@
+package gates
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/codegenie/codegenie/internal/sandbox"
+	"github.com/codegenie/codegenie/internal/trace"
+	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/dockerfile"
+)
+
+func parse(t *testing.T, src string) *dockerfile.File {
+	t.Helper()
+	f, err := dockerfile.Parse("Dockerfile", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// booted is a result of a build that worked and a service that stayed up
+// and answered GET /.
+func booted() sandbox.Result {
+	now := time.Unix(1000, 0)
+	return sandbox.Result{
+		TraceComplete: true,
+		Phases: []sandbox.PhaseResult{
+			{Name: "build:1"},
+			{Name: sandbox.PhaseBoot, TimedOut: true, ExitCode: -1, Duration: 10 * time.Second},
+			{Name: "request:/", OutputTail: "GET / on port 8080: 200\n", Response: &sandbox.Response{Status: 200, ContentType: "text/plain", BodySHA256: "ab"}},
+			{Name: sandbox.PhaseHealthcheck},
+		},
+		Trace: []trace.Event{
+			{Kind: trace.KindStart, Time: now, PID: 1, Binary: "/nodejs/bin/node", Argv: []string{"/nodejs/bin/node", "server.js"}, Phase: sandbox.PhaseBoot},
+			{Kind: trace.KindExec, Time: now, PID: 1, Binary: "/nodejs/bin/node", Argv: []string{"/nodejs/bin/node", "server.js"}, Phase: sandbox.PhaseBoot},
+		},
+	}
+}
+
+const withHealth = "FROM gcr.io/distroless/nodejs22-debian13\nEXPOSE 8080\nHEALTHCHECK CMD [\"/nodejs/bin/node\", \"hc.js\"]\nCMD [\"server.js\"]\n"
+
+func check(t *testing.T, ev *Evidence) map[string]Outcome {
+	t.Helper()
+	out := map[string]Outcome{}
+	for _, g := range All {
+		out[g.Name] = g.Check(ev)
+	}
+	return out
+}
+
+func TestGatesPass(t *testing.T) {
+	orig := booted()
+	ev := &Evidence{File: parse(t, withHealth), Migrated: booted(), Original: &orig}
+	for name, o := range check(t, ev) {
+		if o.Status != Passed {
+			t.Errorf("%s: %s (%s), want passed", name, o.Status, o.Detail)
+		}
+	}
+}
+
+func TestGatesFail(t *testing.T) {
+	f := parse(t, withHealth)
+	for _, tc := range []struct {
+		name   string
+		mutate func(*Evidence)
+		gate   string
+		want   Status
+		detail string
+	}{
+		{"build step fails", func(ev *Evidence) { ev.Migrated.Phases[0].Failed, ev.Migrated.Phases[0].ExitCode = true, 1 }, "builds", Failed, "build:1 failed"},
+		{"every gate needs the build", func(ev *Evidence) { ev.MigratedErr = errors.New("gate-control: refused") }, "no_shell", Failed, "not checked"},
+		{"boot exits 1", func(ev *Evidence) {
+			ev.Migrated.Phases[1] = sandbox.PhaseResult{Name: sandbox.PhaseBoot, ExitCode: 1, Failed: true, OutputTail: "Error: Cannot find module"}
+		}, "boots", Failed, "exited 1"},
+		{"job exits 0", func(ev *Evidence) { ev.Migrated.Phases[1] = sandbox.PhaseResult{Name: sandbox.PhaseBoot} }, "boots", Passed, "exited 0"},
+		{"attempted shell", func(ev *Evidence) {
+			ev.Migrated.Trace = append(ev.Migrated.Trace, trace.Event{Kind: trace.KindExecAttempt, Time: time.Unix(1001, 0), PID: 1, Execfn: "/bin/sh",
+				Binary: "/bin/sh", Argv: []string{"/bin/sh", "-c", "git rev-parse HEAD"}, Phase: sandbox.PhaseBoot, Errno: "ENOENT"})
+		}, "no_shell", Failed, "shell exec"},
+		{"shell in a request", func(ev *Evidence) {
+			ev.Migrated.Trace = append(ev.Migrated.Trace,
+				trace.Event{Kind: trace.KindClone, Time: time.Unix(1001, 0), PID: 1, ChildPID: 7, Phase: "request:/"},
+				trace.Event{Kind: trace.KindExec, Time: time.Unix(1001, 0), PID: 7, PPID: 1, Binary: "/bin/sh", Argv: []string{"/bin/sh", "-c", "date"}, Phase: "request:/"})
+		}, "no_shell", Failed, "shell exec"},
+		{"incomplete trace", func(ev *Evidence) {
+			ev.Migrated.TraceComplete, ev.Migrated.TraceGaps = false, []string{"3 events dropped"}
+		}, "no_shell", Failed, "3 events dropped"},
+		{"no answer on EXPOSE", func(ev *Evidence) { ev.Migrated.Phases = ev.Migrated.Phases[:2] }, "serves", Failed, "exposes 8080"},
+		{"healthcheck fails", func(ev *Evidence) { ev.Migrated.Phases[3].ExitCode, ev.Migrated.Phases[3].Failed = 1, true }, "healthcheck", Failed, "exited 1"},
+		{"healthcheck never ran", func(ev *Evidence) { ev.Migrated.Phases = ev.Migrated.Phases[:3] }, "healthcheck", Failed, "did not run"},
+		{"other body", func(ev *Evidence) {
+			ev.Migrated.Phases[2].Response = &sandbox.Response{Status: 200, ContentType: "text/plain", BodySHA256: "cd"}
+		}, "same_behaviour", Failed, "body differs"},
+		{"other status", func(ev *Evidence) {
+			ev.Migrated.Phases[2].Response = &sandbox.Response{Status: 500, ContentType: "text/plain", BodySHA256: "ab"}
+		}, "same_behaviour", Failed, "status 500, was 200"},
+		{"original did not boot", func(ev *Evidence) { ev.Original, ev.OriginalErr = nil, errors.New("build failed") }, "same_behaviour", Skipped, "build failed"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			orig := booted()
+			ev := &Evidence{File: f, Migrated: booted(), Original: &orig}
+			tc.mutate(ev)
+			o := check(t, ev)[tc.gate]
+			if o.Status != tc.want || !strings.Contains(o.Detail+strings.Join(o.Evidence, "\n"), tc.detail) {
+				t.Fatalf("%s: %s %q %v, want %s with %q", tc.gate, o.Status, o.Detail, o.Evidence, tc.want, tc.detail)
+			}
+		})
+	}
+}
+
+func TestGatesSkipWithoutPortOrHealthcheck(t *testing.T) {
+	ev := &Evidence{File: parse(t, "FROM gcr.io/distroless/nodejs22-debian13\nCMD [\"job.js\"]\n"), Migrated: booted()}
+	ev.Migrated.Phases = ev.Migrated.Phases[:2]
+	got := check(t, ev)
+	for _, g := range []string{"serves", "healthcheck", "same_behaviour"} {
+		if got[g].Status != Skipped {
+			t.Errorf("%s: %s (%s), want skipped", g, got[g].Status, got[g].Detail)
+		}
+	}
+}
+
+func TestEveryGateHasItsDocPage(t *testing.T) {
+	for _, g := range All {
+		data, err := os.ReadFile(filepath.Join("..", "..", "..", g.Doc))
+		if err != nil {
+			t.Errorf("%s: %v", g.Name, err)
+			continue
+		}
+		if !strings.Contains(string(data), "`"+g.Name+"`") || g.Description == "" {
+			t.Errorf("%s: the doc page does not name the gate, or the gate has no description", g.Name)
+		}
+	}
+}
+
+// fakeClient records the spawns and answers with canned results.
+type fakeClient struct {
+	reqs    []sandbox.SpawnRequest
+	results []sandbox.Result
+}
+
+func (c *fakeClient) Spawn(_ context.Context, req sandbox.SpawnRequest) (sandbox.Result, error) {
+	c.reqs = append(c.reqs, req)
+	r := c.results[0]
+	c.results = c.results[1:]
+	return r, nil
+}
+
+func TestRunSpawnsAsGate(t *testing.T) {
+	fc := &fakeClient{results: []sandbox.Result{booted(), booted()}}
+	rep, err := Run(t.Context(), fc, Spec{Migrated: "/m", Original: "/o", Dockerfile: "Dockerfile", BootFor: time.Second}, parse(t, withHealth), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.Passed || len(rep.Gates) != len(All) {
+		t.Fatalf("report %+v", rep)
+	}
+	if len(fc.reqs) != 2 || fc.reqs[0].Workspace.Dir != "/m" || fc.reqs[1].Workspace.Dir != "/o" {
+		t.Fatalf("spawns %+v", fc.reqs)
+	}
+	for _, r := range fc.reqs {
+		if r.Role != sandbox.RoleGate || !r.CaptureTrace || r.Build == nil || !r.Build.Boot {
+			t.Errorf("spawn %+v: want a traced gate build and boot", r)
+		}
+	}
+}
