@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -122,6 +123,13 @@ func (br *buildRun) boot(ctx context.Context, image string) (*bootRun, error) {
 	}
 	defer sp.release()
 	bt.id = id
+	// Docker, containerd and Kubernetes give every container an /etc/hosts
+	// that names localhost; images (distroless among them) ship none, and a
+	// health check of http://localhost/ needs it.
+	hosts := filepath.Join(sp.dir, "hosts")
+	if err := os.WriteFile(hosts, []byte(hostsFile(b.cfg.Hostname)), 0o644); err != nil {
+		return bt, err
+	}
 	c := container{
 		spec: specInput{
 			args:     bt.argv,
@@ -133,6 +141,7 @@ func (br *buildRun) boot(ctx context.Context, image string) (*bootRun, error) {
 			platform: b.cfg.Platform,
 			limits:   br.plan.limits,
 			enforce:  b.enforce,
+			hosts:    hosts,
 		},
 		timeout: br.plan.bootFor,
 		output:  br.plan.limits.OutputBytes,
@@ -362,4 +371,9 @@ func colonRecords(b []byte, n int) [][]string {
 func parseID(s string) (uint32, bool) {
 	v, err := strconv.ParseUint(s, 10, 32)
 	return uint32(v), err == nil
+}
+
+// hostsFile is the /etc/hosts of a booted image.
+func hostsFile(hostname string) string {
+	return "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n127.0.1.1\t" + hostname + "\n"
 }

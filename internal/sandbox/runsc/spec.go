@@ -150,6 +150,9 @@ type specInput struct {
 	cgroupPath string // empty when cgroups are off
 	limits     sandbox.Limits
 	enforce    Enforcement
+	// hosts, when set, is a host file mounted read-only at /etc/hosts, as
+	// container runtimes provide one (a booted image resolves localhost).
+	hosts string
 }
 
 func buildSpec(in specInput) ociSpec {
@@ -193,6 +196,9 @@ func buildSpec(in specInput) ociSpec {
 	}
 	if in.mount != "" {
 		s.Mounts = append(s.Mounts, ociMount{Destination: in.mount, Type: "bind", Source: in.workspace, Options: wsOpts})
+	}
+	if in.hosts != "" {
+		s.Mounts = append(s.Mounts, ociMount{Destination: "/etc/hosts", Type: "bind", Source: in.hosts, Options: []string{"rbind", "ro"}})
 	}
 	if in.cgroupPath != "" {
 		s.Linux.CgroupsPath = in.cgroupPath

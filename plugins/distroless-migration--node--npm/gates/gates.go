@@ -365,7 +365,11 @@ func sameBehaviour(ev *Evidence) Outcome {
 	for _, o := range orig {
 		i := slices.IndexFunc(mig, func(m sandbox.PhaseResult) bool { return m.Name == o.Name })
 		if i < 0 {
-			diffs = append(diffs, fmt.Sprintf("%s: the original answered %d, the rewritten image did not answer", o.Name, o.Response.Status))
+			why := "the rewritten image was not asked (the request ran out of boot window)"
+			if ph := phase(ev.Migrated, o.Name); ph != nil {
+				why = "the rewritten image did not answer"
+			}
+			diffs = append(diffs, fmt.Sprintf("%s: the original answered %d; %s", o.Name, o.Response.Status, why))
 			continue
 		}
 		a, b := o.Response, mig[i].Response

@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/codegenie/codegenie/internal/gather"
@@ -118,7 +119,7 @@ func Run(ctx context.Context, dir string, o Options) (*Migration, error) {
 		return nil, fmt.Errorf("the rewritten Dockerfile does not parse: %w", err)
 	}
 	spec := gates.Spec{Migrated: work, Original: out.Context.Repo, Dockerfile: newFile, Target: m.Result.StageTarget, OriginalTarget: m.Result.OriginalTarget,
-		BootFor: o.BootFor, RegistryMirrors: o.RegistryMirrors, ProbePaths: o.ProbePaths, Timeout: o.Timeout}
+		BootFor: o.BootFor, RegistryMirrors: o.RegistryMirrors, ProbePaths: probePaths(o.ProbePaths, m.Result.ProbePaths), Timeout: o.Timeout}
 	m.Gates, err = gates.Run(ctx, o.Sandbox, spec, parsed, m.Result.Stage)
 	if err != nil {
 		return nil, err
@@ -128,6 +129,18 @@ func Run(ctx context.Context, dir string, o Options) (*Migration, error) {
 	m.Proven = m.Gates.Passed
 	m.Migrated = m.Proven && len(m.Result.Files) > 0
 	return m, nil
+}
+
+// probePaths are the paths both gate boots request: the user's, then the
+// ones the original's checks named, at most sandbox.MaxProbePaths.
+func probePaths(user, checks []string) []string {
+	var out []string
+	for _, p := range append(append([]string{}, user...), checks...) {
+		if !slices.Contains(out, p) && len(out) < sandbox.MaxProbePaths {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // workspace makes a scratch copy of dir with the rewrite applied: files

@@ -84,13 +84,18 @@ for (const sig of ['SIGTERM', 'SIGINT', 'SIGHUP']) {
 })();
 `
 
+// withScheme gives a URL written without one (localhost:8080/x) http://.
+func withScheme(url string) string {
+	if !strings.Contains(url, "://") {
+		return "http://" + url
+	}
+	return url
+}
+
 // healthScript returns a health check that requests url and exits 0 for
 // an answer below 400 (as curl -f and wget do), 1 otherwise.
 func healthScript(url string, timeoutMS int) []byte {
-	if !strings.Contains(url, "://") {
-		url = "http://" + url
-	}
-	u, _ := json.Marshal(url)
+	u, _ := json.Marshal(withScheme(url))
 	return []byte(fmt.Sprintf(`%s It does what the image's curl or wget
 // health check did, with node alone: request the URL, exit 0 on an answer below 400.
 'use strict';

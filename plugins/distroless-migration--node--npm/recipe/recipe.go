@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net/url"
 	"path"
 	"regexp"
 	"slices"
@@ -70,6 +71,10 @@ type Result struct {
 	Changes  []Change  `json:"changes"`
 	Refusals []Refusal `json:"refusals,omitempty"`
 	Warnings []string  `json:"warnings,omitempty"`
+	// ProbePaths are URL paths the original image's checks request that
+	// the rewritten image's no longer name (a curl check's URL moved into
+	// a generated script): the gates ask both images for them.
+	ProbePaths []string `json:"probe_paths,omitempty"`
 }
 
 // File is one file the rewrite writes.
@@ -722,6 +727,9 @@ func (r *rewriter) healthLines() ([]string, error) {
 			}
 		}
 		r.generate(HealthName, healthScript(act.Edit.HealthURL, timeout))
+		if u, err := url.Parse(withScheme(act.Edit.HealthURL)); err == nil && u.Path != "" && u.Path != "/" {
+			r.res.ProbePaths = append(r.res.ProbePaths, u.EscapedPath())
+		}
 		dest := path.Join(r.wd, HealthName)
 		out = append(out, fmt.Sprintf("COPY %s %s\n", HealthName, dest))
 		out = append(out, "HEALTHCHECK "+opts+"CMD "+execForm([]string{node, dest})+"\n")

@@ -1,0 +1,165 @@
+package nodenpm_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/codegenie/codegenie/internal/builtin"
+	"github.com/codegenie/codegenie/internal/gather"
+	"github.com/codegenie/codegenie/internal/image"
+	"github.com/codegenie/codegenie/internal/probe"
+	nodenpm "github.com/codegenie/codegenie/plugins/distroless-migration--node--npm"
+	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/dockerfile"
+	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/gates"
+	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/migrate"
+)
+
+// These tests migrate runnable services (testdata/migrate-e2e) on the local
+// stand-in images and prove each rewrite with the gates in gVisor, through
+// the same private gate-control as the trace tests.
+
+func migrateOptions(e *traceEnv) migrate.Options {
+	images := &image.Remote{Mirrors: e.mirrors}
+	mirrors := map[string]string{"docker.io": e.registry.Host, "gcr.io": e.registry.Host}
+	return migrate.Options{
+		Gather:          gather.Options{Registry: builtin.NewRegistry(), Version: "test", Task: nodenpm.Task, Images: images},
+		RewriteOptions:  nodenpm.RewriteOptions{Digest: images.Digest},
+		Sandbox:         e.sandbox,
+		BootFor:         4 * time.Second,
+		RegistryMirrors: mirrors,
+		Timeout:         3 * time.Minute,
+	}
+}
+
+// TestMigrateE2E: each service migrates, every gate passes, --write
+// applies the rewrite, and a traced gather of the result says ready,
+// confirmed by the trace.
+func TestMigrateE2E(t *testing.T) {
+	e := setupTrace(t)
+	for _, tc := range []struct {
+		name string
+		// skipped are the gates with nothing to check for this service,
+		// and why the skip is right.
+		skipped map[string]string
+	}{
+		{name: "npm-start"},
+		{name: "shell-form-cmd"},
+		{name: "var-prefix"},
+		{name: "prestart-hook"},
+		{name: "healthcheck-curl"},
+		// No musl Node is on the package registries, so there is no
+		// node:22-alpine stand-in: the original cannot be built here, and
+		// same_behaviour has nothing to compare with (it says so).
+		{name: "alpine-builder", skipped: map[string]string{"same_behaviour": "the original image did not build here"}},
+		{name: "final-stage-run"},
+		{name: "env-shebang-bin"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			copyTree(t, filepath.Join("testdata", "migrate-e2e", tc.name), dir)
+			m, err := migrate.Run(t.Context(), dir, migrateOptions(e))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m.Result.Refused() {
+				t.Fatalf("refused: %+v", m.Result.Refusals)
+			}
+			if m.Gates == nil {
+				t.Fatal("the gates did not run")
+			}
+			for _, o := range m.Gates.Gates {
+				want := gates.Passed
+				if o.Gate == "healthcheck" && tc.name != "healthcheck-curl" {
+					want = gates.Skipped // only that service has a HEALTHCHECK
+				}
+				if why, ok := tc.skipped[o.Gate]; ok {
+					want = gates.Skipped
+					if !strings.Contains(o.Detail, why) {
+						t.Errorf("%s skipped for %q, want %q", o.Gate, o.Detail, why)
+					}
+				}
+				if o.Status != want {
+					t.Errorf("gate %s: %s (%s %v), want %s", o.Gate, o.Status, o.Detail, o.Evidence, want)
+				}
+			}
+			if !m.Migrated || !m.Proven {
+				t.Fatalf("migrated %v, proven %v", m.Migrated, m.Proven)
+			}
+			if len(m.Gates.AuditIDs) == 0 {
+				t.Error("the gate spawns have no audit records")
+			}
+			t.Logf("gather %d ms, recipe %d ms, gates %d ms (original image %d ms)", m.Timings.GatherMS, m.Timings.RecipeMS, m.Timings.GatesMS, m.Timings.OriginalMS)
+			if err := m.Write(dir); err != nil {
+				t.Fatal(err)
+			}
+			for _, f := range m.Result.Files {
+				got, err := os.ReadFile(filepath.Join(dir, f.Path))
+				if err != nil || string(got) != string(f.New) {
+					t.Fatalf("%s after --write: %v", f.Path, err)
+				}
+			}
+			out := gatherTraced(t, e, dir, nil)
+			a := out.Context.Assessments["distroless_readiness"]
+			if a.Verdict != probe.Ready || !a.Confirmed {
+				t.Fatalf("gather on the migrated service: %s (confirmed %v), blockers %+v", a.Verdict, a.Confirmed, a.Blockers)
+			}
+		})
+	}
+}
+
+// TestMigratePlantedShell: a shell planted in the rewritten image after
+// the rewrite (an execSync once the server listens) fails no_shell.
+func TestMigratePlantedShell(t *testing.T) {
+	e := setupTrace(t)
+	dir := t.TempDir()
+	copyTree(t, filepath.Join("testdata", "migrate-e2e", "npm-start"), dir)
+	o := migrateOptions(e)
+	o.NoGates = true
+	m, err := migrate.Run(t.Context(), dir, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Write(dir); err != nil {
+		t.Fatal(err)
+	}
+	// The plant: a shell the static probes would have refused, added
+	// behind the recipe's back.
+	server := filepath.Join(dir, "server.js")
+	src, err := os.ReadFile(server)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plant := "\nsetTimeout(() => { try { require('child_process').execSync('echo planted'); } catch (e) { console.error(e.message); } }, 300);\n"
+	if err := os.WriteFile(server, append(src, plant...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	newDF, err := os.ReadFile(filepath.Join(dir, "Dockerfile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	parsed, err := dockerfile.Parse("Dockerfile", newDF)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := gates.Run(t.Context(), e.sandbox, gates.Spec{Migrated: dir, Dockerfile: "Dockerfile", BootFor: 4 * time.Second,
+		RegistryMirrors: o.RegistryMirrors, Timeout: 3 * time.Minute}, parsed, parsed.Final)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Passed {
+		t.Fatal("the gates passed an image with a planted shell")
+	}
+	for _, g := range rep.Gates {
+		if g.Gate != "no_shell" {
+			continue
+		}
+		if g.Status != gates.Failed || !strings.Contains(strings.Join(g.Evidence, "\n"), "echo planted") {
+			t.Fatalf("no_shell: %s %q %v, want failed citing the planted exec", g.Status, g.Detail, g.Evidence)
+		}
+		return
+	}
+	t.Fatal("no no_shell gate")
+}
