@@ -26,6 +26,9 @@ func (r *rewriter) apkToApt(i int) error {
 			return r.refuse(readiness.RuleGlibcBuilder, "the step installs alpine packages with no known Debian name: "+strings.Join(unknown, ", "),
 				"the stage moves to a glibc (Debian) image; write its apt-get install by hand", in.Line)
 		}
+		if strings.TrimSpace(text) == "RUN true" {
+			text = "" // it installed only what the node image has
+		}
 		r.replace(in, text)
 		r.res.Changes = append(r.res.Changes, Change{Rule: readiness.RuleGlibcBuilder, Line: in.Line, What: "apk and busybox user steps become apt-get and Debian adduser/addgroup"})
 	}
@@ -38,7 +41,8 @@ var (
 )
 
 // aptNames maps alpine package names to Debian's; "" is a package Debian
-// needs no counterpart of.
+// needs no counterpart of (node, npm and yarn come with the node image the
+// stage moves to).
 var aptNames = map[string]string{
 	"build-base": "build-essential", "python3": "python3", "python3-dev": "python3-dev", "py3-pip": "python3-pip", "python": "python3",
 	"make": "make", "g++": "g++", "gcc": "gcc", "git": "git", "openssl": "openssl", "ca-certificates": "ca-certificates",
@@ -47,7 +51,7 @@ var aptNames = map[string]string{
 	"pango-dev": "libpango1.0-dev", "jpeg-dev": "libjpeg-dev", "giflib-dev": "libgif-dev", "pixman-dev": "libpixman-1-dev",
 	"openssh": "openssh-client", "openssh-client": "openssh-client", "tini": "tini", "dumb-init": "dumb-init",
 	"openssl-dev": "libssl-dev", "zlib-dev": "zlib1g-dev", "sqlite-dev": "libsqlite3-dev", "postgresql-dev": "libpq-dev",
-	"tzdata": "tzdata", "jq": "jq", "unzip": "unzip", "zip": "zip", "autoconf": "autoconf", "automake": "automake",
+	"tzdata": "tzdata", "nodejs": "", "npm": "", "nodejs-current": "", "yarn": "", "jq": "jq", "unzip": "unzip", "zip": "zip", "autoconf": "autoconf", "automake": "automake",
 	"libtool": "libtool", "nasm": "nasm", "pkgconfig": "pkg-config", "pkgconf": "pkg-config", "file": "file",
 }
 

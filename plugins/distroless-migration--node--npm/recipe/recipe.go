@@ -386,8 +386,9 @@ type collected struct {
 
 func (r *rewriter) collect(stages []int) collected {
 	var c collected
+	// The stages are a FROM chain, root first: WORKDIR and ENV carry on.
+	wd, production := "/", false
 	for _, i := range stages {
-		wd := "/"
 		for _, in := range r.d.Stages[i].Instructions {
 			switch in.Command {
 			case "workdir":
@@ -398,6 +399,11 @@ func (r *rewriter) collect(stages []int) collected {
 				c.lastUser = r.verbatim(in)
 			case "env":
 				c.envs = append(c.envs, r.verbatim(in))
+				for _, kv := range in.Args {
+					if k, v, _ := strings.Cut(kv, "="); k == "NODE_ENV" {
+						production = v == "production"
+					}
+				}
 			case "copy", "add":
 				if len(in.Args) > 0 {
 					if dest := resolvePath(wd, in.Args[len(in.Args)-1]); !within(dest, r.wd) {
@@ -417,7 +423,9 @@ func (r *rewriter) collect(stages []int) collected {
 					case "adduser", "addgroup", "useradd", "groupadd", "usermod":
 						c.users = true
 					case "npm", "yarn", "pnpm":
-						if p := pruneFor(cmd); p != "" {
+						// With NODE_ENV=production an install leaves dev
+						// dependencies out already.
+						if p := pruneFor(cmd); p != "" && !production {
 							c.prune = p
 						} else if isInstall(cmd) {
 							c.prune = ""
@@ -529,24 +537,40 @@ func (r *rewriter) builders() error {
 	if !r.has(readiness.RuleGlibcBuilder) && !r.has(readiness.RuleSameMajor) && !r.has(readiness.RuleBumpNode) {
 		return nil
 	}
-	done := map[int]bool{}
+	// The stages to move are the roots (built from an image) of the
+	// builder's chain and, when it is built from a stage, of the runtime
+	// stage's chain.
+	roots := map[int]bool{}
 	for _, img := range r.in.Runtime.Images {
-		if img.Builder == nil || img.Dockerfile != r.in.Dockerfile || done[img.Builder.Stage] || img.Builder.Stage == r.t {
+		if img.Builder != nil && img.Dockerfile == r.in.Dockerfile && img.Builder.Stage != r.t {
+			roots[r.root(img.Builder.Stage)] = true
+		}
+	}
+	if r.d.Stages[r.t].BaseStage >= 0 {
+		roots[r.root(r.t)] = true
+	}
+	done := map[int]bool{}
+	for i := range r.d.Stages {
+		if !roots[i] {
 			continue
 		}
-		b := img.Builder
-		if b.Libc != "musl" && b.NodeMajor == r.target.Major {
+		st := r.d.Stages[i]
+		musl := strings.Contains(st.ResolvedBase, "alpine")
+		if !musl && nodeMajorOf(st.ResolvedBase) == r.target.Major && dockerfile.ClassifyBase(st.ResolvedBase) == dockerfile.BaseOfficialNode {
 			continue
 		}
-		done[b.Stage] = true
-		st := r.d.Stages[b.Stage]
-		if st.BaseStage >= 0 {
-			return r.refuse(readiness.RuleGlibcBuilder, "the builder stage is built FROM the stage "+st.Base, "rewrite the stage it is built from by hand", st.Line)
+		if dockerfile.ClassifyBase(st.ResolvedBase) != dockerfile.BaseOfficialNode && !musl {
+			continue // not a node image: its Node comes from elsewhere
 		}
+		done[i] = true
 		r.edits = append(r.edits, edit{from: st.Line, to: st.Line, text: from(st.Platform, r.builderRef(), st.Name)})
-		if b.Libc == "musl" {
-			if err := r.apkToApt(b.Stage); err != nil {
-				return err
+		if musl {
+			for j := range r.d.Stages {
+				if r.root(j) == i && j != r.t {
+					if err := r.apkToApt(j); err != nil {
+						return err
+					}
+				}
 			}
 		}
 	}
@@ -562,6 +586,15 @@ func (r *rewriter) builders() error {
 		r.change(readiness.RuleBumpNode, fmt.Sprintf("Node moves to %d, the nearest major with a distroless image", r.target.Major))
 	}
 	return nil
+}
+
+// root is the first stage of stage i's FROM chain: the one built from an
+// image.
+func (r *rewriter) root(i int) int {
+	for n := 0; r.d.Stages[i].BaseStage >= 0 && n <= len(r.d.Stages); n++ {
+		i = r.d.Stages[i].BaseStage
+	}
+	return i
 }
 
 // startLines are the instructions that start the service on the target.
@@ -838,7 +871,14 @@ func (r *rewriter) split(start, health []string) error {
 		}
 	}
 	c := r.collect(r.chain())
-	end := r.stageEnd(r.t)
+	// The new stage follows the files stage's last kept instruction, so
+	// that what came after the runtime-only lines stays after it.
+	end := st.Line
+	for _, in := range st.Instructions {
+		if !runtimeOnly[in.Command] {
+			end = max(end, r.lastLine(in))
+		}
+	}
 	if c.prune != "" {
 		r.insertAfter(end, "RUN "+c.prune+"\n")
 		r.change(readiness.RuleMoveToBuilder, "dev dependencies are pruned in the files stage: "+c.prune)
