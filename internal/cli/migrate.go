@@ -16,13 +16,13 @@ import (
 	"github.com/codegenie/codegenie/internal/gatecontrol"
 	"github.com/codegenie/codegenie/internal/gather"
 	"github.com/codegenie/codegenie/internal/image"
+	"github.com/codegenie/codegenie/internal/migrate"
 	"github.com/codegenie/codegenie/internal/pipeline"
 	"github.com/codegenie/codegenie/internal/probe"
 	"github.com/codegenie/codegenie/internal/report"
 	"github.com/codegenie/codegenie/internal/udiff"
 	nodenpm "github.com/codegenie/codegenie/plugins/distroless-migration--node--npm"
 	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/gates"
-	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/migrate"
 	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/readiness"
 )
 

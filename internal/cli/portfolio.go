@@ -21,9 +21,12 @@ import (
 	"github.com/codegenie/codegenie/internal/gatecontrol"
 	"github.com/codegenie/codegenie/internal/gather"
 	"github.com/codegenie/codegenie/internal/image"
+	"github.com/codegenie/codegenie/internal/migrate"
 	"github.com/codegenie/codegenie/internal/pipeline"
 	"github.com/codegenie/codegenie/internal/portfolio"
 	"github.com/codegenie/codegenie/internal/probe"
+	"github.com/codegenie/codegenie/internal/sandbox"
+	"github.com/codegenie/codegenie/internal/udiff"
 	nodenpm "github.com/codegenie/codegenie/plugins/distroless-migration--node--npm"
 )
 
@@ -110,14 +113,18 @@ Exit codes:
 --fail-on blocked,unknown fails only on those verdicts (a failed service
 counts as unknown); ready_after_rewrite may be listed too.
 
---migrate is not available yet: it needs 'codegenie migrate', which has not
-been built; the flag is refused.`,
+--migrate also runs 'codegenie migrate' in dry-run on every service whose
+verdict is ready_after_rewrite: the rewrite is kept as a patch in patches/
+(nothing is written to the checkouts), and with the sandbox tier the gates
+prove it there; portfolio.json and report.html show each migration, its gates
+and its diff.`,
 		Example: `  codegenie portfolio --list ~/src/checkouts
   codegenie portfolio --list --from repos.txt | jq -r '.[] | select(.skip == null) | .id'
   printf 'file:///srv/git/shop.git\n# a comment\n../billing\n' > repos.txt && codegenie portfolio --list --from repos.txt
   codegenie portfolio --no-sandbox --out /tmp/pf ~/src/checkouts; xdg-open /tmp/pf/report.html
   CI=1 codegenie portfolio --from repos.txt --fail-on blocked,unknown
   codegenie portfolio --retry-failed --out /tmp/pf ~/src/checkouts
+  codegenie portfolio --migrate --out /tmp/pf ~/src/checkouts && ls /tmp/pf/patches
   jq '.services[] | select(.verdict == "blocked") | .id' /tmp/pf/portfolio.json`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runPortfolio(cmd, g, &f, args)
@@ -127,7 +134,7 @@ been built; the flag is refused.`,
 	fl.StringVar(&f.from, "from", "", "read paths and git URLs from FILE, one per line (# comments)")
 	fl.BoolVar(&f.list, "list", false, "print the discovered services and run nothing")
 	fl.StringVar(&f.out, "out", "codegenie-portfolio", "the portfolio folder: state store, clones, portfolio.json, sarif/, report.html")
-	fl.BoolVar(&f.migrate, "migrate", false, "not available yet: needs 'codegenie migrate', which has not been built")
+	fl.BoolVar(&f.migrate, "migrate", false, "migrate each ready_after_rewrite service in dry-run (patches/), proven by the gates in the sandbox tier")
 	fl.BoolVar(&f.noCache, "no-cache", false, "run every probe; neither read nor write the cache")
 	fl.IntVar(&f.staticN, "static-parallel", runtime.GOMAXPROCS(0), "services in the static tier at a time")
 	fl.IntVar(&f.sandboxN, "sandbox-parallel", max(1, runtime.NumCPU()/2), "services in the sandbox tier at a time")
@@ -149,9 +156,6 @@ been built; the flag is refused.`,
 }
 
 func runPortfolio(cmd *cobra.Command, g *globals, f *portfolioFlags, args []string) error {
-	if f.migrate {
-		return usageErr("--migrate is not available yet: it needs 'codegenie migrate', which has not been built; run without --migrate")
-	}
 	var sources []portfolio.Source
 	for _, a := range args {
 		sources = append(sources, portfolio.Source{Spec: a})
@@ -238,6 +242,9 @@ func runPortfolio(cmd *cobra.Command, g *globals, f *portfolioFlags, args []stri
 		r.Options.Cache = c
 		r.Options.Images = &image.Memo{Resolver: r.Options.Images, Path: filepath.Join(c.Dir(), image.MemoFile),
 			Config: mirrors.String(), Logger: r.Options.Logger}
+	}
+	if f.migrate {
+		r.Migrate = portfolioMigrate(r.Options, f.heavyTimeout)
 	}
 	prog := newPortfolioProgress(g.stderr, g.stderrTTY && os.Getenv("CI") == "", os.Getenv("CI") != "", len(services))
 	r.Observe = prog.observe
@@ -447,4 +454,42 @@ func listServices(w io.Writer, tty bool, services []portfolio.Service) error {
 	}
 	_, err := fmt.Fprintf(w, "%d services, %d to judge, %d skipped\n", len(services), n, len(services)-n)
 	return err
+}
+
+// portfolioMigrate is the portfolio's dry-run migration: migrate's
+// recipe, and its gates when the service ran in the sandbox tier.
+func portfolioMigrate(shared gather.Options, timeout time.Duration) portfolio.MigrateFunc {
+	return func(ctx context.Context, dir string, o gather.Options, sb sandbox.Client) (*portfolio.Migration, error) {
+		opts := migrate.Options{
+			Gather:          o,
+			Sandbox:         sb,
+			NoGates:         sb == nil,
+			BootFor:         shared.BootFor,
+			RegistryMirrors: shared.RegistryMirrors,
+			ProbePaths:      o.ProbePaths,
+			Timeout:         timeout,
+		}
+		if shared.Images != nil {
+			opts.Digest = shared.Images.Digest
+		}
+		m, err := migrate.Run(ctx, dir, opts)
+		if err != nil {
+			return nil, err
+		}
+		out := &portfolio.Migration{Migrated: m.Migrated, Proven: m.Proven}
+		var patch strings.Builder
+		for _, f := range m.Result.Files {
+			patch.WriteString(udiff.Diff(f.Path, f.Old, f.New))
+		}
+		out.Patch = patch.String()
+		for _, r := range m.Result.Refusals {
+			out.Refused = append(out.Refused, r.Rule+": "+r.Title+": "+r.Why)
+		}
+		if m.Gates != nil {
+			for _, g := range m.Gates.Gates {
+				out.Gates = append(out.Gates, portfolio.GateOutcome{Gate: g.Gate, Status: string(g.Status), Detail: g.Detail})
+			}
+		}
+		return out, nil
+	}
 }

@@ -78,6 +78,65 @@ func TestPortfolioRunsWritesAndExits(t *testing.T) {
 	}
 }
 
+// TestPortfolioMigrate: --migrate keeps a patch per ready_after_rewrite
+// service, unproven without the sandbox tier, and touches no checkout.
+func TestPortfolioMigrate(t *testing.T) {
+	t.Setenv("CI", "1")
+	src, out := t.TempDir(), t.TempDir()
+	for _, name := range []string{"var-prefix", "spawn-git", "already-distroless"} {
+		dst := filepath.Join(src, name)
+		if err := os.CopyFS(dst, os.DirFS(fixture(t, name))); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Mkdir(filepath.Join(dst, ".git"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before, _ := os.ReadFile(filepath.Join(src, "var-prefix", "Dockerfile"))
+	r := execute(t, t.Context(), "portfolio", "--no-sandbox", "--migrate", "--no-cache", "--out", out, src)
+	if r.code != ExitNotReady {
+		t.Fatalf("exit %d; stderr:\n%s", r.code, r.stderr)
+	}
+	f, err := os.Open(filepath.Join(out, portfolio.JSONFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	doc, err := portfolio.DecodeDocument(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	migrations := 0
+	for _, e := range doc.Services {
+		switch e.Verdict {
+		case probe.ReadyAfterRewrite:
+			migrations++
+			if e.Migration == nil || e.Patch == "" || e.Migration.Proven || len(e.Migration.Gates) > 0 {
+				t.Fatalf("%s: migration %+v, patch %q; want an unproven patch", e.ID, e.Migration, e.Patch)
+			}
+			patch, err := os.ReadFile(filepath.Join(out, e.Patch))
+			if err != nil || !strings.Contains(string(patch), "+FROM gcr.io/distroless/nodejs22-debian13") || string(patch) != e.Migration.Patch {
+				t.Fatalf("%s: patch file %v:\n%s", e.ID, err, patch)
+			}
+		case probe.Ready, probe.Blocked, probe.Unknown:
+			if e.Migration != nil {
+				t.Errorf("%s (%s) has a migration", e.ID, e.Verdict)
+			}
+		}
+	}
+	if migrations != 1 {
+		t.Fatalf("%d migrations, want 1 (var-prefix)", migrations)
+	}
+	html, _ := os.ReadFile(filepath.Join(out, portfolio.HTMLFile))
+	if !strings.Contains(string(html), "Migration: ") {
+		t.Error("report.html has no migration drill-down")
+	}
+	after, _ := os.ReadFile(filepath.Join(src, "var-prefix", "Dockerfile"))
+	if string(before) != string(after) {
+		t.Error("--migrate changed a checkout")
+	}
+}
+
 func boolInt(b bool) int {
 	if b {
 		return 1
@@ -98,7 +157,6 @@ func TestPortfolioBadInput(t *testing.T) {
 		args []string
 		want string
 	}{
-		"migrate":     {[]string{"portfolio", "--migrate", repo}, "--migrate is not available yet"},
 		"no sources":  {[]string{"portfolio"}, "no repositories: pass PATHs or --from FILE"},
 		"missing":     {[]string{"portfolio", filepath.Join(repo, "nope")}, "no such directory"},
 		"bad config":  {[]string{"portfolio", "--list", repo}, portfolio.ConfigFile + ":4: unknown key \"bogus\""},

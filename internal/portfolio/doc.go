@@ -10,5 +10,7 @@
 // so that another scheduler can run the same unit.
 //
 // It does not judge anything itself (package gather and the task's plugin
-// do), nor does it rewrite Dockerfiles (codegenie migrate, not yet built).
+// do), nor does it rewrite Dockerfiles: with Runner.Migrate it asks the
+// migrate library for a dry-run migration per ready_after_rewrite service
+// and keeps its patch and gates.
 package portfolio

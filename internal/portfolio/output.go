@@ -5,8 +5,10 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -26,6 +28,7 @@ const SchemaVersion = 1
 const (
 	JSONFile   = "portfolio.json"
 	SARIFDir   = "sarif"
+	PatchDir   = "patches"
 	MergedFile = "portfolio.sarif"
 	HTMLFile   = "report.html"
 )
@@ -47,6 +50,8 @@ type Totals struct {
 	Services  int            `json:"services"`
 	ByState   map[string]int `json:"by_state"`
 	ByVerdict map[string]int `json:"by_verdict"`
+	// Migrated counts the services --migrate rewrote and proved.
+	Migrated int `json:"migrated,omitempty"`
 }
 
 // KindSummary is one blocker kind across the portfolio.
@@ -78,9 +83,13 @@ type Entry struct {
 	Notes    []probe.Note     `json:"notes,omitempty"`
 	Evidence []probe.Evidence `json:"evidence,omitempty"`
 	// SARIF is the service's SARIF file, relative to the portfolio folder.
-	SARIF    string  `json:"sarif,omitempty"`
-	Attempts int     `json:"attempts"`
-	Timings  Timings `json:"timings"`
+	SARIF string `json:"sarif,omitempty"`
+	// Migration is the dry-run migration (--migrate), and Patch its patch
+	// file, relative to the portfolio folder.
+	Migration *Migration `json:"migration,omitempty"`
+	Patch     string     `json:"patch,omitempty"`
+	Attempts  int        `json:"attempts"`
+	Timings   Timings    `json:"timings"`
 }
 
 // NewDocument summarises records.
@@ -101,6 +110,15 @@ func NewDocument(version, tiers string, now time.Time, recs []Record) *Document 
 			}
 			e.Evidence = evidenceOf(res.Blockers)
 			e.SARIF = SARIFDir + "/" + SARIFName(r.Service.ID)
+			if m := r.Migration; m != nil {
+				e.Migration = m
+				if m.Patch != "" {
+					e.Patch = PatchDir + "/" + PatchName(r.Service.ID)
+				}
+				if m.Migrated {
+					d.Totals.Migrated++
+				}
+			}
 			d.Totals.ByVerdict[string(res.Verdict)]++
 			seen := map[probe.BlockerKind]bool{}
 			for _, b := range res.Blockers {
@@ -199,6 +217,44 @@ func SARIFName(id string) string {
 	return safe + "-" + hex.EncodeToString(sum[:4]) + ".sarif"
 }
 
+// PatchName is a service's patch file name in PatchDir.
+func PatchName(id string) string { return strings.TrimSuffix(SARIFName(id), ".sarif") + ".patch" }
+
+// writePatches writes patches/ from the document's migrations, and removes
+// the patches of services that no longer have one.
+func writePatches(dir string, d *Document) error {
+	pdir := filepath.Join(dir, PatchDir)
+	keep := map[string]bool{}
+	for _, e := range d.Services {
+		if e.Patch == "" {
+			continue
+		}
+		if err := os.MkdirAll(pdir, 0o755); err != nil {
+			return fmt.Errorf("creating %s: %w", pdir, err)
+		}
+		name := filepath.Base(e.Patch)
+		keep[name] = true
+		if err := writeCopy(filepath.Join(pdir, name), []byte(e.Migration.Patch)); err != nil {
+			return err
+		}
+	}
+	ents, err := os.ReadDir(pdir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("listing %s: %w", pdir, err)
+	}
+	for _, ent := range ents {
+		if strings.HasSuffix(ent.Name(), ".patch") && !keep[ent.Name()] {
+			if err := os.Remove(filepath.Join(pdir, ent.Name())); err != nil {
+				return fmt.Errorf("removing a stale patch: %w", err)
+			}
+		}
+	}
+	return nil
+}
+
 // WriteOutputs writes portfolio.json, report.html, sarif/ (one log per
 // done service, from the store) and the merged SARIF log into dir. Every file is written
 // atomically; SARIF files of services no longer in the portfolio are
@@ -262,6 +318,9 @@ func WriteOutputs(dir string, st *Store, d *Document) error {
 		_, err := w.Write(merged.Bytes())
 		return err
 	}); err != nil {
+		return err
+	}
+	if err := writePatches(dir, d); err != nil {
 		return err
 	}
 	if err := WriteFile(filepath.Join(dir, HTMLFile), func(w io.Writer) error { return EncodeHTML(w, d) }); err != nil {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/codegenie/codegenie/internal/gather"
+	"github.com/codegenie/codegenie/internal/probe"
 	"github.com/codegenie/codegenie/internal/report"
 	"github.com/codegenie/codegenie/internal/sandbox"
 )
@@ -23,6 +24,11 @@ const Assessment = "distroless_readiness"
 // GatherFunc runs the pipeline over one repository: gather.Run, or a fake
 // in tests.
 type GatherFunc func(ctx context.Context, dir string, o gather.Options) (*gather.Outcome, error)
+
+// MigrateFunc runs a dry-run migration of one service (the repository at
+// dir, with the service's Dockerfile and target in o), proving it with the
+// gates through sb when sb is not nil.
+type MigrateFunc func(ctx context.Context, dir string, o gather.Options, sb sandbox.Client) (*Migration, error)
 
 // Runner runs services through the two tiers and keeps their state in a
 // Store. Its fields are read-only once Run starts.
@@ -49,6 +55,10 @@ type Runner struct {
 	Observe func(Record)
 	// Now defaults to time.Now.
 	Now func() time.Time
+	// Migrate, when set, migrates each service whose verdict is
+	// ready_after_rewrite, in dry-run, once its last tier is done (the
+	// sandbox tier when there is one, so that the gates run there).
+	Migrate MigrateFunc
 }
 
 // Plan is what Run decided for each service before running any.
@@ -71,7 +81,7 @@ func (r *Runner) settings() string {
 		tiers = "static+sandbox"
 	}
 	o := r.Options
-	return fmt.Sprintf("v=%s task=%s tiers=%s light=%s heavy=%s boot=%s mirrors=%v", o.Version, o.Task, tiers, o.LightTimeout, o.HeavyTimeout, o.BootFor, o.RegistryMirrors)
+	return fmt.Sprintf("v=%s task=%s tiers=%s light=%s heavy=%s boot=%s mirrors=%v migrate=%v", o.Version, o.Task, tiers, o.LightTimeout, o.HeavyTimeout, o.BootFor, o.RegistryMirrors, r.Migrate != nil)
 }
 
 // Run brings every service to a final state (done, failed or skipped) and
@@ -273,6 +283,13 @@ func (r *Runner) runOne(ctx context.Context, w *Writer, rec Record, tier Tier) (
 		rec.State, rec.Tier, rec.Reason = StateQueued, TierSandbox, ""
 	default:
 		rec.State, rec.Reason = StateDone, ""
+		rec.Migration = nil
+		if r.Migrate != nil && rec.Result.Verdict == probe.ReadyAfterRewrite {
+			rec.Migration = r.migrate(ctx, rec.Service, tier)
+			if ctx.Err() != nil {
+				return rec, ctx.Err()
+			}
+		}
 		rec.Timings.Finished = r.now()
 	}
 	if err := w.Put(rec, sarif); err != nil {
@@ -290,6 +307,19 @@ type PanicError struct {
 
 func (e *PanicError) Error() string { return fmt.Sprintf("the pipeline panicked: %v", e.Value) }
 
+// serviceOptions are the gather directory and options of one service,
+// without a sandbox.
+func (r *Runner) serviceOptions(s Service) (string, gather.Options) {
+	o := r.Options
+	o.Dockerfile, o.Target, o.AllImages, o.Progress = s.Dockerfile, s.Target, false, nil
+	o.ProbePaths = append(append([]string{}, r.Options.ProbePaths...), s.ProbePaths...)
+	if s.Context != "." && s.Context != "" {
+		o.Dockerfile = strings.TrimPrefix(s.Dockerfile, s.Context+"/")
+	}
+	o.Sandbox = nil
+	return filepath.Join(s.Dir, filepath.FromSlash(s.Context)), o
+}
+
 // gather runs the pipeline for one service in one tier, turning a panic
 // into a *PanicError and a timeout into an error that says so.
 func (r *Runner) gather(ctx context.Context, s Service, tier Tier) (out *gather.Outcome, err error) {
@@ -303,13 +333,7 @@ func (r *Runner) gather(ctx context.Context, s Service, tier Tier) (out *gather.
 			out, err = nil, &PanicError{Value: v, Stack: string(debug.Stack())}
 		}
 	}()
-	o := r.Options
-	o.Dockerfile, o.Target, o.AllImages, o.Progress = s.Dockerfile, s.Target, false, nil
-	o.ProbePaths = append(append([]string{}, r.Options.ProbePaths...), s.ProbePaths...)
-	if s.Context != "." && s.Context != "" {
-		o.Dockerfile = strings.TrimPrefix(s.Dockerfile, s.Context+"/")
-	}
-	o.Sandbox = nil
+	dir, o := r.serviceOptions(s)
 	if tier == TierSandbox {
 		o.Sandbox = r.Sandbox
 	}
@@ -317,7 +341,7 @@ func (r *Runner) gather(ctx context.Context, s Service, tier Tier) (out *gather.
 	if run == nil {
 		run = gather.Run
 	}
-	out, err = run(ctx, filepath.Join(s.Dir, filepath.FromSlash(s.Context)), o)
+	out, err = run(ctx, dir, o)
 	if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		return nil, fmt.Errorf("timed out after %s in the %s tier: %w", r.ServiceTimeout, tier, err)
 	}
@@ -325,6 +349,34 @@ func (r *Runner) gather(ctx context.Context, s Service, tier Tier) (out *gather.
 		return nil, fmt.Errorf("%s tier: %w", tier, err)
 	}
 	return out, nil
+}
+
+// migrate runs the dry-run migration of a service, its panics and errors
+// kept in the Migration: a migration that cannot run does not fail the
+// service's verdict.
+func (r *Runner) migrate(ctx context.Context, s Service, tier Tier) (m *Migration) {
+	start := r.now()
+	defer func() {
+		if v := recover(); v != nil {
+			m = &Migration{Error: fmt.Sprintf("the migration panicked: %v", v)}
+		}
+		m.MS = float64(r.now().Sub(start).Microseconds()) / 1000
+	}()
+	if r.ServiceTimeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, r.ServiceTimeout)
+		defer cancel()
+	}
+	dir, o := r.serviceOptions(s)
+	var sb sandbox.Client
+	if tier == TierSandbox {
+		sb = r.Sandbox
+	}
+	m, err := r.Migrate(ctx, dir, o, sb)
+	if err != nil {
+		return &Migration{Error: err.Error()}
+	}
+	return m
 }
 
 // resultOf summarises an outcome and encodes its SARIF log.

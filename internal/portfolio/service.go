@@ -109,9 +109,37 @@ type Record struct {
 	Attempts int `json:"attempts"`
 	Runs     int `json:"runs"`
 	// Reason says why a service failed or was skipped.
-	Reason  string  `json:"reason,omitempty"`
-	Result  *Result `json:"result,omitempty"`
-	Timings Timings `json:"timings"`
+	Reason string  `json:"reason,omitempty"`
+	Result *Result `json:"result,omitempty"`
+	// Migration is the dry-run migration (--migrate) of a service whose
+	// verdict is ready_after_rewrite.
+	Migration *Migration `json:"migration,omitempty"`
+	Timings   Timings    `json:"timings"`
+}
+
+// Migration is a service's dry-run migration: the rewrite as a patch, and
+// the gates that prove it (none when they did not run).
+type Migration struct {
+	// Patch is the unified diff of the rewrite and its generated files.
+	Patch string `json:"patch,omitempty"`
+	// Migrated is true when the rewrite changes something and every gate
+	// passed; Proven when the gates ran and passed.
+	Migrated bool `json:"migrated"`
+	Proven   bool `json:"proven"`
+	// Refused are the blockers the recipe could not remove.
+	Refused []string      `json:"refused,omitempty"`
+	Gates   []GateOutcome `json:"gates,omitempty"`
+	// Error says why the migration could not run.
+	Error string `json:"error,omitempty"`
+	// MS is its wall time in milliseconds.
+	MS float64 `json:"ms"`
+}
+
+// GateOutcome is one gate's result.
+type GateOutcome struct {
+	Gate   string `json:"gate"`
+	Status string `json:"status"`
+	Detail string `json:"detail"`
 }
 
 // Timings are a service's wall-clock times.

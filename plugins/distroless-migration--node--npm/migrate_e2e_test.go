@@ -10,11 +10,11 @@ import (
 	"github.com/codegenie/codegenie/internal/builtin"
 	"github.com/codegenie/codegenie/internal/gather"
 	"github.com/codegenie/codegenie/internal/image"
+	"github.com/codegenie/codegenie/internal/migrate"
 	"github.com/codegenie/codegenie/internal/probe"
 	nodenpm "github.com/codegenie/codegenie/plugins/distroless-migration--node--npm"
 	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/dockerfile"
 	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/gates"
-	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/migrate"
 )
 
 // These tests migrate runnable services (testdata/migrate-e2e) on the local
