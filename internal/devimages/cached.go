@@ -25,6 +25,31 @@ func Cached(in Inputs, dir string) (node, distroless, nonroot v1.Image, err erro
 	if err := in.Check(); err != nil {
 		return nil, nil, nil, err
 	}
+	return cachedFor(in, in.NodeTarball, dir)
+}
+
+// Sets returns the Node 22 set and, when its tarball is there, the Node 24
+// set, each from the cache under dir (built on a miss).
+func Sets(in Inputs, dir string) ([]Set, error) {
+	node, distroless, nonroot, err := Cached(in, dir)
+	if err != nil {
+		return nil, err
+	}
+	sets := []Set{{Major: 22, Node: node, Distroless: distroless, Nonroot: nonroot}}
+	if in.Node24Tarball != "" {
+		if _, err := os.Stat(in.Node24Tarball); err == nil {
+			n, d, nr, err := cachedFor(in, in.Node24Tarball, dir)
+			if err != nil {
+				return nil, err
+			}
+			sets = append(sets, Set{Major: 24, Node: n, Distroless: d, Nonroot: nr})
+		}
+	}
+	return sets, nil
+}
+
+func cachedFor(in Inputs, tarball, dir string) (node, distroless, nonroot v1.Image, err error) {
+	in.NodeTarball = tarball
 	key, err := inputKey(in)
 	if err != nil {
 		return nil, nil, nil, err
@@ -33,7 +58,7 @@ func Cached(in Inputs, dir string) (node, distroless, nonroot v1.Image, err erro
 	if imgs, err := readLayout(p); err == nil {
 		return imgs[0], imgs[1], imgs[2], nil
 	}
-	node, distroless, nonroot, err = Build(in)
+	node, distroless, nonroot, err = buildFor(in, tarball)
 	if err != nil {
 		return nil, nil, nil, err
 	}

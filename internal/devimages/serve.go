@@ -31,6 +31,12 @@ type Registry struct {
 // Serve starts an in-process registry on addr (for example
 // "127.0.0.1:0") and pushes the images to it. Close stops it.
 func Serve(ctx context.Context, addr string, node, distroless, nonroot v1.Image) (*Registry, error) {
+	return ServeSets(ctx, addr, []Set{{Major: 22, Node: node, Distroless: distroless, Nonroot: nonroot}})
+}
+
+// ServeSets is Serve for the images of several Node majors, each pushed as
+// its Set.Tags.
+func ServeSets(ctx context.Context, addr string, sets []Set) (*Registry, error) {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
 		return nil, fmt.Errorf("registry address %q: %w", addr, err)
@@ -69,13 +75,16 @@ func Serve(ctx context.Context, addr string, node, distroless, nonroot v1.Image)
 		}
 		return nil
 	}
-	for _, p := range []struct {
-		img  v1.Image
-		tags []string
-	}{{node, NodeTags}, {distroless, DistrolessTags}, {nonroot, NonrootTags}} {
-		if err := push(p.img, p.tags); err != nil {
-			_ = r.Close()
-			return nil, err
+	for _, set := range sets {
+		nt, dt, nrt := set.Tags()
+		for _, p := range []struct {
+			img  v1.Image
+			tags []string
+		}{{set.Node, nt}, {set.Distroless, dt}, {set.Nonroot, nrt}} {
+			if err := push(p.img, p.tags); err != nil {
+				_ = r.Close()
+				return nil, err
+			}
 		}
 	}
 	return r, nil

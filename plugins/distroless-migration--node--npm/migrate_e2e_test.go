@@ -44,6 +44,9 @@ func TestMigrateE2E(t *testing.T) {
 		// skipped are the gates with nothing to check for this service,
 		// and why the skip is right.
 		skipped map[string]string
+		// targetImage is a --target-image.
+		targetImage string
+		dir         string
 	}{
 		{name: "npm-start"},
 		{name: "shell-form-cmd"},
@@ -56,11 +59,19 @@ func TestMigrateE2E(t *testing.T) {
 		{name: "alpine-builder", skipped: map[string]string{"same_behaviour": "the original image did not build here"}},
 		{name: "final-stage-run"},
 		{name: "env-shebang-bin"},
+		// A Node 22 service moved to the Node 24 distroless image.
+		{name: "npm-start-on-24", dir: "npm-start", targetImage: "gcr.io/distroless/nodejs24-debian13"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
-			copyTree(t, filepath.Join("testdata", "migrate-e2e", tc.name), dir)
-			m, err := migrate.Run(t.Context(), dir, migrateOptions(e))
+			src := tc.name
+			if tc.dir != "" {
+				src = tc.dir
+			}
+			copyTree(t, filepath.Join("testdata", "migrate-e2e", src), dir)
+			o := migrateOptions(e)
+			o.TargetImage = tc.targetImage
+			m, err := migrate.Run(t.Context(), dir, o)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -87,6 +98,9 @@ func TestMigrateE2E(t *testing.T) {
 			}
 			if !m.Migrated || !m.Proven {
 				t.Fatalf("migrated %v, proven %v", m.Migrated, m.Proven)
+			}
+			if tc.targetImage != "" && !strings.HasPrefix(m.Result.Target.Pinned(), "gcr.io/distroless/nodejs24-debian13:nonroot@sha256:") {
+				t.Errorf("target %s, want the Node 24 image pinned by digest", m.Result.Target.Pinned())
 			}
 			if len(m.Gates.AuditIDs) == 0 {
 				t.Error("the gate spawns have no audit records")

@@ -77,12 +77,12 @@ func setupTrace(t testing.TB) *traceEnv {
 			envErr = err
 			return
 		}
-		node, distroless, nonroot, err := devimages.Cached(devimages.DefaultInputs(), devimages.DefaultCacheDir())
+		sets, err := devimages.Sets(devimages.DefaultInputs(), devimages.DefaultCacheDir())
 		if err != nil {
 			envErr = err
 			return
 		}
-		reg, err := devimages.Serve(context.Background(), "127.0.0.1:0", node, distroless, nonroot)
+		reg, err := devimages.ServeSets(context.Background(), "127.0.0.1:0", sets)
 		if err != nil {
 			envErr = err
 			return

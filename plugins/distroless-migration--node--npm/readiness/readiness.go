@@ -759,10 +759,16 @@ func (b *builder) chains(f *npmscripts.Facts, r probe.Result) {
 		}
 		for _, e := range warnEv[npmscripts.WarnDistrolessNodeTwice] {
 			if e.File == c.Dockerfile {
+				// Program is the entrypoint (node) then CMD, which starts
+				// with node again.
+				cmd := c.Program
+				if len(cmd) > 1 && isNodeWord(cmd[0]) && isNodeWord(cmd[1]) {
+					cmd = cmd[1:]
+				}
 				b.Add(probe.Blocker{ID: npmscripts.WarnDistrolessNodeTwice, Kind: probe.UnknownKind, Rule: RuleDropNodeArgv,
-					Title: "CMD starts with node, but the distroless entrypoint is node already", Fix: cmdFix(c.Program, nil),
+					Title: "CMD starts with node, but the distroless entrypoint is node already", Fix: cmdFix(cmd, nil),
 					Evidence: []probe.Evidence{e}})
-				b.setStart(Start{Args: DistrolessCmd(c.Program), From: "CMD without its leading node"}, true)
+				b.setStart(Start{Args: DistrolessCmd(cmd), From: "CMD"}, true)
 			}
 		}
 		// What the container runs now, when no rule above changed it.
@@ -852,6 +858,9 @@ func (b *builder) startProgram(ep *entrypoints.Facts, nr *noderuntime.Facts) {
 			}
 			b.Add(bl)
 			return
+		}
+		if isNodeWord(script) && b.hasBlocker(npmscripts.WarnDistrolessNodeTwice) {
+			return // CMD ["node", ...] on distroless: drop_node_argv removes it
 		}
 		if notAScript[baseName(script)] {
 			b.Add(probe.Blocker{ID: entrypoints.WarnNotFound, Kind: probe.UnknownKind, Rule: RuleUnclassified,
@@ -1230,6 +1239,16 @@ func (b *builder) childProcess(f *childprocess.Facts) {
 			b.Note(probe.Note{ID: NoteNotReachable, Message: fmt.Sprintf("%d child_process use(s) in %s code are in the image but not reachable from the entrypoint; they block nothing", len(e), o), Evidence: e})
 		}
 	}
+}
+
+// hasBlocker reports a blocker with the ID.
+func (b *builder) hasBlocker(id string) bool {
+	for _, bl := range b.blockers {
+		if bl.ID == id {
+			return true
+		}
+	}
+	return false
 }
 
 // attach adds evidence to the first blocker with one of ids, and reports
