@@ -397,8 +397,11 @@ func tarballVersion(tgz string) (string, error) {
 	var pkg struct {
 		Version string `json:"version"`
 	}
-	if err := json.Unmarshal(b, &pkg); err != nil || pkg.Version == "" {
-		return "", fmt.Errorf("%s: package.json names no version (%v)", tgz, err)
+	if err := json.Unmarshal(b, &pkg); err != nil {
+		return "", fmt.Errorf("%s: reading package.json: %w", tgz, err)
+	}
+	if pkg.Version == "" {
+		return "", fmt.Errorf("%s: package.json names no version", tgz)
 	}
 	return pkg.Version, nil
 }
