@@ -68,13 +68,15 @@ type Migration struct {
 
 // Timings split a migrate run's wall time.
 type Timings struct {
-	GatherMS int64 `json:"gather_ms"`
-	RecipeMS int64 `json:"recipe_ms"`
-	GatesMS  int64 `json:"gates_ms"`
+	GatherMS float64 `json:"gather_ms"`
+	RecipeMS float64 `json:"recipe_ms"`
+	GatesMS  float64 `json:"gates_ms"`
 	// OriginalMS is the share of GatesMS the original image's build and
 	// boot took (for same_behaviour).
-	OriginalMS int64 `json:"original_ms"`
+	OriginalMS float64 `json:"original_ms"`
 }
+
+func msSince(t time.Time) float64 { return float64(time.Since(t).Microseconds()) / 1000 }
 
 // Run gathers the repository at dir, rewrites the judged image's
 // Dockerfile to distroless and, unless NoGates, proves the rewrite with the
@@ -87,7 +89,7 @@ func Run(ctx context.Context, dir string, o Options) (*Migration, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &Migration{SchemaVersion: SchemaVersion, Repo: out.Context.Repo, Timings: Timings{GatherMS: time.Since(start).Milliseconds()}}
+	m := &Migration{SchemaVersion: SchemaVersion, Repo: out.Context.Repo, Timings: Timings{GatherMS: msSince(start)}}
 	if out.Context.Image != nil {
 		m.Image = *out.Context.Image
 	}
@@ -96,7 +98,7 @@ func Run(ctx context.Context, dir string, o Options) (*Migration, error) {
 	if m.Result, err = nodenpm.Rewrite(ctx, dir, out.Context.Probes, o.RewriteOptions); err != nil {
 		return nil, err
 	}
-	m.Timings.RecipeMS = time.Since(start).Milliseconds()
+	m.Timings.RecipeMS = msSince(start)
 	if m.Result.Refused() || o.NoGates {
 		return m, nil
 	}
@@ -124,8 +126,8 @@ func Run(ctx context.Context, dir string, o Options) (*Migration, error) {
 	if err != nil {
 		return nil, err
 	}
-	m.Timings.GatesMS = time.Since(start).Milliseconds()
-	m.Timings.OriginalMS = m.Gates.OriginalMS
+	m.Timings.GatesMS = msSince(start)
+	m.Timings.OriginalMS = float64(m.Gates.OriginalMS)
 	m.Proven = m.Gates.Passed
 	m.Migrated = m.Proven && len(m.Result.Files) > 0
 	return m, nil

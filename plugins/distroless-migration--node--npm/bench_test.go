@@ -17,6 +17,7 @@ import (
 	"github.com/codegenie/codegenie/internal/gatecontrol/client"
 	"github.com/codegenie/codegenie/internal/gather"
 	"github.com/codegenie/codegenie/internal/image"
+	"github.com/codegenie/codegenie/internal/migrate"
 	"github.com/codegenie/codegenie/internal/pipeline"
 	"github.com/codegenie/codegenie/internal/probe"
 	"github.com/codegenie/codegenie/internal/sandbox/runsc"
@@ -318,4 +319,38 @@ func runcBud(b *testing.B, e *traceEnv, src string) time.Duration {
 		b.Fatalf("buildah bud under runc: %v\n%s", err, out)
 	}
 	return d
+}
+
+// BenchmarkMigrate measures `codegenie migrate` on the npm-start service
+// (testdata/migrate-e2e/npm-start), with a 4 s boot window: the wall time,
+// split into gather, recipe and gates, and the share of the gates that the
+// original image's build and boot takes (same_behaviour's reference).
+//
+//	go test -run '^$' -bench Migrate -benchtime 3x ./plugins/distroless-migration--node--npm/
+func BenchmarkMigrate(b *testing.B) {
+	e := setupTrace(b)
+	src := filepath.Join("testdata", "migrate-e2e", "npm-start")
+	var total, gatherD, recipeD, gatesD, origD []time.Duration
+	for b.Loop() {
+		start := time.Now()
+		m, err := migrate.Run(b.Context(), src, migrateOptions(e))
+		if err != nil {
+			b.Fatal(err)
+		}
+		total = append(total, time.Since(start))
+		if !m.Migrated {
+			b.Fatalf("not migrated: %+v", m.Gates)
+		}
+		ms := func(v float64) time.Duration { return time.Duration(v * float64(time.Millisecond)) }
+		gatherD, recipeD = append(gatherD, ms(m.Timings.GatherMS)), append(recipeD, ms(m.Timings.RecipeMS))
+		gatesD, origD = append(gatesD, ms(m.Timings.GatesMS)), append(origD, ms(m.Timings.OriginalMS))
+	}
+	b.StopTimer()
+	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+	b.ReportMetric(ms(medianD(total)), "migrate-p50-ms")
+	b.ReportMetric(ms(medianD(gatherD)), "gather-p50-ms")
+	b.ReportMetric(ms(medianD(recipeD)), "recipe-p50-ms")
+	b.ReportMetric(ms(medianD(gatesD)), "gates-p50-ms")
+	b.ReportMetric(float64(medianD(origD))/float64(medianD(gatesD)), "original/gates")
+	b.ReportMetric(0, "ns/op")
 }

@@ -105,7 +105,7 @@ func TestMigrateE2E(t *testing.T) {
 			if len(m.Gates.AuditIDs) == 0 {
 				t.Error("the gate spawns have no audit records")
 			}
-			t.Logf("gather %d ms, recipe %d ms, gates %d ms (original image %d ms)", m.Timings.GatherMS, m.Timings.RecipeMS, m.Timings.GatesMS, m.Timings.OriginalMS)
+			t.Logf("gather %.1f ms, recipe %.2f ms, gates %.0f ms (original image %.0f ms)", m.Timings.GatherMS, m.Timings.RecipeMS, m.Timings.GatesMS, m.Timings.OriginalMS)
 			if err := m.Write(dir); err != nil {
 				t.Fatal(err)
 			}
