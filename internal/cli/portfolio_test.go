@@ -23,15 +23,7 @@ func TestPortfolioRunsWritesAndExits(t *testing.T) {
 	if r.code != ExitNotReady {
 		t.Fatalf("exit %d, want 1 (some services are blocked); stderr:\n%s", r.code, r.stderr)
 	}
-	f, err := os.Open(filepath.Join(out, portfolio.JSONFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	doc, err := portfolio.DecodeDocument(f)
-	if err != nil {
-		t.Fatal(err)
-	}
+	doc := readDocument(t, out)
 	done := doc.Totals.ByState["done"]
 	if done == 0 || doc.Totals.ByVerdict["ready"] == done {
 		t.Fatalf("totals %+v: want done services, not all ready", doc.Totals)
@@ -97,15 +89,7 @@ func TestPortfolioMigrate(t *testing.T) {
 	if r.code != ExitNotReady {
 		t.Fatalf("exit %d; stderr:\n%s", r.code, r.stderr)
 	}
-	f, err := os.Open(filepath.Join(out, portfolio.JSONFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	doc, err := portfolio.DecodeDocument(f)
-	if err != nil {
-		t.Fatal(err)
-	}
+	doc := readDocument(t, out)
 	migrations := 0
 	for _, e := range doc.Services {
 		switch e.Verdict {
@@ -135,6 +119,21 @@ func TestPortfolioMigrate(t *testing.T) {
 	if string(before) != string(after) {
 		t.Error("--migrate changed a checkout")
 	}
+}
+
+// readDocument decodes the portfolio.json in out.
+func readDocument(t *testing.T, out string) *portfolio.Document {
+	t.Helper()
+	f, err := os.Open(filepath.Join(out, portfolio.JSONFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	doc, err := portfolio.DecodeDocument(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return doc
 }
 
 func boolInt(b bool) int {

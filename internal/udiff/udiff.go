@@ -101,6 +101,10 @@ func rng(start, n int) string {
 	return fmt.Sprintf("%d,%d", start, n)
 }
 
+// Lines splits data into lines that keep their newline; the last line has
+// none when data does not end with one.
+func Lines(data []byte) []string { return split(data) }
+
 func split(data []byte) []string {
 	var out []string
 	s := string(data)

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"fmt"
 	"sort"
+
+	"github.com/codegenie/codegenie/internal/udiff"
 )
 
 // edit replaces lines [from, to] (1-based, inclusive) of the original
@@ -17,14 +19,8 @@ type edit struct {
 // lines splits data into lines that keep their newline.
 func lines(data []byte) [][]byte {
 	var out [][]byte
-	for len(data) > 0 {
-		i := bytes.IndexByte(data, '\n')
-		if i < 0 {
-			out = append(out, data)
-			break
-		}
-		out = append(out, data[:i+1])
-		data = data[i+1:]
+	for _, l := range udiff.Lines(data) {
+		out = append(out, []byte(l))
 	}
 	return out
 }
