@@ -74,7 +74,7 @@ Exit codes:
   2  bad usage or input`,
 		Example: `  codegenie migrate ./my-service
   codegenie migrate --write ./my-service
-  codegenie migrate --no-gates ./my-service > distroless.patch && git apply distroless.patch
+  codegenie migrate --no-gates --format diff ./my-service > distroless.patch && git -C my-service apply ../distroless.patch
   codegenie migrate --target-image gcr.io/distroless/nodejs24-debian13 --probe-path /healthz ./my-service
   codegenie migrate --format json ./my-service | jq '.gates.gates[] | {gate, status}'`,
 		Args: exactArgs(1, "exactly one PATH, the repository directory"),
@@ -83,7 +83,7 @@ Exit codes:
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.format, "format", "text", "output format: text (a unified diff, then the gates), json or sarif")
+	fl.StringVar(&f.format, "format", "text", "output format: text (a unified diff, then the changes and gates), diff (the patch alone, for git apply), json or sarif")
 	fl.StringVar(&f.dockerfile, "dockerfile", "", "the Dockerfile to rewrite, relative to PATH (default: as gather picks it)")
 	fl.StringVar(&f.target, "target", "", "the stage that ships (default: as gather picks it)")
 	fl.StringVar(&f.targetImage, "target-image", "", "the runtime image (default gcr.io/distroless/nodejs<major>-debian13:nonroot); one of the known distroless, Docker Hardened or Chainguard node images")
@@ -104,9 +104,9 @@ Exit codes:
 
 func runMigrate(cmd *cobra.Command, g *globals, f *migrateFlags, dir string) error {
 	switch f.format {
-	case "text", "json", "sarif":
+	case "text", "json", "sarif", "diff":
 	default:
-		return usageErr("unknown --format %q: want text, json or sarif", f.format)
+		return usageErr("unknown --format %q: want text, diff, json or sarif", f.format)
 	}
 	if f.bootFor <= 0 || f.timeout <= 0 {
 		return usageErr("--boot-for and --timeout must be positive")
@@ -173,6 +173,17 @@ func runMigrate(cmd *cobra.Command, g *globals, f *migrateFlags, dir string) err
 	case "sarif":
 		if err := encodeMigrationSARIF(g.stdout, m); err != nil {
 			return err
+		}
+	case "diff":
+		for _, file := range m.Result.Files {
+			if _, err := io.WriteString(g.stdout, udiff.Diff(file.Path, file.Old, file.New)); err != nil {
+				return err
+			}
+		}
+		if m.Result.Refused() {
+			for _, r := range m.Result.Refusals {
+				fmt.Fprintf(g.stderr, "refused: %s: %s\n", r.Rule, r.Title)
+			}
 		}
 	default:
 		printMigration(g.stdout, m)

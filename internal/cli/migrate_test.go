@@ -113,6 +113,10 @@ func TestMigrateJSONAndSARIF(t *testing.T) {
 	if out.SchemaVersion == "" || len(out.Rewrite.Changes) == 0 || len(out.Diffs) != 1 || !strings.Contains(out.Diffs[0].Diff, "+ENV APP_NAME") && !strings.Contains(out.Diffs[0].Diff, "+ENV NODE_ENV") {
 		t.Fatalf("json: %+v", out)
 	}
+	d := execute(t, t.Context(), "migrate", "--no-gates", "--format", "diff", "--no-cache", fixture(t, "hooks-launcher"))
+	if d.code != ExitOK || !strings.HasPrefix(d.stdout, "--- a/Dockerfile\n+++ b/Dockerfile\n@@ ") || !strings.Contains(d.stdout, "+++ b/codegenie-launch.js") || strings.Contains(d.stdout, "unproven") {
+		t.Fatalf("--format diff: exit %d, want the patch alone:\n%s", d.code, d.stdout)
+	}
 	s := execute(t, t.Context(), "migrate", "--no-gates", "--format", "sarif", "--no-cache", fixture(t, "spawn-git"))
 	if s.code != ExitNotReady {
 		t.Fatalf("sarif exit %d: %s", s.code, s.stderr)
