@@ -59,6 +59,8 @@ func TestMigrateE2E(t *testing.T) {
 		{name: "alpine-builder", skipped: map[string]string{"same_behaviour": "the original image did not build here"}},
 		{name: "final-stage-run"},
 		{name: "env-shebang-bin"},
+		// USER node and --chown=node:node: the node image's users come along.
+		{name: "user-node"},
 		// A Node 22 service moved to the Node 24 distroless image.
 		{name: "npm-start-on-24", dir: "npm-start", targetImage: "gcr.io/distroless/nodejs24-debian13"},
 	} {

@@ -334,6 +334,35 @@ func (r *rewriter) run() error {
 	return r.swap(start, health)
 }
 
+// chownNodeRE finds a --chown to the node user or group.
+var chownNodeRE = regexp.MustCompile(`--chown=node(:|\s|$)`)
+
+// needsNodeUser reports whether the runtime stage's chain runs as the
+// official node image's user node or chowns files to it, by name, while
+// the target image has no such user.
+func (r *rewriter) needsNodeUser() bool {
+	if r.target.Family != "distroless" {
+		return false // DHI and Chainguard images have a node user
+	}
+	for _, i := range r.chain() {
+		for _, in := range r.d.Stages[i].Instructions {
+			switch in.Command {
+			case "user":
+				if len(in.Args) == 1 {
+					if name, _, _ := strings.Cut(in.Args[0], ":"); name == "node" {
+						return true
+					}
+				}
+			case "copy", "add":
+				if chownNodeRE.MatchString(r.verbatim(in)) {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
 // makesFiles reports whether stage i has instructions that change its
 // files (RUN, COPY, ADD).
 func (r *rewriter) makesFiles(i int) bool {
@@ -364,6 +393,7 @@ func (r *rewriter) inline(start, health []string) error {
 	}
 	parent := r.d.StageName(st.BaseStage)
 	c := r.collect(r.chain()[:len(r.chain())-1])
+	c.users = c.users || r.needsNodeUser()
 	var b strings.Builder
 	b.WriteString(from(st.Platform, r.target.Pinned(), st.Name))
 	fmt.Fprintf(&b, "WORKDIR %s\n", r.wd)
@@ -377,6 +407,7 @@ func (r *rewriter) inline(start, health []string) error {
 
 // collected is what a chain of stages sets up that the runtime needs.
 type collected struct {
+	args     []string // ARG instructions, verbatim (ENV may use them)
 	envs     []string // ENV instructions, verbatim
 	lastUser string   // the last USER, verbatim
 	users    bool     // a RUN adds users or groups
@@ -395,6 +426,8 @@ func (r *rewriter) collect(stages []int) collected {
 				if len(in.Args) == 1 {
 					wd = resolvePath(wd, in.Args[0])
 				}
+			case "arg":
+				c.args = append(c.args, r.verbatim(in))
 			case "user":
 				c.lastUser = r.verbatim(in)
 			case "env":
@@ -447,6 +480,9 @@ func (r *rewriter) copies(b *strings.Builder, files string, c collected) {
 	}
 	for _, o := range dedupe(c.outside) {
 		fmt.Fprintf(b, "COPY --from=%s %s %s\n", files, o, o)
+	}
+	for _, a := range c.args {
+		b.WriteString(a)
 	}
 	for _, e := range c.envs {
 		b.WriteString(e)
@@ -775,7 +811,12 @@ func (r *rewriter) healthLines() ([]string, error) {
 func (r *rewriter) swap(start, health []string) error {
 	st := r.d.Stages[r.t]
 	if r.newBase {
-		r.edits = append(r.edits, edit{from: st.Line, to: st.Line, text: from(st.Platform, r.target.Pinned(), st.Name)})
+		text := from(st.Platform, r.target.Pinned(), st.Name)
+		if r.needsNodeUser() {
+			text += fmt.Sprintf("COPY --from=%s /etc/passwd /etc/group /etc/\n", r.builderRef())
+			r.change(readiness.RuleDistrolessBase, "the node image's users and groups are copied in, since the stage runs as or chowns to node, whom "+r.target.Ref+" does not know")
+		}
+		r.edits = append(r.edits, edit{from: st.Line, to: st.Line, text: text})
 		r.change(readiness.RuleDistrolessBase, "the runtime stage is FROM "+r.target.Pinned())
 	}
 	hc, hasHC := r.d.Effective(r.t, "healthcheck")
@@ -871,6 +912,7 @@ func (r *rewriter) split(start, health []string) error {
 		}
 	}
 	c := r.collect(r.chain())
+	c.users = c.users || r.needsNodeUser()
 	// The new stage follows the files stage's last kept instruction, so
 	// that what came after the runtime-only lines stays after it.
 	end := st.Line
