@@ -61,6 +61,8 @@ func TestMigrateE2E(t *testing.T) {
 		{name: "env-shebang-bin"},
 		// USER node and --chown=node:node: the node image's users come along.
 		{name: "user-node"},
+		// Root wrote into a RUN-made directory; the nonroot target still can.
+		{name: "root-data-dir"},
 		// A Node 22 service moved to the Node 24 distroless image.
 		{name: "npm-start-on-24", dir: "npm-start", targetImage: "gcr.io/distroless/nodejs24-debian13"},
 	} {

@@ -407,6 +407,7 @@ func (r *rewriter) inline(start, health []string) error {
 
 // collected is what a chain of stages sets up that the runtime needs.
 type collected struct {
+	madeDirs []string // directories under the WORKDIR that a RUN mkdir made
 	args     []string // ARG instructions, verbatim (ENV may use them)
 	envs     []string // ENV instructions, verbatim
 	lastUser string   // the last USER, verbatim
@@ -455,6 +456,14 @@ func (r *rewriter) collect(stages []int) collected {
 					switch path.Base(cmd[0]) {
 					case "adduser", "addgroup", "useradd", "groupadd", "usermod":
 						c.users = true
+					case "mkdir":
+						for _, a := range cmd[1:] {
+							if !strings.HasPrefix(a, "-") && !strings.Contains(a, "<expanded>") {
+								if d := resolvePath(wd, a); within(d, r.wd) && d != path.Clean(r.wd) {
+									c.madeDirs = append(c.madeDirs, d)
+								}
+							}
+						}
 					case "npm", "yarn", "pnpm":
 						// With NODE_ENV=production an install leaves dev
 						// dependencies out already.
@@ -924,6 +933,13 @@ func (r *rewriter) split(start, health []string) error {
 	if c.prune != "" {
 		r.insertAfter(end, "RUN "+c.prune+"\n")
 		r.change(readiness.RuleMoveToBuilder, "dev dependencies are pruned in the files stage: "+c.prune)
+	}
+	// The service ran as root and could write the directories its RUN
+	// steps made; on a target that runs as another user they go to that
+	// user, in the files stage (COPY --from keeps ownership).
+	if dirs := dedupe(c.madeDirs); c.lastUser == "" && r.target.UID != "" && len(dirs) > 0 {
+		r.insertAfter(end, fmt.Sprintf("RUN chown -R %s %s\n", r.target.UID, strings.Join(dirs, " ")))
+		r.change(readiness.RuleMoveToBuilder, fmt.Sprintf("the directories the RUN steps made (%s) go to %s, the target's user, since the service ran as root and wrote there", strings.Join(dirs, ", "), r.target.User))
 	}
 	var b strings.Builder
 	b.WriteString("\n")

@@ -24,8 +24,10 @@ type Target struct {
 	// EntrypointNode is true when the image's ENTRYPOINT is node, so that
 	// CMD holds node's arguments only.
 	EntrypointNode bool `json:"entrypoint_node"`
-	// User is the user the image runs as by default.
+	// User is the user the image runs as by default, and UID its
+	// uid:gid when it is not root.
 	User string `json:"user"`
+	UID  string `json:"uid,omitempty"`
 	// Shell is true when the image still has a shell (a :debug tag,
 	// Chainguard's busybox): the rewrite cannot show "no shell" there, only
 	// the trace can.
@@ -59,6 +61,7 @@ type family struct {
 
 type tagFacts struct {
 	user  string
+	uid   string // uid:gid; empty for root
 	shell bool
 }
 
@@ -67,8 +70,8 @@ var families = []family{
 	{
 		name: "distroless", repo: "gcr.io/distroless/nodejs%d-debian13", majors: []int{22, 24, 26},
 		tags: map[string]tagFacts{
-			"latest": {user: "root"}, "nonroot": {user: "nonroot (65532)"},
-			"debug": {user: "root", shell: true}, "debug-nonroot": {user: "nonroot (65532)", shell: true},
+			"latest": {user: "root"}, "nonroot": {user: "nonroot (65532)", uid: "65532:65532"},
+			"debug": {user: "root", shell: true}, "debug-nonroot": {user: "nonroot (65532)", uid: "65532:65532", shell: true},
 		},
 		defaultTag: "nonroot", node: "/nodejs/bin/node", entrypointNode: true,
 		source: "GoogleContainerTools/distroless nodejs README: ENTRYPOINT /nodejs/bin/node; :debug tags add busybox",
@@ -77,13 +80,13 @@ var families = []family{
 		name: "dhi", repo: "dhi.io/node", majors: []int{22, 24},
 		// Runtime tags are <major>-debian13; -dev tags are the build-time
 		// variants, with a shell and apt.
-		tags:       map[string]tagFacts{"%d-debian13": {user: "node (1000)"}, "%d-debian13-dev": {user: "root", shell: true}},
+		tags:       map[string]tagFacts{"%d-debian13": {user: "node (1000)", uid: "1000:1000"}, "%d-debian13-dev": {user: "root", shell: true}},
 		defaultTag: "%d-debian13", node: "node", entrypointNode: false,
 		source: "Docker Hardened Images node: runtime variants run as node with no shell or package manager; -dev variants have both",
 	},
 	{
 		name: "chainguard", repo: "cgr.dev/chainguard/node", majors: []int{22, 24},
-		tags:       map[string]tagFacts{"latest": {user: "node (65532)", shell: true}, "latest-dev": {user: "root", shell: true}},
+		tags:       map[string]tagFacts{"latest": {user: "node (65532)", uid: "65532:65532", shell: true}, "latest-dev": {user: "root", shell: true}},
 		defaultTag: "latest", node: "/usr/bin/node", entrypointNode: true,
 		source: "Chainguard node image: ENTRYPOINT /usr/bin/node; its :latest ships busybox",
 	},
@@ -158,7 +161,7 @@ func lookup(f family, pattern string, major int) (Target, error) {
 		repo = fmt.Sprintf(repo, major)
 	}
 	return Target{Family: f.name, Ref: repo + ":" + tag, Major: major, Node: f.node, EntrypointNode: f.entrypointNode,
-		User: facts.user, Shell: facts.shell, Source: f.source}, nil
+		User: facts.user, UID: facts.uid, Shell: facts.shell, Source: f.source}, nil
 }
 
 // matchRepo matches repo against a pattern with an optional %d, and
