@@ -1,13 +1,16 @@
 package nodenpm_test
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/codegenie/codegenie/internal/builtin"
+	"github.com/codegenie/codegenie/internal/gatecontrol/client"
 	"github.com/codegenie/codegenie/internal/gather"
 	"github.com/codegenie/codegenie/internal/image"
 	"github.com/codegenie/codegenie/internal/migrate"
@@ -162,13 +165,42 @@ func TestMigratePlantedShell(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := gates.Run(t.Context(), e.sandbox, gates.Spec{Migrated: dir, Dockerfile: "Dockerfile", BootFor: 4 * time.Second,
+	// A gate-control of its own, whose audit log the test reads.
+	auditLog := filepath.Join(t.TempDir(), "audit.log")
+	gc := client.NewLazy(client.PrivateConfig{Executable: e.bin, Stderr: os.Stderr, AuditLog: auditLog})
+	rep, err := gates.Run(t.Context(), gc, gates.Spec{Migrated: dir, Dockerfile: "Dockerfile", BootFor: 4 * time.Second,
 		RegistryMirrors: o.RegistryMirrors, Timeout: 3 * time.Minute}, parsed, parsed.Final)
+	if cerr := gc.Close(); err == nil {
+		err = cerr
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
 	if rep.Passed {
 		t.Fatal("the gates passed an image with a planted shell")
+	}
+	// The audit log shows each gate spawn with role gate.
+	data, err := os.ReadFile(auditLog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	roles := map[string][]string{}
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		var r struct {
+			SpawnID string `json:"spawn_id"`
+			Role    string `json:"role"`
+		}
+		if json.Unmarshal([]byte(line), &r) == nil && r.SpawnID != "" && r.Role != "" {
+			roles[r.SpawnID] = append(roles[r.SpawnID], r.Role)
+		}
+	}
+	if len(rep.AuditIDs) == 0 {
+		t.Fatal("no audit IDs")
+	}
+	for _, id := range rep.AuditIDs {
+		if len(roles[id]) == 0 || slices.ContainsFunc(roles[id], func(r string) bool { return r != "gate" }) {
+			t.Errorf("audit records of %s have roles %v, want gate", id, roles[id])
+		}
 	}
 	for _, g := range rep.Gates {
 		if g.Gate != "no_shell" {
