@@ -67,7 +67,7 @@ func (a *Assessor) Plan(results []probe.Result) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Plan{Assessment: as, Start: b.startPlan()}
+	p := &Plan{Assessment: as, Start: b.rewriteStart}
 	for _, bl := range as.Blockers {
 		p.Actions = append(p.Actions, Action{Blocker: bl, Edit: b.edits[blockerKey(bl)]})
 	}
@@ -99,17 +99,9 @@ func (b *builder) addEdit(bl probe.Blocker, e Edit) {
 // first one set wins, except that an entrypoint script's (which replaces
 // the whole start) overrides the others.
 func (b *builder) setStart(s Start, override bool) {
-	if b.start2 == nil || override {
-		b.start2 = &s
+	if b.rewriteStart == nil || override {
+		b.rewriteStart = &s
 	}
-}
-
-// startPlan is the start command the rewrite gives the service.
-func (b *builder) startPlan() *Start {
-	if b.start2 != nil {
-		return b.start2
-	}
-	return nil
 }
 
 // nodeStart is the start of a node command line on distroless: node's

@@ -253,9 +253,9 @@ type builder struct {
 	// known statically (the launcher resolves them at run time).
 	binCommands map[string]bool
 	// edits hold the rewrite data of removable blockers, by blockerKey;
-	// start2 is the start command the rewrite gives the service.
+	// rewriteStart is the start command the rewrite gives the service.
 	edits  map[string]Edit
-	start2 *Start
+	rewriteStart *Start
 }
 
 // composeFor finds the compose build of a Dockerfile.

@@ -400,7 +400,7 @@ func (r *rewriter) inline(start, health []string) error {
 	r.copies(&b, parent, c)
 	r.edits = append(r.edits, edit{from: st.Line, to: st.Line, text: b.String()})
 	r.change(readiness.RuleDistrolessBase, fmt.Sprintf("the runtime stage is FROM %s and copies %s from %s, with its ENV and USER", r.target.Pinned(), r.wd, parent))
-	r.change2(readiness.RuleMoveToBuilder, "the RUN steps stay in "+parent+", which the runtime stage copies its files from")
+	r.changeIfBlocked(readiness.RuleMoveToBuilder, "the RUN steps stay in "+parent+", which the runtime stage copies its files from")
 	r.newBase = false
 	return r.swap(start, health)
 }
@@ -691,16 +691,16 @@ func (r *rewriter) startLines() ([]string, error) {
 		}
 		for _, rule := range startRules {
 			if rule != readiness.RuleNodeLauncher {
-				r.change2(rule, what)
+				r.changeIfBlocked(rule, what)
 			}
 		}
 	}
-	r.change2(readiness.RuleJSEntry, "the start runs the JS file itself, not its shim or #!/usr/bin/env node wrapper")
+	r.changeIfBlocked(readiness.RuleJSEntry, "the start runs the JS file itself, not its shim or #!/usr/bin/env node wrapper")
 	return out, nil
 }
 
-// change2 records rule's changes only when the plan has blockers of it.
-func (r *rewriter) change2(rule, what string) {
+// changeIfBlocked records rule's changes only when the plan has blockers of it.
+func (r *rewriter) changeIfBlocked(rule, what string) {
 	if r.has(rule) && !slices.ContainsFunc(r.res.Changes, func(c Change) bool { return c.Rule == rule }) {
 		r.change(rule, what)
 	}
