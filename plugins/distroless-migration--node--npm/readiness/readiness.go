@@ -254,7 +254,7 @@ type builder struct {
 	binCommands map[string]bool
 	// edits hold the rewrite data of removable blockers, by blockerKey;
 	// rewriteStart is the start command the rewrite gives the service.
-	edits  map[string]Edit
+	edits        map[string]Edit
 	rewriteStart *Start
 }
 
