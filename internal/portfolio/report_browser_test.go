@@ -275,3 +275,48 @@ func TestReportFastWithManyServices(t *testing.T) {
 		t.Errorf("console errors:\n%s", strings.Join(errs, "\n"))
 	}
 }
+
+// TestReportShowsMigration: a service's drill-down shows its migration,
+// its gates and its patch, as text.
+func TestReportShowsMigration(t *testing.T) {
+	patch := "--- a/Dockerfile\n+++ b/Dockerfile\n@@ -1 +1 @@\n-FROM node:22\n+FROM gcr.io/distroless/nodejs22-debian13 </script><b>x</b>\n"
+	s := Service{ID: "shop:Dockerfile", Repo: "shop", Dockerfile: "Dockerfile", Context: "."}
+	rec := Record{Service: s, State: StateDone, Result: &Result{Verdict: probe.ReadyAfterRewrite},
+		Migration: &Migration{Patch: patch, Migrated: true, Proven: true, Gates: []GateOutcome{{Gate: "no_shell", Status: "passed", Detail: "no shell"}}}}
+	d := NewDocument("test", "static+sandbox", time.Now(), []Record{rec})
+	if d.Totals.Migrated != 1 || d.Services[0].Patch == "" {
+		t.Fatalf("document: migrated %d, patch %q", d.Totals.Migrated, d.Services[0].Patch)
+	}
+	out := t.TempDir()
+	st, err := OpenStore(filepath.Join(out, StoreFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if err := WriteOutputs(out, st, d); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(filepath.Join(out, d.Services[0].Patch)); err != nil || string(b) != patch {
+		t.Fatalf("patch file: %v %q", err, b)
+	}
+	ctx, consoleErrors := browser(t)
+	if err := chromedp.Do(ctx, chromedp.Navigate("file://"+filepath.Join(out, HTMLFile)), chromedp.WaitVisible(chromedp.CSS("#rows tr.service")),
+		chromedp.Click(chromedp.CSS("#rows tr.service")), chromedp.WaitVisible(chromedp.CSS("pre.diff"))); err != nil {
+		t.Fatal(err)
+	}
+	if got := eval[string](t, ctx, `document.querySelector("pre.diff").textContent`); got != patch {
+		t.Errorf("diff shown %q, want the patch", got)
+	}
+	if got := eval[string](t, ctx, `document.querySelector("li.gate-passed").textContent`); !strings.Contains(got, "no_shell passed") {
+		t.Errorf("gate shown %q", got)
+	}
+	if got := eval[string](t, ctx, `document.querySelector("#total-migrated b").textContent`); got != "1" {
+		t.Errorf("migrated total %q, want 1", got)
+	}
+	if n := eval[int](t, ctx, `document.querySelectorAll("pre.diff b").length`); n != 0 {
+		t.Error("the patch became markup")
+	}
+	if errs := consoleErrors(); len(errs) > 0 {
+		t.Errorf("console errors:\n%s", strings.Join(errs, "\n"))
+	}
+}
