@@ -670,7 +670,9 @@ func (r *rewriter) startLines() ([]string, error) {
 			}
 		}
 		r.generate(LauncherName, launcher(steps, nil))
-		out = append(out, fmt.Sprintf("COPY %s %s\n", path.Join(r.ctxRel(), LauncherName), path.Join(r.wd, LauncherName)))
+		// COPY sources are relative to the build context, where generate
+		// puts the file.
+		out = append(out, fmt.Sprintf("COPY %s %s\n", LauncherName, path.Join(r.wd, LauncherName)))
 		args = []string{path.Join(r.wd, LauncherName)}
 		what := fmt.Sprintf("a generated launcher (%s) runs %s without a shell", LauncherName, s.From)
 		r.change(readiness.RuleNodeLauncher, what)
@@ -705,9 +707,6 @@ func (r *rewriter) changeIfBlocked(rule, what string) {
 		r.change(rule, what)
 	}
 }
-
-// ctxRel is the build context as COPY sources are written: ".".
-func (r *rewriter) ctxRel() string { return "." }
 
 // generate adds a generated file to the build context.
 func (r *rewriter) generate(name string, data []byte) {
