@@ -34,6 +34,10 @@ type Edit struct {
 	// HealthURL is the URL that a generated Node health check requests
 	// (healthcheck_node_script).
 	HealthURL string
+	// InCompose is set when the health check is a compose file's (the
+	// blocker's evidence), which overrides the image's: the rewrite edits
+	// its test there.
+	InCompose bool
 }
 
 // Start is a start command that needs no shell on a runtime whose

@@ -488,23 +488,24 @@ func (b *builder) dockerfiles(f *dockerfileprobe.Facts) {
 
 // health decides a health check's blocker: exec form with node, a
 // generated Node script for a curl or wget check of a URL, or a check only
-// a person can rewrite. A check the compose file sets is rewritten there,
-// not in the Dockerfile, so no Dockerfile rewrite removes it.
+// a person can rewrite. A check the compose file sets is rewritten there.
 func (b *builder) health(bl probe.Blocker, a shellcmd.Analysis, httpClient, inCompose bool) {
 	url := ""
 	if httpClient {
 		url = healthURL(a.Commands[0])
 	}
+	where := "HEALTHCHECK CMD "
+	if inCompose {
+		where = "the compose healthcheck's test: [\"CMD\", ...]: "
+	}
 	switch {
-	case inCompose:
-		bl.Rule, bl.WhyNot = RuleShellLine, "the compose file's healthcheck overrides the image's: write it there as [\"CMD\", \"/nodejs/bin/node\", \"healthcheck.js\"]"
 	case a.Removable && len(a.Env) == 0 && len(a.Argv) > 0 && isNodeWord(a.Argv[0]):
-		bl.Rule, bl.Fix = RuleHealthExecForm, "HEALTHCHECK CMD "+quoteArgv(append([]string{dockerfile.DistrolessEntrypoint}, a.Argv[1:]...))
-		b.addEdit(bl, Edit{Health: a.Argv[1:]})
+		bl.Rule, bl.Fix = RuleHealthExecForm, where+quoteArgv(append([]string{dockerfile.DistrolessEntrypoint}, a.Argv[1:]...))
+		b.addEdit(bl, Edit{Health: a.Argv[1:], InCompose: inCompose})
 		return
 	case url != "":
 		bl.Rule, bl.Fix = RuleHealthNode, healthFix(url)
-		b.addEdit(bl, Edit{HealthURL: url})
+		b.addEdit(bl, Edit{HealthURL: url, InCompose: inCompose})
 		return
 	case httpClient:
 		bl.Rule, bl.WhyNot = RuleShellLine, "the check's URL is not a literal, so no generated script can request it; write the check as a Node script"

@@ -51,6 +51,9 @@ type Input struct {
 	// Target is the runtime image; nil picks DefaultTarget for the
 	// service's Node major.
 	Target *Target
+	// Read reads another repository file the rewrite edits (a compose
+	// file's healthcheck).
+	Read func(path string) ([]byte, error)
 }
 
 // Result is the rewrite.
@@ -149,7 +152,7 @@ func Prepare(results []probe.Result, plan *readiness.Plan, read func(path string
 	if err != nil {
 		return in, err
 	}
-	in.Dockerfile, in.Source, in.Stage, in.Context, in.Plan = df.Image.Dockerfile, src, df.Image.Stage, df.Image.Context, plan
+	in.Dockerfile, in.Source, in.Stage, in.Context, in.Plan, in.Read = df.Image.Dockerfile, src, df.Image.Stage, df.Image.Context, plan, read
 	return in, nil
 }
 
@@ -188,6 +191,11 @@ type rewriter struct {
 	byRule   map[string][]readiness.Action
 	newBase  bool // the runtime stage's FROM changes
 	appended bool // a new runtime stage follows the judged one
+	// preStart are instructions that go before the start command (the
+	// COPY of a generated health check a compose file runs).
+	preStart []string
+	// others are the other files the rewrite edits (compose files).
+	others []File
 }
 
 // Rewrite runs the recipe.
@@ -262,6 +270,7 @@ func Rewrite(in Input) (*Result, error) {
 	if res.Stage != nf.Final {
 		res.StageTarget = nf.StageName(res.Stage)
 	}
+	res.Files = append(res.Files, r.others...)
 	res.Files = append(res.Files, r.gen...)
 	return res, nil
 }
@@ -324,6 +333,10 @@ func (r *rewriter) run() error {
 	health, err := r.healthLines()
 	if err != nil {
 		return err
+	}
+	if start != nil {
+		start = append(append([]string{}, r.preStart...), start...)
+		r.preStart = nil
 	}
 	switch {
 	case st.BaseStage >= 0 && !r.makesFiles(r.t):
@@ -778,6 +791,9 @@ func (r *rewriter) healthLines() ([]string, error) {
 	if act == nil {
 		return nil, nil
 	}
+	if act.Edit.InCompose {
+		return nil, r.composeHealth(act)
+	}
 	hc, ok := r.d.Effective(r.t, "healthcheck")
 	if !ok {
 		return nil, r.refuse(act.Blocker.Rule, "the HEALTHCHECK is not in the runtime stage", "codegenie rewrites the runtime stage's own HEALTHCHECK", 0)
@@ -813,6 +829,83 @@ func (r *rewriter) healthLines() ([]string, error) {
 		r.change(readiness.RuleHealthNode, fmt.Sprintf("the curl/wget HEALTHCHECK becomes %s, a generated Node script that requests %s; interval, timeout and retries kept", HealthName, act.Edit.HealthURL))
 	}
 	return out, nil
+}
+
+// composeHealth rewrites a compose file's healthcheck test to run node by
+// its path in exec form: the check's own node command, or a generated Node
+// script that requests the URL a curl or wget check requested (its COPY
+// goes before the start command).
+func (r *rewriter) composeHealth(act *readiness.Action) error {
+	if len(act.Blocker.Evidence) == 0 || r.in.Read == nil {
+		return r.refuse(act.Blocker.Rule, "the compose healthcheck cannot be located", "rewrite it by hand", 0)
+	}
+	ev := act.Blocker.Evidence[0]
+	argv := append([]string{"CMD", r.target.Node}, act.Edit.Health...)
+	if act.Blocker.Rule == readiness.RuleHealthNode {
+		dest := path.Join(r.wd, HealthName)
+		r.generate(HealthName, healthScript(act.Edit.HealthURL, 3000))
+		r.preStart = append(r.preStart, fmt.Sprintf("COPY %s %s\n", HealthName, dest))
+		argv = []string{"CMD", r.target.Node, dest}
+		if u, err := url.Parse(withScheme(act.Edit.HealthURL)); err == nil && u.Path != "" && u.Path != "/" {
+			r.res.ProbePaths = append(r.res.ProbePaths, u.EscapedPath())
+		}
+	}
+	old, err := r.in.Read(ev.File)
+	if err != nil {
+		return err
+	}
+	edits, ok := composeTestEdit(old, ev.Line, argv)
+	if !ok {
+		return r.refuse(act.Blocker.Rule, "the compose healthcheck's test is not where its line says", "rewrite it by hand as test: "+execForm(argv), 0)
+	}
+	out, err := apply(old, edits)
+	if err != nil {
+		return err
+	}
+	r.others = append(r.others, File{Path: ev.File, Old: old, New: out, Mode: 0o644})
+	r.change(act.Blocker.Rule, fmt.Sprintf("the compose healthcheck (%s:%d) becomes test: %s", ev.File, ev.Line, execForm(argv)))
+	return nil
+}
+
+// composeTestRE is a compose healthcheck's test key and what follows it on
+// its line.
+var composeTestRE = regexp.MustCompile(`^(\s*)test:(.*)$`)
+
+// composeTestEdit replaces the test at line (one line, or a block list
+// below it) with a flow sequence of argv.
+func composeTestEdit(data []byte, line int, argv []string) ([]edit, bool) {
+	ls := lines(data)
+	if line < 1 || line > len(ls) {
+		return nil, false
+	}
+	// The line compose's parser gives may be the healthcheck key, the test
+	// key or an item of its list: take the nearest test key.
+	var m []string
+	for d := 0; d <= 6 && m == nil; d++ {
+		for _, l := range []int{line - d, line + d} {
+			if l >= 1 && l <= len(ls) && m == nil {
+				if m = composeTestRE.FindStringSubmatch(strings.TrimRight(string(ls[l-1]), "\r\n")); m != nil {
+					line = l
+				}
+			}
+		}
+	}
+	if m == nil {
+		return nil, false
+	}
+	end := line
+	if strings.TrimSpace(m[2]) == "" {
+		// A block list: the items below, indented deeper.
+		for end < len(ls) {
+			next := string(ls[end])
+			trimmed := strings.TrimLeft(next, " ")
+			if !strings.HasPrefix(trimmed, "- ") || len(next)-len(trimmed) <= len(m[1]) {
+				break
+			}
+			end++
+		}
+	}
+	return []edit{{from: line, to: end, text: m[1] + "test: " + execForm(argv) + "\n"}}, true
 }
 
 // swap moves the runtime stage to the target in place.
@@ -856,6 +949,9 @@ func (r *rewriter) swap(start, health []string) error {
 	}
 	if start != nil && !cmdDone {
 		r.insertAfter(r.stageEnd(r.t), strings.Join(start, ""))
+	}
+	if start == nil && len(r.preStart) > 0 {
+		r.insertAfter(r.stageEnd(r.t), strings.Join(r.preStart, ""))
 	}
 	return nil
 }
