@@ -88,3 +88,31 @@ func TestPruneFor(t *testing.T) {
 		}
 	}
 }
+
+func TestComposeTestEdit(t *testing.T) {
+	argv := []string{"CMD", "/nodejs/bin/node", "hc.js"}
+	for _, tc := range []struct {
+		name, in string
+		line     int
+		want     string
+	}{
+		{"flow", "services:\n  web:\n    healthcheck:\n      test: [\"CMD\", \"node\", \"hc.js\"]\n      interval: 5s\n", 4,
+			"services:\n  web:\n    healthcheck:\n      test: [\"CMD\", \"/nodejs/bin/node\", \"hc.js\"]\n      interval: 5s\n"},
+		{"string", "x:\n  healthcheck:\n    test: curl -f localhost\n", 3, "x:\n  healthcheck:\n    test: [\"CMD\", \"/nodejs/bin/node\", \"hc.js\"]\n"},
+		{"block list, line of the healthcheck key", "h:\n  healthcheck:\n    test:\n      - CMD\n      - node\n    retries: 3\n", 2,
+			"h:\n  healthcheck:\n    test: [\"CMD\", \"/nodejs/bin/node\", \"hc.js\"]\n    retries: 3\n"},
+	} {
+		edits, ok := composeTestEdit([]byte(tc.in), tc.line, argv)
+		if !ok {
+			t.Errorf("%s: not found", tc.name)
+			continue
+		}
+		got, err := apply([]byte(tc.in), edits)
+		if err != nil || string(got) != tc.want {
+			t.Errorf("%s:\n got %q (%v)\nwant %q", tc.name, got, err, tc.want)
+		}
+	}
+	if _, ok := composeTestEdit([]byte("a: 1\nb: 2\n"), 1, argv); ok {
+		t.Error("found a test key where there is none")
+	}
+}
