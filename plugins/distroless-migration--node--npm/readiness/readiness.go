@@ -505,6 +505,9 @@ func (b *builder) health(bl probe.Blocker, a shellcmd.Analysis, httpClient, inCo
 		return
 	case url != "":
 		bl.Rule, bl.Fix = RuleHealthNode, healthFix(url)
+		if inCompose {
+			bl.Fix = "the compose healthcheck's test: " + strings.TrimPrefix(bl.Fix, "HEALTHCHECK CMD ")
+		}
 		b.addEdit(bl, Edit{HealthURL: url, InCompose: inCompose})
 		return
 	case httpClient:
