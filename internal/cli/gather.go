@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/codegenie/codegenie/internal/atomicfile"
 	"github.com/codegenie/codegenie/internal/builtin"
@@ -43,10 +44,20 @@ type gatherFlags struct {
 	gc            gateControlFlags
 }
 
-// gateControlFlags say where gather's sandbox is.
+// gateControlFlags say where a command's sandbox is.
 type gateControlFlags struct {
 	addr, key, ca, cert, certKey string
 	noSandbox                    bool
+}
+
+// register adds the gate-control flags; purpose says what the command
+// runs through it ("gate-control that runs the gates").
+func (f *gateControlFlags) register(fl *pflag.FlagSet, purpose string) {
+	fl.StringVar(&f.addr, "gate-control", os.Getenv("CODEGENIE_GATE_CONTROL"), purpose+": a unix socket path, or HOST:PORT for TLS (env CODEGENIE_GATE_CONTROL); default: as root, a private gate-control child")
+	fl.StringVar(&f.key, "gate-control-key", envOr("CODEGENIE_GATE_CONTROL_KEY", gatecontrol.DefaultKeyFile), "gate-control's HMAC key file (env CODEGENIE_GATE_CONTROL_KEY)")
+	fl.StringVar(&f.ca, "gate-control-ca", "", "PEM CAs that verify gate-control's TLS certificate")
+	fl.StringVar(&f.cert, "gate-control-cert", "", "PEM client certificate for gate-control")
+	fl.StringVar(&f.certKey, "gate-control-cert-key", "", "PEM key of --gate-control-cert")
 }
 
 func newCmdGather(g *globals) *cobra.Command {
@@ -98,11 +109,7 @@ goes to stderr when stderr is a terminal.`,
 	fl.DurationVar(&f.lightTimeout, "light-timeout", pipeline.DefaultLightTimeout, "timeout of each light probe")
 	fl.DurationVar(&f.heavyTimeout, "heavy-timeout", pipeline.DefaultHeavyTimeout, "timeout of each heavy probe")
 	fl.StringVar(&f.mirrors, "registry-mirror", os.Getenv("CODEGENIE_REGISTRY_MIRRORS"), "registry mirrors, REGISTRY=HOST[:PORT],... (env CODEGENIE_REGISTRY_MIRRORS)")
-	fl.StringVar(&f.gc.addr, "gate-control", os.Getenv("CODEGENIE_GATE_CONTROL"), "gate-control to run sandboxes through: a unix socket path, or HOST:PORT for TLS (env CODEGENIE_GATE_CONTROL); default: as root, a private gate-control child")
-	fl.StringVar(&f.gc.key, "gate-control-key", envOr("CODEGENIE_GATE_CONTROL_KEY", gatecontrol.DefaultKeyFile), "gate-control's HMAC key file (env CODEGENIE_GATE_CONTROL_KEY)")
-	fl.StringVar(&f.gc.ca, "gate-control-ca", "", "PEM CAs that verify gate-control's TLS certificate")
-	fl.StringVar(&f.gc.cert, "gate-control-cert", "", "PEM client certificate for gate-control")
-	fl.StringVar(&f.gc.certKey, "gate-control-cert-key", "", "PEM key of --gate-control-cert")
+	f.gc.register(fl, "gate-control to run sandboxes through")
 	fl.BoolVar(&f.gc.noSandbox, "no-sandbox", false, "run no sandbox: probes that need one report sandbox_unavailable")
 	fl.DurationVar(&f.bootFor, "boot-for", 10*time.Second, "how long the traced boot runs the image when it does not exit")
 	fl.StringVar(&f.dockerfile, "dockerfile", "", "the Dockerfile of the image to judge, relative to PATH (default: Dockerfile at PATH's root, else the only one)")

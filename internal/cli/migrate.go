@@ -13,7 +13,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/codegenie/codegenie/internal/builtin"
-	"github.com/codegenie/codegenie/internal/gatecontrol"
 	"github.com/codegenie/codegenie/internal/gather"
 	"github.com/codegenie/codegenie/internal/image"
 	"github.com/codegenie/codegenie/internal/migrate"
@@ -94,11 +93,7 @@ Exit codes:
 	fl.DurationVar(&f.bootFor, "boot-for", 10*time.Second, "how long each gate boot runs the image when it does not exit")
 	fl.DurationVar(&f.timeout, "timeout", pipeline.DefaultHeavyTimeout, "timeout of each gate spawn (build and boot)")
 	fl.StringArrayVar(&f.probePaths, "probe-path", nil, "a URL path the gate boots request and compare (repeatable), beyond / and the HEALTHCHECK's")
-	fl.StringVar(&f.gc.addr, "gate-control", os.Getenv("CODEGENIE_GATE_CONTROL"), "gate-control that runs the gates: a unix socket path, or HOST:PORT for TLS (env CODEGENIE_GATE_CONTROL); default: as root, a private gate-control child")
-	fl.StringVar(&f.gc.key, "gate-control-key", envOr("CODEGENIE_GATE_CONTROL_KEY", gatecontrol.DefaultKeyFile), "gate-control's HMAC key file (env CODEGENIE_GATE_CONTROL_KEY)")
-	fl.StringVar(&f.gc.ca, "gate-control-ca", "", "PEM CAs that verify gate-control's TLS certificate")
-	fl.StringVar(&f.gc.cert, "gate-control-cert", "", "PEM client certificate for gate-control")
-	fl.StringVar(&f.gc.certKey, "gate-control-cert-key", "", "PEM key of --gate-control-cert")
+	f.gc.register(fl, "gate-control that runs the gates")
 	return cmd
 }
 

@@ -18,7 +18,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/codegenie/codegenie/internal/builtin"
-	"github.com/codegenie/codegenie/internal/gatecontrol"
 	"github.com/codegenie/codegenie/internal/gather"
 	"github.com/codegenie/codegenie/internal/image"
 	"github.com/codegenie/codegenie/internal/migrate"
@@ -146,11 +145,7 @@ and its diff.`,
 	fl.DurationVar(&f.heavyTimeout, "heavy-timeout", pipeline.DefaultHeavyTimeout, "timeout of each heavy probe")
 	fl.DurationVar(&f.bootFor, "boot-for", 10*time.Second, "how long the traced boot runs an image when it does not exit")
 	fl.StringVar(&f.mirrors, "registry-mirror", os.Getenv("CODEGENIE_REGISTRY_MIRRORS"), "registry mirrors, REGISTRY=HOST[:PORT],... (env CODEGENIE_REGISTRY_MIRRORS)")
-	fl.StringVar(&f.gc.addr, "gate-control", os.Getenv("CODEGENIE_GATE_CONTROL"), "gate-control for the sandbox tier: a unix socket path, or HOST:PORT for TLS (env CODEGENIE_GATE_CONTROL); default: as root, a private gate-control child")
-	fl.StringVar(&f.gc.key, "gate-control-key", envOr("CODEGENIE_GATE_CONTROL_KEY", gatecontrol.DefaultKeyFile), "gate-control's HMAC key file (env CODEGENIE_GATE_CONTROL_KEY)")
-	fl.StringVar(&f.gc.ca, "gate-control-ca", "", "PEM CAs that verify gate-control's TLS certificate")
-	fl.StringVar(&f.gc.cert, "gate-control-cert", "", "PEM client certificate for gate-control")
-	fl.StringVar(&f.gc.certKey, "gate-control-cert-key", "", "PEM key of --gate-control-cert")
+	f.gc.register(fl, "gate-control for the sandbox tier")
 	fl.BoolVar(&f.gc.noSandbox, "no-sandbox", false, "run the static tier only: no sandbox, verdicts unconfirmed")
 	return cmd
 }
