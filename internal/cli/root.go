@@ -129,6 +129,7 @@ whether the service can run on a distroless image, which has no shell.`,
 		newCmdDev(g),
 		newCmdPortfolio(g),
 		newCmdMigrate(g),
+		newCmdWorker(g),
 	)
 	return root
 }

@@ -255,11 +255,17 @@ func writePatches(dir string, d *Document) error {
 	return nil
 }
 
+// SARIFSource gives a service's stored SARIF log, or nil: the Store, or
+// the shared result store of a Temporal run.
+type SARIFSource interface {
+	SARIF(id string) ([]byte, error)
+}
+
 // WriteOutputs writes portfolio.json, report.html, sarif/ (one log per
 // done service, from the store) and the merged SARIF log into dir. Every file is written
 // atomically; SARIF files of services no longer in the portfolio are
 // removed.
-func WriteOutputs(dir string, st *Store, d *Document) error {
+func WriteOutputs(dir string, st SARIFSource, d *Document) error {
 	sdir := filepath.Join(dir, SARIFDir)
 	if err := os.MkdirAll(sdir, 0o755); err != nil {
 		return fmt.Errorf("creating %s: %w", sdir, err)

@@ -75,13 +75,37 @@ func (r *Runner) now() time.Time {
 	return time.Now()
 }
 
-func (r *Runner) settings() string {
+// Settings is what, beside a service's files, changes its answer: the
+// pipeline's configuration, the tiers it runs in and whether it migrates.
+// It is part of every inputs digest.
+func Settings(o gather.Options, sandbox, migrate bool) string {
 	tiers := "static"
-	if r.Sandbox != nil {
+	if sandbox {
 		tiers = "static+sandbox"
 	}
-	o := r.Options
-	return fmt.Sprintf("v=%s task=%s tiers=%s light=%s heavy=%s boot=%s mirrors=%v migrate=%v", o.Version, o.Task, tiers, o.LightTimeout, o.HeavyTimeout, o.BootFor, o.RegistryMirrors, r.Migrate != nil)
+	return fmt.Sprintf("v=%s task=%s tiers=%s light=%s heavy=%s boot=%s mirrors=%v migrate=%v", o.Version, o.Task, tiers, o.LightTimeout, o.HeavyTimeout, o.BootFor, o.RegistryMirrors, migrate)
+}
+
+// Digester computes services' inputs digests under one Settings, reading
+// each build context once. Safe for concurrent use.
+type Digester struct {
+	settings string
+	trees    treeDigests
+}
+
+// NewDigester returns a Digester for settings (see Settings).
+func NewDigester(settings string) *Digester { return &Digester{settings: settings} }
+
+// Digest is s's inputs digest; a skipped service has none.
+func (d *Digester) Digest(s Service) (string, error) {
+	if s.Skip != "" {
+		return "", nil
+	}
+	tree, err := d.trees.of(filepath.Join(s.Dir, filepath.FromSlash(s.Context)))
+	if err != nil {
+		return "", err
+	}
+	return inputsDigest(s, d.settings, tree), nil
 }
 
 // Run brings every service to a final state (done, failed or skipped) and
@@ -95,19 +119,14 @@ func (r *Runner) Run(ctx context.Context, services []Service) ([]Record, Plan, e
 	if err != nil {
 		return nil, plan, err
 	}
-	trees := &treeDigests{}
-	settings := r.settings()
+	dg := NewDigester(Settings(r.Options, r.Sandbox != nil, r.Migrate != nil))
 	recs := make([]Record, len(services))
 	var dirty []Record
 	var static, sandboxed []int
 	for i, s := range services {
 		rec := Record{Service: s}
-		if s.Skip == "" {
-			tree, err := trees.of(filepath.Join(s.Dir, filepath.FromSlash(s.Context)))
-			if err != nil {
-				return nil, plan, err
-			}
-			rec.Digest = inputsDigest(s, settings, tree)
+		if rec.Digest, err = dg.Digest(s); err != nil {
+			return nil, plan, err
 		}
 		prev, had := old[s.ID]
 		same := had && prev.Digest == rec.Digest && prev.Service.equal(s)
@@ -249,20 +268,46 @@ func (r *Runner) runOne(ctx context.Context, w *Writer, rec Record, tier Tier) (
 	if err := ctx.Err(); err != nil {
 		return rec, err
 	}
-	rec.State, rec.Tier = StateRunning, tier
-	rec.Attempts++
-	start := r.now()
-	if tier == TierStatic || rec.Timings.Started.IsZero() {
-		rec.Timings.Started = start
-	}
+	rec = r.Start(rec, tier)
 	if err := w.Put(rec, nil); err != nil {
 		return rec, err
 	}
 	r.observe(rec)
+	rec, sarif, err := r.Judge(ctx, rec, tier, tier == TierSandbox || r.Sandbox == nil)
+	if err != nil {
+		// Interrupted: the record stays running and the next run resumes it.
+		return rec, err
+	}
+	if err := w.Put(rec, sarif); err != nil {
+		return rec, err
+	}
+	r.observe(rec)
+	return rec, nil
+}
+
+// Start marks rec running in tier: the state a scheduler records before
+// it calls Judge.
+func (r *Runner) Start(rec Record, tier Tier) Record {
+	rec.State, rec.Tier = StateRunning, tier
+	rec.Attempts++
+	if tier == TierStatic || rec.Timings.Started.IsZero() {
+		rec.Timings.Started = r.now()
+	}
+	return rec
+}
+
+// Judge runs a started record's service through one tier with r's
+// configuration (the Store is not used) and returns the new record and,
+// when the pipeline ran, its SARIF log. last says whether tier is the
+// service's last: then a judged service is done (and migrated, with
+// Migrate), else it is queued for the sandbox tier. The error is ctx's
+// alone: a failing service is a failed record. Another scheduler (the
+// Temporal activities) runs the same unit through it.
+func (r *Runner) Judge(ctx context.Context, rec Record, tier Tier, last bool) (Record, []byte, error) {
+	start := r.now()
 	out, err := r.gather(ctx, rec.Service, tier)
 	if ctx.Err() != nil {
-		// Interrupted: the record stays running and the next run resumes it.
-		return rec, ctx.Err()
+		return rec, nil, ctx.Err()
 	}
 	rec.Runs++
 	elapsed := float64(r.now().Sub(start).Microseconds()) / 1000
@@ -279,7 +324,7 @@ func (r *Runner) runOne(ctx context.Context, w *Writer, rec Record, tier Tier) (
 	case err != nil:
 		rec.State, rec.Reason = StateFailed, err.Error()
 		rec.Timings.Finished = r.now()
-	case tier == TierStatic && r.Sandbox != nil:
+	case !last:
 		rec.State, rec.Tier, rec.Reason = StateQueued, TierSandbox, ""
 	default:
 		rec.State, rec.Reason = StateDone, ""
@@ -287,16 +332,12 @@ func (r *Runner) runOne(ctx context.Context, w *Writer, rec Record, tier Tier) (
 		if r.Migrate != nil && rec.Result.Verdict == probe.ReadyAfterRewrite {
 			rec.Migration = r.migrate(ctx, rec.Service, tier)
 			if ctx.Err() != nil {
-				return rec, ctx.Err()
+				return rec, nil, ctx.Err()
 			}
 		}
 		rec.Timings.Finished = r.now()
 	}
-	if err := w.Put(rec, sarif); err != nil {
-		return rec, err
-	}
-	r.observe(rec)
-	return rec, nil
+	return rec, sarif, nil
 }
 
 // PanicError is a service whose run panicked.

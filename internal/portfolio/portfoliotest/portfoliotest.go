@@ -74,6 +74,23 @@ func Generate(tb testing.TB, root string, n int) []string {
 	return dirs
 }
 
+// GenerateFrom writes n single-service repositories into root, cycling
+// through shapes (fixture names), and returns their directories.
+func GenerateFrom(tb testing.TB, root string, n int, shapes []string) []string {
+	tb.Helper()
+	fixtures := FixturesDir(tb)
+	var dirs []string
+	for i := range n {
+		dir := filepath.Join(root, fmt.Sprintf("repo-%04d", i))
+		copyTree(tb, filepath.Join(fixtures, shapes[i%len(shapes)]), dir)
+		if err := os.MkdirAll(filepath.Join(dir, ".git"), 0o755); err != nil {
+			tb.Fatal(err)
+		}
+		dirs = append(dirs, dir)
+	}
+	return dirs
+}
+
 func writeFile(tb testing.TB, p, data string) {
 	tb.Helper()
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {

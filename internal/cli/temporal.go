@@ -1,0 +1,411 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/worker"
+
+	"github.com/codegenie/codegenie/internal/cache"
+	"github.com/codegenie/codegenie/internal/fleet"
+	"github.com/codegenie/codegenie/internal/pipeline"
+	"github.com/codegenie/codegenie/internal/portfolio"
+	"github.com/codegenie/codegenie/internal/probe"
+	"github.com/codegenie/codegenie/internal/sandbox"
+)
+
+// temporalFlags are the flags that reach a Temporal server and the shared
+// result store.
+type temporalFlags struct {
+	addr, namespace, store string
+}
+
+func (f *temporalFlags) register(fl *pflag.FlagSet) {
+	fl.StringVar(&f.addr, "temporal", os.Getenv("CODEGENIE_TEMPORAL"), "Temporal frontend HOST:PORT: run on Temporal workers instead of this process (env CODEGENIE_TEMPORAL)")
+	fl.StringVar(&f.namespace, "namespace", envOr("CODEGENIE_TEMPORAL_NAMESPACE", "default"), "Temporal namespace (env CODEGENIE_TEMPORAL_NAMESPACE)")
+	fl.StringVar(&f.store, "store", os.Getenv("CODEGENIE_RESULT_STORE"), "the result store every worker and client shares: a directory on a shared filesystem (env CODEGENIE_RESULT_STORE; default: results/ in the cache directory)")
+}
+
+// open dials Temporal and opens the result store.
+func (f *temporalFlags) open(ctx context.Context, g *globals) (client.Client, *fleet.FSStore, error) {
+	if f.addr == "" {
+		return nil, nil, usageErr("--temporal HOST:PORT is required (or CODEGENIE_TEMPORAL)")
+	}
+	dir := f.store
+	if dir == "" {
+		base := g.cacheDir
+		if base == "" {
+			var err error
+			if base, err = cache.DefaultDir(); err != nil {
+				return nil, nil, err
+			}
+		}
+		dir = filepath.Join(base, "results")
+	}
+	st, err := fleet.OpenFSStore(dir)
+	if err != nil {
+		return nil, nil, usageErr("--store %s: %v", dir, err)
+	}
+	c, err := fleet.Dial(ctx, f.addr, f.namespace, g.logger())
+	if err != nil {
+		return nil, nil, err
+	}
+	return c, st, nil
+}
+
+// runPortfolioTemporal starts the portfolio's workflow and, unless
+// --detach, follows it to the end and writes its outputs as a local run
+// does.
+func runPortfolioTemporal(ctx context.Context, g *globals, f *portfolioFlags, services []portfolio.Service, failOn map[probe.Verdict]bool) error {
+	c, st, err := f.tf.open(ctx, g)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	s := f.settings()
+	sandboxTier := !f.gc.noSandbox
+	// The digest covers what a worker's runner sees of these settings.
+	opts, err := portfolioRunner(g, fleet.Settings{Version: s.Version, LightTimeout: s.LightTimeout, HeavyTimeout: s.HeavyTimeout, BootFor: s.BootFor, Mirrors: s.Mirrors, NoCache: true}, nil)
+	if err != nil {
+		return err
+	}
+	dg := portfolio.NewDigester(portfolio.Settings(opts.Options, sandboxTier, s.Migrate))
+	digests := make([]string, len(services))
+	for i, svc := range services {
+		if digests[i], err = dg.Digest(svc); err != nil {
+			return err
+		}
+	}
+	if f.concurrency < 1 || f.batch < 1 || f.staticHB <= 0 || f.sandboxHB <= 0 {
+		return usageErr("--concurrency and --batch must be at least 1, and the heartbeats positive")
+	}
+	static, sandboxT := fleet.DefaultStatic, fleet.DefaultSandbox
+	static.Heartbeat, sandboxT.Heartbeat = f.staticHB, f.sandboxHB
+	static.StartToClose = max(static.StartToClose, f.serviceTimeout+time.Minute)
+	sandboxT.StartToClose = max(sandboxT.StartToClose, f.serviceTimeout+time.Minute)
+	started, err := fleet.Start(ctx, c, st, services, digests, fleet.StartOptions{Settings: s, Sandbox: sandboxTier, RetryFailed: f.retryFailed,
+		Concurrency: f.concurrency, Batch: f.batch, Static: static, SandboxT: sandboxT})
+	if err != nil {
+		return err
+	}
+	if f.detach {
+		return writeJSON(g.stdout, started)
+	}
+	fmt.Fprintf(g.stderr, "portfolio: workflow %s on %s; Ctrl-C leaves it running ('codegenie portfolio status %s')\n", started.ID, f.tf.addr, started.ID)
+	prog := newPortfolioProgress(g.stderr, g.stderrTTY && os.Getenv("CI") == "", os.Getenv("CI") != "", len(services))
+	snap, err := follow(ctx, g, c, st, started.ID, prog)
+	prog.finish()
+	if err != nil {
+		if errors.Is(err, context.Canceled) {
+			return &ExitError{Code: ExitCanceled, Err: fmt.Errorf("left the portfolio workflow %s running: 'codegenie portfolio status %s' follows it", started.ID, started.ID)}
+		}
+		return err
+	}
+	return reportSnapshot(ctx, g, st, snap, f.out, failOn)
+}
+
+// follow polls a workflow until it closes, feeding each service's state
+// changes to prog. A server that does not answer (a restart) is waited
+// for.
+func follow(ctx context.Context, g *globals, c client.Client, st fleet.ResultStore, id string, prog *portfolioProgress) (*fleet.Snapshot, error) {
+	var seen []portfolio.State
+	var m *fleet.Manifest
+	down := time.Time{}
+	tick := time.NewTicker(300 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		snap, err := fleet.Read(ctx, c, st, id)
+		switch {
+		case err == nil:
+			if !down.IsZero() {
+				fmt.Fprintf(g.stderr, "portfolio: the server answers again after %s\n", time.Since(down).Round(time.Second))
+				down = time.Time{}
+			}
+		case errors.Is(err, fleet.ErrNoWorkflow) || snap != nil && snap.Closed:
+			return nil, err
+		case ctx.Err() != nil:
+			return nil, ctx.Err()
+		default:
+			if down.IsZero() {
+				down = time.Now()
+				fmt.Fprintf(g.stderr, "portfolio: %v; retrying\n", err)
+			}
+		}
+		if err == nil {
+			if m == nil {
+				if m, err = fleet.LoadManifest(ctx, st, snap.Manifest); err != nil {
+					return nil, err
+				}
+				seen = make([]portfolio.State, len(m.Services))
+			}
+			if err := observeSnapshot(ctx, st, m, snap, seen, prog); err != nil {
+				return nil, err
+			}
+			if snap.Closed {
+				return snap, nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-tick.C:
+		}
+	}
+}
+
+// observeSnapshot reports the services whose state changed since seen.
+func observeSnapshot(ctx context.Context, st fleet.ResultStore, m *fleet.Manifest, snap *fleet.Snapshot, seen []portfolio.State, prog *portfolioProgress) error {
+	for i, o := range snap.Outcomes {
+		if i >= len(seen) || o.State == seen[i] {
+			continue
+		}
+		final := o.State == portfolio.StateDone || o.State == portfolio.StateFailed
+		rec := portfolio.Record{Service: m.Services[i], State: o.State, Tier: o.Tier}
+		if final {
+			var err error
+			if rec, err = fleet.Record(ctx, st, m, i, o); err != nil {
+				return err
+			}
+			if seen[i] != portfolio.StateRunning {
+				// Polling missed its running state.
+				prog.observe(portfolio.Record{Service: m.Services[i], State: portfolio.StateRunning, Tier: o.Tier})
+			}
+		}
+		prog.observe(rec)
+		seen[i] = o.State
+	}
+	return nil
+}
+
+// reportSnapshot writes a workflow's outputs into out as a local run does.
+func reportSnapshot(ctx context.Context, g *globals, st fleet.ResultStore, snap *fleet.Snapshot, out string, failOn map[probe.Verdict]bool) error {
+	recs, src, err := fleet.Records(ctx, st, snap)
+	if err != nil {
+		return err
+	}
+	tiers := "static"
+	for _, r := range recs {
+		if r.Tier == portfolio.TierSandbox {
+			tiers = "static+sandbox"
+			break
+		}
+	}
+	return writePortfolio(g, out, tiers, recs, src, failOn)
+}
+
+func writeJSON(w io.Writer, v any) error {
+	e := json.NewEncoder(w)
+	e.SetIndent("", "  ")
+	return e.Encode(v)
+}
+
+func newCmdPortfolioStatus(g *globals) *cobra.Command {
+	var tf temporalFlags
+	cmd := &cobra.Command{
+		Use:   "status WORKFLOW-ID",
+		Short: "Print a Temporal portfolio run's status and counts as JSON",
+		Long: `status reads a portfolio workflow started with 'portfolio --temporal' back from
+the server and prints its status (running, completed, ...) and its services'
+counts by state and verdict, and how many results were reused, as JSON.`,
+		Example: `  codegenie portfolio status --temporal 127.0.0.1:7233 codegenie-portfolio-3f2a9c0d41b7e6a15c22
+  codegenie portfolio status --temporal 127.0.0.1:7233 "$ID" | jq .by_state`,
+		Args: exactArgs(1, "the workflow ID that 'portfolio --temporal --detach' printed"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, st, err := tf.open(cmd.Context(), g)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			snap, err := fleet.Read(cmd.Context(), c, st, args[0])
+			if err != nil {
+				return workflowErr(err)
+			}
+			type status struct {
+				ID        string         `json:"workflow_id"`
+				RunID     string         `json:"run_id"`
+				Status    string         `json:"status"`
+				Closed    bool           `json:"closed"`
+				Total     int            `json:"total"`
+				ByState   map[string]int `json:"by_state"`
+				ByVerdict map[string]int `json:"by_verdict"`
+				Reused    int            `json:"reused"`
+			}
+			s := status{ID: snap.ID, RunID: snap.RunID, Status: snap.Status, Closed: snap.Closed, Total: len(snap.Outcomes),
+				ByState: map[string]int{}, ByVerdict: map[string]int{}}
+			for _, o := range snap.Outcomes {
+				s.ByState[o.State.String()]++
+				if o.Verdict != "" && o.State == portfolio.StateDone {
+					s.ByVerdict[string(o.Verdict)]++
+				}
+				if o.Reused {
+					s.Reused++
+				}
+			}
+			return writeJSON(g.stdout, s)
+		},
+	}
+	tf.register(cmd.Flags())
+	return cmd
+}
+
+func newCmdPortfolioReport(g *globals) *cobra.Command {
+	var tf temporalFlags
+	var out, failOnS string
+	cmd := &cobra.Command{
+		Use:   "report WORKFLOW-ID",
+		Short: "Write a Temporal portfolio run's outputs (portfolio.json, SARIF, report.html)",
+		Long: `report reads a portfolio workflow back, with each service's record and SARIF log
+from the result store, and writes the outputs a local run writes into --out:
+portfolio.json, sarif/, portfolio.sarif, patches/ and report.html. stdout gets
+the totals as JSON. A run still going is reported as far as it got (its
+unfinished services are queued or running). The exit codes are the local
+run's: 0 when every judged service is ready (or none has a --fail-on
+verdict), 1 otherwise.`,
+		Example: `  codegenie portfolio report --temporal 127.0.0.1:7233 --out /tmp/pf "$ID" && xdg-open /tmp/pf/report.html`,
+		Args:    exactArgs(1, "the workflow ID that 'portfolio --temporal --detach' printed"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			failOn, err := parseFailOn(failOnS)
+			if err != nil {
+				return err
+			}
+			c, st, err := tf.open(cmd.Context(), g)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			snap, err := fleet.Read(cmd.Context(), c, st, args[0])
+			if err != nil {
+				return workflowErr(err)
+			}
+			if !snap.Closed {
+				fmt.Fprintf(g.stderr, "portfolio: %s is still %s; reporting what has finished\n", snap.ID, snap.Status)
+			}
+			return reportSnapshot(cmd.Context(), g, st, snap, out, failOn)
+		},
+	}
+	fl := cmd.Flags()
+	tf.register(fl)
+	fl.StringVar(&out, "out", "codegenie-portfolio", "the folder to write portfolio.json, sarif/ and report.html into")
+	fl.StringVar(&failOnS, "fail-on", "", "exit 1 only when a service has one of these verdicts: blocked, unknown, ready_after_rewrite (comma-separated)")
+	return cmd
+}
+
+func workflowErr(err error) error {
+	if errors.Is(err, fleet.ErrNoWorkflow) {
+		return &ExitError{Code: ExitUsage, Err: err}
+	}
+	return err
+}
+
+type workerFlags struct {
+	tf           temporalFlags
+	tier         string
+	parallel     int
+	heavyTimeout time.Duration
+	gc           gateControlFlags
+}
+
+func newCmdWorker(g *globals) *cobra.Command {
+	var f workerFlags
+	cmd := &cobra.Command{
+		Use:   "worker --temporal HOST:PORT --tier static|sandbox",
+		Short: "Run portfolio activities for Temporal: the static tier anywhere, the sandbox tier beside a gate-control",
+		Long: `worker polls a Temporal server for the activities of 'portfolio --temporal'
+runs, and runs them until SIGTERM or SIGINT.
+
+--tier static runs the workflow and the static tier (task queue
+codegenie-static). It needs no privilege and runs anywhere the services'
+checkouts are readable at the paths the client discovered them at (a shared
+filesystem, or the same host).
+
+--tier sandbox runs the traced build and boot (task queue codegenie-sandbox).
+It is a client of gate-control, as gather is: pass --gate-control (its socket
+or HOST:PORT), or, as root, it starts a private gate-control child. It holds
+no sandbox privilege itself.
+
+Every worker and the client share --store, the content-addressed result
+store: each finished service's record and SARIF log are kept there and bound
+to the service's inputs digest, so a retried activity, or the same portfolio
+run again, reuses the result instead of doing the work. Each activity is one
+line on stderr.`,
+		Example: `  temporal server start-dev --ip 127.0.0.1 --port 7233 --headless --db-filename /var/lib/codegenie/temporal.db &
+  codegenie worker --temporal 127.0.0.1:7233 --tier static --store /srv/codegenie/results
+  sudo codegenie worker --temporal 127.0.0.1:7233 --tier sandbox --gate-control /run/codegenie/gate-control.sock --store /srv/codegenie/results`,
+		Args: exactArgs(0, "no arguments"),
+		RunE: func(cmd *cobra.Command, _ []string) error { return runWorker(cmd.Context(), g, &f) },
+	}
+	fl := cmd.Flags()
+	f.tf.register(fl)
+	fl.StringVar(&f.tier, "tier", "", "the tier to run: static or sandbox")
+	fl.IntVar(&f.parallel, "parallel", 0, "activities at a time (default: GOMAXPROCS for static, one per two cores for sandbox)")
+	fl.DurationVar(&f.heavyTimeout, "heavy-timeout", pipeline.DefaultHeavyTimeout, "sandbox tier: the private gate-control's cap on a spawn's timeout")
+	f.gc.register(fl, "sandbox tier: the gate-control that runs the sandboxes")
+	return cmd
+}
+
+func runWorker(ctx context.Context, g *globals, f *workerFlags) error {
+	var tier portfolio.Tier
+	switch f.tier {
+	case string(portfolio.TierStatic), string(portfolio.TierSandbox):
+		tier = portfolio.Tier(f.tier)
+	case "":
+		return usageErr("--tier is required: static or sandbox")
+	default:
+		return usageErr("--tier %q: want static or sandbox", f.tier)
+	}
+	if f.parallel < 0 {
+		return usageErr("--parallel must be positive")
+	}
+	n := f.parallel
+	if n == 0 {
+		n = runtime.GOMAXPROCS(0)
+		if tier == portfolio.TierSandbox {
+			n = max(1, runtime.NumCPU()/2)
+		}
+	}
+	c, st, err := f.tf.open(ctx, g)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	var sb sandbox.Client
+	release := func() {}
+	if tier == portfolio.TierSandbox {
+		if sb, release, err = sandboxFor(g, &f.gc, f.heavyTimeout); err != nil {
+			return err
+		}
+		if sb == nil {
+			return usageErr("a sandbox worker needs a gate-control: pass --gate-control SOCKET (or run as root for a private one)")
+		}
+	}
+	defer release()
+	log := slog.New(slog.NewTextHandler(g.stderr, nil))
+	a := &fleet.Activities{Store: st, Logger: log, Runner: func(s fleet.Settings) (*portfolio.Runner, error) {
+		if s.Version != Version {
+			log.Warn("the portfolio's client is another version: results may differ from a local run", "client", s.Version, "worker", Version)
+		}
+		return portfolioRunner(g, s, sb)
+	}}
+	w := worker.New(c, fleet.Queue(tier), worker.Options{MaxConcurrentActivityExecutionSize: n})
+	fleet.Register(w, tier, a)
+	if err := w.Start(); err != nil {
+		return fmt.Errorf("starting the worker: %w", err)
+	}
+	log.Info("worker ready", "tier", tier, "queue", fleet.Queue(tier), "temporal", f.tf.addr, "namespace", f.tf.namespace, "parallel", n, "store", st.Dir())
+	<-ctx.Done()
+	w.Stop()
+	ran, reused := a.Counts()
+	log.Info("worker stopped", "ran", ran, "reused", reused)
+	return nil
+}

@@ -1,0 +1,361 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/codegenie/codegenie/internal/devimages"
+	"github.com/codegenie/codegenie/internal/fleet"
+	"github.com/codegenie/codegenie/internal/fleet/fleettest"
+	"github.com/codegenie/codegenie/internal/portfolio"
+	"github.com/codegenie/codegenie/internal/portfolio/portfoliotest"
+	"github.com/codegenie/codegenie/internal/sandbox"
+	"github.com/codegenie/codegenie/internal/sandbox/runsc"
+)
+
+var (
+	binOnce sync.Once
+	binPath string
+	binErr  error
+)
+
+// testBinary builds the codegenie binary once per test process.
+func testBinary(t *testing.T) string {
+	t.Helper()
+	binOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "cgbin")
+		if err != nil {
+			binErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "codegenie")
+		if out, err := exec.Command("go", "build", "-o", binPath, "github.com/codegenie/codegenie/cmd/codegenie").CombinedOutput(); err != nil {
+			binErr = fmt.Errorf("building codegenie: %w\n%s", err, out)
+		}
+	})
+	if binErr != nil {
+		t.Fatal(binErr)
+	}
+	return binPath
+}
+
+// proc is a codegenie process whose stderr lines are kept and watched.
+type proc struct {
+	name string
+	cmd  *exec.Cmd
+	mu   sync.Mutex
+	all  []string
+	subs []chan string
+	done chan struct{}
+}
+
+func startProc(t *testing.T, name, bin string, env []string, args ...string) *proc {
+	t.Helper()
+	p := &proc{name: name, cmd: exec.Command(bin, args...), done: make(chan struct{})}
+	p.cmd.Env = append(os.Environ(), env...)
+	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	stderr, err := p.cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		defer close(p.done)
+		sc := bufio.NewScanner(stderr)
+		sc.Buffer(nil, 1<<20)
+		for sc.Scan() {
+			p.mu.Lock()
+			p.all = append(p.all, sc.Text())
+			for _, s := range p.subs {
+				select {
+				case s <- sc.Text():
+				default:
+				}
+			}
+			p.mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		if p.cmd.ProcessState == nil {
+			_ = p.cmd.Process.Kill()
+			_ = p.cmd.Wait()
+		}
+		if t.Failed() {
+			t.Logf("%s stderr:\n%s", name, p.text())
+		}
+	})
+	return p
+}
+
+func (p *proc) text() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return strings.Join(p.all, "\n")
+}
+
+// count counts the lines holding s.
+func (p *proc) count(s string) int { return strings.Count(p.text(), s) }
+
+// waitLine waits for a line holding s.
+func (p *proc) waitLine(t *testing.T, s string, timeout time.Duration) {
+	t.Helper()
+	ch := make(chan string, 1024)
+	p.mu.Lock()
+	seen := strings.Contains(strings.Join(p.all, "\n"), s)
+	p.subs = append(p.subs, ch)
+	p.mu.Unlock()
+	if seen {
+		return
+	}
+	deadline := time.After(timeout)
+	for {
+		select {
+		case l := <-ch:
+			if strings.Contains(l, s) {
+				return
+			}
+		case <-p.done:
+			t.Fatalf("%s exited before printing %q:\n%s", p.name, s, p.text())
+		case <-deadline:
+			t.Fatalf("%s printed no %q in %s:\n%s", p.name, s, timeout, p.text())
+		}
+	}
+}
+
+// waitBusy waits until the worker has been in an activity (started, not
+// done) for d.
+func (p *proc) waitBusy(t *testing.T, d, timeout time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	var since time.Time
+	for time.Now().Before(deadline) {
+		busy := p.count("msg=start") > p.count("msg=done")
+		switch {
+		case !busy:
+			since = time.Time{}
+		case since.IsZero():
+			since = time.Now()
+		case time.Since(since) >= d:
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("%s was not in an activity for %s within %s:\n%s", p.name, d, timeout, p.text())
+}
+
+func (p *proc) kill9(t *testing.T) {
+	t.Helper()
+	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = p.cmd.Wait()
+	<-p.done
+}
+
+// TestTemporalPortfolioSurvivesFaults runs a 50-service portfolio on a real
+// Temporal dev server with two static workers and one sandbox worker
+// beside a gate-control. Mid-run it kills a static worker and the sandbox
+// worker (in a traced build) with SIGKILL, starts a replacement sandbox
+// worker, and restarts the server on the same database. The portfolio
+// completes with exactly one result per service and tier. The same
+// portfolio run again does no activity work.
+func TestTemporalPortfolioSurvivesFaults(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("the sandbox tier needs root for gate-control (CI runs as root)")
+	}
+	probeDir, err := os.MkdirTemp("", "cgt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rerr := runsc.New(runsc.Config{StateDir: probeDir})
+	_ = os.RemoveAll(probeDir)
+	var ue *sandbox.UnsupportedError
+	if errors.As(rerr, &ue) {
+		t.Skipf("the gVisor backend cannot run here: %v", ue)
+	}
+	bin := testBinary(t)
+	work := t.TempDir()
+	srv := fleettest.Start(t, work)
+
+	sets, err := devimages.Sets(devimages.DefaultInputs(), devimages.DefaultCacheDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg, err := devimages.ServeSets(context.Background(), "127.0.0.1:0", sets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = reg.Close() })
+
+	// gate-control: the one privileged process; the sandbox workers are its
+	// clients. Its state directory must be short (runsc's socket paths).
+	gcDir, err := os.MkdirTemp("", "cgg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(gcDir) })
+	sock, key := filepath.Join(gcDir, "gc.sock"), filepath.Join(gcDir, "key")
+	gc := startProc(t, "gate-control", bin, nil, "gate-control", "serve", "--key-file", key, "--audit-log", filepath.Join(gcDir, "audit.log"),
+		"--socket", sock, "--state-dir", filepath.Join(gcDir, "runsc"))
+	waitFile(t, sock, gc)
+
+	src, cacheDir, store, out := filepath.Join(work, "src"), filepath.Join(work, "cache"), filepath.Join(work, "results"), filepath.Join(work, "out")
+	// Two shapes that build and boot, and one whose Dockerfile does not
+	// parse: 50 services, two distinct traced builds (the rest share the
+	// content cache, as identical services do in a real portfolio).
+	portfoliotest.GenerateFrom(t, src, 50, []string{"npm-start-plain", "already-distroless", "broken-dockerfile"})
+	env := []string{"CODEGENIE_TEMPORAL=" + srv.Addr, "CODEGENIE_RESULT_STORE=" + store, "CI=1"}
+	common := []string{"--cache-dir", cacheDir}
+	worker := func(name, tier string, extra ...string) *proc {
+		args := append(append(append([]string{}, common...), "worker", "--tier", tier), extra...)
+		p := startProc(t, name, bin, env, args...)
+		p.waitLine(t, "worker ready", 30*time.Second)
+		return p
+	}
+	staticA := worker("static-a", "static", "--parallel", "2")
+	staticB := worker("static-b", "static", "--parallel", "2")
+	sbArgs := []string{"--gate-control", sock, "--gate-control-key", key, "--parallel", "1"}
+	sandbox1 := worker("sandbox-1", "sandbox", sbArgs...)
+
+	runArgs := append(append([]string{}, common...), "portfolio", "--out", out, "--registry-mirror", reg.Mirrors(),
+		"--boot-for", "4s", "--static-heartbeat", "2s", "--sandbox-heartbeat", "5s", "--concurrency", "16", src)
+	client := startProc(t, "portfolio", bin, env, runArgs...)
+
+	// A static worker dies as the run starts, and the sandbox worker in
+	// its first traced build.
+	staticB.waitLine(t, "msg=start", 30*time.Second)
+	staticB.kill9(t)
+	// Killed a second into an activity (a traced build takes seconds).
+	sandbox1.waitBusy(t, time.Second, 60*time.Second)
+	sandbox1.kill9(t)
+	if sandbox1.count("msg=start") <= sandbox1.count("msg=done") {
+		t.Fatal("the sandbox worker was killed between activities, not in one")
+	}
+	sandbox2 := worker("sandbox-2", "sandbox", sbArgs...)
+	// The server restarts while the retried build runs.
+	sandbox2.waitBusy(t, time.Second, 60*time.Second)
+	down := srv.Restart(t)
+	doneAtRestart := sandbox2.count("msg=done tier=sandbox") + staticA.count("msg=done")
+	t.Logf("the server was down %s", down.Round(time.Millisecond))
+
+	if err := waitExit(client, 5*time.Minute); err != nil && !isExit(err, ExitNotReady) {
+		t.Fatalf("the portfolio run: %v", err)
+	}
+	if sandbox2.count("msg=done tier=sandbox")+staticA.count("msg=done") <= doneAtRestart {
+		t.Fatal("no activity finished after the server restarted")
+	}
+	if !strings.Contains(client.text(), "done ") {
+		t.Fatalf("the client reported no finished service:\n%s", client.text())
+	}
+
+	doc := readDocument(t, out)
+	judged := checkOneResultEach(t, doc, 50)
+	st, err := fleet.OpenFSStore(store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := st.Keys(); n != 2*judged {
+		t.Errorf("the result store binds %d results, want %d: one per judged service and tier", n, 2*judged)
+	}
+
+	// The same portfolio again: every activity finds its result bound.
+	workers := []*proc{staticA, sandbox2}
+	startsBefore := 0
+	for _, w := range workers {
+		startsBefore += w.count("msg=start")
+	}
+	rerun := startProc(t, "portfolio-rerun", bin, env, runArgs...)
+	if err := waitExit(rerun, 2*time.Minute); err != nil && !isExit(err, ExitNotReady) {
+		t.Fatalf("the rerun: %v", err)
+	}
+	startsAfter, reused := 0, 0
+	for _, w := range workers {
+		startsAfter += w.count("msg=start")
+		reused += w.count("msg=reused")
+	}
+	if startsAfter != startsBefore {
+		t.Errorf("the rerun started %d activities' work, want none", startsAfter-startsBefore)
+	}
+	if reused < 2*judged {
+		t.Errorf("%d activities reused a result, want %d (every service, both tiers)", reused, 2*judged)
+	}
+	again := readDocument(t, out)
+	if len(again.Services) != len(doc.Services) || again.Totals.ByVerdict["ready"] != doc.Totals.ByVerdict["ready"] {
+		t.Errorf("the rerun's totals %+v differ from the first run's %+v", again.Totals, doc.Totals)
+	}
+	t.Logf("%d judged services; static-b started %d and finished %d before its kill, sandbox-1 started %d and finished %d; sandbox-2 finished %d; the rerun reused %d results",
+		judged, staticB.count("msg=start"), staticB.count("msg=done"), sandbox1.count("msg=start"), sandbox1.count("msg=done"), sandbox2.count("msg=done"), reused)
+}
+
+// checkOneResultEach checks that a portfolio lists n services once each,
+// every judged one done with a verdict from the sandbox tier, and returns
+// how many were judged.
+func checkOneResultEach(t *testing.T, doc *portfolio.Document, n int) int {
+	t.Helper()
+	if len(doc.Services) != n {
+		t.Fatalf("%d services in portfolio.json, want %d", len(doc.Services), n)
+	}
+	ids := map[string]bool{}
+	judged := 0
+	for _, e := range doc.Services {
+		if ids[e.ID] {
+			t.Errorf("%s is listed twice", e.ID)
+		}
+		ids[e.ID] = true
+		if e.State == portfolio.StateSkipped {
+			continue
+		}
+		judged++
+		if e.State != portfolio.StateDone || e.Verdict == "" {
+			t.Errorf("%s: %s %q (%s), want done with a verdict", e.ID, e.State, e.Verdict, e.Reason)
+		}
+	}
+	return judged
+}
+
+func waitFile(t *testing.T, path string, p *proc) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if _, err := os.Stat(path); err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s did not appear:\n%s", path, p.text())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func waitExit(p *proc, timeout time.Duration) error {
+	select {
+	case <-p.done:
+	case <-time.After(timeout):
+		_ = p.cmd.Process.Kill()
+		<-p.done
+		_ = p.cmd.Wait()
+		return fmt.Errorf("%s did not finish in %s:\n%s", p.name, timeout, p.text())
+	}
+	err := p.cmd.Wait()
+	if err != nil {
+		return fmt.Errorf("%w\n%s", err, p.text())
+	}
+	return nil
+}
+
+func isExit(err error, code int) bool {
+	var ee *exec.ExitError
+	return errors.As(err, &ee) && ee.ExitCode() == code
+}

@@ -1,0 +1,172 @@
+package fleet
+
+import (
+	"io"
+	"log/slog"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/client"
+	tlog "go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/worker"
+
+	"github.com/codegenie/codegenie/internal/builtin"
+	"github.com/codegenie/codegenie/internal/cache"
+	"github.com/codegenie/codegenie/internal/fleet/fleettest"
+	"github.com/codegenie/codegenie/internal/gather"
+	"github.com/codegenie/codegenie/internal/portfolio"
+	"github.com/codegenie/codegenie/internal/portfolio/portfoliotest"
+)
+
+// benchPortfolio generates synthetic repositories and returns the first n
+// judged services (with the skipped ones among them) and their digests.
+func benchPortfolio(b *testing.B, n int) ([]portfolio.Service, []string) {
+	b.Helper()
+	root := b.TempDir()
+	portfoliotest.Generate(b, root, n)
+	sel, _ := builtin.NewRegistry().ImageSelector("distroless-migration")
+	d := &portfolio.Discovery{Selector: sel, Workspace: b.TempDir()}
+	all, err := d.Discover(b.Context(), []portfolio.Source{{Spec: root}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var out []portfolio.Service
+	judged := 0
+	for _, s := range all {
+		if judged == n {
+			break
+		}
+		if s.Skip == "" {
+			judged++
+		}
+		out = append(out, s)
+	}
+	dg := portfolio.NewDigester(portfolio.Settings(benchOptions(nil), false, false))
+	digests := make([]string, len(out))
+	for i, s := range out {
+		if digests[i], err = dg.Digest(s); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return out, digests
+}
+
+func benchOptions(c *cache.Cache) gather.Options {
+	return gather.Options{Registry: builtin.NewRegistry(), Version: "bench", Task: "distroless-migration", Cache: c}
+}
+
+func benchCache(b *testing.B) *cache.Cache {
+	c, err := cache.Open(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	return c
+}
+
+// runLocal is the local mode: the portfolio runner with workers static
+// workers, a fresh store and a cold cache.
+func runLocal(b *testing.B, ss []portfolio.Service, workers int) time.Duration {
+	b.Helper()
+	st, err := portfolio.OpenStore(filepath.Join(b.TempDir(), portfolio.StoreFile))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	r := &portfolio.Runner{Store: st, Options: benchOptions(benchCache(b)), StaticWorkers: workers}
+	start := time.Now()
+	if _, _, err := r.Run(b.Context(), ss); err != nil {
+		b.Fatal(err)
+	}
+	return time.Since(start)
+}
+
+// runTemporal is the same portfolio on Temporal: workers in-process static
+// workers, one activity at a time each (as the local mode's workers), a
+// fresh result store and a cold cache.
+func runTemporal(b *testing.B, addr string, ss []portfolio.Service, digests []string, workers int) time.Duration {
+	b.Helper()
+	quiet := tlog.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))
+	st, err := OpenFSStore(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	c := benchCache(b)
+	a := &Activities{Store: st, Runner: func(Settings) (*portfolio.Runner, error) {
+		return &portfolio.Runner{Options: benchOptions(c)}, nil
+	}}
+	var stops []func()
+	for range workers {
+		wc, err := client.Dial(client.Options{HostPort: addr, Logger: quiet})
+		if err != nil {
+			b.Fatal(err)
+		}
+		w := worker.New(wc, QueueStatic, worker.Options{MaxConcurrentActivityExecutionSize: 1})
+		Register(w, portfolio.TierStatic, a)
+		if err := w.Start(); err != nil {
+			b.Fatal(err)
+		}
+		stops = append(stops, func() { w.Stop(); wc.Close() })
+	}
+	defer func() {
+		for _, stop := range stops {
+			stop()
+		}
+	}()
+	cl, err := client.Dial(client.Options{HostPort: addr, Logger: quiet})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cl.Close()
+	start := time.Now()
+	started, err := Start(b.Context(), cl, st, ss, digests, StartOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var res Result
+	if err := cl.GetWorkflow(b.Context(), started.ID, "").Get(b.Context(), &res); err != nil {
+		b.Fatal(err)
+	}
+	elapsed := time.Since(start)
+	if ran, _ := a.Counts(); res.Count != len(ss) || int(ran) == 0 {
+		b.Fatalf("the workflow judged %d of %d services (%d activities ran)", res.Count, len(ss), ran)
+	}
+	return elapsed
+}
+
+// BenchmarkFleet1000 runs 1,000 synthetic services through the static tier
+// side by side: the local mode with three workers, and Temporal (a real dev
+// server) with one and with three workers. Each case starts with a cold
+// cache and an empty store. It reports each case's median wall time,
+// Temporal's overhead per service against the local mode (goal: at most
+// 20 ms), and the 1 → 3 workers speed-up.
+func BenchmarkFleet1000(b *testing.B) {
+	srv := fleettest.Start(b, b.TempDir())
+	ss, digests := benchPortfolio(b, 1000)
+	judged := 0
+	for _, s := range ss {
+		if s.Skip == "" {
+			judged++
+		}
+	}
+	var local, t1, t3 []time.Duration
+	for b.Loop() {
+		local = append(local, runLocal(b, ss, 3))
+		t1 = append(t1, runTemporal(b, srv.Addr, ss, digests, 1))
+		t3 = append(t3, runTemporal(b, srv.Addr, ss, digests, 3))
+	}
+	med := func(ds []time.Duration) float64 {
+		s := slices.Clone(ds)
+		slices.Sort(s)
+		return float64(s[len(s)/2].Microseconds()) / 1000
+	}
+	l, one, three := med(local), med(t1), med(t3)
+	b.ReportMetric(l, "local3-ms")
+	b.ReportMetric(one, "temporal1-ms")
+	b.ReportMetric(three, "temporal3-ms")
+	over := (three - l) / float64(judged)
+	b.ReportMetric(over, "overhead-ms/service")
+	b.ReportMetric(over/20, "ratio-to-20ms-goal")
+	b.ReportMetric(one/three, "speedup-1-to-3")
+}

@@ -1,0 +1,278 @@
+package fleet
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/client"
+	tlog "go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/codegenie/codegenie/internal/portfolio"
+)
+
+// Dial connects to a Temporal frontend. The SDK's own log lines go to
+// logger at warning level and above (nil: discarded).
+func Dial(ctx context.Context, hostPort, namespace string, logger *slog.Logger) (client.Client, error) {
+	if logger == nil {
+		logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	quiet := slog.New(levelFilter{logger.Handler(), slog.LevelWarn})
+	c, err := client.DialContext(ctx, client.Options{HostPort: hostPort, Namespace: namespace, Logger: tlog.NewStructuredLogger(quiet)})
+	if err != nil {
+		return nil, fmt.Errorf("connecting to Temporal at %s (namespace %s): %w; is the server up ('temporal server start-dev')?", hostPort, namespace, err)
+	}
+	return c, nil
+}
+
+type levelFilter struct {
+	slog.Handler
+	min slog.Level
+}
+
+func (l levelFilter) Enabled(ctx context.Context, lv slog.Level) bool {
+	return lv >= l.min && l.Handler.Enabled(ctx, lv)
+}
+
+func (l levelFilter) WithAttrs(as []slog.Attr) slog.Handler {
+	return levelFilter{l.Handler.WithAttrs(as), l.min}
+}
+
+func (l levelFilter) WithGroup(n string) slog.Handler {
+	return levelFilter{l.Handler.WithGroup(n), l.min}
+}
+
+// Register registers a tier's workflow and activities on a worker: a
+// static worker runs the workflow, the static activities and the batch
+// saves; a sandbox worker runs the sandbox activity alone.
+func Register(w worker.Registry, tier portfolio.Tier, a *Activities) {
+	switch tier {
+	case portfolio.TierStatic:
+		w.RegisterWorkflowWithOptions(Portfolio, workflow.RegisterOptions{Name: WorkflowName})
+		w.RegisterActivityWithOptions(a.Static, activity.RegisterOptions{Name: ActivityStatic})
+		w.RegisterActivityWithOptions(a.SaveBatch, activity.RegisterOptions{Name: ActivitySave})
+	case portfolio.TierSandbox:
+		w.RegisterActivityWithOptions(a.Sandbox, activity.RegisterOptions{Name: ActivitySandbox})
+	}
+}
+
+// Queue is a tier's task queue.
+func Queue(tier portfolio.Tier) string {
+	if tier == portfolio.TierSandbox {
+		return QueueSandbox
+	}
+	return QueueStatic
+}
+
+// StartOptions are a portfolio run's options beside its services.
+type StartOptions struct {
+	Settings    Settings
+	Sandbox     bool
+	RetryFailed bool
+	Concurrency int
+	Batch       int
+	Static      Timeouts
+	SandboxT    Timeouts
+}
+
+// Started is a started (or, for the same portfolio still running,
+// joined) workflow.
+type Started struct {
+	ID    string `json:"workflow_id"`
+	RunID string `json:"run_id"`
+}
+
+// Start stores the manifest of services (with their inputs digests) and
+// starts the portfolio's workflow. Its ID derives from the manifest, so
+// starting the same portfolio while it runs joins that run, and starting
+// it after it finished runs it again (each service then answered by its
+// bound result).
+func Start(ctx context.Context, c client.Client, st ResultStore, services []portfolio.Service, digests []string, o StartOptions) (Started, error) {
+	m := Manifest{Services: services, Digests: digests}
+	if m.Services == nil {
+		m.Services, m.Digests = []portfolio.Service{}, []string{}
+	}
+	data, err := json.Marshal(m)
+	if err != nil {
+		return Started{}, err
+	}
+	md, err := st.Put(ctx, data)
+	if err != nil {
+		return Started{}, err
+	}
+	in := Input{Manifest: md, Count: len(services), Sandbox: o.Sandbox, RetryFailed: o.RetryFailed, Settings: o.Settings,
+		Concurrency: o.Concurrency, Batch: o.Batch, Static: o.Static, SandboxT: o.SandboxT}
+	for i, s := range services {
+		if s.Skip != "" {
+			in.Skipped = append(in.Skipped, i)
+		}
+	}
+	in.defaults()
+	idSum := sha256.Sum256(fmt.Appendf(nil, "%s\x00%v\x00%v", md, o.Sandbox, o.RetryFailed))
+	id := "codegenie-portfolio-" + hex.EncodeToString(idSum[:])[:20]
+	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID:                       id,
+		TaskQueue:                QueueStatic,
+		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
+	}, WorkflowName, in)
+	if err != nil {
+		return Started{}, fmt.Errorf("starting the portfolio workflow: %w", err)
+	}
+	return Started{ID: run.GetID(), RunID: run.GetRunID()}, nil
+}
+
+// Snapshot is a portfolio workflow read back: its status and every
+// service's outcome so far.
+type Snapshot struct {
+	ID     string `json:"workflow_id"`
+	RunID  string `json:"run_id"`
+	Status string `json:"status"`
+	// Closed is true once the workflow finished (completed, failed,
+	// terminated, canceled or timed out).
+	Closed   bool      `json:"closed"`
+	Manifest string    `json:"manifest"`
+	Outcomes []Outcome `json:"outcomes"`
+}
+
+// ErrNoWorkflow matches an ID that names no portfolio workflow.
+var ErrNoWorkflow = errors.New("no such portfolio workflow")
+
+// Read reads a portfolio workflow back: its progress query while it runs,
+// its result once it completed. The outcome lists of its finished runs
+// come from the result store.
+func Read(ctx context.Context, c client.Client, st ResultStore, id string) (*Snapshot, error) {
+	d, err := c.DescribeWorkflow(ctx, id, "")
+	if err != nil {
+		var nf *serviceerror.NotFound
+		if errors.As(err, &nf) {
+			return nil, fmt.Errorf("%w: %s (is --namespace right?)", ErrNoWorkflow, id)
+		}
+		return nil, fmt.Errorf("reading the portfolio workflow %s: %w", id, err)
+	}
+	info := d.RawResponse.GetWorkflowExecutionInfo()
+	if info.GetType().GetName() != WorkflowName {
+		return nil, fmt.Errorf("%w: %s is a %s workflow", ErrNoWorkflow, id, info.GetType().GetName())
+	}
+	status := info.GetStatus()
+	snap := &Snapshot{ID: id, RunID: info.GetExecution().GetRunId(), Status: strings.ToLower(strings.TrimPrefix(status.String(), "WORKFLOW_EXECUTION_STATUS_"))}
+	var p Progress
+	switch status {
+	case enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING:
+		v, err := c.QueryWorkflow(ctx, id, "", QueryProgress)
+		if err != nil {
+			return nil, fmt.Errorf("querying the portfolio workflow %s: %w", id, err)
+		}
+		if err := v.Get(&p); err != nil {
+			return nil, err
+		}
+	case enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED:
+		snap.Closed = true
+		var r Result
+		if err := c.GetWorkflow(ctx, id, snap.RunID).Get(ctx, &r); err != nil {
+			return nil, fmt.Errorf("reading the portfolio workflow's result: %w", err)
+		}
+		p = Progress{Manifest: r.Manifest, Count: r.Count, Batches: r.Batches, Base: r.Count}
+	case enumspb.WORKFLOW_EXECUTION_STATUS_UNSPECIFIED, enumspb.WORKFLOW_EXECUTION_STATUS_FAILED, enumspb.WORKFLOW_EXECUTION_STATUS_CANCELED,
+		enumspb.WORKFLOW_EXECUTION_STATUS_TERMINATED, enumspb.WORKFLOW_EXECUTION_STATUS_CONTINUED_AS_NEW,
+		enumspb.WORKFLOW_EXECUTION_STATUS_TIMED_OUT, enumspb.WORKFLOW_EXECUTION_STATUS_PAUSED:
+		snap.Closed = status != enumspb.WORKFLOW_EXECUTION_STATUS_PAUSED
+		return snap, fmt.Errorf("the portfolio workflow %s is %s: see 'temporal workflow show --workflow-id %s'", id, snap.Status, id)
+	}
+	snap.Manifest = p.Manifest
+	for _, b := range p.Batches {
+		data, err := st.Get(ctx, b)
+		if err != nil {
+			return nil, err
+		}
+		var outs []Outcome
+		if err := json.Unmarshal(data, &outs); err != nil {
+			return nil, fmt.Errorf("the outcome list %s does not decode: %w", b, err)
+		}
+		snap.Outcomes = append(snap.Outcomes, outs...)
+	}
+	snap.Outcomes = append(snap.Outcomes, p.Current...)
+	for len(snap.Outcomes) < p.Count {
+		snap.Outcomes = append(snap.Outcomes, Outcome{State: portfolio.StateQueued})
+	}
+	return snap, nil
+}
+
+// LoadManifest reads a manifest from the store.
+func LoadManifest(ctx context.Context, st ResultStore, digest string) (*Manifest, error) {
+	a := &Activities{Store: st}
+	return a.manifest(ctx, digest)
+}
+
+// Record is a service's record from its outcome: the stored record when
+// there is one, else what the outcome says.
+func Record(ctx context.Context, st ResultStore, m *Manifest, i int, o Outcome) (portfolio.Record, error) {
+	rec := portfolio.Record{Service: m.Services[i], Digest: m.Digests[i]}
+	if !o.Record.IsZero() {
+		data, err := Get(ctx, st, o.Record)
+		if err != nil {
+			return rec, err
+		}
+		if err := json.Unmarshal(data, &rec); err != nil {
+			return rec, fmt.Errorf("the record of %s does not decode: %w", rec.Service.ID, err)
+		}
+	}
+	// A sandbox tier that failed after its retries keeps the static
+	// record, with the failure.
+	rec.State, rec.Tier = o.State, o.Tier
+	if o.State == portfolio.StateFailed && rec.Reason == "" {
+		rec.Reason = o.Reason
+	}
+	if o.State == portfolio.StateSkipped {
+		rec.Reason = rec.Service.Skip
+	}
+	return rec, nil
+}
+
+// Records returns every service's record, and a SARIF source for
+// portfolio.WriteOutputs that reads each log from the store.
+func Records(ctx context.Context, st ResultStore, snap *Snapshot) ([]portfolio.Record, portfolio.SARIFSource, error) {
+	m, err := LoadManifest(ctx, st, snap.Manifest)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(snap.Outcomes) != len(m.Services) {
+		return nil, nil, fmt.Errorf("the workflow has %d outcomes for %d services", len(snap.Outcomes), len(m.Services))
+	}
+	recs := make([]portfolio.Record, len(m.Services))
+	src := sarifRefs{ctx: ctx, st: st, refs: map[string]Ref{}}
+	for i, o := range snap.Outcomes {
+		if recs[i], err = Record(ctx, st, m, i, o); err != nil {
+			return nil, nil, err
+		}
+		if !o.SARIF.IsZero() {
+			src.refs[m.Services[i].ID] = o.SARIF
+		}
+	}
+	return recs, src, nil
+}
+
+type sarifRefs struct {
+	ctx  context.Context
+	st   ResultStore
+	refs map[string]Ref
+}
+
+func (s sarifRefs) SARIF(id string) ([]byte, error) {
+	r, ok := s.refs[id]
+	if !ok {
+		return nil, nil
+	}
+	return Get(s.ctx, s.st, r)
+}

@@ -1,0 +1,142 @@
+// Package fleettest runs a real Temporal dev server for tests and
+// benchmarks: the official CLI's "temporal server start-dev", on loopback,
+// with a file database that survives a restart.
+package fleettest
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
+	tlog "go.temporal.io/sdk/log"
+)
+
+// CLI returns the Temporal CLI's path: $CODEGENIE_TOOLS/temporal (where
+// scripts/setup.sh installs it), else temporal on PATH. It skips the test
+// when there is neither.
+func CLI(tb testing.TB) string {
+	tb.Helper()
+	tools := os.Getenv("CODEGENIE_TOOLS")
+	if tools == "" {
+		tools = "/usr/local/lib/codegenie/bin"
+	}
+	if p := filepath.Join(tools, "temporal"); isExec(p) {
+		return p
+	}
+	if p, err := exec.LookPath("temporal"); err == nil {
+		return p
+	}
+	tb.Skipf("the Temporal CLI is not installed in %s or on PATH: run scripts/setup.sh", tools)
+	return ""
+}
+
+func isExec(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0
+}
+
+// Server is a running dev server.
+type Server struct {
+	// Addr is its frontend, 127.0.0.1:PORT.
+	Addr string
+	cli  string
+	db   string
+	port int
+	log  *os.File
+	cmd  *exec.Cmd
+}
+
+// Start starts a dev server with its database in dir, on a free port, and
+// waits until it answers. It is stopped when the test ends.
+func Start(tb testing.TB, dir string) *Server {
+	tb.Helper()
+	cli := CLI(tb)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	_ = l.Close()
+	log, err := os.Create(filepath.Join(dir, "temporal-server.log"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	s := &Server{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), cli: cli, db: filepath.Join(dir, "temporal.db"), port: port, log: log}
+	tb.Cleanup(func() {
+		s.Stop(tb)
+		_ = log.Close()
+	})
+	s.start(tb)
+	return s
+}
+
+func (s *Server) start(tb testing.TB) {
+	tb.Helper()
+	// The UI gets its own free port, so that two servers can run at once.
+	s.cmd = exec.Command(s.cli, "server", "start-dev", "--ip", "127.0.0.1", "--port", strconv.Itoa(s.port),
+		"--headless", "--db-filename", s.db, "--log-level", "warn")
+	s.cmd.Stdout, s.cmd.Stderr = s.log, s.log
+	s.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := s.cmd.Start(); err != nil {
+		tb.Fatalf("starting the Temporal dev server: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	for {
+		c, err := client.DialContext(ctx, client.Options{HostPort: s.Addr, Logger: tlog.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))})
+		if err == nil {
+			_, err = c.CheckHealth(ctx, &client.CheckHealthRequest{})
+			if err == nil {
+				_, err = c.WorkflowService().DescribeNamespace(ctx, &workflowservice.DescribeNamespaceRequest{Namespace: "default"})
+			}
+			c.Close()
+			if err == nil {
+				return
+			}
+		}
+		if ctx.Err() != nil {
+			data, _ := os.ReadFile(s.log.Name())
+			tb.Fatalf("the Temporal dev server did not answer on %s: %v\n%s", s.Addr, err, data)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// Stop stops the server (SIGTERM, then SIGKILL after 10 s) and waits.
+func (s *Server) Stop(tb testing.TB) {
+	tb.Helper()
+	if s.cmd == nil || s.cmd.Process == nil || s.cmd.ProcessState != nil {
+		return
+	}
+	_ = s.cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { _ = s.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		_ = s.cmd.Process.Kill()
+		<-done
+	}
+}
+
+// Restart stops the server and starts it again on the same port and
+// database, and returns how long it was down.
+func (s *Server) Restart(tb testing.TB) time.Duration {
+	tb.Helper()
+	start := time.Now()
+	s.Stop(tb)
+	fmt.Fprintf(s.log, "--- restart ---\n")
+	s.start(tb)
+	return time.Since(start)
+}
