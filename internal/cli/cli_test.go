@@ -125,6 +125,12 @@ func TestErrorsAreOneLineWithUsageExitCode(t *testing.T) {
 		{"prune needs a bound", []string{"cache", "prune", "--older-than", "0s"}, "--older-than must be positive"},
 		{"unknown dockerfile", []string{"gather", "--no-sandbox", "--dockerfile", "nope.Dockerfile", fixture(t, "multi-image")}, "no such Dockerfile"},
 		{"unknown target", []string{"gather", "--no-sandbox", "--target", "nope", fixture(t, "multi-image")}, "has no such stage"},
+		{"worker needs a tier", []string{"worker", "--temporal", "127.0.0.1:1"}, "--tier is required"},
+		{"worker bad tier", []string{"worker", "--tier", "gpu"}, "want static or sandbox"},
+		{"worker needs a server", []string{"worker", "--tier", "static", "--temporal", ""}, "--temporal HOST:PORT is required"},
+		{"detach needs a server", []string{"portfolio", "--detach", "--temporal", "", dir}, "--detach needs --temporal"},
+		{"status needs an ID", []string{"portfolio", "status", "--temporal", "127.0.0.1:1"}, "the workflow ID"},
+		{"report needs a server", []string{"portfolio", "report", "--temporal", "", "some-id"}, "--temporal HOST:PORT is required"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

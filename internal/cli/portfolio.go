@@ -123,7 +123,16 @@ counts as unknown); ready_after_rewrite may be listed too.
 verdict is ready_after_rewrite: the rewrite is kept as a patch in patches/
 (nothing is written to the checkouts), and with the sandbox tier the gates
 prove it there; portfolio.json and report.html show each migration, its gates
-and its diff.`,
+and its diff.
+
+--temporal HOST:PORT runs the portfolio on Temporal workers instead of this
+process ('codegenie worker --tier static|sandbox', ADR-0009): one durable
+workflow per portfolio, which survives worker deaths and server restarts.
+The command follows it with the same progress display and writes the same
+outputs; --detach prints its workflow ID and leaves ('portfolio status ID'
+and 'portfolio report ID' read it back). Workers and this command share
+--store, the result store every finished service is kept in, so the same
+portfolio run again reuses each result.`,
 		Example: `  codegenie portfolio --list ~/src/checkouts
   codegenie portfolio --list --from repos.txt | jq -r '.[] | select(.skip == null) | .id'
   printf 'file:///srv/git/shop.git\n# a comment\n../billing\n' > repos.txt && codegenie portfolio --list --from repos.txt
@@ -131,7 +140,9 @@ and its diff.`,
   CI=1 codegenie portfolio --from repos.txt --fail-on blocked,unknown
   codegenie portfolio --retry-failed --out /tmp/pf ~/src/checkouts
   codegenie portfolio --migrate --out /tmp/pf ~/src/checkouts && ls /tmp/pf/patches
-  jq '.services[] | select(.verdict == "blocked") | .id' /tmp/pf/portfolio.json`,
+  jq '.services[] | select(.verdict == "blocked") | .id' /tmp/pf/portfolio.json
+  codegenie portfolio --temporal 127.0.0.1:7233 --out /tmp/pf ~/src/checkouts
+  ID=$(codegenie portfolio --temporal 127.0.0.1:7233 --detach ~/src/checkouts | jq -r .workflow_id)`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runPortfolio(cmd, g, &f, args)
 		},

@@ -102,7 +102,7 @@ func runPortfolioTemporal(ctx context.Context, g *globals, f *portfolioFlags, se
 	if f.detach {
 		return writeJSON(g.stdout, started)
 	}
-	fmt.Fprintf(g.stderr, "portfolio: workflow %s on %s; Ctrl-C leaves it running ('codegenie portfolio status %s')\n", started.ID, f.tf.addr, started.ID)
+	fmt.Fprintf(g.stderr, "portfolio: workflow %s (run %s) on %s; Ctrl-C leaves it running ('codegenie portfolio status %s')\n", started.ID, started.RunID, f.tf.addr, started.ID)
 	prog := newPortfolioProgress(g.stderr, g.stderrTTY && os.Getenv("CI") == "", os.Getenv("CI") != "", len(services))
 	snap, err := follow(ctx, g, c, st, started.ID, prog)
 	prog.finish()

@@ -3,16 +3,23 @@ package cli
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
 
 	"github.com/codegenie/codegenie/internal/devimages"
 	"github.com/codegenie/codegenie/internal/fleet"
@@ -230,7 +237,7 @@ func TestTemporalPortfolioSurvivesFaults(t *testing.T) {
 	sandbox1 := worker("sandbox-1", "sandbox", sbArgs...)
 
 	runArgs := append(append([]string{}, common...), "portfolio", "--out", out, "--registry-mirror", reg.Mirrors(),
-		"--boot-for", "4s", "--static-heartbeat", "2s", "--sandbox-heartbeat", "5s", "--concurrency", "16", src)
+		"--boot-for", "4s", "--static-heartbeat", "2s", "--sandbox-heartbeat", "5s", "--concurrency", "16", "--batch", "20", src)
 	client := startProc(t, "portfolio", bin, env, runArgs...)
 
 	// A static worker dies as the run starts, and the sandbox worker in
@@ -262,6 +269,10 @@ func TestTemporalPortfolioSurvivesFaults(t *testing.T) {
 
 	doc := readDocument(t, out)
 	judged := checkOneResultEach(t, doc, 50)
+	id, firstRun := workflowRun(t, client)
+	// The run that saw the faults replays from its history: the workflow
+	// is deterministic.
+	replay(t, srv.Addr, id, firstRun)
 	st, err := fleet.OpenFSStore(store)
 	if err != nil {
 		t.Fatal(err)
@@ -290,6 +301,28 @@ func TestTemporalPortfolioSurvivesFaults(t *testing.T) {
 	}
 	if reused < 2*judged {
 		t.Errorf("%d activities reused a result, want %d (every service, both tiers)", reused, 2*judged)
+	}
+	if rid, _ := workflowRun(t, rerun); rid != id {
+		t.Errorf("the rerun started workflow %s, want %s (the same portfolio)", rid, id)
+	}
+	// status and report read the rerun back: every outcome reused.
+	var st2 struct {
+		Status  string         `json:"status"`
+		Total   int            `json:"total"`
+		Reused  int            `json:"reused"`
+		ByState map[string]int `json:"by_state"`
+	}
+	status := runJSON(t, bin, env, &st2, append(append([]string{}, common...), "portfolio", "status", id)...)
+	if st2.Status != "completed" || st2.Total != 50 || st2.Reused != judged || st2.ByState["done"] != judged {
+		t.Errorf("status after the rerun: %s", status)
+	}
+	out2 := filepath.Join(work, "out2")
+	var totals struct {
+		Totals portfolio.Totals `json:"totals"`
+	}
+	runJSON(t, bin, env, &totals, append(append([]string{}, common...), "portfolio", "report", "--out", out2, id)...)
+	if reported := readDocument(t, out2); reported.Totals.Services != 50 || totals.Totals.Services != 50 {
+		t.Errorf("report wrote %d services and printed %d, want 50", reported.Totals.Services, totals.Totals.Services)
 	}
 	again := readDocument(t, out)
 	if len(again.Services) != len(doc.Services) || again.Totals.ByVerdict["ready"] != doc.Totals.ByVerdict["ready"] {
@@ -323,6 +356,59 @@ func checkOneResultEach(t *testing.T, doc *portfolio.Document, n int) int {
 		}
 	}
 	return judged
+}
+
+var runLine = regexp.MustCompile(`portfolio: workflow (\S+) \(run (\S+)\)`)
+
+// workflowRun reads the workflow and run IDs a portfolio client printed.
+func workflowRun(t *testing.T, p *proc) (string, string) {
+	t.Helper()
+	m := runLine.FindStringSubmatch(p.text())
+	if m == nil {
+		t.Fatalf("%s printed no workflow ID:\n%s", p.name, p.text())
+	}
+	return m[1], m[2]
+}
+
+// replay replays a workflow run's history against this build's workflow.
+func replay(t *testing.T, addr, id, runID string) {
+	t.Helper()
+	c, err := fleet.Dial(t.Context(), addr, "default", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	iter := c.GetWorkflowHistory(t.Context(), id, runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	h := &historypb.History{}
+	for iter.HasNext() {
+		e, err := iter.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.Events = append(h.Events, e)
+	}
+	r := worker.NewWorkflowReplayer()
+	r.RegisterWorkflowWithOptions(fleet.Portfolio, workflow.RegisterOptions{Name: fleet.WorkflowName})
+	if err := r.ReplayWorkflowHistory(nil, h); err != nil {
+		t.Errorf("replaying run %s of %s (%d events): %v", runID, id, len(h.Events), err)
+	}
+}
+
+// runJSON runs the binary and decodes its stdout.
+func runJSON(t *testing.T, bin string, env []string, v any, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), env...)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil && !isExit(err, ExitNotReady) {
+		t.Fatalf("codegenie %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
+	}
+	if err := json.Unmarshal(out, v); err != nil {
+		t.Fatalf("codegenie %s printed %q: %v", strings.Join(args, " "), out, err)
+	}
+	return string(out)
 }
 
 func waitFile(t *testing.T, path string, p *proc) {
