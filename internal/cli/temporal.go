@@ -10,9 +10,12 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
+	enumspb "go.temporal.io/api/enums/v1"
+	taskqueuepb "go.temporal.io/api/taskqueue/v1"
 	"github.com/spf13/pflag"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
@@ -122,6 +125,7 @@ func follow(ctx context.Context, g *globals, c client.Client, st fleet.ResultSto
 	var seen []portfolio.State
 	var m *fleet.Manifest
 	down := time.Time{}
+	idle := &idleQueues{warned: map[string]bool{}}
 	tick := time.NewTicker(300 * time.Millisecond)
 	defer tick.Stop()
 	for {
@@ -129,7 +133,7 @@ func follow(ctx context.Context, g *globals, c client.Client, st fleet.ResultSto
 		switch {
 		case err == nil:
 			if !down.IsZero() {
-				fmt.Fprintf(g.stderr, "portfolio: the server answers again after %s\n", time.Since(down).Round(time.Second))
+				fmt.Fprintf(g.stderr, "portfolio: the workflow answers again after %s\n", time.Since(down).Round(time.Second))
 				down = time.Time{}
 			}
 		case errors.Is(err, fleet.ErrNoWorkflow) || snap != nil && snap.Closed:
@@ -141,6 +145,7 @@ func follow(ctx context.Context, g *globals, c client.Client, st fleet.ResultSto
 				down = time.Now()
 				fmt.Fprintf(g.stderr, "portfolio: %v; retrying\n", err)
 			}
+			idle.check(ctx, g, c, nil)
 		}
 		if err == nil {
 			if m == nil {
@@ -152,6 +157,7 @@ func follow(ctx context.Context, g *globals, c client.Client, st fleet.ResultSto
 			if err := observeSnapshot(ctx, st, m, snap, seen, prog); err != nil {
 				return nil, err
 			}
+			idle.check(ctx, g, c, snap)
 			if snap.Closed {
 				return snap, nil
 			}
@@ -162,6 +168,60 @@ func follow(ctx context.Context, g *globals, c client.Client, st fleet.ResultSto
 		case <-tick.C:
 		}
 	}
+}
+
+// idleQueues warns, once per queue, when a tier has work waiting and no
+// worker polls its task queue: a portfolio would otherwise wait silently.
+type idleQueues struct {
+	last   time.Time
+	warned map[string]bool
+}
+
+func (q *idleQueues) check(ctx context.Context, g *globals, c client.Client, snap *fleet.Snapshot) {
+	if time.Since(q.last) < 5*time.Second {
+		return
+	}
+	q.last = time.Now()
+	waiting := map[portfolio.Tier]bool{portfolio.TierStatic: true} // the workflow's own tasks
+	for _, o := range snapOutcomes(snap) {
+		if o.State == portfolio.StateRunning {
+			waiting[o.Tier] = true
+		}
+	}
+	for tier := range waiting {
+		queue := fleet.Queue(tier)
+		kind := enumspb.TASK_QUEUE_TYPE_ACTIVITY
+		if tier == portfolio.TierStatic {
+			kind = enumspb.TASK_QUEUE_TYPE_WORKFLOW
+		}
+		resp, err := c.DescribeTaskQueue(ctx, queue, kind)
+		if err != nil || q.warned[queue] {
+			continue
+		}
+		// The server lists pollers seen in the last minutes; a live one
+		// polls at least once a long poll (about a minute).
+		live := slices.ContainsFunc(resp.GetPollers(), func(p *taskqueuepb.PollerInfo) bool {
+			return time.Since(p.GetLastAccessTime().AsTime()) < 2*time.Minute
+		})
+		if live {
+			continue
+		}
+		q.warned[queue] = true
+		how := "codegenie worker --tier static"
+		if tier == portfolio.TierSandbox {
+			how = "codegenie worker --tier sandbox' beside a gate-control"
+		} else {
+			how += "'"
+		}
+		fmt.Fprintf(g.stderr, "portfolio: no worker polls the task queue %s, so its services wait: start '%s\n", queue, how)
+	}
+}
+
+func snapOutcomes(s *fleet.Snapshot) []fleet.Outcome {
+	if s == nil {
+		return nil
+	}
+	return s.Outcomes
 }
 
 // observeSnapshot reports the services whose state changed since seen.

@@ -445,3 +445,28 @@ func isExit(err error, code int) bool {
 	var ee *exec.ExitError
 	return errors.As(err, &ee) && ee.ExitCode() == code
 }
+
+// TestTemporalPortfolioSaysWhenNoWorkerPolls starts a portfolio on a server
+// that no worker polls: the client says so, instead of waiting silently,
+// and leaves the workflow running when interrupted.
+func TestTemporalPortfolioSaysWhenNoWorkerPolls(t *testing.T) {
+	t.Parallel()
+	work := t.TempDir()
+	srv := fleettest.Start(t, work)
+	src := filepath.Join(work, "src")
+	portfoliotest.GenerateFrom(t, src, 2, []string{"npm-start-plain"})
+	// Interrupted (as Ctrl-C does) once the first query has timed out.
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	time.AfterFunc(fleet.QueryTimeout+3*time.Second, cancel)
+	r := execute(t, ctx, "--cache-dir", filepath.Join(work, "cache"), "portfolio", "--no-sandbox", "--temporal", srv.Addr,
+		"--store", filepath.Join(work, "results"), "--out", filepath.Join(work, "out"), src)
+	if r.code != ExitCanceled {
+		t.Errorf("exit %d, want %d (interrupted)", r.code, ExitCanceled)
+	}
+	for _, want := range []string{"no worker polls the task queue codegenie-static", "codegenie worker --tier static", "left the portfolio workflow"} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("stderr does not say %q:\n%s", want, r.stderr)
+		}
+	}
+}

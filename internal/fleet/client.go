@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"strings"
+	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
@@ -146,6 +147,9 @@ type Snapshot struct {
 	Outcomes []Outcome `json:"outcomes"`
 }
 
+// QueryTimeout bounds the wait for a running workflow's progress query.
+const QueryTimeout = 5 * time.Second
+
 // ErrNoWorkflow matches an ID that names no portfolio workflow.
 var ErrNoWorkflow = errors.New("no such portfolio workflow")
 
@@ -170,7 +174,14 @@ func Read(ctx context.Context, c client.Client, st ResultStore, id string) (*Sna
 	var p Progress
 	switch status {
 	case enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING:
-		v, err := c.QueryWorkflow(ctx, id, "", QueryProgress)
+		// A static worker answers the query; with none, it would wait.
+		qctx, cancel := context.WithTimeout(ctx, QueryTimeout)
+		v, err := c.QueryWorkflow(qctx, id, "", QueryProgress)
+		timedOut := qctx.Err() != nil
+		cancel()
+		if err != nil && timedOut && ctx.Err() == nil {
+			return nil, fmt.Errorf("the portfolio workflow %s did not answer its progress query in %s: is a static worker running ('codegenie worker --tier static')?", id, QueryTimeout)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("querying the portfolio workflow %s: %w", id, err)
 		}
