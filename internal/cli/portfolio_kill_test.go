@@ -12,6 +12,7 @@ import (
 
 	"github.com/codegenie/codegenie/internal/portfolio"
 	"github.com/codegenie/codegenie/internal/portfolio/portfoliotest"
+	"github.com/codegenie/codegenie/internal/testbin"
 )
 
 // TestPortfolioSurvivesKill9 runs the built binary, kills it with SIGKILL
@@ -19,7 +20,7 @@ import (
 // store that every service has exactly one result and that no service
 // finished before the kill ran again.
 func TestPortfolioSurvivesKill9(t *testing.T) {
-	bin := testBinary(t)
+	bin := testbin.Path(t)
 	src, out, cache := t.TempDir(), t.TempDir(), t.TempDir()
 	portfoliotest.Generate(t, src, 30)
 	args := []string{"portfolio", "--no-sandbox", "--static-parallel", "1", "--cache-dir", cache, "--out", out, src}

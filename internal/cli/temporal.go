@@ -282,14 +282,9 @@ counts by state and verdict, and how many results were reused, as JSON.`,
   codegenie portfolio status --temporal 127.0.0.1:7233 "$ID" | jq .by_state`,
 		Args: exactArgs(1, "the workflow ID that 'portfolio --temporal --detach' printed"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, st, err := tf.open(cmd.Context(), g)
+			snap, _, err := tf.read(cmd.Context(), g, args[0])
 			if err != nil {
 				return err
-			}
-			defer c.Close()
-			snap, err := fleet.Read(cmd.Context(), c, st, args[0])
-			if err != nil {
-				return workflowErr(err)
 			}
 			type status struct {
 				ID        string         `json:"workflow_id"`
@@ -339,14 +334,9 @@ verdict), 1 otherwise.`,
 			if err != nil {
 				return err
 			}
-			c, st, err := tf.open(cmd.Context(), g)
+			snap, st, err := tf.read(cmd.Context(), g, args[0])
 			if err != nil {
 				return err
-			}
-			defer c.Close()
-			snap, err := fleet.Read(cmd.Context(), c, st, args[0])
-			if err != nil {
-				return workflowErr(err)
 			}
 			if !snap.Closed {
 				fmt.Fprintf(g.stderr, "portfolio: %s is still %s; reporting what has finished\n", snap.ID, snap.Status)
@@ -361,11 +351,19 @@ verdict), 1 otherwise.`,
 	return cmd
 }
 
-func workflowErr(err error) error {
-	if errors.Is(err, fleet.ErrNoWorkflow) {
-		return &ExitError{Code: ExitUsage, Err: err}
+// read reads a portfolio workflow back; an ID that names none is a usage
+// error.
+func (f *temporalFlags) read(ctx context.Context, g *globals, id string) (*fleet.Snapshot, *fleet.FSStore, error) {
+	c, st, err := f.open(ctx, g)
+	if err != nil {
+		return nil, nil, err
 	}
-	return err
+	defer c.Close()
+	snap, err := fleet.Read(ctx, c, st, id)
+	if errors.Is(err, fleet.ErrNoWorkflow) {
+		return nil, nil, &ExitError{Code: ExitUsage, Err: err}
+	}
+	return snap, st, err
 }
 
 type workerFlags struct {

@@ -28,32 +28,13 @@ import (
 	"github.com/codegenie/codegenie/internal/portfolio/portfoliotest"
 	"github.com/codegenie/codegenie/internal/sandbox"
 	"github.com/codegenie/codegenie/internal/sandbox/runsc"
+	"github.com/codegenie/codegenie/internal/testbin"
 )
 
-var (
-	binOnce sync.Once
-	binPath string
-	binErr  error
-)
-
-// testBinary builds the codegenie binary once per test process.
-func testBinary(t *testing.T) string {
-	t.Helper()
-	binOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "cgbin")
-		if err != nil {
-			binErr = err
-			return
-		}
-		binPath = filepath.Join(dir, "codegenie")
-		if out, err := exec.Command("go", "build", "-o", binPath, "github.com/codegenie/codegenie/cmd/codegenie").CombinedOutput(); err != nil {
-			binErr = fmt.Errorf("building codegenie: %w\n%s", err, out)
-		}
-	})
-	if binErr != nil {
-		t.Fatal(binErr)
-	}
-	return binPath
+func TestMain(m *testing.M) {
+	code := m.Run()
+	testbin.Remove()
+	os.Exit(code)
 }
 
 // proc is a codegenie process whose stderr lines are kept and watched.
@@ -192,7 +173,7 @@ func TestTemporalPortfolioSurvivesFaults(t *testing.T) {
 	if errors.As(rerr, &ue) {
 		t.Skipf("the gVisor backend cannot run here: %v", ue)
 	}
-	bin := testBinary(t)
+	bin := testbin.Path(t)
 	work := t.TempDir()
 	srv := fleettest.Start(t, work)
 

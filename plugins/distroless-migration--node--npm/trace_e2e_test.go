@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -24,6 +23,7 @@ import (
 	"github.com/codegenie/codegenie/internal/sandbox"
 	"github.com/codegenie/codegenie/internal/sandbox/runsc"
 	"github.com/codegenie/codegenie/internal/strictjson"
+	"github.com/codegenie/codegenie/internal/testbin"
 	nodenpm "github.com/codegenie/codegenie/plugins/distroless-migration--node--npm"
 	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/probes/shelltrace"
 )
@@ -87,20 +87,15 @@ func setupTrace(t testing.TB) *traceEnv {
 			envErr = err
 			return
 		}
-		binDir, err := os.MkdirTemp("", "cgbin")
+		bin, err := testbin.Build()
 		if err != nil {
 			envErr = err
-			return
-		}
-		bin := filepath.Join(binDir, "codegenie")
-		if out, err := exec.Command("go", "build", "-o", bin, "github.com/codegenie/codegenie/cmd/codegenie").CombinedOutput(); err != nil {
-			envErr = errors.New("go build: " + err.Error() + "\n" + string(out))
 			return
 		}
 		lazy := client.NewLazy(client.PrivateConfig{Executable: bin, Stderr: os.Stderr})
 		mirrors, _ := image.ParseMirrors(reg.Mirrors())
 		env = &traceEnv{registry: reg, sandbox: &countingSandbox{inner: lazy}, mirrors: mirrors, bin: bin,
-			stop: func() { _ = lazy.Close(); _ = reg.Close(); os.RemoveAll(binDir) }}
+			stop: func() { _ = lazy.Close(); _ = reg.Close(); testbin.Remove() }}
 	})
 	if envSkip != "" {
 		t.Skipf("the gVisor backend cannot run here: %s", envSkip)

@@ -23,6 +23,7 @@ import (
 	"github.com/codegenie/codegenie/internal/sandbox"
 	"github.com/codegenie/codegenie/internal/sandbox/runsc"
 	"github.com/codegenie/codegenie/internal/sandbox/sandboxtest"
+	"github.com/codegenie/codegenie/internal/testbin"
 )
 
 // These tests run real gVisor sandboxes through gate-control. They skip
@@ -30,38 +31,10 @@ import (
 // runsc, not root); on the CI machines they run. They run one after
 // another: sandboxes are heavy and the machines have two cores.
 
-var (
-	binOnce sync.Once
-	binDir  string
-	binPath string
-	binErr  error
-)
-
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if binDir != "" {
-		os.RemoveAll(binDir)
-	}
+	testbin.Remove()
 	os.Exit(code)
-}
-
-// codegenieBinary builds cmd/codegenie once per test binary.
-func codegenieBinary(t testing.TB) string {
-	t.Helper()
-	binOnce.Do(func() {
-		if binDir, binErr = os.MkdirTemp("", "cgbin"); binErr != nil {
-			return
-		}
-		binPath = filepath.Join(binDir, "codegenie")
-		out, err := exec.Command("go", "build", "-o", binPath, "github.com/codegenie/codegenie/cmd/codegenie").CombinedOutput()
-		if err != nil {
-			binErr = errors.New("go build: " + err.Error() + "\n" + string(out))
-		}
-	})
-	if binErr != nil {
-		t.Fatal(binErr)
-	}
-	return binPath
 }
 
 // newRunsc returns a runsc backend with a private state directory, or
@@ -254,7 +227,7 @@ func serveCmd(t *testing.T, bin, dir, rootfs string, stderr io.Writer) (*exec.Cm
 // and leaves a log that verifies.
 func TestKill9LeavesNoOrphans(t *testing.T) {
 	newRunsc(t, "") // skips where runsc cannot run
-	bin := codegenieBinary(t)
+	bin := testbin.Path(t)
 	rootfs := sandboxtest.BusyboxRootfs(t)
 	dir := shortDir(t)
 	var logs bytes.Buffer
@@ -355,7 +328,7 @@ func (s *syncWriter) Write(p []byte) (int, error) {
 
 func TestStartPrivate(t *testing.T) {
 	newRunsc(t, "") // skips where runsc cannot run
-	bin := codegenieBinary(t)
+	bin := testbin.Path(t)
 	rootfs := sandboxtest.BusyboxRootfs(t)
 	var logs bytes.Buffer
 	c, stop, err := StartPrivate(t.Context(), PrivateConfig{Executable: bin, ServeArgs: []string{"--rootfs", rootfs}, Stderr: &syncWriter{w: &logs}})
