@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -20,6 +21,8 @@ import (
 	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/codegenie/codegenie/internal/devimages"
 	"github.com/codegenie/codegenie/internal/fleet"
@@ -449,5 +452,76 @@ func TestTemporalPortfolioSaysWhenNoWorkerPolls(t *testing.T) {
 		if !strings.Contains(r.stderr, want) {
 			t.Errorf("stderr does not say %q:\n%s", want, r.stderr)
 		}
+	}
+}
+
+// TestTemporalPortfolioMatchesLocal runs one portfolio (every fixture
+// shape, monorepos, skipped images, with --migrate) locally and on Temporal
+// with two in-process static workers: the two give the same services,
+// states, verdicts, blockers, migrations and SARIF logs.
+func TestTemporalPortfolioMatchesLocal(t *testing.T) {
+	t.Parallel()
+	work := t.TempDir()
+	srv := fleettest.Start(t, work)
+	src := filepath.Join(work, "src")
+	portfoliotest.Generate(t, src, 20)
+	store := filepath.Join(work, "results")
+	ctx, cancel := context.WithCancel(t.Context())
+	var workers sync.WaitGroup
+	for i := range 2 {
+		workers.Go(func() {
+			r := execute(t, ctx, "--cache-dir", filepath.Join(work, fmt.Sprintf("wcache%d", i)), "worker", "--tier", "static",
+				"--temporal", srv.Addr, "--store", store)
+			if r.code != 0 {
+				t.Errorf("worker %d: exit %d: %s", i, r.code, r.stderr)
+			}
+		})
+	}
+	defer func() { cancel(); workers.Wait() }()
+
+	localOut, remoteOut := filepath.Join(work, "local"), filepath.Join(work, "remote")
+	common := []string{"portfolio", "--no-sandbox", "--migrate", "--temporal", ""}
+	local := execute(t, t.Context(), append(append([]string{"--cache-dir", filepath.Join(work, "lcache")}, common...), "--out", localOut, src)...)
+	remote := execute(t, t.Context(), append(append([]string{"--cache-dir", filepath.Join(work, "ccache")}, common...),
+		"--temporal", srv.Addr, "--store", store, "--out", remoteOut, src)...)
+	if local.code != remote.code || local.code != ExitNotReady {
+		t.Fatalf("exit codes: local %d, temporal %d; want both %d\nlocal: %s\ntemporal: %s", local.code, remote.code, ExitNotReady, local.stderr, remote.stderr)
+	}
+	l, r := readDocument(t, localOut), readDocument(t, remoteOut)
+	if len(l.Services) != len(r.Services) || len(l.Services) < 20 {
+		t.Fatalf("%d services locally, %d on Temporal", len(l.Services), len(r.Services))
+	}
+	if diff := cmp.Diff(l.Totals, r.Totals); diff != "" {
+		t.Errorf("totals differ (-local +temporal):\n%s", diff)
+	}
+	if diff := cmp.Diff(l.Blockers, r.Blockers); diff != "" {
+		t.Errorf("blockers by kind differ (-local +temporal):\n%s", diff)
+	}
+	migrated := 0
+	for i := range l.Services {
+		a, b := l.Services[i], r.Services[i]
+		a.Timings, b.Timings = portfolio.Timings{}, portfolio.Timings{}
+		for _, m := range []*portfolio.Migration{a.Migration, b.Migration} {
+			if m != nil {
+				m.MS = 0
+			}
+		}
+		if diff := cmp.Diff(a, b); diff != "" {
+			t.Errorf("%s differs (-local +temporal):\n%s", a.ID, diff)
+		}
+		if a.Migration != nil && a.Migration.Patch != "" {
+			migrated++
+		}
+		if a.SARIF == "" {
+			continue
+		}
+		la, _ := os.ReadFile(filepath.Join(localOut, a.SARIF))
+		lb, _ := os.ReadFile(filepath.Join(remoteOut, b.SARIF))
+		if len(la) == 0 || !bytes.Equal(la, lb) {
+			t.Errorf("%s: the SARIF logs differ (%d and %d bytes)", a.ID, len(la), len(lb))
+		}
+	}
+	if migrated == 0 {
+		t.Error("no service was migrated: the comparison covers no migration")
 	}
 }
