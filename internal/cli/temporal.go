@@ -78,12 +78,15 @@ func runPortfolioTemporal(ctx context.Context, g *globals, f *portfolioFlags, se
 	defer c.Close()
 	s := f.settings()
 	sandboxTier := !f.gc.noSandbox
-	// The digest covers what a worker's runner sees of these settings.
-	opts, err := portfolioRunner(g, fleet.Settings{Version: s.Version, LightTimeout: s.LightTimeout, HeavyTimeout: s.HeavyTimeout, BootFor: s.BootFor, Mirrors: s.Mirrors, NoCache: true}, nil)
+	// The digests cover the pipeline configuration a worker's runner
+	// gets from these settings, as in a local run.
+	ds := s
+	ds.NoCache, ds.Migrate = true, false
+	r, err := portfolioRunner(g, ds, nil)
 	if err != nil {
 		return err
 	}
-	dg := portfolio.NewDigester(portfolio.Settings(opts.Options, sandboxTier, s.Migrate))
+	dg := portfolio.NewDigester(portfolio.Settings(r.Options, sandboxTier, s.Migrate))
 	digests := make([]string, len(services))
 	for i, svc := range services {
 		if digests[i], err = dg.Digest(svc); err != nil {

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -125,6 +126,28 @@ func (p *proc) waitLine(t *testing.T, s string, timeout time.Duration) {
 	}
 }
 
+var serviceField = regexp.MustCompile(`service=(\S+)`)
+
+// inFlight lists the services a worker started and did not finish.
+func (p *proc) inFlight() []string {
+	open := map[string]bool{}
+	for _, l := range strings.Split(p.text(), "\n") {
+		m := serviceField.FindStringSubmatch(l)
+		switch {
+		case m == nil:
+		case strings.Contains(l, "msg=start"):
+			open[m[1]] = true
+		case strings.Contains(l, "msg=done"):
+			delete(open, m[1])
+		}
+	}
+	var out []string
+	for id := range open {
+		out = append(out, id)
+	}
+	return out
+}
+
 // waitBusy waits until the worker has been in an activity (started, not
 // done) for d.
 func (p *proc) waitBusy(t *testing.T, d, timeout time.Duration) {
@@ -231,8 +254,9 @@ func TestTemporalPortfolioSurvivesFaults(t *testing.T) {
 	// Killed a second into an activity (a traced build takes seconds).
 	sandbox1.waitBusy(t, time.Second, 60*time.Second)
 	sandbox1.kill9(t)
-	if sandbox1.count("msg=start") <= sandbox1.count("msg=done") {
-		t.Fatal("the sandbox worker was killed between activities, not in one")
+	killed := sandbox1.inFlight()
+	if len(killed) != 1 {
+		t.Fatalf("the sandbox worker was killed in %d activities, want 1: %v", len(killed), killed)
 	}
 	sandbox2 := worker("sandbox-2", "sandbox", sbArgs...)
 	// The server restarts while the retried build runs.
@@ -253,6 +277,13 @@ func TestTemporalPortfolioSurvivesFaults(t *testing.T) {
 
 	doc := readDocument(t, out)
 	judged := checkOneResultEach(t, doc, 50)
+	// The killed service's record counts its static attempt, the killed
+	// sandbox attempt and the retry.
+	if i := slices.IndexFunc(doc.Services, func(e portfolio.Entry) bool { return e.ID == killed[0] }); i < 0 {
+		t.Errorf("the killed service %s is not in portfolio.json", killed[0])
+	} else if a := doc.Services[i].Attempts; a < 3 {
+		t.Errorf("%s, killed mid-activity, records %d attempts, want at least 3", killed[0], a)
+	}
 	id, firstRun := workflowRun(t, client)
 	// The run that saw the faults replays from its history: the workflow
 	// is deterministic.

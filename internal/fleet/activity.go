@@ -121,6 +121,10 @@ func (a *Activities) judge(ctx context.Context, in TierInput, tier portfolio.Tie
 	}
 	a.log("start", tier, svc.ID, Outcome{})
 	rec = r.Start(rec, tier)
+	if activity.IsActivity(ctx) {
+		// Temporal's retries of this activity are attempts too.
+		rec.Attempts += int(activity.GetInfo(ctx).Attempt) - 1
+	}
 	stop := heartbeat(ctx)
 	rec, sarif, err := r.Judge(ctx, rec, tier, in.Last)
 	stop()
