@@ -232,116 +232,135 @@ func TestTemporalPortfolioSurvivesFaults(t *testing.T) {
 	portfoliotest.GenerateFrom(t, src, 50, []string{"npm-start-plain", "already-distroless", "broken-dockerfile"})
 	env := []string{"CODEGENIE_TEMPORAL=" + srv.Addr, "CODEGENIE_RESULT_STORE=" + store, "CI=1"}
 	common := []string{"--cache-dir", cacheDir}
-	worker := func(name, tier string, extra ...string) *proc {
+	// Processes belong to the whole test; tb is the (sub)test that waits.
+	worker := func(tb *testing.T, name, tier string, extra ...string) *proc {
 		args := append(append(append([]string{}, common...), "worker", "--tier", tier), extra...)
 		p := startProc(t, name, bin, env, args...)
-		p.waitLine(t, "worker ready", 30*time.Second)
+		p.waitLine(tb, "worker ready", 30*time.Second)
 		return p
 	}
-	staticA := worker("static-a", "static", "--parallel", "2")
-	staticB := worker("static-b", "static", "--parallel", "2")
+	staticA := worker(t, "static-a", "static", "--parallel", "2")
+	staticB := worker(t, "static-b", "static", "--parallel", "2")
 	sbArgs := []string{"--gate-control", sock, "--gate-control-key", key, "--parallel", "1"}
-	sandbox1 := worker("sandbox-1", "sandbox", sbArgs...)
+	sandbox1 := worker(t, "sandbox-1", "sandbox", sbArgs...)
 
 	runArgs := append(append([]string{}, common...), "portfolio", "--out", out, "--registry-mirror", reg.Mirrors(),
 		"--boot-for", "4s", "--static-heartbeat", "2s", "--sandbox-heartbeat", "5s", "--concurrency", "16", "--batch", "20", src)
 	client := startProc(t, "portfolio", bin, env, runArgs...)
 
-	// A static worker dies as the run starts, and the sandbox worker in
-	// its first traced build.
-	staticB.waitLine(t, "msg=start", 30*time.Second)
-	staticB.kill9(t)
-	// Killed a second into an activity (a traced build takes seconds).
-	sandbox1.waitBusy(t, time.Second, 60*time.Second)
-	sandbox1.kill9(t)
-	killed := sandbox1.inFlight()
-	if len(killed) != 1 {
-		t.Fatalf("the sandbox worker was killed in %d activities, want 1: %v", len(killed), killed)
+	var killed []string
+	var sandbox2 *proc
+	if !t.Run("kill -9 a static worker and the sandbox worker mid-activity", func(tt *testing.T) {
+		// A static worker dies as the run starts, and the sandbox worker in
+		// its first traced build.
+		staticB.waitLine(tt, "msg=start", 30*time.Second)
+		staticB.kill9(tt)
+		// Killed a second into an activity (a traced build takes seconds).
+		sandbox1.waitBusy(tt, time.Second, 60*time.Second)
+		sandbox1.kill9(tt)
+		killed = sandbox1.inFlight()
+		if len(killed) != 1 {
+			tt.Fatalf("the sandbox worker was killed in %d activities, want 1: %v", len(killed), killed)
+		}
+		sandbox2 = worker(tt, "sandbox-2", "sandbox", sbArgs...)
+	}) {
+		return
 	}
-	sandbox2 := worker("sandbox-2", "sandbox", sbArgs...)
-	// The server restarts while the retried build runs.
-	sandbox2.waitBusy(t, time.Second, 60*time.Second)
-	down := srv.Restart(t)
-	doneAtRestart := sandbox2.count("msg=done tier=sandbox") + staticA.count("msg=done")
-	t.Logf("the server was down %s", down.Round(time.Millisecond))
+	var doc *portfolio.Document
+	var judged int
+	var id string
+	if !t.Run("restart the server mid-run", func(tt *testing.T) {
+		// The server restarts while the retried build runs.
+		sandbox2.waitBusy(tt, time.Second, 60*time.Second)
+		down := srv.Restart(tt)
+		doneAtRestart := sandbox2.count("msg=done tier=sandbox") + staticA.count("msg=done")
+		tt.Logf("the server was down %s", down.Round(time.Millisecond))
 
-	if err := waitExit(client, 5*time.Minute); err != nil && !isExit(err, ExitNotReady) {
-		t.Fatalf("the portfolio run: %v", err)
-	}
-	if sandbox2.count("msg=done tier=sandbox")+staticA.count("msg=done") <= doneAtRestart {
-		t.Fatal("no activity finished after the server restarted")
-	}
-	if !strings.Contains(client.text(), "done ") {
-		t.Fatalf("the client reported no finished service:\n%s", client.text())
-	}
+		if err := waitExit(client, 5*time.Minute); err != nil && !isExit(err, ExitNotReady) {
+			tt.Fatalf("the portfolio run: %v", err)
+		}
+		if sandbox2.count("msg=done tier=sandbox")+staticA.count("msg=done") <= doneAtRestart {
+			tt.Fatal("no activity finished after the server restarted")
+		}
+		if !strings.Contains(client.text(), "done ") {
+			tt.Fatalf("the client reported no finished service:\n%s", client.text())
+		}
 
-	doc := readDocument(t, out)
-	judged := checkOneResultEach(t, doc, 50)
-	// The killed service's record counts its static attempt, the killed
-	// sandbox attempt and the retry.
-	if i := slices.IndexFunc(doc.Services, func(e portfolio.Entry) bool { return e.ID == killed[0] }); i < 0 {
-		t.Errorf("the killed service %s is not in portfolio.json", killed[0])
-	} else if a := doc.Services[i].Attempts; a < 3 {
-		t.Errorf("%s, killed mid-activity, records %d attempts, want at least 3", killed[0], a)
+		doc = readDocument(tt, out)
+		judged = checkOneResultEach(tt, doc, 50)
+		// The killed service's record counts its static attempt, the killed
+		// sandbox attempt and the retry.
+		if i := slices.IndexFunc(doc.Services, func(e portfolio.Entry) bool { return e.ID == killed[0] }); i < 0 {
+			tt.Errorf("the killed service %s is not in portfolio.json", killed[0])
+		} else if a := doc.Services[i].Attempts; a < 3 {
+			tt.Errorf("%s, killed mid-activity, records %d attempts, want at least 3", killed[0], a)
+		}
+		var firstRun string
+		id, firstRun = workflowRun(tt, client)
+		// The run that saw the faults replays from its history: the workflow
+		// is deterministic.
+		replay(tt, srv.Addr, id, firstRun)
+		st, err := fleet.OpenFSStore(store)
+		if err != nil {
+			tt.Fatal(err)
+		}
+		if n, _ := st.Keys(); n != 2*judged {
+			tt.Errorf("the result store binds %d results, want %d: one per judged service and tier", n, 2*judged)
+		}
+	}) {
+		return
 	}
-	id, firstRun := workflowRun(t, client)
-	// The run that saw the faults replays from its history: the workflow
-	// is deterministic.
-	replay(t, srv.Addr, id, firstRun)
-	st, err := fleet.OpenFSStore(store)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n, _ := st.Keys(); n != 2*judged {
-		t.Errorf("the result store binds %d results, want %d: one per judged service and tier", n, 2*judged)
-	}
-
-	// The same portfolio again: every activity finds its result bound.
-	workers := []*proc{staticA, sandbox2}
-	startsBefore := 0
-	for _, w := range workers {
-		startsBefore += w.count("msg=start")
-	}
-	rerun := startProc(t, "portfolio-rerun", bin, env, runArgs...)
-	if err := waitExit(rerun, 2*time.Minute); err != nil && !isExit(err, ExitNotReady) {
-		t.Fatalf("the rerun: %v", err)
-	}
-	startsAfter, reused := 0, 0
-	for _, w := range workers {
-		startsAfter += w.count("msg=start")
-		reused += w.count("msg=reused")
-	}
-	if startsAfter != startsBefore {
-		t.Errorf("the rerun started %d activities' work, want none", startsAfter-startsBefore)
-	}
-	if reused < 2*judged {
-		t.Errorf("%d activities reused a result, want %d (every service, both tiers)", reused, 2*judged)
-	}
-	if rid, _ := workflowRun(t, rerun); rid != id {
-		t.Errorf("the rerun started workflow %s, want %s (the same portfolio)", rid, id)
-	}
-	// status and report read the rerun back: every outcome reused.
-	var st2 struct {
-		Status  string         `json:"status"`
-		Total   int            `json:"total"`
-		Reused  int            `json:"reused"`
-		ByState map[string]int `json:"by_state"`
-	}
-	status := runJSON(t, bin, env, &st2, append(append([]string{}, common...), "portfolio", "status", id)...)
-	if st2.Status != "completed" || st2.Total != 50 || st2.Reused != judged || st2.ByState["done"] != judged {
-		t.Errorf("status after the rerun: %s", status)
-	}
-	out2 := filepath.Join(work, "out2")
-	var totals struct {
-		Totals portfolio.Totals `json:"totals"`
-	}
-	runJSON(t, bin, env, &totals, append(append([]string{}, common...), "portfolio", "report", "--out", out2, id)...)
-	if reported := readDocument(t, out2); reported.Totals.Services != 50 || totals.Totals.Services != 50 {
-		t.Errorf("report wrote %d services and printed %d, want 50", reported.Totals.Services, totals.Totals.Services)
-	}
-	again := readDocument(t, out)
-	if len(again.Services) != len(doc.Services) || again.Totals.ByVerdict["ready"] != doc.Totals.ByVerdict["ready"] {
-		t.Errorf("the rerun's totals %+v differ from the first run's %+v", again.Totals, doc.Totals)
+	reused := 0
+	if !t.Run("the same portfolio again does no activity work", func(tt *testing.T) {
+		// The same portfolio again: every activity finds its result bound.
+		workers := []*proc{staticA, sandbox2}
+		startsBefore := 0
+		for _, w := range workers {
+			startsBefore += w.count("msg=start")
+		}
+		rerun := startProc(t, "portfolio-rerun", bin, env, runArgs...)
+		if err := waitExit(rerun, 2*time.Minute); err != nil && !isExit(err, ExitNotReady) {
+			tt.Fatalf("the rerun: %v", err)
+		}
+		startsAfter := 0
+		for _, w := range workers {
+			startsAfter += w.count("msg=start")
+			reused += w.count("msg=reused")
+		}
+		if startsAfter != startsBefore {
+			tt.Errorf("the rerun started %d activities' work, want none", startsAfter-startsBefore)
+		}
+		if reused < 2*judged {
+			tt.Errorf("%d activities reused a result, want %d (every service, both tiers)", reused, 2*judged)
+		}
+		if rid, _ := workflowRun(tt, rerun); rid != id {
+			tt.Errorf("the rerun started workflow %s, want %s (the same portfolio)", rid, id)
+		}
+		// status and report read the rerun back: every outcome reused.
+		var st2 struct {
+			Status  string         `json:"status"`
+			Total   int            `json:"total"`
+			Reused  int            `json:"reused"`
+			ByState map[string]int `json:"by_state"`
+		}
+		status := runJSON(tt, bin, env, &st2, append(append([]string{}, common...), "portfolio", "status", id)...)
+		if st2.Status != "completed" || st2.Total != 50 || st2.Reused != judged || st2.ByState["done"] != judged {
+			tt.Errorf("status after the rerun: %s", status)
+		}
+		out2 := filepath.Join(work, "out2")
+		var totals struct {
+			Totals portfolio.Totals `json:"totals"`
+		}
+		runJSON(tt, bin, env, &totals, append(append([]string{}, common...), "portfolio", "report", "--out", out2, id)...)
+		if reported := readDocument(tt, out2); reported.Totals.Services != 50 || totals.Totals.Services != 50 {
+			tt.Errorf("report wrote %d services and printed %d, want 50", reported.Totals.Services, totals.Totals.Services)
+		}
+		again := readDocument(tt, out)
+		if len(again.Services) != len(doc.Services) || again.Totals.ByVerdict["ready"] != doc.Totals.ByVerdict["ready"] {
+			tt.Errorf("the rerun's totals %+v differ from the first run's %+v", again.Totals, doc.Totals)
+		}
+	}) {
+		return
 	}
 	t.Logf("%d judged services; static-b started %d and finished %d before its kill, sandbox-1 started %d and finished %d; sandbox-2 finished %d; the rerun reused %d results",
 		judged, staticB.count("msg=start"), staticB.count("msg=done"), sandbox1.count("msg=start"), sandbox1.count("msg=done"), sandbox2.count("msg=done"), reused)
