@@ -374,6 +374,7 @@ type workerFlags struct {
 	tier         string
 	parallel     int
 	heavyTimeout time.Duration
+	drain        time.Duration
 	gc           gateControlFlags
 }
 
@@ -411,6 +412,7 @@ line on stderr.`,
 	fl.StringVar(&f.tier, "tier", "", "the tier to run: static or sandbox")
 	fl.IntVar(&f.parallel, "parallel", 0, "activities at a time (default: GOMAXPROCS for static, one per two cores for sandbox)")
 	fl.DurationVar(&f.heavyTimeout, "heavy-timeout", pipeline.DefaultHeavyTimeout, "sandbox tier: the private gate-control's cap on a spawn's timeout")
+	fl.DurationVar(&f.drain, "drain-timeout", 30*time.Second, "on SIGTERM or SIGINT, how long running activities may finish; then they are canceled and Temporal runs them elsewhere")
 	f.gc.register(fl, "sandbox tier: the gate-control that runs the sandboxes")
 	return cmd
 }
@@ -425,8 +427,8 @@ func runWorker(ctx context.Context, g *globals, f *workerFlags) error {
 	default:
 		return usageErr("--tier %q: want static or sandbox", f.tier)
 	}
-	if f.parallel < 0 {
-		return usageErr("--parallel must be positive")
+	if f.parallel < 0 || f.drain < 0 {
+		return usageErr("--parallel and --drain-timeout must not be negative")
 	}
 	n := f.parallel
 	if n == 0 {
@@ -458,13 +460,14 @@ func runWorker(ctx context.Context, g *globals, f *workerFlags) error {
 		}
 		return portfolioRunner(g, s, sb)
 	}}
-	w := worker.New(c, fleet.Queue(tier), worker.Options{MaxConcurrentActivityExecutionSize: n})
+	w := worker.New(c, fleet.Queue(tier), worker.Options{MaxConcurrentActivityExecutionSize: n, WorkerStopTimeout: f.drain})
 	fleet.Register(w, tier, a)
 	if err := w.Start(); err != nil {
 		return fmt.Errorf("starting the worker: %w", err)
 	}
 	log.Info("worker ready", "tier", tier, "queue", fleet.Queue(tier), "temporal", f.tf.addr, "namespace", f.tf.namespace, "parallel", n, "store", st.Dir())
 	<-ctx.Done()
+	log.Info("worker stopping: running activities may finish", "drain_timeout", f.drain)
 	w.Stop()
 	ran, reused := a.Counts()
 	log.Info("worker stopped", "ran", ran, "reused", reused)
