@@ -53,6 +53,21 @@ func TestFSStore(t *testing.T) {
 	if _, ok, _ := st.Lookup(ctx, "absent"); ok {
 		t.Error("an unbound key was found")
 	}
+	// A binding to an object that is gone is no binding, and is replaced.
+	lost, _ := st.Put(ctx, []byte("lost"))
+	if _, err := st.Bind(ctx, "lost-key", lost); err != nil {
+		t.Fatal(err)
+	}
+	lh, _ := hexOf(lost)
+	if err := os.Remove(st.objectPath(lh)); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, err := st.Lookup(ctx, "lost-key"); ok || err != nil {
+		t.Errorf("a binding to a lost object was found (%v)", err)
+	}
+	if got, err := st.Bind(ctx, "lost-key", other); err != nil || got != other {
+		t.Errorf("rebinding over a lost object = %s, %v; want %s", got, err, other)
+	}
 	// A damaged object is reported, not returned.
 	h, _ := hexOf(d)
 	if err := os.WriteFile(st.objectPath(h), []byte("HELLO"), 0o644); err != nil {

@@ -28,7 +28,8 @@ type ResultStore interface {
 	// already bound: the first binding wins, and Bind returns the digest
 	// key is bound to.
 	Bind(ctx context.Context, key, digest string) (string, error)
-	// Lookup returns the digest key is bound to, if any.
+	// Lookup returns the digest key is bound to, if any; a binding to an
+	// object the store no longer holds is none.
 	Lookup(ctx context.Context, key string) (string, bool, error)
 }
 
@@ -160,7 +161,12 @@ func (s *FSStore) Bind(ctx context.Context, key, digest string) (string, error) 
 			return "", err
 		}
 		if !ok {
-			return "", fmt.Errorf("binding in the result store: %s exists but is empty", p)
+			// Bound to an object a crash lost: the binding does not
+			// count, and this result replaces it.
+			if err := os.Rename(tmp, p); err != nil {
+				return "", fmt.Errorf("binding in the result store: %w", err)
+			}
+			return digest, nil
 		}
 		return got, nil
 	default:
@@ -178,8 +184,14 @@ func (s *FSStore) Lookup(_ context.Context, key string) (string, bool, error) {
 		return "", false, fmt.Errorf("reading the result store: %w", err)
 	}
 	d := string(bytes.TrimSpace(data))
-	if _, err := hexOf(d); err != nil {
+	h, err := hexOf(d)
+	if err != nil {
 		return "", false, fmt.Errorf("the result store's key file %s is damaged: %w", s.keyPath(key), err)
+	}
+	// A binding whose object is gone (a crash between the two writes,
+	// or a pruned object) is no binding: the work is done again.
+	if _, err := os.Stat(s.objectPath(h)); errors.Is(err, os.ErrNotExist) {
+		return "", false, nil
 	}
 	return d, true, nil
 }
