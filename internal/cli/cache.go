@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/codegenie/codegenie/internal/fleet"
 	"github.com/codegenie/codegenie/internal/sandbox/runsc"
 )
 
@@ -61,7 +62,7 @@ func newCmdCacheStats(g *globals) *cobra.Command {
 func newCmdCachePrune(g *globals) *cobra.Command {
 	var olderThan time.Duration
 	var all bool
-	var baseStore string
+	var baseStore, resultStore string
 	var baseBytes int64
 	cmd := &cobra.Command{
 		Use:   "prune",
@@ -70,7 +71,9 @@ func newCmdCachePrune(g *globals) *cobra.Command {
 entry, and temporary files left by interrupted writes. --all empties the cache.
 It also prunes the shared base-image store of this host's traced builds
 (--base-store, gate-control's) to its least recently used images that fit
---base-store-bytes; a store that a build is using is left alone.`,
+--base-store-bytes; a store that a build is using is left alone. And it
+prunes the result store of Temporal portfolio runs (--store) by the same
+age: a pruned result is judged again when a portfolio next asks for it.`,
 		Example: `  codegenie cache prune --older-than 720h
   codegenie cache prune --all`,
 		Args: exactArgs(0, "no arguments"),
@@ -90,14 +93,39 @@ It also prunes the shared base-image store of this host's traced builds
 				return err
 			}
 			fmt.Fprintf(g.stdout, "removed %d entries (%d bytes); kept %d\n", res.Removed, res.Bytes, res.Kept)
+			if err := pruneResults(g, resultStore, olderThan); err != nil {
+				return err
+			}
 			return pruneBaseImages(cmd.Context(), g, baseStore, baseBytes)
 		},
 	}
 	cmd.Flags().DurationVar(&olderThan, "older-than", 30*24*time.Hour, "remove entries written longer ago than this")
 	cmd.Flags().BoolVar(&all, "all", false, "remove every entry (base images are pruned to --base-store-bytes only)")
 	cmd.Flags().StringVar(&baseStore, "base-store", runsc.DefaultBaseStore, "the shared base-image store of this host's builds (gate-control's), pruned to --base-store-bytes")
+	cmd.Flags().StringVar(&resultStore, "store", os.Getenv("CODEGENIE_RESULT_STORE"), "the result store of Temporal portfolio runs (env CODEGENIE_RESULT_STORE; default: results/ in the cache directory)")
 	cmd.Flags().Int64Var(&baseBytes, "base-store-bytes", runsc.DefaultBaseStoreBytes, "keep the most recently used base images that fit in this many bytes (0 removes them all)")
 	return cmd
+}
+
+// pruneResults prunes the result store of Temporal runs, when there is one.
+func pruneResults(g *globals, flag string, olderThan time.Duration) error {
+	dir, err := resultStoreDir(g, flag)
+	if err != nil {
+		return err
+	}
+	if _, err := os.Stat(dir); err != nil {
+		return nil // no Temporal portfolio kept results here
+	}
+	st, err := fleet.OpenFSStore(dir)
+	if err != nil {
+		return err
+	}
+	ps, err := st.Prune(olderThan)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(g.stdout, "results: removed %d (%d bytes); kept %d\n", ps.Removed, ps.Bytes, ps.Kept)
+	return nil
 }
 
 // pruneBaseImages prunes the host's shared base-image store, when there is

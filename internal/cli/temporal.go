@@ -45,16 +45,9 @@ func (f *temporalFlags) open(ctx context.Context, g *globals) (client.Client, *f
 	if f.addr == "" {
 		return nil, nil, usageErr("--temporal HOST:PORT is required (or CODEGENIE_TEMPORAL)")
 	}
-	dir := f.store
-	if dir == "" {
-		base := g.cacheDir
-		if base == "" {
-			var err error
-			if base, err = cache.DefaultDir(); err != nil {
-				return nil, nil, err
-			}
-		}
-		dir = filepath.Join(base, "results")
+	dir, err := resultStoreDir(g, f.store)
+	if err != nil {
+		return nil, nil, err
 	}
 	st, err := fleet.OpenFSStore(dir)
 	if err != nil {
@@ -65,6 +58,21 @@ func (f *temporalFlags) open(ctx context.Context, g *globals) (client.Client, *f
 		return nil, nil, err
 	}
 	return c, st, nil
+}
+
+// resultStoreDir is --store, else results/ in the cache directory.
+func resultStoreDir(g *globals, flag string) (string, error) {
+	if flag != "" {
+		return flag, nil
+	}
+	base := g.cacheDir
+	if base == "" {
+		var err error
+		if base, err = cache.DefaultDir(); err != nil {
+			return "", err
+		}
+	}
+	return filepath.Join(base, "results"), nil
 }
 
 // runPortfolioTemporal starts the portfolio's workflow and, unless

@@ -574,4 +574,13 @@ func TestTemporalPortfolioMatchesLocal(t *testing.T) {
 	if migrated == 0 {
 		t.Error("no service was migrated: the comparison covers no migration")
 	}
+	// cache prune empties the result store too.
+	pr := execute(t, t.Context(), "--cache-dir", filepath.Join(work, "ccache"), "cache", "prune", "--all", "--store", store, "--base-store", filepath.Join(work, "none"))
+	fs, err := fleet.OpenFSStore(store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := fs.Keys(); pr.code != 0 || !strings.Contains(pr.stdout, "results: removed") || n != 0 {
+		t.Errorf("cache prune --all: exit %d, %d bindings left\n%s%s", pr.code, n, pr.stdout, pr.stderr)
+	}
 }

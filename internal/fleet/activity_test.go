@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/codegenie/codegenie/internal/builtin"
 	"github.com/codegenie/codegenie/internal/gather"
@@ -216,5 +217,41 @@ func TestActivityRefusesBadInput(t *testing.T) {
 	// A sandbox activity on a worker without a sandbox is an error.
 	if _, err := a.Sandbox(t.Context(), TierInput{Manifest: md, Tier: portfolio.TierSandbox, Last: true}); err == nil || !strings.Contains(err.Error(), "gate-control") {
 		t.Errorf("sandbox tier without a sandbox: %v", err)
+	}
+}
+
+func TestFSStorePrune(t *testing.T) {
+	ctx := t.Context()
+	st, _ := OpenFSStore(t.TempDir())
+	oldD, _ := st.Put(ctx, []byte("old"))
+	newD, _ := st.Put(ctx, []byte("new"))
+	if _, err := st.Bind(ctx, "old", oldD); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Bind(ctx, "new", newD); err != nil {
+		t.Fatal(err)
+	}
+	h, _ := hexOf(oldD)
+	long := time.Now().Add(-48 * time.Hour)
+	for _, p := range []string{st.objectPath(h), st.keyPath("old")} {
+		if err := os.Chtimes(p, long, long); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ps, err := st.Prune(24 * time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ps.Removed != 2 || ps.Kept != 2 {
+		t.Errorf("pruned %+v, want the old object and binding removed, the new ones kept", ps)
+	}
+	if _, ok, _ := st.Lookup(ctx, "old"); ok {
+		t.Error("a pruned binding was found")
+	}
+	if d, ok, _ := st.Lookup(ctx, "new"); !ok || d != newD {
+		t.Error("a fresh binding was pruned")
+	}
+	if ps, _ := st.Prune(0); ps.Removed != 2 || ps.Kept != 0 {
+		t.Errorf("prune everything: %+v", ps)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 )
 
 // ResultStore is the content-addressed store that every worker and the
@@ -82,6 +83,7 @@ func (s *FSStore) Put(_ context.Context, data []byte) (string, error) {
 	h := hex.EncodeToString(sum[:])
 	p := s.objectPath(h)
 	if _, err := os.Stat(p); err == nil {
+		touch(p)
 		return digestPrefix + h, nil
 	}
 	tmp, err := s.temp(data)
@@ -193,6 +195,8 @@ func (s *FSStore) Lookup(_ context.Context, key string) (string, bool, error) {
 	if _, err := os.Stat(s.objectPath(h)); errors.Is(err, os.ErrNotExist) {
 		return "", false, nil
 	}
+	touch(s.keyPath(key))
+	touch(s.objectPath(h))
 	return d, true, nil
 }
 
@@ -209,4 +213,60 @@ func (s *FSStore) Keys() (int, error) {
 		return nil
 	})
 	return n, err
+}
+
+// touch marks a file used now, for Prune; a failure only makes it older.
+func touch(p string) {
+	now := time.Now()
+	_ = os.Chtimes(p, now, now)
+}
+
+// PruneStats says what Prune removed and kept.
+type PruneStats struct {
+	Removed, Kept int
+	Bytes         int64
+}
+
+// Prune removes the objects and bindings written or used longer ago than
+// olderThan (every one for 0), and temporary files an interrupted write
+// left. A binding whose object is gone counts as none, so a pruned result
+// is judged again when it is next asked for.
+func (s *FSStore) Prune(olderThan time.Duration) (PruneStats, error) {
+	var st PruneStats
+	cutoff := time.Now().Add(-olderThan)
+	for _, sub := range []string{"objects", "keys", "tmp"} {
+		err := filepath.WalkDir(filepath.Join(s.dir, sub), func(p string, e os.DirEntry, err error) error {
+			if err != nil || e.IsDir() {
+				return err
+			}
+			fi, err := e.Info()
+			if err != nil {
+				return err
+			}
+			// A temporary file is an interrupted write once it is an hour
+			// old; a fresh one may be a write in progress.
+			old := fi.ModTime().Before(cutoff) || olderThan == 0
+			if sub == "tmp" {
+				old = time.Since(fi.ModTime()) > time.Hour || olderThan == 0
+			}
+			if !old {
+				if sub != "tmp" {
+					st.Kept++
+				}
+				return nil
+			}
+			if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return err
+			}
+			if sub != "tmp" {
+				st.Removed++
+			}
+			st.Bytes += fi.Size()
+			return nil
+		})
+		if err != nil {
+			return st, fmt.Errorf("pruning the result store: %w", err)
+		}
+	}
+	return st, nil
 }
