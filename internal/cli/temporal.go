@@ -101,13 +101,19 @@ func runPortfolioTemporal(ctx context.Context, g *globals, f *portfolioFlags, se
 			return err
 		}
 	}
-	if f.concurrency < 1 || f.batch < 1 || f.staticHB <= 0 || f.sandboxHB <= 0 {
-		return usageErr("--concurrency and --batch must be at least 1, and the heartbeats positive")
+	if f.concurrency < 1 || f.batch < 1 || f.batch > fleet.MaxBatch || f.staticHB <= 0 || f.sandboxHB <= 0 {
+		return usageErr("--concurrency must be at least 1, --batch between 1 and %d, and the heartbeats positive", fleet.MaxBatch)
 	}
 	static, sandboxT := fleet.DefaultStatic, fleet.DefaultSandbox
 	static.Heartbeat, sandboxT.Heartbeat = f.staticHB, f.sandboxHB
-	static.StartToClose = max(static.StartToClose, f.serviceTimeout+time.Minute)
-	sandboxT.StartToClose = max(sandboxT.StartToClose, f.serviceTimeout+time.Minute)
+	// An attempt runs the pipeline, then with --migrate the migration, each
+	// bounded by --service-timeout.
+	perAttempt := f.serviceTimeout + time.Minute
+	if f.migrate {
+		perAttempt += f.serviceTimeout
+	}
+	static.StartToClose = max(static.StartToClose, perAttempt)
+	sandboxT.StartToClose = max(sandboxT.StartToClose, perAttempt)
 	started, err := fleet.Start(ctx, c, st, services, digests, fleet.StartOptions{Settings: s, Sandbox: sandboxTier, RetryFailed: f.retryFailed,
 		Concurrency: f.concurrency, Batch: f.batch, Static: static, SandboxT: sandboxT})
 	if err != nil {
@@ -147,10 +153,10 @@ func follow(ctx context.Context, g *globals, c client.Client, st fleet.ResultSto
 				fmt.Fprintf(g.stderr, "portfolio: the workflow answers again after %s\n", time.Since(down).Round(time.Second))
 				down = time.Time{}
 			}
-		case errors.Is(err, fleet.ErrNoWorkflow) || snap != nil && snap.Closed:
-			return nil, err
 		case ctx.Err() != nil:
 			return nil, ctx.Err()
+		case !errors.Is(err, fleet.ErrNotAnswering):
+			return nil, err
 		default:
 			if down.IsZero() {
 				down = time.Now()
@@ -294,9 +300,11 @@ counts by state and verdict, and how many results were reused, as JSON.`,
 		Args: exactArgs(1, "the workflow ID that 'portfolio --temporal --detach' printed"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			snap, _, err := tf.read(cmd.Context(), g, args[0])
-			if err != nil {
+			if snap == nil {
 				return err
 			}
+			// A workflow that failed, or is paused, still has a status to
+			// print; the error follows it (exit 1).
 			type status struct {
 				ID        string         `json:"workflow_id"`
 				RunID     string         `json:"run_id"`
@@ -318,7 +326,10 @@ counts by state and verdict, and how many results were reused, as JSON.`,
 					s.Reused++
 				}
 			}
-			return writeJSON(g.stdout, s)
+			if werr := writeJSON(g.stdout, s); werr != nil {
+				return werr
+			}
+			return err
 		},
 	}
 	tf.register(cmd.Flags())
@@ -374,6 +385,8 @@ func (f *temporalFlags) read(ctx context.Context, g *globals, id string) (*fleet
 	if errors.Is(err, fleet.ErrNoWorkflow) {
 		return nil, nil, &ExitError{Code: ExitUsage, Err: err}
 	}
+	// A snapshot with an error is a workflow that did not complete: what
+	// is known of it, and why.
 	return snap, st, err
 }
 

@@ -82,6 +82,10 @@ func badInput(format string, args ...any) error {
 }
 
 func (a *Activities) judge(ctx context.Context, in TierInput, tier portfolio.Tier) (Outcome, error) {
+	// From the start: reading the manifest and the store, and opening a
+	// runner, can take a while on a cold worker or a slow shared store.
+	stop := heartbeat(ctx)
+	defer stop()
 	if in.Tier != tier {
 		return Outcome{}, badInput("a %s activity was asked to run the %s tier", tier, in.Tier)
 	}
@@ -125,9 +129,7 @@ func (a *Activities) judge(ctx context.Context, in TierInput, tier portfolio.Tie
 		// Temporal's retries of this activity are attempts too.
 		rec.Attempts += int(activity.GetInfo(ctx).Attempt) - 1
 	}
-	stop := heartbeat(ctx)
 	rec, sarif, err := r.Judge(ctx, rec, tier, in.Last)
-	stop()
 	if err != nil {
 		return Outcome{}, err
 	}
@@ -155,10 +157,19 @@ func (a *Activities) bound(ctx context.Context, key string, retryFailed bool) (O
 		if err != nil {
 			return Outcome{}, false, key, err
 		}
+		next := key + "/after=" + d
+		switch lost, err := a.lost(ctx, o); {
+		case err != nil:
+			return Outcome{}, false, key, err
+		case lost:
+			// Its record or SARIF log was pruned: judged again, bound
+			// after it.
+			key = next
+			continue
+		}
 		if o.State != portfolio.StateFailed {
 			return o, true, key, nil
 		}
-		next := key + "/after=" + d
 		if _, ok, err := a.Store.Lookup(ctx, next); err != nil {
 			return Outcome{}, false, key, err
 		} else if !ok && !retryFailed {
@@ -166,6 +177,22 @@ func (a *Activities) bound(ctx context.Context, key string, retryFailed bool) (O
 		}
 		key = next
 	}
+}
+
+// lost reports whether an outcome's record or SARIF log is gone from the
+// store (pruned); reading them marks them used.
+func (a *Activities) lost(ctx context.Context, o Outcome) (bool, error) {
+	for _, r := range []Ref{o.Record, o.SARIF} {
+		if r.Digest == "" {
+			continue
+		}
+		if _, err := a.Store.Get(ctx, r.Digest); errors.Is(err, ErrNotFound) {
+			return true, nil
+		} else if err != nil {
+			return false, err
+		}
+	}
+	return false, nil
 }
 
 func (a *Activities) outcome(ctx context.Context, key, digest string) (Outcome, error) {
@@ -248,7 +275,8 @@ func (a *Activities) manifest(ctx context.Context, digest string) (*Manifest, er
 	data, err := a.Store.Get(ctx, digest)
 	if err != nil {
 		if errors.Is(err, ErrNotFound) {
-			return nil, badInput("the manifest %v: does this worker's --store point at the client's?", err)
+			// Retried: a shared filesystem may show it late.
+			return nil, temporal.NewApplicationError(fmt.Sprintf("the manifest %v: does this worker's --store point at the client's?", err), "codegenie.manifest_missing")
 		}
 		return nil, err
 	}
@@ -283,7 +311,7 @@ func (a *Activities) runner(s Settings) (*portfolio.Runner, error) {
 	}
 	r, err := a.Runner(s)
 	if err != nil {
-		return nil, badInput("the portfolio's settings: %v", err)
+		return nil, fmt.Errorf("setting up the pipeline for the portfolio's settings: %w", err)
 	}
 	if a.runners == nil {
 		a.runners = map[string]*portfolio.Runner{}

@@ -255,3 +255,32 @@ func TestFSStorePrune(t *testing.T) {
 		t.Errorf("prune everything: %+v", ps)
 	}
 }
+
+// TestActivityRejudgesAPrunedResult removes a bound result's SARIF log (as
+// Prune does to one unused for long): the next run judges the service
+// again and binds the new result, which the run after reuses.
+func TestActivityRejudgesAPrunedResult(t *testing.T) {
+	g := &countingGather{verdict: probe.Ready}
+	a, md := testActivities(t, g)
+	in := TierInput{Manifest: md, Index: 0, Tier: portfolio.TierStatic, Last: true}
+	first, err := a.Static(t.Context(), in)
+	if err != nil || first.SARIF.Digest == "" {
+		t.Fatalf("%+v, %v (want a SARIF log stored by digest)", first, err)
+	}
+	fs := a.Store.(*FSStore)
+	h, _ := hexOf(first.SARIF.Digest)
+	if err := os.Remove(fs.objectPath(h)); err != nil {
+		t.Fatal(err)
+	}
+	again, err := a.Static(t.Context(), in)
+	if err != nil || again.Reused || g.runs.Load() != 2 {
+		t.Fatalf("after its SARIF log was pruned: %+v after %d runs, %v; want judged again", again, g.runs.Load(), err)
+	}
+	third, err := a.Static(t.Context(), in)
+	if err != nil || !third.Reused || g.runs.Load() != 2 {
+		t.Fatalf("the run after: %+v after %d runs, %v; want the new result reused", third, g.runs.Load(), err)
+	}
+	if _, err := Get(t.Context(), a.Store, third.SARIF); err != nil {
+		t.Errorf("the reused result's SARIF log: %v", err)
+	}
+}

@@ -153,6 +153,11 @@ const QueryTimeout = 5 * time.Second
 // ErrNoWorkflow matches an ID that names no portfolio workflow.
 var ErrNoWorkflow = errors.New("no such portfolio workflow")
 
+// ErrNotAnswering matches a workflow that cannot be read now but may be
+// later: the server does not answer (a restart), no worker answers the
+// progress query, or the workflow is paused.
+var ErrNotAnswering = errors.New("the portfolio workflow does not answer")
+
 // Read reads a portfolio workflow back: its progress query while it runs,
 // its result once it completed. The outcome lists of its finished runs
 // come from the result store.
@@ -163,7 +168,7 @@ func Read(ctx context.Context, c client.Client, st ResultStore, id string) (*Sna
 		if errors.As(err, &nf) {
 			return nil, fmt.Errorf("%w: %s (is --namespace right?)", ErrNoWorkflow, id)
 		}
-		return nil, fmt.Errorf("reading the portfolio workflow %s: %w", id, err)
+		return nil, fmt.Errorf("reading the portfolio workflow %s: %w: %w", id, ErrNotAnswering, err)
 	}
 	info := d.RawResponse.GetWorkflowExecutionInfo()
 	if info.GetType().GetName() != WorkflowName {
@@ -180,10 +185,10 @@ func Read(ctx context.Context, c client.Client, st ResultStore, id string) (*Sna
 		timedOut := qctx.Err() != nil
 		cancel()
 		if err != nil && timedOut && ctx.Err() == nil {
-			return nil, fmt.Errorf("the portfolio workflow %s did not answer its progress query in %s: is a static worker running ('codegenie worker --tier static')?", id, QueryTimeout)
+			return nil, fmt.Errorf("%w: %s did not answer its progress query in %s: is a static worker running ('codegenie worker --tier static')?", ErrNotAnswering, id, QueryTimeout)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("querying the portfolio workflow %s: %w", id, err)
+			return nil, fmt.Errorf("querying the portfolio workflow %s: %w: %w", id, ErrNotAnswering, err)
 		}
 		if err := v.Get(&p); err != nil {
 			return nil, err
@@ -195,10 +200,12 @@ func Read(ctx context.Context, c client.Client, st ResultStore, id string) (*Sna
 			return nil, fmt.Errorf("reading the portfolio workflow's result: %w", err)
 		}
 		p = Progress{Manifest: r.Manifest, Count: r.Count, Batches: r.Batches, Base: r.Count}
+	case enumspb.WORKFLOW_EXECUTION_STATUS_PAUSED:
+		return snap, fmt.Errorf("%w: %s is paused: unpause it with the Temporal CLI or UI", ErrNotAnswering, id)
 	case enumspb.WORKFLOW_EXECUTION_STATUS_UNSPECIFIED, enumspb.WORKFLOW_EXECUTION_STATUS_FAILED, enumspb.WORKFLOW_EXECUTION_STATUS_CANCELED,
 		enumspb.WORKFLOW_EXECUTION_STATUS_TERMINATED, enumspb.WORKFLOW_EXECUTION_STATUS_CONTINUED_AS_NEW,
-		enumspb.WORKFLOW_EXECUTION_STATUS_TIMED_OUT, enumspb.WORKFLOW_EXECUTION_STATUS_PAUSED:
-		snap.Closed = status != enumspb.WORKFLOW_EXECUTION_STATUS_PAUSED
+		enumspb.WORKFLOW_EXECUTION_STATUS_TIMED_OUT:
+		snap.Closed = true
 		return snap, fmt.Errorf("the portfolio workflow %s is %s: see 'temporal workflow show --workflow-id %s'", id, snap.Status, id)
 	}
 	snap.Manifest = p.Manifest

@@ -82,8 +82,9 @@ func (s *FSStore) Put(_ context.Context, data []byte) (string, error) {
 	sum := sha256.Sum256(data)
 	h := hex.EncodeToString(sum[:])
 	p := s.objectPath(h)
-	if _, err := os.Stat(p); err == nil {
-		touch(p)
+	// Already held: marked used. One that Prune removes meanwhile is
+	// written again.
+	if touch(p) == nil {
 		return digestPrefix + h, nil
 	}
 	tmp, err := s.temp(data)
@@ -137,51 +138,53 @@ func (s *FSStore) Get(_ context.Context, digest string) ([]byte, error) {
 	if sum := sha256.Sum256(data); hex.EncodeToString(sum[:]) != h {
 		return nil, fmt.Errorf("the result store's object %s is damaged (its content does not match its digest): delete %s", digest, s.objectPath(h))
 	}
+	_ = touch(s.objectPath(h))
 	return data, nil
 }
 
-// Bind implements ResultStore.
+// Bind implements ResultStore. A key bound to an object the store no
+// longer holds (a crash between the writes, or Prune) is bound again under
+// a name derived from the lost digest, with the same create-if-absent
+// link, so that concurrent binders still agree on one winner.
 func (s *FSStore) Bind(ctx context.Context, key, digest string) (string, error) {
 	if _, err := hexOf(digest); err != nil {
 		return "", err
-	}
-	p := s.keyPath(key)
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		return "", fmt.Errorf("binding in the result store: %w", err)
 	}
 	tmp, err := s.temp([]byte(digest))
 	if err != nil {
 		return "", err
 	}
 	defer func() { _ = os.Remove(tmp) }()
-	switch err := os.Link(tmp, p); {
-	case err == nil:
-		return digest, nil
-	case errors.Is(err, os.ErrExist):
-		got, ok, err := s.Lookup(ctx, key)
+	for {
+		p := s.keyPath(key)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return "", fmt.Errorf("binding in the result store: %w", err)
+		}
+		err := os.Link(tmp, p)
+		if err == nil {
+			return digest, nil
+		}
+		if !errors.Is(err, os.ErrExist) {
+			return "", fmt.Errorf("binding in the result store: %w", err)
+		}
+		got, held, err := s.readKey(key)
 		if err != nil {
 			return "", err
 		}
-		if !ok {
-			// Bound to an object a crash lost: the binding does not
-			// count, and this result replaces it.
-			if err := os.Rename(tmp, p); err != nil {
-				return "", fmt.Errorf("binding in the result store: %w", err)
-			}
-			return digest, nil
+		if held {
+			return got, nil
 		}
-		return got, nil
-	default:
-		return "", fmt.Errorf("binding in the result store: %w", err)
+		key = lostKey(key, got)
 	}
 }
 
-// Lookup implements ResultStore.
-func (s *FSStore) Lookup(_ context.Context, key string) (string, bool, error) {
+// lostKey is where a key bound to the lost object d is bound again.
+func lostKey(key, d string) string { return key + "\x00lost=" + d }
+
+// readKey reads key's binding and whether the store holds its object. A
+// missing key is an error.
+func (s *FSStore) readKey(key string) (string, bool, error) {
 	data, err := os.ReadFile(s.keyPath(key))
-	if errors.Is(err, os.ErrNotExist) {
-		return "", false, nil
-	}
 	if err != nil {
 		return "", false, fmt.Errorf("reading the result store: %w", err)
 	}
@@ -190,14 +193,30 @@ func (s *FSStore) Lookup(_ context.Context, key string) (string, bool, error) {
 	if err != nil {
 		return "", false, fmt.Errorf("the result store's key file %s is damaged: %w", s.keyPath(key), err)
 	}
-	// A binding whose object is gone (a crash between the two writes,
-	// or a pruned object) is no binding: the work is done again.
-	if _, err := os.Stat(s.objectPath(h)); errors.Is(err, os.ErrNotExist) {
-		return "", false, nil
+	_, err = os.Stat(s.objectPath(h))
+	return d, err == nil, nil
+}
+
+// Lookup implements ResultStore: it follows the bindings of lost objects
+// to the one that holds.
+func (s *FSStore) Lookup(_ context.Context, key string) (string, bool, error) {
+	for {
+		if _, err := os.Stat(s.keyPath(key)); errors.Is(err, os.ErrNotExist) {
+			return "", false, nil
+		}
+		d, held, err := s.readKey(key)
+		if err != nil {
+			return "", false, err
+		}
+		if !held {
+			key = lostKey(key, d)
+			continue
+		}
+		h, _ := hexOf(d)
+		_ = touch(s.keyPath(key))
+		_ = touch(s.objectPath(h))
+		return d, true, nil
 	}
-	touch(s.keyPath(key))
-	touch(s.objectPath(h))
-	return d, true, nil
 }
 
 // Keys counts the bound keys: how many results the store holds.
@@ -215,10 +234,10 @@ func (s *FSStore) Keys() (int, error) {
 	return n, err
 }
 
-// touch marks a file used now, for Prune; a failure only makes it older.
-func touch(p string) {
+// touch marks a file used now, for Prune.
+func touch(p string) error {
 	now := time.Now()
-	_ = os.Chtimes(p, now, now)
+	return os.Chtimes(p, now, now)
 }
 
 // PruneStats says what Prune removed and kept.
@@ -244,10 +263,10 @@ func (s *FSStore) Prune(olderThan time.Duration) (PruneStats, error) {
 				return err
 			}
 			// A temporary file is an interrupted write once it is an hour
-			// old; a fresh one may be a write in progress.
+			// old; a fresh one may be a write in progress, even with 0.
 			old := fi.ModTime().Before(cutoff) || olderThan == 0
 			if sub == "tmp" {
-				old = time.Since(fi.ModTime()) > time.Hour || olderThan == 0
+				old = time.Since(fi.ModTime()) > time.Hour
 			}
 			if !old {
 				if sub != "tmp" {

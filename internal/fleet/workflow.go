@@ -25,10 +25,13 @@ const (
 	QueueSandbox = "codegenie-sandbox"
 )
 
-// Defaults of an Input's bounds.
+// Defaults of an Input's bounds, and the largest Batch: a batch's outcome
+// list is one activity's input (at most about 1 KB per service, against
+// Temporal's 2 MB payload limit).
 const (
 	DefaultConcurrency = 64
 	DefaultBatch       = 500
+	MaxBatch           = 2000
 )
 
 // Settings is a portfolio's pipeline configuration, which every worker
@@ -233,7 +236,11 @@ func Portfolio(ctx workflow.Context, in Input) (Result, error) {
 	}
 
 	var digest string
-	saveCtx := workflow.WithActivityOptions(ctx, activityOptions(QueueStatic, in.Static))
+	// Saving is retried until the store answers: giving up would lose the
+	// batch's finished work.
+	save := activityOptions(QueueStatic, Timeouts{StartToClose: time.Minute})
+	save.HeartbeatTimeout = 0
+	saveCtx := workflow.WithActivityOptions(ctx, save)
 	if err := workflow.ExecuteActivity(saveCtx, ActivitySave, outs).Get(ctx, &digest); err != nil {
 		return Result{}, fmt.Errorf("saving the outcomes of services %d..%d: %w", in.Next, end-1, err)
 	}
