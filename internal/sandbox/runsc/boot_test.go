@@ -281,3 +281,31 @@ func TestOutputTail(t *testing.T) {
 		t.Errorf("tail %q", got)
 	}
 }
+
+// TestNeedsLayers: a layer per step only when the trace reads another
+// stage's files (a RUN step outside the target's stage) or a second target
+// reuses the first's steps.
+func TestNeedsLayers(t *testing.T) {
+	cases := []struct {
+		name       string
+		dockerfile string
+		targets    []string
+		want       bool
+	}{
+		{"single stage", "FROM node:22\nWORKDIR /app\nCOPY . .\nRUN npm ci\nCMD [\"node\", \"s.js\"]\n", []string{""}, false},
+		{"runtime stage runs, builder copies", "FROM node:22 AS deps\nCOPY . .\nFROM gcr.io/distroless/nodejs22-debian13\nCOPY --from=deps /x /x\n", []string{""}, false},
+		{"builder runs", "FROM node:22 AS b\nRUN npm ci\nFROM gcr.io/distroless/nodejs22-debian13\nCOPY --from=b /x /x\n", []string{""}, true},
+		{"two targets", "FROM node:22 AS b\nCOPY . .\nFROM node:22\nCOPY --from=b /x /x\n", []string{"b", ""}, true},
+		{"target builder only", "FROM node:22 AS b\nRUN npm ci\nFROM node:22\nRUN echo\n", []string{"b"}, true},
+	}
+	for _, tc := range cases {
+		stages, err := parseStages([]byte(tc.dockerfile))
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		bp := &buildPlan{stages: stages, targets: tc.targets}
+		if got := bp.needsLayers(tc.targets[len(tc.targets)-1]); got != tc.want {
+			t.Errorf("%s: needsLayers = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

@@ -93,6 +93,28 @@ func (b *Backend) planBuild(req *sandbox.SpawnRequest) (buildPlan, error) {
 	return bp, nil
 }
 
+// needsLayers reports whether building target needs a layer per step:
+// when another target is built too (the final one reuses the first's
+// steps), or a RUN step runs in a stage other than the target's, whose
+// files the trace then reads from that stage's image.
+func (bp *buildPlan) needsLayers(target string) bool {
+	idx, ok := bp.targetStage(target)
+	if len(bp.targets) > 1 || !ok {
+		return true
+	}
+	for i, st := range bp.stages {
+		if i == idx {
+			continue
+		}
+		for _, in := range st.instrs {
+			if in.keyword == "RUN" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // targetStage returns the index of the stage a target builds: the last for
 // "", else the stage of that name (case-insensitive, as buildah matches).
 func (bp *buildPlan) targetStage(target string) (int, bool) {
@@ -346,7 +368,6 @@ func (br *buildRun) budArgs(target, tag string) []string {
 		"--runtime-flag=network=none",
 		"--runtime-flag=gofer-network-namespace=new",
 		"--network=none",
-		"--layers",
 		// The default OCI format drops HEALTHCHECK.
 		"--format=docker",
 		// Pull a base image only when the private store lacks it: the
@@ -377,6 +398,15 @@ func (br *buildRun) budArgs(target, tag string) []string {
 			// comma (the syscall list) is quoted to stay one flag.
 			args = append(args, "--runtime-flag="+csvField(strings.TrimPrefix(f, "--")))
 		}
+	}
+	// --layers commits every step (with vfs, a copy of the whole tree per
+	// step). The trace reads a RUN step's files from its stage's
+	// committed image, and the final target reuses the builder target's
+	// steps; without either need, the target's own image is enough.
+	if br.plan.needsLayers(target) {
+		args = append(args, "--layers")
+	} else {
+		args = append(args, "--layers=false")
 	}
 	args = append(args, "-f", br.df)
 	if target != "" {
