@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -34,8 +35,30 @@ audit log. Clients (gather, migrate) reach it on a unix socket or over TLS 1.3.`
 		Args: exactArgs(0, "a subcommand: serve, rotate-key or audit-pubkey"),
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
-	cmd.AddCommand(newCmdGateControlServe(g), newCmdGateControlRotateKey(g), newCmdGateControlAuditPubkey(g))
+	cmd.AddCommand(newCmdGateControlServe(g), newCmdGateControlRotateKey(g), newCmdGateControlAuditPubkey(g), newCmdGateControlStepHook())
 	return cmd
+}
+
+// stepHookArgs are the arguments after gate-control's own executable that
+// run newCmdGateControlStepHook: the command runsc.Config.StepHook names.
+var stepHookArgs = []string{"gate-control", "step-hook"}
+
+// newCmdGateControlStepHook is the OCI poststop hook that runsc runs, for
+// gate-control, after each traced build step: it snapshots the step's
+// rootfs for the trace (runsc.RunStepHook). It is not for people.
+func newCmdGateControlStepHook() *cobra.Command {
+	return &cobra.Command{
+		Use:    "step-hook --store DIR --into DIR < container-state.json",
+		Short:  "Snapshot a build step's rootfs (run by runsc, for gate-control)",
+		Hidden: true,
+		Example: `  # runsc runs it as the poststop hook of a traced build step:
+  codegenie gate-control step-hook --store /b/s --into /b/snap < state.json`,
+		DisableFlagParsing: true,
+		SilenceUsage:       true,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runsc.RunStepHook(args, cmd.InOrStdin())
+		},
+	}
 }
 
 type serveFlags struct {
@@ -135,6 +158,10 @@ func runServe(ctx context.Context, g *globals, f *serveFlags) error {
 	// The backend's defaults are the caps; gate-control fills every
 	// request's limits from them anyway.
 	f.runsc.Limits = f.cfg.MaxLimits
+	// Traced builds snapshot each step through this same executable.
+	if exe, err := os.Executable(); err == nil {
+		f.runsc.StepHook = append([]string{exe}, stepHookArgs...)
+	}
 	if err := f.runsc.Validate(); err != nil {
 		return &ExitError{Code: ExitUsage, Err: err}
 	}

@@ -36,13 +36,15 @@ type ranStep struct {
 //     ran, as Spawn does (insertInit).
 //   - Interpreters. Every exec of a file that is not ELF gets Interp, the
 //     shebang's interpreter read host-side (blind spot 1): for the boot from
-//     the working container it ran in; for a build step from the image of
-//     its stage after the build, mounted now. That is the image after the
-//     step (after the stage's last step, in fact), not the step's own
-//     rootfs, which buildah has removed: a script that a later step of the
-//     stage deleted or rewrote reads as unknown or as its later self. A
-//     file that cannot be read gets trace.InterpUnknown. resolve false (the
-//     spawn was stopped) mounts nothing, so build interpreters are unknown.
+//     the working container it ran in; for a build step from the step's
+//     snapshot (snapshot.go), its rootfs right after it ran. A step with no
+//     snapshot (no Config.StepHook, or its hook failed) reads from the
+//     image of its stage after the build, mounted now: the image after the
+//     stage's last step, where a script that a later step deleted or
+//     rewrote reads as unknown or as its later self, and, built without
+//     --layers, no image at all. A file that cannot be read gets
+//     trace.InterpUnknown. resolve false (the spawn was stopped) mounts
+//     nothing, so those build interpreters are unknown.
 //   - Errnos. An exec attempt that failed gets the errno read from the
 //     same filesystem (inferErrnos).
 //
@@ -139,6 +141,9 @@ func (br *buildRun) attribute(ctx context.Context, coll *seccheck.Collection, bo
 		if !ok {
 			return ""
 		}
+		if snap := stepSnapshot(br.snaps, container); snap != "" {
+			return snap
+		}
 		return fsys.rootfs(ctx, rs.tr.log.image[rs.s.stage])
 	}
 
@@ -229,8 +234,8 @@ func (m *imageMounts) rootfs(ctx context.Context, image string) string {
 }
 
 // premount mounts, in the background, the images that attribute will read
-// build steps' files from: the image of each stage in which a RUN step ran,
-// except boot (the boot's image, mounted already). The boot calls it once
+// build steps' files from: without step snapshots, the image of each stage
+// in which a RUN step ran, except boot (the boot's image, mounted already). The boot calls it once
 // its own working container is mounted, so that these copies (vfs copies
 // whole images) overlap the boot instead of following it. attribute waits
 // for it. The goroutine ends when its mounts are done; ctx bounds them.
@@ -238,6 +243,11 @@ func (br *buildRun) premount(ctx context.Context, boot string) {
 	seen := map[string]bool{boot: true}
 	var images []string
 	for _, tr := range br.targets {
+		if br.snaps != "" {
+			// Steps are read from their snapshots; attribute mounts an
+			// image only for a step whose snapshot is missing.
+			break
+		}
 		for _, s := range tr.log.ran() {
 			img := tr.log.image[s.stage]
 			if img == "" || seen[img] || strings.HasPrefix(boot, img) {

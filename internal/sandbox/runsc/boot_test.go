@@ -290,13 +290,15 @@ func TestNeedsLayers(t *testing.T) {
 		name       string
 		dockerfile string
 		targets    []string
-		want       bool
+		want       bool // without step snapshots
+		wantSnaps  bool // with them
 	}{
-		{"single stage", "FROM node:22\nWORKDIR /app\nCOPY . .\nRUN npm ci\nCMD [\"node\", \"s.js\"]\n", []string{""}, false},
-		{"runtime stage runs, builder copies", "FROM node:22 AS deps\nCOPY . .\nFROM gcr.io/distroless/nodejs22-debian13\nCOPY --from=deps /x /x\n", []string{""}, false},
-		{"builder runs", "FROM node:22 AS b\nRUN npm ci\nFROM gcr.io/distroless/nodejs22-debian13\nCOPY --from=b /x /x\n", []string{""}, true},
-		{"two targets", "FROM node:22 AS b\nCOPY . .\nFROM node:22\nCOPY --from=b /x /x\n", []string{"b", ""}, true},
-		{"target builder only", "FROM node:22 AS b\nRUN npm ci\nFROM node:22\nRUN echo\n", []string{"b"}, true},
+		{"single stage", "FROM node:22\nWORKDIR /app\nCOPY . .\nRUN npm ci\nCMD [\"node\", \"s.js\"]\n", []string{""}, false, false},
+		{"runtime stage runs, builder copies", "FROM node:22 AS deps\nCOPY . .\nFROM gcr.io/distroless/nodejs22-debian13\nCOPY --from=deps /x /x\n", []string{""}, false, false},
+		{"builder runs", "FROM node:22 AS b\nRUN npm ci\nFROM gcr.io/distroless/nodejs22-debian13\nCOPY --from=b /x /x\n", []string{""}, true, false},
+		{"two targets", "FROM node:22 AS b\nCOPY . .\nFROM node:22\nCOPY --from=b /x /x\n", []string{"b", ""}, true, true},
+		{"target builder only", "FROM node:22 AS b\nRUN npm ci\nFROM node:22\nRUN echo\n", []string{"b"}, true, false},
+		{"unknown target", "FROM node:22 AS b\nRUN npm ci\n", []string{"nope"}, true, true},
 	}
 	for _, tc := range cases {
 		stages, err := parseStages([]byte(tc.dockerfile))
@@ -304,8 +306,12 @@ func TestNeedsLayers(t *testing.T) {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
 		bp := &buildPlan{stages: stages, targets: tc.targets}
-		if got := bp.needsLayers(tc.targets[len(tc.targets)-1]); got != tc.want {
-			t.Errorf("%s: needsLayers = %v, want %v", tc.name, got, tc.want)
+		target := tc.targets[len(tc.targets)-1]
+		if got := bp.needsLayers(target, false); got != tc.want {
+			t.Errorf("%s: needsLayers without snapshots = %v, want %v", tc.name, got, tc.want)
+		}
+		if got := bp.needsLayers(target, true); got != tc.wantSnaps {
+			t.Errorf("%s: needsLayers with snapshots = %v, want %v", tc.name, got, tc.wantSnaps)
 		}
 	}
 }

@@ -95,12 +95,16 @@ func (b *Backend) planBuild(req *sandbox.SpawnRequest) (buildPlan, error) {
 
 // needsLayers reports whether building target needs a layer per step:
 // when another target is built too (the final one reuses the first's
-// steps), or a RUN step runs in a stage other than the target's, whose
-// files the trace then reads from that stage's image.
-func (bp *buildPlan) needsLayers(target string) bool {
+// steps), or, without step snapshots (snapshots false), a RUN step runs in
+// a stage other than the target's, whose files the trace then reads from
+// that stage's image.
+func (bp *buildPlan) needsLayers(target string, snapshots bool) bool {
 	idx, ok := bp.targetStage(target)
 	if len(bp.targets) > 1 || !ok {
 		return true
+	}
+	if snapshots {
+		return false
 	}
 	for i, st := range bp.stages {
 		if i == idx {
@@ -160,6 +164,9 @@ type buildRun struct {
 	// build steps' stages; nil when it did not run.
 	premounted chan struct{}
 	mounts     map[string]string // image ID → rootfs ("" when it failed)
+	// snaps is the directory of the step snapshots (snapshot.go); "" when
+	// the build takes none.
+	snaps string
 	// rep reports the spawn's progress.
 	rep *reporter
 }
@@ -234,6 +241,12 @@ func (b *Backend) spawnBuild(ctx context.Context, req sandbox.SpawnRequest) (san
 		defer br.tr.close()
 		if err := os.Mkdir(br.bh.path("w"), 0o700); err != nil {
 			return res, fmt.Errorf("creating the exec witness directory: %w", err)
+		}
+		if len(b.cfg.StepHook) > 0 {
+			br.snaps = br.bh.path(stepSnapshotDir)
+			if err := writeStepHook(br.bh.path(stepHookDir), b.cfg.StepHook, br.bh.path("s"), br.snaps); err != nil {
+				return res, err
+			}
 		}
 	}
 
@@ -399,11 +412,15 @@ func (br *buildRun) budArgs(target, tag string) []string {
 			args = append(args, "--runtime-flag="+csvField(strings.TrimPrefix(f, "--")))
 		}
 	}
+	if br.snaps != "" {
+		args = append(args, "--hooks-dir", br.bh.path(stepHookDir))
+	}
 	// --layers commits every step (with vfs, a copy of the whole tree per
-	// step). The trace reads a RUN step's files from its stage's
-	// committed image, and the final target reuses the builder target's
-	// steps; without either need, the target's own image is enough.
-	if br.plan.needsLayers(target) {
+	// step). Without step snapshots, the trace reads a RUN step's files
+	// from its stage's committed image; and the final target reuses the
+	// builder target's steps. Without either need, the target's own image
+	// is enough.
+	if br.plan.needsLayers(target, br.snaps != "") {
 		args = append(args, "--layers")
 	} else {
 		args = append(args, "--layers=false")

@@ -35,6 +35,14 @@ var devRegistry struct {
 }
 
 func TestMain(m *testing.M) {
+	if len(os.Args) > 2 && slices.Equal(os.Args[1:3], testStepHookArgs) {
+		// runsc runs this binary as a build step's hook (newBackend).
+		if err := RunStepHook(os.Args[3:], os.Stdin); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	if mode := os.Getenv(ownerEnv); mode != "" {
 		// A re-executed test binary that owns a backend until it is
 		// killed (TestKill9OwnerLeavesNothing).
@@ -350,6 +358,79 @@ func TestBuildDistroless(t *testing.T) {
 			break
 		}
 	}
+}
+
+// stepScriptsDockerfile runs a builder script that a later step deletes,
+// and tries one that a later step creates: only the step's own rootfs
+// tells the script's interpreter and the attempt's ENOENT.
+const stepScriptsDockerfile = `FROM node:22 AS builder
+WORKDIR /src
+RUN printf '#!/bin/sh\necho built > /src/out\n' > build.sh && chmod +x build.sh
+RUN ./build.sh && (./later.sh || true)
+RUN rm build.sh && printf '#!/bin/sh\n' > later.sh && chmod +x later.sh
+
+FROM node:22-slim
+COPY --from=builder /src/out /out
+CMD ["node", "-e", "setTimeout(() => {}, 60000)"]
+`
+
+// TestBuildStepSnapshots checks that a builder step's files are read as
+// they were right after that step (snapshot.go): the script it ran has its
+// interpreter, and the script it tried and lacked has ENOENT, although the
+// next step deleted the one and created the other. Without the step hook
+// the build reads the stage's image after its last step, where neither
+// holds: the subtest says so, so that the first cannot pass by accident.
+func TestBuildStepSnapshots(t *testing.T) {
+	m := mirrors(t)
+	ws := workspace(t, map[string]string{"Dockerfile": stepScriptsDockerfile})
+	run := func(t *testing.T, cfg Config) (script, later trace.Event) {
+		b := newBackend(t, cfg)
+		req := buildRequest(ws, m, "")
+		req.Build.Boot = false
+		res, err := b.Spawn(t.Context(), req)
+		logResult(t, res)
+		if err != nil {
+			t.Fatalf("Spawn: %v", err)
+		}
+		if res.ExitCode != 0 || !res.TraceComplete {
+			dumpTrace(t, res.Trace)
+			t.Fatalf("exit %d, trace complete %v (%v); want 0 and true", res.ExitCode, res.TraceComplete, res.TraceGaps)
+		}
+		for _, e := range res.Trace {
+			if e.Phase != "build:builder:step 4" {
+				continue
+			}
+			switch {
+			case e.Kind == trace.KindExec && e.Binary == "/src/build.sh":
+				script = e
+			case e.Kind == trace.KindExecAttempt && e.Execfn == "./later.sh":
+				later = e
+			}
+		}
+		if script.Binary == "" || later.Execfn == "" {
+			dumpTrace(t, res.Trace)
+			t.Fatalf("no exec of /src/build.sh or attempt of ./later.sh in build:builder:step 4")
+		}
+		return script, later
+	}
+	t.Run("snapshots", func(t *testing.T) {
+		script, later := run(t, Config{})
+		if script.Interp != "/bin/sh" {
+			t.Errorf("build.sh's interpreter %q; want /bin/sh, read from the step's snapshot", script.Interp)
+		}
+		if later.Errno != "ENOENT" {
+			t.Errorf("attempt of ./later.sh: errno %q; want ENOENT: it did not exist yet", later.Errno)
+		}
+	})
+	t.Run("no hook", func(t *testing.T) {
+		script, later := run(t, Config{StepHook: []string{}})
+		if script.Interp != trace.InterpUnknown {
+			t.Errorf("build.sh's interpreter %q; want unknown: the stage's image lacks it", script.Interp)
+		}
+		if later.Errno != "" {
+			t.Errorf("attempt of ./later.sh: errno %q; want none: the stage's image has the file", later.Errno)
+		}
+	})
 }
 
 // TestBuildFails checks that a failing RUN stops the build: its phase is

@@ -95,6 +95,14 @@ type Config struct {
 	// NoBaseStore makes every build pull its bases into its own store, as
 	// an empty one.
 	NoBaseStore bool
+	// StepHook is the command (an absolute program path and its leading
+	// arguments) that runsc runs after each traced build step, with
+	// --store and --into appended and the container state on stdin: a
+	// program that passes those arguments to RunStepHook. It snapshots the
+	// step's rootfs for the trace (see snapshot.go), so that a build
+	// commits no layer per step. Empty: traced builds that read another
+	// stage's files commit a layer per step (--layers) instead.
+	StepHook []string
 }
 
 // Validate reports whether c, with its defaults applied, is usable. It does
@@ -117,6 +125,9 @@ func (c Config) Validate() error {
 	case PlatformSystrap, PlatformPtrace:
 	default:
 		errs = append(errs, fmt.Errorf("platform %q: want %s or %s", c.Platform, PlatformSystrap, PlatformPtrace))
+	}
+	if len(c.StepHook) > 0 && !filepath.IsAbs(c.StepHook[0]) {
+		errs = append(errs, fmt.Errorf("step hook program %q is not absolute", c.StepHook[0]))
 	}
 	if c.Buildah != "" && !filepath.IsAbs(c.Buildah) {
 		errs = append(errs, fmt.Errorf("buildah path %q is not absolute", c.Buildah))

@@ -186,20 +186,25 @@
 //	      --runtime-flag=platform=<p> --runtime-flag=overlay2=none
 //	      --runtime-flag=network=none --runtime-flag=gofer-network-namespace=new
 //	      [--runtime-flag=pod-init-config=<id>/trace/pod-init.json]
-//	      --network=none --layers[=false] --format=docker --pull=false
+//	      --network=none --layers[=false] [--hooks-dir=<id>/b/hooks]
+//	      --format=docker --pull=false
 //	      --cgroup-parent=/<id> --ulimit=nofile=1024:4096
 //	      [--memory=... --cpu-quota=...]
 //	      -f <id>/Dockerfile [--target=<stage>] -t <unique tag> <workspace>
 //
 // overlay2=none is required (otherwise a step's writes vanish before the
 // next step reads them); --layers makes the final target reuse the steps
-// that the builder target ran instead of running them again (it also
-// commits every stage's image, which the trace reads interpreters from:
-// without it buildah 1.28 commits no stage that only COPY --from uses). It
-// is given only when either is needed (a second target, or a RUN step in a
-// stage other than the target's): with vfs every committed step copies
-// the whole tree, which made a single-stage build with two RUN steps take
-// 3.7 s instead of 1.2 s;
+// that the builder target ran instead of running them again. It is given
+// only then (a second target), or, in a traced build without
+// Config.StepHook, when a RUN step runs in a stage other than the target's
+// (the trace then reads that stage's committed image: without --layers
+// buildah 1.28 commits no stage that only COPY --from uses). With vfs every
+// committed step copies the whole tree: a single-stage build with two RUN
+// steps took 3.7 s with it and 1.2 s without, the traced two-stage fixture
+// of the plugin's benchmark 3.6 s and 1.75 s. --hooks-dir (traced builds
+// with Config.StepHook) gives every RUN step's sandbox the poststop hook
+// that snapshots its rootfs for the trace (snapshot.go), and keeps the
+// host's hook directories out of the build;
 // --format=docker
 // keeps HEALTHCHECK; --pull=false pulls a base image only when the private
 // store lacks it; --cgroup-parent makes the steps' sandboxes use the
@@ -336,12 +341,18 @@
 // for a build step, the start's args, resolved in the stage's image with
 // the default PATH. Every exec of a file that is not ELF gets Event.Interp,
 // its shebang's interpreter (blind spot 1), read host-side: for the boot
-// from its working container; for a build step from the image of its stage
-// once the build is over (the committed layer of the stage's last step,
-// mounted as a working container while the boot runs), which is the image
-// after the step, not the step's own rootfs (buildah removed that): a
-// script that a later step deleted or rewrote reads as unknown or as its
-// later self. A file that cannot be read gets trace.InterpUnknown. The
+// from its working container; for a build step from its snapshot, a
+// hard-link copy of its rootfs taken by the step's poststop hook once it
+// exited, before buildah went on (snapshot.go). A step without a snapshot
+// (no Config.StepHook, or the hook failed) reads from the image of its
+// stage once the build is over (the committed layer of the stage's last
+// step, mounted as a working container while the boot runs), which is the
+// image after the stage, not the step's own rootfs: a script that a later
+// step deleted or rewrote reads as unknown or as its later self, and a
+// stage that was not committed reads as unknown. A hard link shares its
+// inode, so a later step that rewrites a file in place, or changes its
+// mode, changes the snapshot too. A file that cannot be read gets
+// trace.InterpUnknown. The
 // trace is complete only when the collection is (no drop, every connection
 // clean, every init's exit seen), the phases are all accounted for, and
 // neither the spawn nor a build was stopped. More than
@@ -395,8 +406,9 @@
 // 2 s each, and every spawn pulls its base images into an empty store. The
 // parts gVisor changes are small beside that: the RUN step takes 0.33 s
 // against 0.25 s under runc, the boot to listening 1.7 s against 0.47 s.
-// Tracing adds little to the sandboxes; its main cost is the copy of the
-// builder stage's image for the interpreters, which runs during the boot.
+// Tracing adds little to the sandboxes. (Those figures predate the step
+// snapshots, which replaced the copy of the builder stage's image that
+// the interpreters were read from.)
 // Run to run, disk I/O here moves the totals by ±30%.
 //
 // # Crashes

@@ -39,10 +39,22 @@ func stateDir(t testing.TB) string {
 
 // newBackend makes a Backend for the test, or skips it when runsc cannot
 // run here. On the CI machines (root, scripts/setup.sh) it never skips.
+// testStepHookArgs run this test binary as the step hook.
+var testStepHookArgs = []string{"gate-control", "step-hook"}
+
 func newBackend(t testing.TB, cfg Config) *Backend {
 	t.Helper()
 	if cfg.StateDir == "" {
 		cfg.StateDir = stateDir(t)
+	}
+	if cfg.StepHook == nil {
+		// As gate-control does: this binary is the hook (TestMain). A
+		// test passes an empty, non-nil StepHook for builds without it.
+		exe, err := os.Executable()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.StepHook = append([]string{exe}, testStepHookArgs...)
 	}
 	b, err := New(cfg)
 	if ue, ok := errors.AsType[*sandbox.UnsupportedError](err); ok {
