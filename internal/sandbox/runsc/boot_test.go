@@ -290,8 +290,8 @@ func TestNeedsLayers(t *testing.T) {
 		name       string
 		dockerfile string
 		targets    []string
-		want       bool // without step snapshots
-		wantSnaps  bool // with them
+		want       bool // when the trace reads stages' images
+		wantSnaps  bool // when it does not (step snapshots, or no trace)
 	}{
 		{"single stage", "FROM node:22\nWORKDIR /app\nCOPY . .\nRUN npm ci\nCMD [\"node\", \"s.js\"]\n", []string{""}, false, false},
 		{"runtime stage runs, builder copies", "FROM node:22 AS deps\nCOPY . .\nFROM gcr.io/distroless/nodejs22-debian13\nCOPY --from=deps /x /x\n", []string{""}, false, false},
@@ -307,11 +307,11 @@ func TestNeedsLayers(t *testing.T) {
 		}
 		bp := &buildPlan{stages: stages, targets: tc.targets}
 		target := tc.targets[len(tc.targets)-1]
-		if got := bp.needsLayers(target, false); got != tc.want {
-			t.Errorf("%s: needsLayers without snapshots = %v, want %v", tc.name, got, tc.want)
+		if got := bp.needsLayers(target, true); got != tc.want {
+			t.Errorf("%s: needsLayers reading stages' images = %v, want %v", tc.name, got, tc.want)
 		}
-		if got := bp.needsLayers(target, true); got != tc.wantSnaps {
-			t.Errorf("%s: needsLayers with snapshots = %v, want %v", tc.name, got, tc.wantSnaps)
+		if got := bp.needsLayers(target, false); got != tc.wantSnaps {
+			t.Errorf("%s: needsLayers not reading them = %v, want %v", tc.name, got, tc.wantSnaps)
 		}
 	}
 }

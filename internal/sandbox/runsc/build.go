@@ -95,15 +95,15 @@ func (b *Backend) planBuild(req *sandbox.SpawnRequest) (buildPlan, error) {
 
 // needsLayers reports whether building target needs a layer per step:
 // when another target is built too (the final one reuses the first's
-// steps), or, without step snapshots (snapshots false), a RUN step runs in
-// a stage other than the target's, whose files the trace then reads from
-// that stage's image.
-func (bp *buildPlan) needsLayers(target string, snapshots bool) bool {
+// steps), or, when the trace reads build steps' files from their stages'
+// images (stageImages: a trace without step snapshots), a RUN step runs in
+// a stage other than the target's.
+func (bp *buildPlan) needsLayers(target string, stageImages bool) bool {
 	idx, ok := bp.targetStage(target)
 	if len(bp.targets) > 1 || !ok {
 		return true
 	}
-	if snapshots {
+	if !stageImages {
 		return false
 	}
 	for i, st := range bp.stages {
@@ -416,11 +416,11 @@ func (br *buildRun) budArgs(target, tag string) []string {
 		args = append(args, "--hooks-dir", br.bh.path(stepHookDir))
 	}
 	// --layers commits every step (with vfs, a copy of the whole tree per
-	// step). Without step snapshots, the trace reads a RUN step's files
-	// from its stage's committed image; and the final target reuses the
+	// step). A trace without step snapshots reads a RUN step's files from
+	// its stage's committed image; and the final target reuses the
 	// builder target's steps. Without either need, the target's own image
 	// is enough.
-	if br.plan.needsLayers(target, br.snaps != "") {
+	if br.plan.needsLayers(target, br.tr != nil && br.snaps == "") {
 		args = append(args, "--layers")
 	} else {
 		args = append(args, "--layers=false")
