@@ -36,13 +36,14 @@ type ranStep struct {
 //     ran, as Spawn does (insertInit).
 //   - Interpreters. Every exec of a file that is not ELF gets Interp, the
 //     shebang's interpreter read host-side (blind spot 1): for the boot from
-//     the working container it ran in; for a build step from the step's
-//     snapshot (snapshot.go), its rootfs right after it ran. A step with no
-//     snapshot (no Config.StepHook, or its hook failed) reads from the
-//     image of its stage after the build, mounted now: the image after the
-//     stage's last step, where a script that a later step deleted or
-//     rewrote reads as unknown or as its later self, and, built without
-//     --layers, no image at all. A file that cannot be read gets
+//     the working container it ran in; for a step of a stage other than
+//     the target's from the step's snapshot (snapshot.go), its rootfs
+//     right after it ran. A step with no snapshot (the target's stage, no
+//     Config.StepHook, or a failed hook) reads from the image of its stage
+//     after the build, mounted now: the image after the stage's last step,
+//     where a script that a later step deleted or rewrote reads as unknown
+//     or as its later self, and, for a stage built without --layers, no
+//     image at all. A file that cannot be read gets
 //     trace.InterpUnknown. resolve false (the spawn was stopped) mounts
 //     nothing, so those build interpreters are unknown.
 //   - Errnos. An exec attempt that failed gets the errno read from the

@@ -452,7 +452,16 @@ func (br *buildRun) buildTarget(ctx context.Context, n int, target string) (*tar
 	}
 	tr := &targetRun{target: target, stage: idx, log: newBuildLog(br.plan.stages, idx)}
 	br.rep.report(sandbox.Progress{Kind: sandbox.ProgressPhase, Phase: name})
+	wanted := false
 	tr.log.onStep = func(st *step, line string) {
+		if br.snaps != "" && (st.stage != idx) != wanted {
+			// Snapshots for the steps of other stages only (snapshot.go).
+			// Were the marker not set, the trace would read those steps
+			// from their stages' images; that is all.
+			if err := wantSnapshots(br.snaps, st.stage != idx); err == nil {
+				wanted = st.stage != idx
+			}
+		}
 		stages := br.plan.stages
 		br.rep.report(sandbox.Progress{Kind: sandbox.ProgressStep, Phase: sandbox.BuildPhase(stages[st.stage].label(st.stage), st.num),
 			Step: st.num, Steps: len(stages[st.stage].instrs), Instruction: stepInstruction(line)})

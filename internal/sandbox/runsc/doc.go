@@ -203,8 +203,9 @@
 // steps took 3.7 s with it and 1.2 s without, the traced two-stage fixture
 // of the plugin's benchmark 3.6 s and 1.75 s. --hooks-dir (traced builds
 // with Config.StepHook) gives every RUN step's sandbox the poststop hook
-// that snapshots its rootfs for the trace (snapshot.go), and keeps the
-// host's hook directories out of the build;
+// that snapshots the rootfs of a step of another stage than the target's
+// for the trace (snapshot.go), and keeps the host's hook directories out
+// of the build;
 // --format=docker
 // keeps HEALTHCHECK; --pull=false pulls a base image only when the private
 // store lacks it; --cgroup-parent makes the steps' sandboxes use the
@@ -341,10 +342,11 @@
 // for a build step, the start's args, resolved in the stage's image with
 // the default PATH. Every exec of a file that is not ELF gets Event.Interp,
 // its shebang's interpreter (blind spot 1), read host-side: for the boot
-// from its working container; for a build step from its snapshot, a
-// hard-link copy of its rootfs taken by the step's poststop hook once it
-// exited, before buildah went on (snapshot.go). A step without a snapshot
-// (no Config.StepHook, or the hook failed) reads from the image of its
+// from its working container; for a step of a stage other than the
+// target's from its snapshot, a hard-link copy of its rootfs taken by the
+// step's poststop hook once it exited, before buildah went on
+// (snapshot.go). A step without a snapshot (one of the target's stage, or
+// no Config.StepHook, or a failed hook) reads from the image of its
 // stage once the build is over (the committed layer of the stage's last
 // step, mounted as a working container while the boot runs), which is the
 // image after the stage, not the step's own rootfs: a script that a later

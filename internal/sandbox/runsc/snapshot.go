@@ -36,6 +36,17 @@ import (
 // A hard link shares the inode: a later step that rewrites a file in place
 // (rather than replacing it) changes the snapshot's copy too. Files that a
 // later step deletes or replaces keep their state after the step.
+//
+// Only the steps of stages other than the target's are snapshotted: the
+// target's steps are read from the target's image, which the build commits
+// anyway (as before snapshots existed), and a snapshot costs a few
+// microseconds per file of the tree. The build tells the hook through a
+// marker file in the snapshot directory, which it creates when buildah's
+// output starts a step of another stage and removes when it starts one of
+// the target's. buildah prints a step's header before it starts the step's
+// sandbox, and the hook runs after that sandbox exits; were the marker ever
+// late, a step would only be read from its stage's image instead, or
+// snapshotted needlessly.
 
 // stepHookDir is the hooks directory (buildah --hooks-dir) of a traced
 // build, in its private buildah directory; stepSnapshotDir holds the
@@ -43,6 +54,9 @@ import (
 const (
 	stepHookDir     = "hooks"
 	stepSnapshotDir = "snap"
+	// stepSnapshotWanted is the marker file that asks the hook for a
+	// snapshot. It cannot name a snapshot (see reSnapshotName).
+	stepSnapshotWanted = ".wanted"
 	// stepHookTimeout bounds one hook run, in seconds: runsc kills it
 	// after that, and the step keeps no snapshot.
 	stepHookTimeout = 120
@@ -94,6 +108,22 @@ func writeStepHook(dir string, hook []string, store, into string) error {
 	return nil
 }
 
+// wantSnapshots creates the marker that asks the hook to snapshot the steps
+// that follow in into, or removes it.
+func wantSnapshots(into string, want bool) error {
+	marker := filepath.Join(into, stepSnapshotWanted)
+	if !want {
+		if err := os.Remove(marker); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("clearing the step snapshot marker: %w", err)
+		}
+		return nil
+	}
+	if err := os.WriteFile(marker, nil, 0o600); err != nil {
+		return fmt.Errorf("setting the step snapshot marker: %w", err)
+	}
+	return nil
+}
+
 // stepSnapshot returns the root of container's snapshot in into, or ""
 // when it has none (the hook did not run, or failed).
 func stepSnapshot(into, container string) string {
@@ -111,7 +141,8 @@ func stepSnapshot(into, container string) string {
 // snapshots above): args are its flags (--store, the private store's
 // graphroot; --into, the snapshot directory) and stdin is the container
 // state that runsc passes to hooks. It snapshots the step's rootfs into
-// <into>/<container ID>, complete or not at all. A program that
+// <into>/<container ID>, complete or not at all, when the build asked for
+// it (the marker file in into), and does nothing otherwise. A program that
 // Config.StepHook names calls it with the arguments that follow the
 // configured ones, and exits non-zero when it returns an error.
 func RunStepHook(args []string, stdin io.Reader) error {
@@ -124,6 +155,9 @@ func RunStepHook(args []string, stdin io.Reader) error {
 	}
 	if !filepath.IsAbs(*store) || !filepath.IsAbs(*into) || fl.NArg() != 0 {
 		return errors.New("step hook: want --store DIR --into DIR, both absolute, and nothing else")
+	}
+	if _, err := os.Lstat(filepath.Join(*into, stepSnapshotWanted)); errors.Is(err, fs.ErrNotExist) {
+		return nil
 	}
 	var state struct {
 		ID     string `json:"id"`

@@ -137,6 +137,16 @@ func TestRunStepHook(t *testing.T) {
 	}
 	store, into, bundle := hookFixture(t)
 	args := []string{"--store", store, "--into", into}
+	// Not asked for (a step of the target's stage): nothing.
+	if err := RunStepHook(args, hookState("buildah-buildah41", bundle)); err != nil {
+		t.Fatal(err)
+	}
+	if got := stepSnapshot(into, "buildah-buildah41"); got != "" {
+		t.Errorf("snapshot %s taken without the marker", got)
+	}
+	if err := wantSnapshots(into, true); err != nil {
+		t.Fatal(err)
+	}
 	if err := RunStepHook(args, hookState("buildah-buildah42", bundle)); err != nil {
 		t.Fatal(err)
 	}
@@ -148,8 +158,8 @@ func TestRunStepHook(t *testing.T) {
 	if diff := cmp.Diff(treeOf(t, layer, layer), treeOf(t, snap, layer)); diff != "" {
 		t.Errorf("snapshot (-want +got):\n%s", diff)
 	}
-	if entries, _ := os.ReadDir(into); len(entries) != 1 {
-		t.Errorf("snapshot directory holds %d entries, want only the snapshot", len(entries))
+	if entries, _ := os.ReadDir(into); len(entries) != 2 {
+		t.Errorf("snapshot directory holds %d entries, want only the marker and the snapshot", len(entries))
 	}
 	if got := stepSnapshot(into, "buildah-buildah43"); got != "" {
 		t.Errorf("snapshot of a container the hook never saw: %q", got)
@@ -187,7 +197,16 @@ func TestRunStepHook(t *testing.T) {
 			}
 		})
 	}
-	if entries, _ := os.ReadDir(into); len(entries) != 1 {
-		t.Errorf("snapshot directory holds %d entries after refusals, want 1", len(entries))
+	if entries, _ := os.ReadDir(into); len(entries) != 2 {
+		t.Errorf("snapshot directory holds %d entries after refusals, want 2", len(entries))
+	}
+	if err := wantSnapshots(into, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := wantSnapshots(into, false); err != nil {
+		t.Errorf("clearing the marker twice: %v", err)
+	}
+	if err := RunStepHook(args, hookState("buildah-buildah44", bundle)); err != nil || stepSnapshot(into, "buildah-buildah44") != "" {
+		t.Errorf("after the marker was cleared: %v, snapshot %q; want none", err, stepSnapshot(into, "buildah-buildah44"))
 	}
 }
