@@ -179,6 +179,22 @@ func buildRequest(ws string, m map[string]string, targets ...string) sandbox.Spa
 	}
 }
 
+// spawnTraced runs req on b and fails the test unless the build and boot
+// succeeded with a complete trace.
+func spawnTraced(ctx context.Context, t *testing.T, b *Backend, req sandbox.SpawnRequest) sandbox.Result {
+	t.Helper()
+	res, err := b.Spawn(ctx, req)
+	logResult(t, res)
+	if err != nil {
+		t.Fatalf("Spawn: %v", err)
+	}
+	if res.ExitCode != 0 || !res.TraceComplete {
+		dumpTrace(t, res.Trace)
+		t.Fatalf("exit %d, trace complete %v (%v); want 0 and true; phases %+v", res.ExitCode, res.TraceComplete, res.TraceGaps, res.Phases)
+	}
+	return res
+}
+
 func phaseNames(ps []sandbox.PhaseResult) []string {
 	var names []string
 	for _, p := range ps {
@@ -226,16 +242,8 @@ func TestBuildTwoStage(t *testing.T) {
 		defer mu.Unlock()
 		reports = append(reports, p)
 	})
-	res, err := b.Spawn(ctx, buildRequest(ws, m, ""))
+	res := spawnTraced(ctx, t, b, buildRequest(ws, m, ""))
 	checkProgress(t, reports)
-	logResult(t, res)
-	if err != nil {
-		t.Fatalf("Spawn: %v", err)
-	}
-	if res.ExitCode != 0 || !res.TraceComplete {
-		dumpTrace(t, res.Trace)
-		t.Fatalf("exit %d, trace complete %v; want 0 and true; phases %+v", res.ExitCode, res.TraceComplete, res.Phases)
-	}
 	if diff := cmp.Diff([]string{"pull:node:22", "pull:node:22-slim", "build:builder:step 2", "build:1", "boot"}, phaseNames(res.Phases)); diff != "" {
 		t.Errorf("phases (-want +got):\n%s", diff)
 	}
@@ -320,15 +328,7 @@ func TestBuildDistroless(t *testing.T) {
 		"Dockerfile": "FROM gcr.io/distroless/nodejs22-debian13\nWORKDIR /app\nCOPY server.js ./\nCMD [\"server.js\"]\n",
 		"server.js":  "require('child_process').execSync('echo hi');\n" + listeningServer,
 	})
-	res, err := b.Spawn(t.Context(), buildRequest(ws, m, ""))
-	logResult(t, res)
-	if err != nil {
-		t.Fatalf("Spawn: %v", err)
-	}
-	if res.ExitCode != 0 || !res.TraceComplete {
-		dumpTrace(t, res.Trace)
-		t.Fatalf("exit %d, trace complete %v; want 0 and true; phases %+v", res.ExitCode, res.TraceComplete, res.Phases)
-	}
+	res := spawnTraced(t.Context(), t, b, buildRequest(ws, m, ""))
 	if diff := cmp.Diff([]string{"pull:gcr.io/distroless/nodejs22-debian13", "build:0", "boot"}, phaseNames(res.Phases)); diff != "" {
 		t.Errorf("phases (-want +got):\n%s", diff)
 	}
@@ -387,15 +387,7 @@ func TestBuildStepSnapshots(t *testing.T) {
 		b := newBackend(t, cfg)
 		req := buildRequest(ws, m, "")
 		req.Build.Boot = false
-		res, err := b.Spawn(t.Context(), req)
-		logResult(t, res)
-		if err != nil {
-			t.Fatalf("Spawn: %v", err)
-		}
-		if res.ExitCode != 0 || !res.TraceComplete {
-			dumpTrace(t, res.Trace)
-			t.Fatalf("exit %d, trace complete %v (%v); want 0 and true", res.ExitCode, res.TraceComplete, res.TraceGaps)
-		}
+		res := spawnTraced(t.Context(), t, b, req)
 		for _, e := range res.Trace {
 			if e.Phase != "build:builder:step 4" {
 				continue
