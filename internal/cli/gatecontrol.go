@@ -158,18 +158,20 @@ func runServe(ctx context.Context, g *globals, f *serveFlags) error {
 	// The backend's defaults are the caps; gate-control fills every
 	// request's limits from them anyway.
 	f.runsc.Limits = f.cfg.MaxLimits
-	// Traced builds snapshot each step through this same executable.
-	if exe, err := os.Executable(); err == nil {
-		f.runsc.StepHook = append([]string{exe}, stepHookArgs...)
-	}
-	if err := f.runsc.Validate(); err != nil {
-		return &ExitError{Code: ExitUsage, Err: err}
-	}
 	level := slog.LevelInfo
 	if g.verbose {
 		level = slog.LevelDebug
 	}
 	logger := slog.New(slog.NewTextHandler(g.stderr, &slog.HandlerOptions{Level: level}))
+	// Traced builds snapshot each step through this same executable.
+	if exe, err := os.Executable(); err == nil {
+		f.runsc.StepHook = append([]string{exe}, stepHookArgs...)
+	} else {
+		logger.Warn("no step hook: traced builds with a builder stage commit a layer per step", "err", err)
+	}
+	if err := f.runsc.Validate(); err != nil {
+		return &ExitError{Code: ExitUsage, Err: err}
+	}
 	backend, err := runsc.New(f.runsc)
 	if err != nil {
 		return err

@@ -7,6 +7,7 @@ import (
 	"path"
 	"sort"
 	"strings"
+	"syscall"
 )
 
 // shellNames are the basenames that are a shell.
@@ -302,9 +303,15 @@ func firstNonEmpty(a, b string) string {
 	return b
 }
 
+// HeadBytes is how much of a file RootfsInterpreters reads: its ELF magic
+// or its shebang line, cut there.
+const HeadBytes = 256
+
 // RootfsInterpreters reads interpreters from a root filesystem on the
 // host. Lookups stay inside dir (os.Root refuses symlinks that escape it),
-// since the rootfs is built from untrusted image layers.
+// since the rootfs is built from untrusted image layers. Only a regular
+// file is read (opened without blocking: a FIFO put where a script was
+// reads as unknown, and does not hang the reader).
 func RootfsInterpreters(dir string) Interpreters {
 	return func(binary string) (string, bool, bool) {
 		root, err := os.OpenRoot(dir)
@@ -312,12 +319,15 @@ func RootfsInterpreters(dir string) Interpreters {
 			return "", false, false
 		}
 		defer root.Close()
-		f, err := root.Open(strings.TrimPrefix(path.Clean("/"+binary), "/"))
+		f, err := root.OpenFile(strings.TrimPrefix(path.Clean("/"+binary), "/"), os.O_RDONLY|syscall.O_NONBLOCK, 0)
 		if err != nil {
 			return "", false, false
 		}
 		defer f.Close()
-		head := make([]byte, 256)
+		if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+			return "", false, false
+		}
+		head := make([]byte, HeadBytes)
 		n, _ := io.ReadFull(f, head)
 		head = head[:n]
 		switch {

@@ -3,6 +3,7 @@ package trace
 import (
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -118,6 +119,10 @@ func TestRootfsInterpreters(t *testing.T) {
 	if err := os.Symlink("/etc/shadow", filepath.Join(dir, "app/escape")); err != nil {
 		t.Fatal(err)
 	}
+	// A FIFO where a script was: opening it must not wait for a writer.
+	if err := syscall.Mkfifo(filepath.Join(dir, "app/fifo"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	in := RootfsInterpreters(dir)
 	type res struct {
 		Interp     string
@@ -129,6 +134,8 @@ func TestRootfsInterpreters(t *testing.T) {
 		"/app/cli.js":                         {"node", true, true},
 		"/bin/node":                           {"", false, true},
 		"/app/escape":                         {"", false, false},
+		"/app/fifo":                           {"", false, false},
+		"/app":                                {"", false, false},
 		"/missing":                            {"", false, false},
 		"/../../etc/passwd":                   {"", false, false},
 	} {

@@ -38,12 +38,13 @@ type ranStep struct {
 //     shebang's interpreter read host-side (blind spot 1): for the boot from
 //     the working container it ran in; for a step of a stage other than
 //     the target's from the step's snapshot (snapshot.go), its rootfs
-//     right after it ran. A step with no snapshot (the target's stage, no
-//     Config.StepHook, or a failed hook) reads from the image of its stage
-//     after the build, mounted now: the image after the stage's last step,
-//     where a script that a later step deleted or rewrote reads as unknown
-//     or as its later self, and, for a stage built without --layers, no
-//     image at all. A file that cannot be read gets
+//     right after it ran, and from nothing when it has none (its hook
+//     failed, the tree was too big, or the marker was late: see
+//     snapshotNotes). A step of the target's stage, and every step when
+//     there is no Config.StepHook, reads from the image of its stage after
+//     the build, mounted now: the image after the stage's last step, where
+//     a script that a later step deleted or rewrote reads as unknown or as
+//     its later self. A file that cannot be read gets
 //     trace.InterpUnknown. resolve false (the spawn was stopped) mounts
 //     nothing, so those build interpreters are unknown.
 //   - Errnos. An exec attempt that failed gets the errno read from the
@@ -112,6 +113,7 @@ func (br *buildRun) attribute(ctx context.Context, coll *seccheck.Collection, bo
 			complete = false
 		}
 	}
+	br.stepOf = steps
 	for i := range events {
 		e := &events[i]
 		if rs, ok := steps[e.Container]; ok {
@@ -144,6 +146,12 @@ func (br *buildRun) attribute(ctx context.Context, coll *seccheck.Collection, bo
 		}
 		if snap := stepSnapshot(br.snaps, container); snap != "" {
 			return snap
+		}
+		if br.snaps != "" && rs.s.stage != rs.tr.stage {
+			// A step meant to be snapshotted is not read from an image:
+			// its stage was not committed, or the image shows what later
+			// steps left. Unknown, rather than wrong.
+			return ""
 		}
 		return fsys.rootfs(ctx, rs.tr.log.image[rs.s.stage])
 	}
@@ -204,6 +212,23 @@ func (br *buildRun) attribute(ctx context.Context, coll *seccheck.Collection, bo
 	return out, complete
 }
 
+// snapshotNotes says, for each phase of a step that the trace meant to read
+// from a snapshot and that has none, why: what its hook left
+// (missingSnapshot). attribute must have run.
+func (br *buildRun) snapshotNotes() map[string]string {
+	notes := map[string]string{}
+	if br.snaps == "" {
+		return notes
+	}
+	for c, rs := range br.stepOf {
+		if rs.s.stage == rs.tr.stage || stepSnapshot(br.snaps, c) != "" {
+			continue
+		}
+		notes[sandbox.BuildPhase(rs.tr.log.stages[rs.s.stage].label(rs.s.stage), rs.s.num)] = missingSnapshot(br.snaps, c)
+	}
+	return notes
+}
+
 // imageMounts mounts the images that build steps' files are read from,
 // once each, as working containers of the private store (removed with it).
 type imageMounts struct {
@@ -235,8 +260,9 @@ func (m *imageMounts) rootfs(ctx context.Context, image string) string {
 }
 
 // premount mounts, in the background, the images that attribute will read
-// build steps' files from: without step snapshots, the image of each stage
-// in which a RUN step ran, except boot (the boot's image, mounted already). The boot calls it once
+// build steps' files from: the image of each stage in which a RUN step ran
+// and that is not snapshotted, except boot (the boot's image, mounted
+// already). The boot calls it once
 // its own working container is mounted, so that these copies (vfs copies
 // whole images) overlap the boot instead of following it. attribute waits
 // for it. The goroutine ends when its mounts are done; ctx bounds them.
@@ -244,12 +270,10 @@ func (br *buildRun) premount(ctx context.Context, boot string) {
 	seen := map[string]bool{boot: true}
 	var images []string
 	for _, tr := range br.targets {
-		if br.snaps != "" {
-			// Steps are read from their snapshots; attribute mounts an
-			// image only for a step whose snapshot is missing.
-			break
-		}
 		for _, s := range tr.log.ran() {
+			if br.snaps != "" && s.stage != tr.stage {
+				continue // read from its snapshot
+			}
 			img := tr.log.image[s.stage]
 			if img == "" || seen[img] || strings.HasPrefix(boot, img) {
 				continue

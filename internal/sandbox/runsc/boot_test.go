@@ -315,3 +315,55 @@ func TestNeedsLayers(t *testing.T) {
 		}
 	}
 }
+
+// TestBudArgsLayersAndHook checks the flags that decide what a build
+// commits: a traced build with a step hook gives --hooks-dir and builds its
+// builder stage without --layers; without the hook it needs --layers; an
+// untraced build needs neither.
+func TestBudArgsLayersAndHook(t *testing.T) {
+	stages, err := parseStages([]byte("FROM node:22 AS b\nRUN npm ci\nFROM gcr.io/distroless/nodejs22-debian13\nCOPY --from=b /x /x\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	newRun := func(traced bool, snaps string) *buildRun {
+		br := &buildRun{
+			b:     &Backend{cfg: Config{Runsc: "/runsc", Platform: PlatformSystrap, NoCgroups: true}},
+			bh:    &buildah{dir: "/b"},
+			sp:    &spawnDir{id: "cg-x"},
+			plan:  buildPlan{workspace: "/ws", stages: stages, targets: []string{""}},
+			df:    "/b/Dockerfile",
+			snaps: snaps,
+		}
+		if traced {
+			br.tr = &tracer{config: "/t/pod-init.json"}
+		}
+		return br
+	}
+	cases := []struct {
+		name          string
+		br            *buildRun
+		layers, hooks bool
+	}{
+		{"traced, step hook", newRun(true, "/b/snap"), false, true},
+		{"traced, no step hook", newRun(true, ""), true, false},
+		{"untraced", newRun(false, ""), false, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			args := tc.br.budArgs("", "localhost/x")
+			if got := slices.Contains(args, "--layers"); got != tc.layers {
+				t.Errorf("--layers in %q: %v, want %v", args, got, tc.layers)
+			}
+			if got := slices.Contains(args, "--layers=false"); got == tc.layers {
+				t.Errorf("--layers=false in %q: %v, want %v", args, got, !tc.layers)
+			}
+			i := slices.Index(args, "--hooks-dir")
+			if got := i >= 0; got != tc.hooks {
+				t.Fatalf("--hooks-dir in %q: %v, want %v", args, got, tc.hooks)
+			}
+			if tc.hooks && args[i+1] != "/b/"+stepHookDir {
+				t.Errorf("--hooks-dir %q, want /b/%s", args[i+1], stepHookDir)
+			}
+		})
+	}
+}

@@ -167,6 +167,9 @@ type buildRun struct {
 	// snaps is the directory of the step snapshots (snapshot.go); "" when
 	// the build takes none.
 	snaps string
+	// stepOf maps each build container of the trace to its step; attribute
+	// sets it.
+	stepOf map[string]ranStep
 	// rep reports the spawn's progress.
 	rep *reporter
 }
@@ -350,6 +353,12 @@ func (b *Backend) spawnBuild(ctx context.Context, req sandbox.SpawnRequest) (san
 			res.TraceGaps = append(res.TraceGaps, "the build spawn was stopped before it finished")
 		}
 		res.TraceComplete = res.TraceComplete && len(res.TraceGaps) == 0
+		notes := br.snapshotNotes()
+		for i := range res.Phases {
+			if note, ok := notes[res.Phases[i].Name]; ok {
+				res.Phases[i].OutputTail += "codegenie: the trace cannot read this step's files: " + note + "\n"
+			}
+		}
 	}
 	res.Duration = time.Since(res.Started)
 	for i := range res.Phases {
@@ -452,16 +461,9 @@ func (br *buildRun) buildTarget(ctx context.Context, n int, target string) (*tar
 	}
 	tr := &targetRun{target: target, stage: idx, log: newBuildLog(br.plan.stages, idx)}
 	br.rep.report(sandbox.Progress{Kind: sandbox.ProgressPhase, Phase: name})
-	wanted := false
+	mark := snapshotMarker{into: br.snaps}
 	tr.log.onStep = func(st *step, line string) {
-		if br.snaps != "" && (st.stage != idx) != wanted {
-			// Snapshots for the steps of other stages only (snapshot.go).
-			// Were the marker not set, the trace would read those steps
-			// from their stages' images; that is all.
-			if err := wantSnapshots(br.snaps, st.stage != idx); err == nil {
-				wanted = st.stage != idx
-			}
-		}
+		mark.step(st.stage != idx)
 		stages := br.plan.stages
 		br.rep.report(sandbox.Progress{Kind: sandbox.ProgressStep, Phase: sandbox.BuildPhase(stages[st.stage].label(st.stage), st.num),
 			Step: st.num, Steps: len(stages[st.stage].instrs), Instruction: stepInstruction(line)})

@@ -362,7 +362,8 @@ func TestBuildDistroless(t *testing.T) {
 
 // stepScriptsDockerfile runs a builder script that a later step deletes,
 // and tries one that a later step creates: only the step's own rootfs
-// tells the script's interpreter and the attempt's ENOENT.
+// tells the script's interpreter and the attempt's ENOENT. The final stage
+// runs a script of its own, read from the final image.
 const stepScriptsDockerfile = `FROM node:22 AS builder
 WORKDIR /src
 RUN printf '#!/bin/sh\necho built > /src/out\n' > build.sh && chmod +x build.sh
@@ -371,6 +372,7 @@ RUN rm build.sh && printf '#!/bin/sh\n' > later.sh && chmod +x later.sh
 
 FROM node:22-slim
 COPY --from=builder /src/out /out
+RUN printf '#!/bin/sh\n' > /final.sh && chmod +x /final.sh && /final.sh
 CMD ["node", "-e", "setTimeout(() => {}, 60000)"]
 `
 
@@ -383,39 +385,62 @@ CMD ["node", "-e", "setTimeout(() => {}, 60000)"]
 func TestBuildStepSnapshots(t *testing.T) {
 	m := mirrors(t)
 	ws := workspace(t, map[string]string{"Dockerfile": stepScriptsDockerfile})
-	run := func(t *testing.T, cfg Config) (script, later trace.Event) {
+	run := func(t *testing.T, cfg Config) (script, later trace.Event, phases []sandbox.PhaseResult) {
+		t.Helper()
 		b := newBackend(t, cfg)
 		req := buildRequest(ws, m, "")
 		req.Build.Boot = false
 		res := spawnTraced(t.Context(), t, b, req)
+		final := trace.Event{}
 		for _, e := range res.Trace {
-			if e.Phase != "build:builder:step 4" {
-				continue
-			}
 			switch {
+			case e.Phase == "build:1:step 3" && e.Kind == trace.KindExec && e.Binary == "/final.sh":
+				final = e
+			case e.Phase != "build:builder:step 4":
 			case e.Kind == trace.KindExec && e.Binary == "/src/build.sh":
 				script = e
 			case e.Kind == trace.KindExecAttempt && e.Execfn == "./later.sh":
 				later = e
 			}
 		}
+		if final.Interp != "/bin/sh" {
+			dumpTrace(t, res.Trace)
+			t.Errorf("the final stage's /final.sh: %+v; want interpreter /bin/sh, from the final image", final)
+		}
+
 		if script.Binary == "" || later.Execfn == "" {
 			dumpTrace(t, res.Trace)
 			t.Fatalf("no exec of /src/build.sh or attempt of ./later.sh in build:builder:step 4")
 		}
-		return script, later
+		return script, later, res.Phases
+	}
+	says := func(phases []sandbox.PhaseResult) string {
+		return phase(phases, "build:builder:step 4").OutputTail
 	}
 	t.Run("snapshots", func(t *testing.T) {
-		script, later := run(t, Config{})
+		script, later, phases := run(t, Config{})
 		if script.Interp != "/bin/sh" {
 			t.Errorf("build.sh's interpreter %q; want /bin/sh, read from the step's snapshot", script.Interp)
 		}
 		if later.Errno != "ENOENT" {
 			t.Errorf("attempt of ./later.sh: errno %q; want ENOENT: it did not exist yet", later.Errno)
 		}
+		if out := says(phases); strings.Contains(out, "cannot read") {
+			t.Errorf("builder step's output says: %s", out)
+		}
+	})
+	t.Run("hook fails", func(t *testing.T) {
+		// Unknown, not the stage's image, and the step's output says why.
+		script, later, phases := run(t, Config{StepHook: []string{"/bin/false"}})
+		if script.Interp != trace.InterpUnknown || later.Errno != "" {
+			t.Errorf("build.sh's interpreter %q, later.sh's errno %q; want unknown and none", script.Interp, later.Errno)
+		}
+		if out := says(phases); !strings.Contains(out, "codegenie: the trace cannot read this step's files: the step hook left no snapshot") {
+			t.Errorf("builder step's output does not say why its files are unknown:\n%s", out)
+		}
 	})
 	t.Run("no hook", func(t *testing.T) {
-		script, later := run(t, Config{StepHook: []string{}})
+		script, later, _ := run(t, Config{StepHook: []string{}})
 		if script.Interp != trace.InterpUnknown {
 			t.Errorf("build.sh's interpreter %q; want unknown: the stage's image lacks it", script.Interp)
 		}

@@ -343,18 +343,17 @@
 // the default PATH. Every exec of a file that is not ELF gets Event.Interp,
 // its shebang's interpreter (blind spot 1), read host-side: for the boot
 // from its working container; for a step of a stage other than the
-// target's from its snapshot, a hard-link copy of its rootfs taken by the
-// step's poststop hook once it exited, before buildah went on
-// (snapshot.go). A step without a snapshot (one of the target's stage, or
-// no Config.StepHook, or a failed hook) reads from the image of its
-// stage once the build is over (the committed layer of the stage's last
-// step, mounted as a working container while the boot runs), which is the
-// image after the stage, not the step's own rootfs: a script that a later
-// step deleted or rewrote reads as unknown or as its later self, and a
-// stage that was not committed reads as unknown. A hard link shares its
-// inode, so a later step that rewrites a file in place, or changes its
-// mode, changes the snapshot too. A file that cannot be read gets
-// trace.InterpUnknown. The
+// target's from its snapshot, a copy of what the trace reads of its rootfs
+// (the tree, with the heads of executables; other files hard-linked) that
+// the step's poststop hook took once it exited, before buildah went on
+// (snapshot.go). Such a step without a snapshot (its hook failed) reads as
+// unknown, and its phase's output says why. A step of the target's stage,
+// and every step when there is no Config.StepHook, reads from the image
+// of its stage once the build is over (the committed layer of the stage's
+// last step, mounted as a working container while the boot runs), which
+// is the image after the stage, not the step's own rootfs: a script that a
+// later step deleted or rewrote reads as unknown or as its later self. A
+// file that cannot be read gets trace.InterpUnknown. The
 // trace is complete only when the collection is (no drop, every connection
 // clean, every init's exit seen), the phases are all accounted for, and
 // neither the spawn nor a build was stopped. More than

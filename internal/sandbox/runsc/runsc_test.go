@@ -37,11 +37,11 @@ func stateDir(t testing.TB) string {
 	return dir
 }
 
-// newBackend makes a Backend for the test, or skips it when runsc cannot
-// run here. On the CI machines (root, scripts/setup.sh) it never skips.
 // testStepHookArgs run this test binary as the step hook.
 var testStepHookArgs = []string{"gate-control", "step-hook"}
 
+// newBackend makes a Backend for the test, or skips it when runsc cannot
+// run here. On the CI machines (root, scripts/setup.sh) it never skips.
 func newBackend(t testing.TB, cfg Config) *Backend {
 	t.Helper()
 	if cfg.StateDir == "" {

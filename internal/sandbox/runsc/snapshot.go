@@ -10,9 +10,13 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
+	"strings"
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/codegenie/codegenie/internal/trace"
 )
 
 // Step snapshots.
@@ -26,16 +30,21 @@ import (
 //
 // So each RUN step's sandbox gets an OCI poststop hook. runsc runs it
 // during `runsc delete`, which buildah waits for before it goes on: the
-// step has exited, and nothing has changed its rootfs yet. The hook
-// (RunStepHook, in a program that Config.StepHook names) finds the working
-// container's layer directory in the private store and copies the tree
-// into <into>/<container ID> as hard links, which costs a directory entry
-// per file and no data. The trace then reads each step's files from its
-// own snapshot, as they were right after that step.
+// step has exited, its sandbox is gone, and nothing has changed its rootfs
+// yet. The hook (RunStepHook, in a program that Config.StepHook names)
+// finds the working container's layer directory in the private store and
+// copies what the trace reads of the tree into <into>/<container ID>: every
+// directory, symlink and special file, with its mode and owner; of every
+// executable regular file a new file with its first trace.HeadBytes bytes
+// (its ELF magic or shebang); and every other regular file as a hard link,
+// which costs no inode and no data. The trace then reads each step's files
+// from its own snapshot, as they were right after that step.
 //
-// A hard link shares the inode: a later step that rewrites a file in place
-// (rather than replacing it) changes the snapshot's copy too. Files that a
-// later step deletes or replaces keep their state after the step.
+// A hard link shares its inode: a later step's chmod or chown of a file
+// that was not executable shows in the snapshot too (its content is never
+// read), and its data stays on the spawn's disk until the build ends even
+// when a later step deletes it (with --layers, every step kept a copy of
+// the whole tree).
 //
 // Only the steps of stages other than the target's are snapshotted: the
 // target's steps are read from the target's image, which the build commits
@@ -60,8 +69,10 @@ const (
 	// stepHookTimeout bounds one hook run, in seconds: runsc kills it
 	// after that, and the step keeps no snapshot.
 	stepHookTimeout = 120
-	// maxSnapshotEntries bounds the tree a hook copies.
+	// maxSnapshotEntries bounds the tree a hook copies, by default.
 	maxSnapshotEntries = 4 << 20
+	// maxHookError bounds the error a failed hook leaves for the build.
+	maxHookError = 1 << 10
 	// maxHookState and maxBundleConfig bound what the hook reads.
 	maxHookState    = 64 << 10
 	maxBundleConfig = 16 << 20
@@ -70,6 +81,14 @@ const (
 // reSnapshotName is a container ID that names a snapshot: runsc's IDs, as
 // buildah makes them ("buildah-buildah123").
 var reSnapshotName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$`)
+
+// The step hook's refusals.
+var (
+	errHookUsage      = errors.New("want --store DIR --into DIR [--max-entries N], both directories absolute, and nothing else")
+	errHookState      = errors.New("not a container state from runsc")
+	errNotLayer       = errors.New("the step's rootfs is no layer of the store")
+	errSnapshotTooBig = errors.New("too many entries")
+)
 
 // writeStepHook writes the hooks directory of a traced build: one poststop
 // hook that runs hook (the program and its leading arguments) to snapshot
@@ -94,7 +113,7 @@ func writeStepHook(dir string, hook []string, store, into string) error {
 		Stages  []string       `json:"stages"`
 	}{
 		Version: "1.0.0",
-		Hook:    ociHook{Path: hook[0], Args: append(append([]string{}, hook...), "--store", store, "--into", into), Timeout: &timeout},
+		Hook:    ociHook{Path: hook[0], Args: append(slices.Clone(hook), "--store", store, "--into", into), Timeout: &timeout},
 		When:    map[string]any{"always": true},
 		Stages:  []string{"poststop"},
 	}
@@ -106,6 +125,26 @@ func writeStepHook(dir string, hook []string, store, into string) error {
 		return fmt.Errorf("writing the step hook: %w", err)
 	}
 	return nil
+}
+
+// snapshotMarker keeps the marker in into (none when "") in step with the
+// build's steps, from buildah's step headers. One goroutine uses it.
+type snapshotMarker struct {
+	into   string
+	wanted bool
+}
+
+// step is called at each step's header: other is whether the step is of a
+// stage other than the target's. A marker that cannot be set leaves those
+// steps without snapshots: the trace then cannot read their files, and
+// says so.
+func (m *snapshotMarker) step(other bool) {
+	if m.into == "" || other == m.wanted {
+		return
+	}
+	if err := wantSnapshots(m.into, other); err == nil {
+		m.wanted = other
+	}
 }
 
 // wantSnapshots creates the marker that asks the hook to snapshot the steps
@@ -137,6 +176,25 @@ func stepSnapshot(into, container string) string {
 	return dir
 }
 
+// missingSnapshot says why container has no snapshot in into: the error
+// its hook left, else that none ran.
+func missingSnapshot(into, container string) string {
+	const none = "the step hook left no snapshot of this step"
+	if !reSnapshotName.MatchString(container) {
+		return none
+	}
+	f, err := os.Open(filepath.Join(into, container+".err"))
+	if err != nil {
+		return none
+	}
+	defer f.Close()
+	b, _ := io.ReadAll(io.LimitReader(f, maxHookError))
+	if len(b) == 0 {
+		return none
+	}
+	return "the step hook failed: " + strings.ToValidUTF8(strings.TrimSpace(string(b)), "?")
+}
+
 // RunStepHook is the poststop hook of a traced build step (see Step
 // snapshots above): args are its flags (--store, the private store's
 // graphroot; --into, the snapshot directory) and stdin is the container
@@ -150,11 +208,12 @@ func RunStepHook(args []string, stdin io.Reader) error {
 	fl.SetOutput(io.Discard)
 	store := fl.String("store", "", "the private store's graphroot")
 	into := fl.String("into", "", "the snapshot directory")
+	limit := fl.Int("max-entries", maxSnapshotEntries, "the largest tree to copy")
 	if err := fl.Parse(args); err != nil {
-		return fmt.Errorf("step hook: %w", err)
+		return fmt.Errorf("step hook: %w: %w", errHookUsage, err)
 	}
-	if !filepath.IsAbs(*store) || !filepath.IsAbs(*into) || fl.NArg() != 0 {
-		return errors.New("step hook: want --store DIR --into DIR, both absolute, and nothing else")
+	if !filepath.IsAbs(*store) || !filepath.IsAbs(*into) || fl.NArg() != 0 || *limit < 1 {
+		return fmt.Errorf("step hook: %w", errHookUsage)
 	}
 	if _, err := os.Lstat(filepath.Join(*into, stepSnapshotWanted)); errors.Is(err, fs.ErrNotExist) {
 		return nil
@@ -164,31 +223,46 @@ func RunStepHook(args []string, stdin io.Reader) error {
 		Bundle string `json:"bundle"`
 	}
 	if err := json.NewDecoder(io.LimitReader(stdin, maxHookState)).Decode(&state); err != nil {
-		return fmt.Errorf("step hook: reading the container state: %w", err)
+		return fmt.Errorf("step hook: reading the container state: %w: %w", errHookState, err)
 	}
 	if !reSnapshotName.MatchString(state.ID) || !filepath.IsAbs(state.Bundle) {
-		return fmt.Errorf("step hook: container state names %q in %q: want a container ID and an absolute bundle", state.ID, state.Bundle)
+		return fmt.Errorf("step hook: %w: it names container %q in bundle %q", errHookState, state.ID, state.Bundle)
 	}
-	rootfs, err := bundleRootfs(state.Bundle)
+	err := snapshotStep(*store, *into, state.ID, state.Bundle, *limit)
 	if err != nil {
-		return fmt.Errorf("step hook: %w", err)
-	}
-	src, err := findLayer(filepath.Join(*store, "vfs", "dir"), rootfs)
-	if err != nil {
-		return fmt.Errorf("step hook: %w", err)
-	}
-	dst := filepath.Join(*into, state.ID)
-	tmp := dst + ".partial"
-	if err := os.RemoveAll(tmp); err != nil {
-		return fmt.Errorf("step hook: %w", err)
-	}
-	if err := snapshotTree(src, tmp); err != nil {
-		return fmt.Errorf("step hook: snapshotting %s: %w", state.ID, err)
-	}
-	if err := os.Rename(tmp, dst); err != nil {
+		// For the build to tell (missingSnapshot); the hook's own error
+		// goes only to runsc's log.
+		msg := err.Error()
+		if len(msg) > maxHookError {
+			msg = msg[:maxHookError]
+		}
+		_ = os.WriteFile(filepath.Join(*into, state.ID+".err"), []byte(msg), 0o600)
 		return fmt.Errorf("step hook: %w", err)
 	}
 	return nil
+}
+
+// snapshotStep snapshots the rootfs of container id, whose bundle is
+// bundle, into into/<id>: complete, or not at all.
+func snapshotStep(store, into, id, bundle string, limit int) error {
+	rootfs, err := bundleRootfs(bundle)
+	if err != nil {
+		return err
+	}
+	src, err := findLayer(filepath.Join(store, "vfs", "dir"), rootfs)
+	if err != nil {
+		return err
+	}
+	dst := filepath.Join(into, id)
+	tmp := dst + ".partial"
+	if err := os.RemoveAll(tmp); err != nil {
+		return err
+	}
+	if err := snapshotTree(src, tmp, limit); err != nil {
+		_ = os.RemoveAll(tmp)
+		return fmt.Errorf("snapshotting %s: %w", id, err)
+	}
+	return os.Rename(tmp, dst)
 }
 
 // bundleRootfs is the root filesystem that an OCI bundle's config.json
@@ -208,7 +282,7 @@ func bundleRootfs(bundle string) (string, error) {
 		return "", fmt.Errorf("reading the bundle's config.json: %w", err)
 	}
 	if spec.Root == nil || spec.Root.Path == "" {
-		return "", errors.New("the bundle's config.json names no root")
+		return "", fmt.Errorf("%w: the bundle's config.json names no root", errHookState)
 	}
 	p := spec.Root.Path
 	if !filepath.IsAbs(p) {
@@ -235,30 +309,39 @@ func findLayer(dir, rootfs string) (string, error) {
 			return p, nil
 		}
 	}
-	return "", fmt.Errorf("the step's rootfs %s is no layer of the store", rootfs)
+	return "", fmt.Errorf("%w: %s", errNotLayer, rootfs)
 }
 
-var errSnapshotTooBig = fmt.Errorf("more than %d entries", maxSnapshotEntries)
-
-// snapshotTree makes dst a copy of the tree at src: the same directories,
-// symlinks and special files, and every regular file a hard link to the
-// original (so src and dst must be on one filesystem mount). It follows no
-// symlink. Directories get src's permissions and owners once they are
-// filled.
-func snapshotTree(src, dst string) error {
+// snapshotTree makes dst a copy of what the trace reads of the tree at
+// src (see Step snapshots above; src and dst must be on one filesystem
+// mount): directories, symlinks and special files recreated with src's
+// modes and owners, an executable regular file's first trace.HeadBytes
+// bytes in a new file, and any other regular file hard-linked. It follows
+// no symlink, stays on src's filesystem, and copies at most limit entries.
+// Directories get their modes once they are filled. Modes are set
+// explicitly, whatever the umask.
+func snapshotTree(src, dst string, limit int) error {
 	type dir struct {
 		path string
 		mode fs.FileMode
 		st   *syscall.Stat_t
 	}
 	var dirs []dir
+	root, err := os.Lstat(src)
+	if err != nil {
+		return err
+	}
+	rootSt, ok := root.Sys().(*syscall.Stat_t)
+	if !ok || !root.IsDir() {
+		return fmt.Errorf("%s is not a directory", src)
+	}
 	n := 0
-	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+	err = filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		if n++; n > maxSnapshotEntries {
-			return errSnapshotTooBig
+		if n++; n > limit {
+			return fmt.Errorf("%w: more than %d", errSnapshotTooBig, limit)
 		}
 		rel, err := filepath.Rel(src, p)
 		if err != nil {
@@ -273,14 +356,27 @@ func snapshotTree(src, dst string) error {
 		if !ok {
 			return fmt.Errorf("%s: no stat", p)
 		}
-		switch mode := fi.Mode(); {
+		if st.Dev != rootSt.Dev {
+			// Another filesystem mounted inside the tree: not the step's.
+			if fi.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		mode := fi.Mode()
+		switch {
 		case mode.IsDir():
 			if err := os.Mkdir(target, 0o700); err != nil {
 				return err
 			}
 			dirs = append(dirs, dir{target, mode, st})
-		case mode.IsRegular():
+			return nil
+		case mode.IsRegular() && mode&0o111 == 0:
 			return os.Link(p, target)
+		case mode.IsRegular():
+			if err := copyHead(p, target, st); err != nil {
+				return err
+			}
 		case mode&fs.ModeSymlink != 0:
 			link, err := os.Readlink(p)
 			if err != nil {
@@ -296,22 +392,58 @@ func snapshotTree(src, dst string) error {
 			if err := unix.Mknod(target, st.Mode, int(st.Rdev)); err != nil {
 				return err
 			}
-			return os.Lchown(target, int(st.Uid), int(st.Gid))
 		}
-		return nil
+		return chownChmod(target, mode, st)
 	})
 	if err != nil {
 		return err
 	}
 	for i := len(dirs) - 1; i >= 0; i-- {
 		d := dirs[i]
-		if err := os.Lchown(d.path, int(d.st.Uid), int(d.st.Gid)); err != nil {
-			return err
-		}
-		// Chmod after chown: chown clears setuid and setgid bits.
-		if err := os.Chmod(d.path, d.mode.Perm()|d.mode&(fs.ModeSetuid|fs.ModeSetgid|fs.ModeSticky)); err != nil {
+		if err := chownChmod(d.path, d.mode, d.st); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// chownChmod gives target (no symlink) the owner and mode of st and mode,
+// chmod after chown, which clears setuid and setgid bits.
+func chownChmod(target string, mode fs.FileMode, st *syscall.Stat_t) error {
+	if err := os.Lchown(target, int(st.Uid), int(st.Gid)); err != nil {
+		return err
+	}
+	return os.Chmod(target, mode.Perm()|mode&(fs.ModeSetuid|fs.ModeSetgid|fs.ModeSticky))
+}
+
+// copyHead writes the first trace.HeadBytes bytes of the regular file p,
+// which st describes, to a new file target. p is opened without following
+// a symlink or blocking, and must still be the file that st describes.
+func copyHead(p, target string, st *syscall.Stat_t) error {
+	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if now, ok := fi.Sys().(*syscall.Stat_t); !ok || !fi.Mode().IsRegular() || now.Dev != st.Dev || now.Ino != st.Ino {
+		return fmt.Errorf("%s changed while it was copied", p)
+	}
+	head := make([]byte, trace.HeadBytes)
+	n, err := io.ReadFull(f, head)
+	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
+		return err
+	}
+	out, err := os.OpenFile(target, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := out.Write(head[:n]); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
 }
