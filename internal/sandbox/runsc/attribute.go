@@ -262,10 +262,10 @@ func (m *imageMounts) rootfs(ctx context.Context, image string) string {
 // premount mounts, in the background, the images that attribute will read
 // build steps' files from: the image of each stage in which a RUN step ran
 // and that is not snapshotted, except boot (the boot's image, mounted
-// already). The boot calls it once
-// its own working container is mounted, so that these copies (vfs copies
-// whole images) overlap the boot instead of following it. attribute waits
-// for it. The goroutine ends when its mounts are done; ctx bounds them.
+// already). The boot calls it once its own working container is mounted,
+// so that these copies (vfs copies whole images) overlap the boot instead
+// of following it. attribute waits for it. The goroutine ends when its
+// mounts are done; ctx bounds them.
 func (br *buildRun) premount(ctx context.Context, boot string) {
 	seen := map[string]bool{boot: true}
 	var images []string
