@@ -99,6 +99,15 @@ func Run(ctx context.Context, dir string, o Options) (*Migration, error) {
 		return nil, err
 	}
 	m.Timings.RecipeMS = msSince(start)
+	c, err := openCheckout(dir)
+	if err != nil {
+		return nil, err
+	}
+	_, err = c.places(m.Result.Files)
+	c.close()
+	if err != nil {
+		return nil, err
+	}
 	if m.Result.Refused() || o.NoGates {
 		return m, nil
 	}
@@ -148,8 +157,18 @@ func probePaths(user, checks []string) []string {
 // workspace makes a scratch copy of dir with the rewrite applied: files
 // are hard links where the filesystem allows (the sandbox reads the
 // workspace and never writes it), and the rewritten and generated files
-// are new files, so dir itself is never changed.
+// are new files at their resolved places, written through an os.Root on
+// the copy, so neither dir nor anything a link in it leads to is changed.
 func workspace(dir, scratch string, res *recipe.Result) (string, func(), error) {
+	c, err := openCheckout(dir)
+	if err != nil {
+		return "", nil, err
+	}
+	defer c.close()
+	places, err := c.places(res.Files)
+	if err != nil {
+		return "", nil, err
+	}
 	work, err := os.MkdirTemp(scratch, "codegenie-migrate-")
 	if err != nil {
 		return "", nil, err
@@ -170,7 +189,7 @@ func workspace(dir, scratch string, res *recipe.Result) (string, func(), error) 
 			if err != nil {
 				return err
 			}
-			return os.Symlink(l, dst)
+			return os.Symlink(c.relink(rel, l), dst)
 		case d.IsDir():
 			if rel == "." {
 				return nil
@@ -193,15 +212,7 @@ func workspace(dir, scratch string, res *recipe.Result) (string, func(), error) 
 		return os.WriteFile(dst, data, info.Mode().Perm())
 	})
 	if err == nil {
-		for _, f := range res.Files {
-			p := filepath.Join(work, filepath.FromSlash(f.Path))
-			if err = os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
-				break
-			}
-			if err = os.WriteFile(p, f.New, f.Mode); err != nil {
-				break
-			}
-		}
+		err = rewrite(work, places, res.Files)
 	}
 	if err != nil {
 		cleanup()
@@ -210,27 +221,55 @@ func workspace(dir, scratch string, res *recipe.Result) (string, func(), error) 
 	return work, cleanup, nil
 }
 
+// rewrite writes each file's new bytes at its place in the workspace,
+// after removing what is there (a hard link to the checkout's file).
+func rewrite(work string, places []string, files []recipe.File) error {
+	root, err := os.OpenRoot(work)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	for i, f := range files {
+		if err := root.Remove(places[i]); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		if err := root.WriteFile(places[i], f.New, f.Mode); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // ErrChanged is a file that changed on disk since the rewrite read it.
 var ErrChanged = errors.New("changed since the rewrite read it")
 
-// Write applies the rewrite to dir atomically: every file is written to a
-// temporary file beside it first, then all are renamed into place; a
-// failed rename puts back the files already renamed. A file that changed
-// since the rewrite read it (or a generated file that now exists) stops
-// the write before anything is replaced.
+// Write applies the rewrite to dir atomically, through an os.Root on it:
+// every file is written to a temporary file beside its resolved place
+// first, then all are renamed into place; a failed rename puts back the
+// files already renamed. A file whose place resolves outside dir is an
+// *EscapeError; a symlinked file is written through its target, which
+// keeps its mode and owner. A file that changed since the rewrite read it
+// (or a generated file that now exists) stops the write before anything
+// is replaced.
 func (m *Migration) Write(dir string) error {
-	type pending struct{ path, tmp string }
-	var done []pending
-	var staged []pending
+	c, err := openCheckout(dir)
+	if err != nil {
+		return err
+	}
+	defer c.close()
+	places, err := c.places(m.Result.Files)
+	if err != nil {
+		return err
+	}
+	var staged []string
 	fail := func(err error) error {
-		for _, p := range staged {
-			_ = os.Remove(p.tmp)
+		for _, tmp := range staged {
+			_ = c.root.Remove(tmp)
 		}
 		return err
 	}
-	for _, f := range m.Result.Files {
-		p := filepath.Join(dir, filepath.FromSlash(f.Path))
-		cur, err := os.ReadFile(p)
+	for i, f := range m.Result.Files {
+		cur, err := c.root.ReadFile(places[i])
 		switch {
 		case f.Generated && err == nil && !bytes.Equal(cur, f.New):
 			return fail(fmt.Errorf("%s: %w (it exists now; move it away, or delete it, and run migrate again)", f.Path, ErrChanged))
@@ -239,41 +278,26 @@ func (m *Migration) Write(dir string) error {
 		case !f.Generated && !bytes.Equal(cur, f.Old):
 			return fail(fmt.Errorf("%s: %w; run migrate again", f.Path, ErrChanged))
 		}
-		tmp, err := os.CreateTemp(filepath.Dir(p), "."+filepath.Base(p)+".codegenie-*")
+		tmp, err := c.stage(places[i], f.New, f.Mode)
 		if err != nil {
-			return fail(err)
+			return fail(fmt.Errorf("writing %s: %w", f.Path, err))
 		}
-		staged = append(staged, pending{p, tmp.Name()})
-		_, err = tmp.Write(f.New)
-		if err == nil {
-			err = tmp.Sync()
-		}
-		if cerr := tmp.Close(); err == nil {
-			err = cerr
-		}
-		if err == nil {
-			err = os.Chmod(tmp.Name(), f.Mode)
-		}
-		if err != nil {
-			return fail(err)
-		}
+		staged = append(staged, tmp)
 	}
-	for i, s := range staged {
-		if err := os.Rename(s.tmp, s.path); err != nil {
-			for j, d := range done {
-				f := m.Result.Files[j]
+	for i, tmp := range staged {
+		if err := c.root.Rename(tmp, places[i]); err != nil {
+			for j, f := range m.Result.Files[:i] {
 				if f.Generated {
-					_ = os.Remove(d.path)
+					_ = c.root.Remove(places[j])
 				} else {
-					_ = os.WriteFile(d.path, f.Old, f.Mode)
+					_ = c.root.WriteFile(places[j], f.Old, f.Mode)
 				}
 			}
 			for _, r := range staged[i:] {
-				_ = os.Remove(r.tmp)
+				_ = c.root.Remove(r)
 			}
-			return fmt.Errorf("writing %s: %w (the files written before it were put back)", s.path, err)
+			return fmt.Errorf("writing %s: %w (the files written before it were put back)", m.Result.Files[i].Path, err)
 		}
-		done = append(done, s)
 	}
 	m.Written = true
 	return nil
