@@ -35,7 +35,7 @@ type gatherFlags struct {
 	lightTimeout  time.Duration
 	heavyTimeout  time.Duration
 	mirrors       string
-	bootFor       time.Duration
+	boot          bootFlags
 	dockerfile    string
 	target        string
 	allImages     bool
@@ -111,7 +111,7 @@ goes to stderr when stderr is a terminal.`,
 	fl.StringVar(&f.mirrors, "registry-mirror", os.Getenv("CODEGENIE_REGISTRY_MIRRORS"), "registry mirrors, REGISTRY=HOST[:PORT],... (env CODEGENIE_REGISTRY_MIRRORS)")
 	f.gc.register(fl, "gate-control to run sandboxes through")
 	fl.BoolVar(&f.gc.noSandbox, "no-sandbox", false, "run no sandbox: probes that need one report sandbox_unavailable")
-	fl.DurationVar(&f.bootFor, "boot-for", 10*time.Second, "how long the traced boot runs the image when it does not exit")
+	f.boot.register(fl, "the traced boot")
 	fl.StringVar(&f.dockerfile, "dockerfile", "", "the Dockerfile of the image to judge, relative to PATH (default: Dockerfile at PATH's root, else the only one)")
 	fl.StringVar(&f.target, "target", "", "the stage that ships (default: the compose file's build.target for this Dockerfile, else the last stage)")
 	fl.StringArrayVar(&f.probePaths, "probe-path", nil, "a URL path the traced boot requests once the service listens (repeatable), beyond / and the HEALTHCHECK's")
@@ -197,8 +197,11 @@ func runGather(cmd *cobra.Command, g *globals, f *gatherFlags, dir string) error
 	default:
 		return usageErr("unknown --format %q: want json, text or sarif", f.format)
 	}
-	if f.lightTimeout <= 0 || f.heavyTimeout <= 0 || f.bootFor <= 0 {
-		return usageErr("timeouts and --boot-for must be positive")
+	if f.lightTimeout <= 0 || f.heavyTimeout <= 0 {
+		return usageErr("timeouts must be positive")
+	}
+	if err := f.boot.validate(); err != nil {
+		return err
 	}
 	mirrors, err := image.ParseMirrors(f.mirrors)
 	if err != nil {
@@ -215,7 +218,8 @@ func runGather(cmd *cobra.Command, g *globals, f *gatherFlags, dir string) error
 		Images:          &image.Remote{Mirrors: mirrors},
 		Sandbox:         sb,
 		RegistryMirrors: mirrorMap(mirrors),
-		BootFor:         f.bootFor,
+		BootFor:         f.boot.max,
+		Settle:          f.boot.settle,
 		Task:            f.task,
 		LightTimeout:    f.lightTimeout,
 		HeavyTimeout:    f.heavyTimeout,

@@ -34,7 +34,7 @@ type migrateFlags struct {
 	noGates     bool
 	noCache     bool
 	mirrors     string
-	bootFor     time.Duration
+	boot        bootFlags
 	timeout     time.Duration
 	probePaths  []string
 	gc          gateControlFlags
@@ -90,7 +90,7 @@ Exit codes:
 	fl.BoolVar(&f.noGates, "no-gates", false, "skip the gates: the rewrite is printed as unproven")
 	fl.BoolVar(&f.noCache, "no-cache", false, "gather without the cache")
 	fl.StringVar(&f.mirrors, "registry-mirror", os.Getenv("CODEGENIE_REGISTRY_MIRRORS"), "registry mirrors, REGISTRY=HOST[:PORT],... (env CODEGENIE_REGISTRY_MIRRORS)")
-	fl.DurationVar(&f.bootFor, "boot-for", 10*time.Second, "how long each gate boot runs the image when it does not exit")
+	f.boot.register(fl, "each gate boot")
 	fl.DurationVar(&f.timeout, "timeout", pipeline.DefaultHeavyTimeout, "timeout of each gate spawn (build and boot)")
 	fl.StringArrayVar(&f.probePaths, "probe-path", nil, "a URL path the gate boots request and compare (repeatable), beyond / and the HEALTHCHECK's")
 	f.gc.register(fl, "gate-control that runs the gates")
@@ -103,8 +103,11 @@ func runMigrate(cmd *cobra.Command, g *globals, f *migrateFlags, dir string) err
 	default:
 		return usageErr("unknown --format %q: want text, diff, json or sarif", f.format)
 	}
-	if f.bootFor <= 0 || f.timeout <= 0 {
-		return usageErr("--boot-for and --timeout must be positive")
+	if f.timeout <= 0 {
+		return usageErr("--timeout must be positive")
+	}
+	if err := f.boot.validate(); err != nil {
+		return err
 	}
 	mirrors, err := image.ParseMirrors(f.mirrors)
 	if err != nil {
@@ -134,7 +137,8 @@ func runMigrate(cmd *cobra.Command, g *globals, f *migrateFlags, dir string) err
 		RewriteOptions:  nodenpm.RewriteOptions{TargetImage: f.targetImage, Digest: images.Digest},
 		Sandbox:         sb,
 		NoGates:         f.noGates,
-		BootFor:         f.bootFor,
+		BootFor:         f.boot.max,
+		Settle:          f.boot.settle,
 		RegistryMirrors: mirrorMap(mirrors),
 		ProbePaths:      f.probePaths,
 		Timeout:         f.timeout,
@@ -190,7 +194,7 @@ func runMigrate(cmd *cobra.Command, g *globals, f *migrateFlags, dir string) err
 	case m.Result.Refused():
 		return &ExitError{Code: ExitNotReady, Err: errors.New("refused"), Silent: true}
 	case m.Gates != nil && !m.Gates.Passed:
-		return &ExitError{Code: ExitNotReady, Err: errors.New("a gate failed"), Silent: true}
+		return &ExitError{Code: ExitNotReady, Err: errors.New("a gate failed or was inconclusive"), Silent: true}
 	}
 	return nil
 }
@@ -264,20 +268,30 @@ func printMigration(w io.Writer, m *migrate.Migration) {
 	}
 	fmt.Fprintln(w, "gates (role: gate, in the sandbox):")
 	for _, o := range m.Gates.Gates {
-		fmt.Fprintf(w, "  %-7s %-15s %s\n", o.Status, o.Gate, o.Detail)
+		fmt.Fprintf(w, "  %-12s %-15s %s\n", o.Status, o.Gate, o.Detail)
 		for _, e := range o.Evidence {
-			fmt.Fprintf(w, "          %s\n", e)
+			fmt.Fprintf(w, "               %s\n", e)
 		}
 	}
 	switch {
 	case !m.Gates.Passed:
-		var failed []string
+		var failed, inconclusive []string
 		for _, o := range m.Gates.Gates {
-			if o.Status == gates.Failed {
+			switch o.Status {
+			case gates.Failed:
 				failed = append(failed, o.Gate)
+			case gates.Inconclusive:
+				inconclusive = append(inconclusive, o.Gate)
 			}
 		}
-		fmt.Fprintf(w, "not migrated: gate(s) %s failed; nothing was written\n", strings.Join(failed, ", "))
+		var why []string
+		if len(failed) > 0 {
+			why = append(why, fmt.Sprintf("gate(s) %s failed", strings.Join(failed, ", ")))
+		}
+		if len(inconclusive) > 0 {
+			why = append(why, fmt.Sprintf("gate(s) %s inconclusive: the original image fails the same way here, so the rewrite is not proven", strings.Join(inconclusive, ", ")))
+		}
+		fmt.Fprintf(w, "not migrated: %s; nothing was written\n", strings.Join(why, "; "))
 	case m.Written:
 		fmt.Fprintln(w, "migrated: every gate passed; the rewrite is written")
 	case len(res.Files) > 0:
@@ -320,8 +334,11 @@ func encodeMigrationSARIF(w io.Writer, m *migrate.Migration) error {
 		}
 		for _, o := range m.Gates.Gates {
 			level := "note"
-			if o.Status == gates.Failed {
+			switch o.Status {
+			case gates.Failed:
 				level = "error"
+			case gates.Inconclusive:
+				level = "warning"
 			}
 			msg := fmt.Sprintf("%s: %s", o.Status, o.Detail)
 			if len(o.Evidence) > 0 {

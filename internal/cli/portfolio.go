@@ -44,7 +44,7 @@ type portfolioFlags struct {
 	serviceTimeout time.Duration
 	lightTimeout   time.Duration
 	heavyTimeout   time.Duration
-	bootFor        time.Duration
+	boot           bootFlags
 	mirrors        string
 	gc             gateControlFlags
 	tf             temporalFlags
@@ -161,7 +161,7 @@ portfolio run again reuses each result.`,
 	fl.DurationVar(&f.serviceTimeout, "service-timeout", 30*time.Minute, "timeout of one service in one tier")
 	fl.DurationVar(&f.lightTimeout, "light-timeout", pipeline.DefaultLightTimeout, "timeout of each light probe")
 	fl.DurationVar(&f.heavyTimeout, "heavy-timeout", pipeline.DefaultHeavyTimeout, "timeout of each heavy probe")
-	fl.DurationVar(&f.bootFor, "boot-for", 10*time.Second, "how long the traced boot runs an image when it does not exit")
+	f.boot.register(fl, "the traced boot")
 	fl.StringVar(&f.mirrors, "registry-mirror", os.Getenv("CODEGENIE_REGISTRY_MIRRORS"), "registry mirrors, REGISTRY=HOST[:PORT],... (env CODEGENIE_REGISTRY_MIRRORS)")
 	f.gc.register(fl, "gate-control for the sandbox tier")
 	fl.BoolVar(&f.gc.noSandbox, "no-sandbox", false, "run the static tier only: no sandbox, verdicts unconfirmed")
@@ -194,8 +194,11 @@ func runPortfolio(cmd *cobra.Command, g *globals, f *portfolioFlags, args []stri
 	if f.staticN < 1 || f.sandboxN < 1 {
 		return usageErr("--static-parallel and --sandbox-parallel must be at least 1")
 	}
-	if f.lightTimeout <= 0 || f.heavyTimeout <= 0 || f.bootFor <= 0 || f.serviceTimeout <= 0 {
-		return usageErr("timeouts and --boot-for must be positive")
+	if f.lightTimeout <= 0 || f.heavyTimeout <= 0 || f.serviceTimeout <= 0 {
+		return usageErr("timeouts must be positive")
+	}
+	if err := f.boot.validate(); err != nil {
+		return err
 	}
 	if _, err := image.ParseMirrors(f.mirrors); err != nil {
 		return usageErr("%v", err)
@@ -284,7 +287,7 @@ func writePortfolio(g *globals, out, tiers string, recs []portfolio.Record, src 
 // settings are the flags that configure each service's pipeline, as the
 // Temporal workers receive them.
 func (f *portfolioFlags) settings() fleet.Settings {
-	return fleet.Settings{Version: Version, LightTimeout: f.lightTimeout, HeavyTimeout: f.heavyTimeout, BootFor: f.bootFor,
+	return fleet.Settings{Version: Version, LightTimeout: f.lightTimeout, HeavyTimeout: f.heavyTimeout, BootFor: f.boot.max, Settle: f.boot.settle,
 		ServiceTimeout: f.serviceTimeout, Mirrors: f.mirrors, NoCache: f.noCache, Migrate: f.migrate}
 }
 
@@ -302,6 +305,7 @@ func portfolioRunner(g *globals, s fleet.Settings, sb sandbox.Client) (*portfoli
 			Images:          &image.Remote{Mirrors: mirrors},
 			RegistryMirrors: mirrorMap(mirrors),
 			BootFor:         s.BootFor,
+			Settle:          s.Settle,
 			Task:            nodenpm.Task,
 			LightTimeout:    s.LightTimeout,
 			HeavyTimeout:    s.HeavyTimeout,
@@ -517,6 +521,7 @@ func portfolioMigrate(shared gather.Options, timeout time.Duration) portfolio.Mi
 			Sandbox:         sb,
 			NoGates:         sb == nil,
 			BootFor:         shared.BootFor,
+			Settle:          shared.Settle,
 			RegistryMirrors: shared.RegistryMirrors,
 			ProbePaths:      o.ProbePaths,
 			Timeout:         timeout,

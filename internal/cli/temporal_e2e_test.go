@@ -245,7 +245,7 @@ func TestTemporalPortfolioSurvivesFaults(t *testing.T) {
 	sandbox1 := worker(t, "sandbox-1", "sandbox", sbArgs...)
 
 	runArgs := append(append([]string{}, common...), "portfolio", "--out", out, "--registry-mirror", reg.Mirrors(),
-		"--boot-for", "4s", "--static-heartbeat", "2s", "--sandbox-heartbeat", "5s", "--concurrency", "16", "--batch", "20", src)
+		"--static-heartbeat", "2s", "--sandbox-heartbeat", "5s", "--concurrency", "16", "--batch", "20", src)
 	client := startProc(t, "portfolio", bin, env, runArgs...)
 
 	var killed []string

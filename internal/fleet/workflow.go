@@ -42,6 +42,7 @@ type Settings struct {
 	LightTimeout   time.Duration `json:"light_timeout"`
 	HeavyTimeout   time.Duration `json:"heavy_timeout"`
 	BootFor        time.Duration `json:"boot_for"`
+	Settle         time.Duration `json:"settle,omitempty"`
 	ServiceTimeout time.Duration `json:"service_timeout"`
 	// Mirrors is --registry-mirror as given.
 	Mirrors string `json:"mirrors,omitempty"`

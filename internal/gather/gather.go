@@ -35,6 +35,8 @@ type Options struct {
 	RegistryMirrors map[string]string
 	// BootFor bounds image boots; zero means the probes' default.
 	BootFor time.Duration
+	// Settle is the boots' settle period; zero means the default.
+	Settle time.Duration
 	// LightTimeout and HeavyTimeout override the pipeline defaults.
 	LightTimeout, HeavyTimeout time.Duration
 	// Dockerfile and Target pick the image to judge; empty means the
@@ -80,7 +82,7 @@ func Run(ctx context.Context, dir string, o Options) (*Outcome, error) {
 		Logger:       o.Logger,
 		Progress:     o.Progress,
 	}
-	pctx := &probe.Context{Sandbox: o.Sandbox, Logger: o.Logger, Task: o.Task, RegistryMirrors: o.RegistryMirrors, BootFor: o.BootFor, ProbePaths: o.ProbePaths}
+	pctx := &probe.Context{Sandbox: o.Sandbox, Logger: o.Logger, Task: o.Task, RegistryMirrors: o.RegistryMirrors, BootFor: o.BootFor, Settle: o.Settle, ProbePaths: o.ProbePaths}
 	sel, hasSel := o.Registry.ImageSelector(o.Task)
 	switch {
 	case hasSel:

@@ -37,9 +37,10 @@ type Options struct {
 	// unproven).
 	Sandbox sandbox.Client
 	NoGates bool
-	// BootFor, RegistryMirrors, ProbePaths and Timeout are the gate
-	// spawns'.
+	// BootFor, Settle, RegistryMirrors, ProbePaths and Timeout are the
+	// gate spawns'.
 	BootFor         time.Duration
+	Settle          time.Duration
 	RegistryMirrors map[string]string
 	ProbePaths      []string
 	Timeout         time.Duration
@@ -130,7 +131,7 @@ func Run(ctx context.Context, dir string, o Options) (*Migration, error) {
 		return nil, fmt.Errorf("the rewritten Dockerfile does not parse: %w", err)
 	}
 	spec := gates.Spec{Migrated: work, Original: out.Context.Repo, Dockerfile: newFile, Target: m.Result.StageTarget, OriginalTarget: m.Result.OriginalTarget,
-		BootFor: o.BootFor, RegistryMirrors: o.RegistryMirrors, ProbePaths: probePaths(o.ProbePaths, m.Result.ProbePaths), Timeout: o.Timeout}
+		BootFor: o.BootFor, Settle: o.Settle, RegistryMirrors: o.RegistryMirrors, ProbePaths: probePaths(o.ProbePaths, m.Result.ProbePaths), Timeout: o.Timeout}
 	m.Gates, err = gates.Run(ctx, o.Sandbox, spec, parsed, m.Result.Stage)
 	if err != nil {
 		return nil, err

@@ -134,6 +134,10 @@ type Context struct {
 	// BootFor is how long probes that boot an image let it run; zero means
 	// each probe's default.
 	BootFor time.Duration
+	// Settle is how long a booted image must go without an exec, once it
+	// has answered, before its boot ends; zero means the sandbox's
+	// default (sandbox.DefaultSettle).
+	Settle time.Duration
 	// Image is the image the run judges; zero when the repository has no
 	// Dockerfile. Probes with Desc.PerImage describe this image only.
 	Image ImageRef

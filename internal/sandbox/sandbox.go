@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -74,9 +75,15 @@ type BuildSpec struct {
 	// Targets are built in order: stage names, or "" for the final stage.
 	Targets []string `json:"targets"`
 	// Boot runs the last target's image with its entrypoint, cmd, env,
-	// workdir and user, network off, for BootFor or until it exits.
+	// workdir and user, network off, until it is ready and settled, until
+	// it exits, or for at most BootFor (see BootReport).
 	Boot    bool          `json:"boot,omitempty"`
 	BootFor time.Duration `json:"boot_for,omitempty"`
+	// Settle is how long a traced boot must go without an exec, once the
+	// service has answered every request and its HEALTHCHECK, before it
+	// ends; zero means DefaultSettle. A shell that starts later than that
+	// is not seen.
+	Settle time.Duration `json:"settle,omitempty"`
 	// RegistryMirrors maps a registry (docker.io, gcr.io) to the host of a
 	// mirror to pull base images from instead.
 	RegistryMirrors map[string]string `json:"registry_mirrors,omitempty"`
@@ -84,6 +91,50 @@ type BuildSpec struct {
 	// traced boot, after / and the HEALTHCHECK URL's (at most
 	// MaxProbePaths, each an absolute URL path of at most 256 bytes).
 	ProbePaths []string `json:"probe_paths,omitempty"`
+}
+
+// DefaultSettle is BuildSpec.Settle when it is zero.
+const DefaultSettle = 3 * time.Second
+
+// Why a boot ended (BootReport.Ended).
+const (
+	// BootAnsweredAndSettled: the service listened, answered every
+	// planned request and its HEALTHCHECK ran, then no exec happened for
+	// the settle period.
+	BootAnsweredAndSettled = "answered_and_settled"
+	// BootSettled: the image declares no port and listened on none (a
+	// worker), and no exec happened for the settle period.
+	BootSettled = "settled"
+	// BootExited: the container exited.
+	BootExited = "exited"
+	// BootMaximum: BootFor passed first.
+	BootMaximum = "maximum"
+)
+
+// BootReport is how a boot went, on the boot phase.
+type BootReport struct {
+	// Ended is why the boot ended: one of the Boot* constants.
+	Ended string `json:"ended"`
+	// Port is the port the service listened on; 0 when it listened on
+	// none that was looked for.
+	Port int `json:"port,omitempty"`
+	// Awaited are the ports the image declares (EXPOSE, the HEALTHCHECK's
+	// URL), which the boot waited for; empty when it waited for any.
+	Awaited []int `json:"awaited,omitempty"`
+	// ToListen and ToFirstAnswer are the times from the boot's start to
+	// the service listening and to its first answer; zero when it never
+	// did.
+	ToListen      time.Duration `json:"to_listen,omitempty"`
+	ToFirstAnswer time.Duration `json:"to_first_answer,omitempty"`
+}
+
+// NeverListened says that a service listened on none of ports within d.
+func NeverListened(ports []int, d time.Duration) string {
+	s := make([]string, len(ports))
+	for i, p := range ports {
+		s[i] = strconv.Itoa(p)
+	}
+	return fmt.Sprintf("never listened on %s within %s", strings.Join(s, ", "), d)
 }
 
 // MaxProbePaths bounds BuildSpec.ProbePaths.
@@ -122,6 +173,9 @@ type PhaseResult struct {
 	Image string `json:"image,omitempty"`
 	// Response is what the service answered, for a request phase.
 	Response *Response `json:"response,omitempty"`
+	// Boot is why and when the boot ended, for PhaseBoot when the image
+	// started.
+	Boot *BootReport `json:"boot,omitempty"`
 }
 
 // Response is a service's answer to a request sent during a traced boot.
@@ -147,8 +201,8 @@ func (r *SpawnRequest) Validate() error {
 		if len(b.Targets) == 0 {
 			return fmt.Errorf("%w: build names no target", ErrInvalidRequest)
 		}
-		if b.BootFor < 0 {
-			return fmt.Errorf("%w: negative boot time", ErrInvalidRequest)
+		if b.BootFor < 0 || b.Settle < 0 {
+			return fmt.Errorf("%w: negative boot or settle time", ErrInvalidRequest)
 		}
 		if len(b.ProbePaths) > MaxProbePaths {
 			return fmt.Errorf("%w: more than %d probe paths", ErrInvalidRequest, MaxProbePaths)

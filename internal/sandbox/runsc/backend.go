@@ -348,11 +348,14 @@ type container struct {
 	// witness is the directory, on a disk of the spawn, of the exec
 	// witness logs (see witness.go); "" runs without the witness.
 	witness string
+	// ready, when it closes, stops the container as done: a boot that has
+	// settled (ready.go). Nil never stops it.
+	ready <-chan struct{}
 }
 
 // runContainer writes c's spec to the spawn's bundle, runs it with runsc
 // as container sp.id, and waits for it, or kills it when c.timeout passes
-// or ctx is done. It fills res's ExitCode (-1 when killed), Stdout, Stderr,
+// or ctx is done, or c.ready closes. It fills res's ExitCode (-1 when killed), Stdout, Stderr,
 // TimedOut, Started and Duration. stopErr reports a kill (matching
 // sandbox.ErrTimeout or ctx's error); err reports that runsc could not be
 // started at all. A failure of runsc itself is left to the caller, in
@@ -404,8 +407,13 @@ func (b *Backend) runContainer(ctx context.Context, sp *spawnDir, c container, r
 		defer t.Stop()
 		timeout = t.C
 	}
+	settled := false
 	select {
 	case <-waitc:
+	case <-c.ready:
+		// Done, not stopped: the caller knows why.
+		settled = true
+		b.kill(sp, id, cmd, waitc)
 	case <-timeout:
 		res.TimedOut = true
 		stopErr = fmt.Errorf("running sandbox %s: %w after %v", id, sandbox.ErrTimeout, c.timeout)
@@ -416,7 +424,7 @@ func (b *Backend) runContainer(ctx context.Context, sp *spawnDir, c container, r
 	}
 	res.Duration = time.Since(res.Started)
 	res.ExitCode = -1
-	if stopErr == nil && cmd.ProcessState != nil {
+	if stopErr == nil && !settled && cmd.ProcessState != nil {
 		res.ExitCode = cmd.ProcessState.ExitCode()
 	}
 	res.Stdout, res.StdoutTruncated = stdout.result()

@@ -42,8 +42,9 @@ type bootRun struct {
 
 // boot runs image with its entrypoint and cmd, env, working directory and
 // user, network off, in a runsc sandbox of its own (the backend's spawn
-// machinery, with the build's trace listener), for BootFor or until it
-// exits. Reaching BootFor is success: the service is up. A boot that
+// machinery, with the build's trace listener), until it has settled
+// (ready.go), until it exits, or for BootFor at most. Reaching BootFor, or
+// settling, is success: the service is up. A boot that
 // cannot start (no command, an unknown user, a missing executable, runsc
 // refusing the image) is a Failed phase, not an error; err reports a
 // failure of the backend. The working container stays mounted, for the
@@ -163,29 +164,35 @@ func (br *buildRun) boot(ctx context.Context, image string) (*bootRun, error) {
 		defer close(ticked)
 		br.rep.countdown(br.plan.bootFor, stopTick)
 	}()
-	// With a trace, the boot window is also exercised: requests from
-	// inside (requests.go), then the HEALTHCHECK (healthcheck.go).
-	var hc *healthRun
-	var rr *requestRun
+	// With a trace, the boot is exercised (requests.go, then the
+	// HEALTHCHECK, healthcheck.go) and ends once it has settled (ready.go).
+	var rd *readiness
 	if br.tr != nil {
+		rd = &readiness{act: br.act, settle: br.plan.settle, max: br.plan.bootFor, ready: make(chan struct{})}
 		if argv := healthArgv(cfg.Healthcheck); argv != nil {
-			hc = &healthRun{argv: argv, lookup: view.lookPath(argv[0], bt.env, bt.cwd)}
+			rd.hc = &healthRun{argv: argv, lookup: view.lookPath(argv[0], bt.env, bt.cwd)}
 		}
 		if node := nodeFor(view, bt.env, bt.cwd); node.state == lookupFound {
-			rr = &requestRun{plan: planRequests(cfg, br.req.Build.ProbePaths), node: node}
+			rd.rr = &requestRun{plan: planRequests(cfg, br.req.Build.ProbePaths), node: node}
 		}
+		c.ready = rd.ready
+		// c as it runs: the requests and the healthcheck run in it.
+		rc := c
+		rd.requests = func(ctx context.Context, deadline time.Time) { b.exercise(ctx, sp, id, rc, rd.rr, deadline) }
+		rd.health = func(ctx context.Context, deadline time.Time) { b.runHealthcheck(ctx, sp, id, rc, rd.hc, deadline) }
 	}
 	bootDone, exDone := make(chan struct{}), make(chan struct{})
 	hctx, hcancel := context.WithCancel(ctx)
 	defer hcancel()
-	since := time.Now()
+	rdStart := time.Now()
+	if rd != nil {
+		rd.since = rdStart
+		br.act.start(rdStart)
+	}
 	go func() {
 		defer close(exDone)
-		if rr != nil {
-			b.exercise(hctx, sp, id, c, rr, br.plan.bootFor, since)
-		}
-		if hc != nil {
-			b.runHealthcheck(hctx, sp, id, c, hc, br.plan.bootFor, since, bootDone)
+		if rd != nil {
+			rd.run(hctx, bootDone)
 		}
 	}()
 	stopErr, err := b.runContainer(ctx, sp, c, &res)
@@ -194,11 +201,13 @@ func (br *buildRun) boot(ctx context.Context, image string) (*bootRun, error) {
 	close(bootDone)
 	hcancel()
 	<-exDone
-	if hc != nil && hc.phase.Name != "" {
-		bt.health = hc
-	}
-	if rr != nil && len(rr.done) > 0 {
-		bt.requests = rr
+	if rd != nil {
+		if rd.hc != nil && rd.hc.phase.Name != "" {
+			bt.health = rd.hc
+		}
+		if rd.rr != nil && len(rd.rr.done) > 0 {
+			bt.requests = rd.rr
+		}
 	}
 	if err != nil {
 		return bt, err
@@ -209,9 +218,11 @@ func (br *buildRun) boot(ctx context.Context, image string) (*bootRun, error) {
 	bt.phase.ExitCode = res.ExitCode
 	bt.phase.TimedOut = res.TimedOut
 	bt.phase.OutputTail = outputTail(res.Stdout, res.Stderr)
+	ready := rd != nil && closed(rd.ready)
 	switch {
-	case res.TimedOut:
-		// Still running at BootFor: the service is up.
+	case res.TimedOut || ready:
+		// Still running at BootFor, or once it had settled: the service
+		// is up.
 	case stopErr != nil:
 		// The spawn's own deadline or ctx: the caller reports it.
 		bt.phase.Failed = true
@@ -223,6 +234,10 @@ func (br *buildRun) boot(ctx context.Context, image string) (*bootRun, error) {
 		} else {
 			bt.phase.Failed = res.ExitCode != 0
 		}
+	}
+	if rd != nil && stopErr == nil {
+		bt.phase.Boot = rd.report(!res.TimedOut && !ready, res.TimedOut)
+		bt.phase.OutputTail += rd.neverListened(bt.phase.Boot)
 	}
 	return bt, nil
 }

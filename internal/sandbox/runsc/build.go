@@ -11,11 +11,13 @@ import (
 	"time"
 
 	"github.com/codegenie/codegenie/internal/sandbox"
+	"github.com/codegenie/codegenie/internal/trace"
 )
 
-// DefaultBootFor is how long a build spawn boots the image when
-// BuildSpec.BootFor is zero.
-const DefaultBootFor = 10 * time.Second
+// DefaultBootFor is the longest a build spawn boots the image when
+// BuildSpec.BootFor is zero: a traced boot ends sooner, once it has
+// settled (ready.go).
+const DefaultBootFor = 30 * time.Second
 
 // diskWatchInterval is how often a build samples its disk's free space.
 const diskWatchInterval = 100 * time.Millisecond
@@ -35,6 +37,7 @@ type buildPlan struct {
 	targets  []string
 	limits   sandbox.Limits
 	bootFor  time.Duration
+	settle   time.Duration
 }
 
 // planBuild validates what SpawnRequest.Validate does not check of a build
@@ -42,7 +45,7 @@ type buildPlan struct {
 // symlink cannot make buildah read a host file.
 func (b *Backend) planBuild(req *sandbox.SpawnRequest) (buildPlan, error) {
 	spec := req.Build
-	bp := buildPlan{workspace: req.Workspace.Dir, targets: spec.Targets, bootFor: spec.BootFor}
+	bp := buildPlan{workspace: req.Workspace.Dir, targets: spec.Targets, bootFor: spec.BootFor, settle: spec.Settle}
 	switch {
 	case len(req.Command) > 0:
 		return bp, invalid("a build request runs the image it builds, not a command")
@@ -67,6 +70,9 @@ func (b *Backend) planBuild(req *sandbox.SpawnRequest) (buildPlan, error) {
 	}
 	if bp.bootFor == 0 {
 		bp.bootFor = DefaultBootFor
+	}
+	if bp.settle == 0 {
+		bp.settle = sandbox.DefaultSettle
 	}
 	bp.limits = withDefaultLimits(req.Limits, b.cfg.Limits)
 	if bp.limits.DiskBytes < minDiskBytes {
@@ -172,6 +178,9 @@ type buildRun struct {
 	stepOf map[string]ranStep
 	// rep reports the spawn's progress.
 	rep *reporter
+	// act is when the boot last execed, from the live trace; nil
+	// without a trace.
+	act *activity
 }
 
 // targetRun is the outcome of one buildah bud.
@@ -237,7 +246,12 @@ func (b *Backend) spawnBuild(ctx context.Context, req sandbox.SpawnRequest) (san
 	}
 	br.bh.cgroup = sp.cgroup
 	if req.CaptureTrace {
-		br.tr, err = startTracer(filepath.Join(sp.dir, "trace"), req.KeepTraceEnv, br.rep.observe)
+		br.act = &activity{}
+		observe := func(e trace.Event) {
+			br.rep.observe(e)
+			br.act.observe(e)
+		}
+		br.tr, err = startTracer(filepath.Join(sp.dir, "trace"), req.KeepTraceEnv, observe)
 		if err != nil {
 			return res, fmt.Errorf("starting trace listener (no sandbox started): %w", err)
 		}

@@ -174,7 +174,7 @@ func buildRequest(ws string, m map[string]string, targets ...string) sandbox.Spa
 		CaptureTrace: true,
 		Timeout:      3 * time.Minute,
 		Build: &sandbox.BuildSpec{
-			Dockerfile: "Dockerfile", Targets: targets, Boot: true, BootFor: 3 * time.Second, RegistryMirrors: m,
+			Dockerfile: "Dockerfile", Targets: targets, Boot: true, BootFor: 3 * time.Minute, RegistryMirrors: m,
 		},
 	}
 }

@@ -16,22 +16,18 @@ import (
 	"github.com/codegenie/codegenie/internal/trace"
 )
 
-// The image's HEALTHCHECK, run once during the boot window. Some shells
-// run only when something asks the service: a healthcheck command is the
-// first such thing a real orchestrator does. When the boot is traced and
-// the image has a HEALTHCHECK (CMD or CMD-SHELL), the backend runs its
-// command in the booted sandbox with runsc exec, healthDelay into the
-// window, as the image's user, in its working directory, bounded by what
-// is left of the window. gVisor reports no event for a process that runsc
-// exec starts (blind spot 2), so the backend reads its sandbox-internal
-// PID (--internal-pid-file), inserts its exec event, and attributes it and
+// The image's HEALTHCHECK, run once during the boot. Some shells run only
+// when something asks the service: a healthcheck command is the first such
+// thing a real orchestrator does. When the boot is traced and the image
+// has a HEALTHCHECK (CMD or CMD-SHELL), the backend runs its command in
+// the booted sandbox with runsc exec, as the image's user, in its working
+// directory, when the boot's readiness says (ready.go), bounded by the
+// boot's maximum. gVisor reports no event for a process that runsc exec
+// starts (blind spot 2), so the backend reads its sandbox-internal PID
+// (--internal-pid-file), inserts its exec event, and attributes it and
 // every process below it to sandbox.PhaseHealthcheck. A command missing
 // from the image (a CMD-SHELL on a base without /bin/sh) does not run: the
 // phase fails with exit 127. The phase's exit code is the command's.
-
-// healthDelay is when, into the boot window, the healthcheck runs: half the
-// window, at most 3 s, so that a service has had time to listen.
-func healthDelay(window time.Duration) time.Duration { return min(window/2, 3*time.Second) }
 
 // healthArgv is the command of a HEALTHCHECK test, or nil for none.
 func healthArgv(test []string) []string {
@@ -54,30 +50,19 @@ type healthRun struct {
 	phase sandbox.PhaseResult
 }
 
-// runHealthcheck runs hc in container id of spawn sp, healthDelay after
-// since (the boot's start) or never if done closes first (the boot ended; hc.phase.Name is then
-// empty). It returns when the command has ended or ctx is done.
-func (b *Backend) runHealthcheck(ctx context.Context, sp *spawnDir, id string, c container, hc *healthRun, window time.Duration, since time.Time, done <-chan struct{}) {
+// runHealthcheck runs hc in container id of spawn sp now, until deadline
+// at the latest. It returns when the command has ended or ctx is done; a
+// deadline too close to run it leaves hc.phase.Name empty.
+func (b *Backend) runHealthcheck(ctx context.Context, sp *spawnDir, id string, c container, hc *healthRun, deadline time.Time) {
 	hc.phase = sandbox.PhaseResult{Name: sandbox.PhaseHealthcheck, ExitCode: -1}
-	delay := time.NewTimer(max(healthDelay(window)-time.Since(since), 0))
-	defer delay.Stop()
-	select {
-	case <-done:
-		hc.phase.Name = "" // the boot ended first: nothing ran
-		return
-	case <-ctx.Done():
-		hc.phase.Name = ""
-		return
-	case <-delay.C:
-	}
 	hc.start = time.Now()
 	if hc.lookup.state == lookupMissing || hc.lookup.state == lookupNotExecutable {
 		hc.phase.Failed, hc.phase.ExitCode = true, 127
 		hc.phase.OutputTail = fmt.Sprintf("%s: not found in the image\n", hc.argv[0])
 		return
 	}
-	// What is left of the window, less a margin for runsc exec itself.
-	left := window - time.Since(since) - 500*time.Millisecond
+	// What is left of the boot, less a margin for runsc exec itself.
+	left := time.Until(deadline) - 500*time.Millisecond
 	if left <= 0 {
 		hc.phase.Name = ""
 		return

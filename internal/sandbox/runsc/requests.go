@@ -1,8 +1,6 @@
 package runsc
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -15,6 +13,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -41,14 +40,16 @@ import (
 // runsc exec, and the workload did not run it). An image without node, or
 // a service that never listens, gets no request phases.
 
-// requestScript is the client: argv[1] is a JSON requestPlan; it prints a
-// JSON line per request, or {"noport":true}.
+// requestScript is the client: argv[1] is a JSON requestPlan; it prints
+// {"listen":PORT,"at":MS} when the service listens, then a JSON line per
+// request, or {"noport":true} when it never listened before its deadline.
 const requestScript = `const fs=require('fs'),http=require('http');
 const plan=JSON.parse(process.argv[1]);const until=Date.now()+plan.wait_ms;
 function listening(){const ports=[];for(const f of ['/proc/net/tcp','/proc/net/tcp6']){try{for(const l of fs.readFileSync(f,'utf8').split('\n').slice(1)){const c=l.trim().split(/\s+/);if(c[3]==='0A'){ports.push(parseInt(c[1].split(':').pop(),16));}}}catch(e){}}return ports;}
 (async()=>{let port;while(Date.now()<until){const l=listening();port=plan.ports.length?plan.ports.find(p=>l.includes(p)):l[0];if(port)break;await new Promise(r=>setTimeout(r,100));}
 if(!port){console.log(JSON.stringify({noport:true}));return;}
-for(const p of plan.paths){const start=Date.now();const a=await new Promise(res=>{const q=http.get({host:'127.0.0.1',port,path:p,timeout:plan.timeout_ms},r=>{const h=require('crypto').createHash('sha256');r.on('data',d=>h.update(d));r.on('end',()=>res({status:r.statusCode,type:String(r.headers['content-type']||''),sha256:h.digest('hex')}));});q.on('error',()=>res({status:0}));q.on('timeout',()=>{q.destroy();res({status:0});});});
+console.log(JSON.stringify({listen:port,at:Date.now()}));
+for(const p of plan.paths){const start=Date.now();const a=await new Promise(res=>{const q=http.get({host:'127.0.0.1',port,path:p,timeout:Math.max(Math.min(plan.timeout_ms,until-Date.now()),1000)},r=>{const h=require('crypto').createHash('sha256');r.on('data',d=>h.update(d));r.on('end',()=>res({status:r.statusCode,type:String(r.headers['content-type']||''),sha256:h.digest('hex')}));});q.on('error',()=>res({status:0}));q.on('timeout',()=>{q.destroy();res({status:0});});});
 console.log(JSON.stringify({path:p,port,start,end:Date.now(),...a}));}})();`
 
 // requestPlan is what the client does.
@@ -66,6 +67,53 @@ type requestRun struct {
 	// pid is the client's PID inside the sandbox; 0 when it did not run.
 	pid  int32
 	done []doneRequest
+
+	mu sync.Mutex
+	// port and at are the port the service listened on and when (Unix
+	// ms, the sandbox's clock), as the client printed them; 0 before.
+	port int
+	at   int64
+}
+
+// listenedAt is the port the service listened on and when (Unix ms); 0
+// when it has not (yet), or rr is nil.
+func (rr *requestRun) listenedAt() (int, int64) {
+	if rr == nil {
+		return 0, 0
+	}
+	rr.mu.Lock()
+	defer rr.mu.Unlock()
+	return rr.port, rr.at
+}
+
+// listened reports whether the service has listened.
+func (rr *requestRun) listened() bool {
+	port, _ := rr.listenedAt()
+	return port != 0
+}
+
+// line takes one line the client printed.
+func (rr *requestRun) line(b []byte) {
+	var l struct {
+		doneRequest
+		Listen int   `json:"listen"`
+		At     int64 `json:"at"`
+	}
+	if json.Unmarshal(b, &l) != nil {
+		return
+	}
+	if l.Listen > 0 && l.Listen < 65536 {
+		rr.mu.Lock()
+		if rr.port == 0 {
+			rr.port, rr.at = l.Listen, l.At
+		}
+		rr.mu.Unlock()
+		return
+	}
+	if l.Path == "" || len(rr.done) >= len(rr.plan.Paths) {
+		return
+	}
+	rr.done = append(rr.done, l.doneRequest)
 }
 
 // doneRequest is one request the client made.
@@ -120,24 +168,32 @@ func nodeFor(view fsView, env []string, cwd string) lookup {
 	return view.lookPath("/nodejs/bin/node", env, cwd)
 }
 
-// runRequests sends rr's requests from inside container id, waiting at most
-// wait for the service to listen, and records what came back.
-func (b *Backend) runRequests(ctx context.Context, sp *spawnDir, id string, c container, rr *requestRun, wait time.Duration) {
-	rr.plan.WaitMS = wait.Milliseconds()
-	rr.plan.TimeoutMS = 2000
+// requestTimeout bounds one request: a service that has listened but
+// does not answer within it has not answered.
+const requestTimeout = 20 * time.Second
+
+// runRequests sends rr's requests from inside container id, waiting until
+// deadline at most for the service to listen, and records what came back
+// as the client prints it.
+func (b *Backend) runRequests(ctx context.Context, sp *spawnDir, id string, c container, rr *requestRun, deadline time.Time) {
+	rr.plan.WaitMS = time.Until(deadline).Milliseconds()
+	rr.plan.TimeoutMS = requestTimeout.Milliseconds()
 	plan, err := json.Marshal(rr.plan)
 	if err != nil {
 		return
 	}
+	ctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
 	pidFile := filepath.Join(sp.dir, "requests.pid")
 	args := b.globalFlags(sp.root(), false, c.upper)
 	args = append(args, "exec", "--internal-pid-file="+pidFile,
 		fmt.Sprintf("--user=%d:%d", c.spec.user.UID, c.spec.user.GID), "--cwd=/", id,
 		rr.node.execfn, "-e", requestScript, string(plan))
-	out := newBoundedBuffer(64 << 10)
 	cmd := exec.CommandContext(ctx, b.cfg.Runsc, args...)
 	cmd.Env = runscEnv
-	cmd.Stdout = out
+	// Lines are cut at maxLineBytes, and rr.line keeps no more than the
+	// plan asks for.
+	cmd.Stdout = &lineWriter{fn: func(line string, _ time.Time) { rr.line([]byte(line)) }, now: time.Now}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	intoCgroup(cmd, sp.cgroup)
 	cmd.WaitDelay = time.Second
@@ -146,15 +202,6 @@ func (b *Backend) runRequests(ctx context.Context, sp *spawnDir, id string, c co
 		if v, err := strconv.ParseInt(strings.TrimSpace(string(pb)), 10, 32); err == nil && v > 0 {
 			rr.pid = int32(v)
 		}
-	}
-	o, _ := out.result()
-	sc := bufio.NewScanner(bytes.NewReader(o))
-	for sc.Scan() {
-		var d doneRequest
-		if json.Unmarshal(sc.Bytes(), &d) != nil || d.Path == "" || len(rr.done) >= len(rr.plan.Paths) {
-			continue
-		}
-		rr.done = append(rr.done, d)
 	}
 }
 
@@ -220,16 +267,15 @@ func attributeRequests(events []trace.Event, bootID string, rr *requestRun) {
 }
 
 // exercise runs the request client once the container can take a runsc
-// exec (it may not exist yet when the boot has just started), leaving
-// time for the healthcheck.
-func (b *Backend) exercise(ctx context.Context, sp *spawnDir, id string, c container, rr *requestRun, window time.Duration, since time.Time) {
-	for try := 0; try < 8 && ctx.Err() == nil; try++ {
-		wait := window - time.Since(since) - 2*time.Second
-		if wait <= 0 {
-			return
-		}
-		b.runRequests(ctx, sp, id, c, rr, wait)
-		if rr.pid != 0 || len(rr.done) > 0 {
+// exec (it may not exist yet when the boot has just started), until
+// deadline at the latest.
+func (b *Backend) exercise(ctx context.Context, sp *spawnDir, id string, c container, rr *requestRun, deadline time.Time) {
+	// A margin for runsc exec itself, so that the client reports before
+	// the boot's maximum.
+	deadline = deadline.Add(-time.Second)
+	for ctx.Err() == nil && time.Until(deadline) > 0 {
+		b.runRequests(ctx, sp, id, c, rr, deadline)
+		if rr.pid != 0 || len(rr.done) > 0 || rr.listened() {
 			return
 		}
 		select {

@@ -24,12 +24,20 @@ import (
 type Status string
 
 // The statuses. A skipped gate had nothing to check (same_behaviour with
-// no port) and says why; it does not fail the migration.
+// no port) and says why; it does not fail the migration. An inconclusive
+// gate failed, but the original image, built and booted the same way,
+// fails the same way here, so the rewrite is not shown to be the cause;
+// it never counts as passed.
 const (
-	Passed  Status = "passed"
-	Failed  Status = "failed"
-	Skipped Status = "skipped"
+	Passed       Status = "passed"
+	Failed       Status = "failed"
+	Skipped      Status = "skipped"
+	Inconclusive Status = "inconclusive"
 )
+
+// ErrNoOriginal is Evidence.OriginalErr when no original image was given
+// to compare with: same_behaviour is then skipped, not inconclusive.
+var ErrNoOriginal = errors.New("no original image to compare with")
 
 // Gate is one check.
 type Gate struct {
@@ -68,8 +76,8 @@ type Evidence struct {
 // All are the gates, in the order they run.
 var All = []Gate{
 	{Name: "builds", Description: "the rewritten Dockerfile builds in the sandbox", Check: builds},
-	{Name: "boots", Description: "the image starts and stays up for the boot window, or exits 0 if it is a job", Check: boots},
-	{Name: "serves", Description: "when the image exposes a port or the app listens on one, a connection is accepted inside the sandbox within the window", Check: serves},
+	{Name: "boots", Description: "the image starts and stays up until it has answered and settled, or exits 0 if it is a job", Check: boots},
+	{Name: "serves", Description: "when the image exposes a port or the app listens on one, a connection is accepted inside the sandbox before the boot's maximum", Check: serves},
 	{Name: "no_shell", Description: "the boot trace is complete and shows no shell exec, attempted or run", Check: noShell},
 	{Name: "healthcheck", Description: "the image's HEALTHCHECK, run inside the booted sandbox, succeeds", Check: healthcheck},
 	{Name: "same_behaviour", Description: "the same requests get the same status, content type and body from the original and the rewritten image", Check: sameBehaviour},
@@ -92,6 +100,7 @@ type Spec struct {
 	// OriginalTarget is the original's stage to build.
 	OriginalTarget  string
 	BootFor         time.Duration
+	Settle          time.Duration
 	RegistryMirrors map[string]string
 	ProbePaths      []string
 	Timeout         time.Duration
@@ -100,7 +109,8 @@ type Spec struct {
 // Report is every gate's outcome.
 type Report struct {
 	Gates []Outcome `json:"gates"`
-	// Passed is true when no gate failed.
+	// Passed is true when every gate passed or was skipped: none failed
+	// and none was inconclusive.
 	Passed bool `json:"passed"`
 	// AuditIDs are the gate spawns' audit records.
 	AuditIDs []string `json:"audit_ids,omitempty"`
@@ -123,7 +133,7 @@ func Run(ctx context.Context, client sandbox.Client, spec Spec, file *dockerfile
 			Workspace:    sandbox.Workspace{Dir: dir},
 			CaptureTrace: true,
 			Timeout:      spec.Timeout,
-			Build: &sandbox.BuildSpec{Dockerfile: spec.Dockerfile, Targets: []string{target}, Boot: true, BootFor: spec.BootFor,
+			Build: &sandbox.BuildSpec{Dockerfile: spec.Dockerfile, Targets: []string{target}, Boot: true, BootFor: spec.BootFor, Settle: spec.Settle,
 				RegistryMirrors: spec.RegistryMirrors, ProbePaths: spec.ProbePaths},
 		}
 		if fn := sandbox.ProgressFrom(ctx); fn != nil {
@@ -137,19 +147,12 @@ func Run(ctx context.Context, client sandbox.Client, spec Spec, file *dockerfile
 		}
 		return res, err
 	}
-	start := time.Now()
-	ev.Migrated, ev.MigratedErr = spawn(ctx, spec.Migrated, spec.Target, "the rewritten image")
-	rep.MigratedMS = time.Since(start).Milliseconds()
-	if ctx.Err() != nil {
-		return nil, ctx.Err()
-	}
-	switch {
-	case spec.Original == "":
-		ev.OriginalErr = errors.New("no original image to compare with")
-	case len(answered(ev.Migrated)) == 0:
-		ev.OriginalErr = errors.New("the rewritten image answered no request, so there is nothing to compare")
-	default:
-		start = time.Now()
+	// The original first, by the same path: a gate that fails is then
+	// told apart from a failure the original has here too.
+	if spec.Original == "" {
+		ev.OriginalErr = ErrNoOriginal
+	} else {
+		start := time.Now()
 		orig, err := spawn(ctx, spec.Original, spec.OriginalTarget, "the original image")
 		rep.OriginalMS = time.Since(start).Milliseconds()
 		if ctx.Err() != nil {
@@ -157,11 +160,22 @@ func Run(ctx context.Context, client sandbox.Client, spec Spec, file *dockerfile
 		}
 		ev.Original, ev.OriginalErr = &orig, err
 	}
+	start := time.Now()
+	ev.Migrated, ev.MigratedErr = spawn(ctx, spec.Migrated, spec.Target, "the rewritten image")
+	rep.MigratedMS = time.Since(start).Milliseconds()
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
 	rep.Passed = true
 	for _, g := range All {
 		o := g.Check(ev)
 		o.Gate = g.Name
 		if o.Status == Failed {
+			if why := originalFailsToo(g.Name, ev); why != "" {
+				o.Status, o.Detail = Inconclusive, o.Detail+"; "+why
+			}
+		}
+		if o.Status == Failed || o.Status == Inconclusive {
 			rep.Passed = false
 		}
 		rep.Gates = append(rep.Gates, o)
@@ -169,17 +183,68 @@ func Run(ctx context.Context, client sandbox.Client, spec Spec, file *dockerfile
 	return rep, nil
 }
 
-// built reports whether the rewritten image built, and why not.
-func built(ev *Evidence) (bool, string) {
-	if ev.MigratedErr != nil {
-		return false, "the gate spawn failed: " + ev.MigratedErr.Error()
+// originalFailsToo says how the original image fails here the way the
+// rewritten one failed gate, or "" when it does not (or did not run): a
+// build that fails, a boot that fails, no answer, a failing HEALTHCHECK.
+func originalFailsToo(gate string, ev *Evidence) string {
+	if ev.Original == nil || ev.OriginalErr != nil {
+		return ""
 	}
-	for _, ph := range ev.Migrated.Phases {
+	orig := *ev.Original
+	if ok, _ := built(ev); !ok {
+		if ok, why := builtResult(orig, nil); !ok {
+			return "the original image fails here too: " + why
+		}
+		return ""
+	}
+	if ok, _ := builtResult(orig, nil); !ok {
+		return ""
+	}
+	switch gate {
+	case "boots":
+		if ok, why := bootsResult(orig); !ok {
+			return "the original image fails here too: " + why
+		}
+	case "serves":
+		if len(answered(orig)) == 0 {
+			return "the original image answered no request here either" + neverListened(orig)
+		}
+	case "healthcheck":
+		ph := phase(orig, sandbox.PhaseHealthcheck)
+		switch {
+		case ph == nil:
+			return "the original image's HEALTHCHECK did not run here either"
+		case ph.Failed || ph.ExitCode != 0:
+			return fmt.Sprintf("the original image's HEALTHCHECK exits %d here too: %s", ph.ExitCode, lastLines(ph.OutputTail, 2))
+		}
+	}
+	return ""
+}
+
+// neverListened is ", which never listened on P within D" when the boot
+// of res waited for its declared ports in vain.
+func neverListened(res sandbox.Result) string {
+	b := phase(res, sandbox.PhaseBoot)
+	if b == nil || b.Boot == nil || b.Boot.Ended != sandbox.BootMaximum || b.Boot.Port != 0 || len(b.Boot.Awaited) == 0 {
+		return ""
+	}
+	return ": it " + sandbox.NeverListened(b.Boot.Awaited, b.Duration.Round(time.Second))
+}
+
+// built reports whether the rewritten image built, and why not.
+func built(ev *Evidence) (bool, string) { return builtResult(ev.Migrated, ev.MigratedErr) }
+
+// builtResult reports whether a gate spawn built its image, and why not.
+func builtResult(res sandbox.Result, err error) (bool, string) {
+	if err != nil {
+		return false, "the gate spawn failed: " + err.Error()
+	}
+	for _, ph := range res.Phases {
 		if ph.Failed && (strings.HasPrefix(ph.Name, "build:") || strings.HasPrefix(ph.Name, "pull:")) {
 			return false, fmt.Sprintf("%s failed with exit %d: %s", ph.Name, ph.ExitCode, lastLines(ph.OutputTail, 5))
 		}
 	}
-	if phase(ev.Migrated, sandbox.PhaseBoot) == nil {
+	if phase(res, sandbox.PhaseBoot) == nil {
 		return false, "the spawn reported no boot, so the image was not built"
 	}
 	return true, ""
@@ -215,14 +280,35 @@ func boots(ev *Evidence) Outcome {
 	if ok, why := built(ev); !ok {
 		return notRun(why)
 	}
-	b := phase(ev.Migrated, sandbox.PhaseBoot)
-	switch {
-	case b.TimedOut:
-		return Outcome{Status: Passed, Detail: fmt.Sprintf("the image stayed up for the boot window (%s)", b.Duration.Round(time.Millisecond)), Evidence: []string{sandbox.PhaseBoot}}
-	case !b.Failed && b.ExitCode == 0:
-		return Outcome{Status: Passed, Detail: "the image ran as a job and exited 0", Evidence: []string{sandbox.PhaseBoot}}
+	ok, why := bootsResult(ev.Migrated)
+	if !ok {
+		return Outcome{Status: Failed, Detail: why, Evidence: []string{sandbox.PhaseBoot}}
 	}
-	return Outcome{Status: Failed, Detail: fmt.Sprintf("the image exited %d during the boot window: %s", b.ExitCode, lastLines(b.OutputTail, 5)), Evidence: []string{sandbox.PhaseBoot}}
+	return Outcome{Status: Passed, Detail: why, Evidence: []string{sandbox.PhaseBoot}}
+}
+
+// bootsResult reports whether a built image's boot went well, and says how
+// it went.
+func bootsResult(res sandbox.Result) (bool, string) {
+	b := phase(res, sandbox.PhaseBoot)
+	if b == nil {
+		return false, "the spawn reported no boot"
+	}
+	ended := ""
+	if b.Boot != nil {
+		ended = b.Boot.Ended
+	}
+	switch {
+	case ended == sandbox.BootAnsweredAndSettled:
+		return true, fmt.Sprintf("the image answered and settled, still running after %s", b.Duration.Round(time.Millisecond))
+	case ended == sandbox.BootSettled:
+		return true, fmt.Sprintf("the image settled with no port, still running after %s", b.Duration.Round(time.Millisecond))
+	case b.TimedOut || ended == sandbox.BootMaximum:
+		return true, fmt.Sprintf("the image stayed up to the boot's maximum (%s)", b.Duration.Round(time.Millisecond))
+	case !b.Failed && b.ExitCode == 0:
+		return true, "the image ran as a job and exited 0"
+	}
+	return false, fmt.Sprintf("the image exited %d during the boot: %s", b.ExitCode, lastLines(b.OutputTail, 5))
 }
 
 // answered are a result's request phases that got an answer.
@@ -261,9 +347,9 @@ func serves(ev *Evidence) Outcome {
 		return Outcome{Status: Passed, Detail: strings.TrimSpace(strings.SplitN(a[0].OutputTail, "\n", 2)[0]), Evidence: evs}
 	}
 	if ports := exposed(ev.File, ev.Stage); len(ports) > 0 {
-		return Outcome{Status: Failed, Detail: fmt.Sprintf("the image exposes %s, but no connection was accepted within the boot window", strings.Join(ports, ", "))}
+		return Outcome{Status: Failed, Detail: fmt.Sprintf("the image exposes %s, but no connection was accepted during the boot%s", strings.Join(ports, ", "), neverListened(ev.Migrated))}
 	}
-	return Outcome{Status: Skipped, Detail: "the image exposes no port and the app listened on none during the boot window"}
+	return Outcome{Status: Skipped, Detail: "the image exposes no port and the app listened on none during the boot"}
 }
 
 // runtimePhase reports a phase of the booted image.
@@ -330,7 +416,7 @@ func healthcheck(ev *Evidence) Outcome {
 	ph := phase(ev.Migrated, sandbox.PhaseHealthcheck)
 	switch {
 	case ph == nil:
-		return Outcome{Status: Failed, Detail: "the HEALTHCHECK did not run during the boot window (the image exited first, or the window was too short)"}
+		return Outcome{Status: Failed, Detail: "the HEALTHCHECK did not run during the boot (the image exited first, or reached the boot's maximum first)"}
 	case ph.Failed || ph.ExitCode != 0:
 		return Outcome{Status: Failed, Detail: fmt.Sprintf("the HEALTHCHECK exited %d: %s", ph.ExitCode, lastLines(ph.OutputTail, 3)), Evidence: []string{sandbox.PhaseHealthcheck}}
 	}
@@ -341,31 +427,31 @@ func sameBehaviour(ev *Evidence) Outcome {
 	if ok, why := built(ev); !ok {
 		return notRun(why)
 	}
-	mig := answered(ev.Migrated)
-	if len(mig) == 0 {
-		return Outcome{Status: Skipped, Detail: "the rewritten image answered no request (no port), so there is nothing to compare"}
+	if errors.Is(ev.OriginalErr, ErrNoOriginal) {
+		return Outcome{Status: Skipped, Detail: "no original image was given, so there is nothing to compare"}
 	}
 	if ev.Original == nil || ev.OriginalErr != nil {
 		why := "the original image did not run"
 		if ev.OriginalErr != nil {
 			why += ": " + ev.OriginalErr.Error()
 		}
-		return Outcome{Status: Skipped, Detail: why}
+		return Outcome{Status: Inconclusive, Detail: why + ", so there is nothing to compare"}
 	}
-	for _, ph := range ev.Original.Phases {
-		if ph.Failed && (strings.HasPrefix(ph.Name, "build:") || strings.HasPrefix(ph.Name, "pull:")) {
-			return Outcome{Status: Skipped, Detail: fmt.Sprintf("the original image did not build here (%s: %s), so there is nothing to compare", ph.Name, lastLines(ph.OutputTail, 2))}
-		}
+	if ok, why := builtResult(*ev.Original, nil); !ok {
+		return Outcome{Status: Inconclusive, Detail: "the original image fails here: " + why + ", so there is nothing to compare"}
 	}
-	orig := answered(*ev.Original)
-	if len(orig) == 0 {
-		return Outcome{Status: Skipped, Detail: "the original image answered no request, so there is nothing to compare"}
+	mig, orig := answered(ev.Migrated), answered(*ev.Original)
+	switch {
+	case len(mig) == 0 && len(orig) == 0:
+		return Outcome{Status: Skipped, Detail: "neither image answered a request (no port), so there is nothing to compare"}
+	case len(orig) == 0:
+		return Outcome{Status: Inconclusive, Detail: "the original image answered no request here" + neverListened(*ev.Original) + ", so there is nothing to compare"}
 	}
 	var diffs, same []string
 	for _, o := range orig {
 		i := slices.IndexFunc(mig, func(m sandbox.PhaseResult) bool { return m.Name == o.Name })
 		if i < 0 {
-			why := "the rewritten image was not asked (the request ran out of boot window)"
+			why := "the rewritten image was not asked (it never listened, or reached the boot's maximum first)"
 			if ph := phase(ev.Migrated, o.Name); ph != nil {
 				why = "the rewritten image did not answer"
 			}

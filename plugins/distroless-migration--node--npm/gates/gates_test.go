@@ -31,7 +31,8 @@ func booted() sandbox.Result {
 		TraceComplete: true,
 		Phases: []sandbox.PhaseResult{
 			{Name: "build:1"},
-			{Name: sandbox.PhaseBoot, TimedOut: true, ExitCode: -1, Duration: 10 * time.Second},
+			{Name: sandbox.PhaseBoot, ExitCode: -1, Duration: 4 * time.Second,
+				Boot: &sandbox.BootReport{Ended: sandbox.BootAnsweredAndSettled, Port: 8080, Awaited: []int{8080}, ToListen: time.Second, ToFirstAnswer: time.Second}},
 			{Name: "request:/", OutputTail: "GET / on port 8080: 200\n", Response: &sandbox.Response{Status: 200, ContentType: "text/plain", BodySHA256: "ab"}},
 			{Name: sandbox.PhaseHealthcheck},
 		},
@@ -99,7 +100,22 @@ func TestGatesFail(t *testing.T) {
 		{"other status", func(ev *Evidence) {
 			ev.Migrated.Phases[2].Response = &sandbox.Response{Status: 500, ContentType: "text/plain", BodySHA256: "ab"}
 		}, "same_behaviour", Failed, "status 500, was 200"},
-		{"original did not boot", func(ev *Evidence) { ev.Original, ev.OriginalErr = nil, errors.New("build failed") }, "same_behaviour", Skipped, "build failed"},
+		{"still up at the maximum", func(ev *Evidence) {
+			ev.Migrated.Phases[1] = sandbox.PhaseResult{Name: sandbox.PhaseBoot, ExitCode: -1, TimedOut: true, Duration: 30 * time.Second,
+				Boot: &sandbox.BootReport{Ended: sandbox.BootMaximum}}
+		}, "boots", Passed, "maximum"},
+		{"never listened", func(ev *Evidence) {
+			ev.Migrated.Phases = ev.Migrated.Phases[:2]
+			ev.Migrated.Phases[1] = sandbox.PhaseResult{Name: sandbox.PhaseBoot, ExitCode: -1, TimedOut: true, Duration: 30 * time.Second,
+				Boot: &sandbox.BootReport{Ended: sandbox.BootMaximum, Awaited: []int{8080}}}
+		}, "serves", Failed, "never listened on 8080 within 30s"},
+		{"original did not boot", func(ev *Evidence) { ev.Original, ev.OriginalErr = nil, errors.New("build failed") }, "same_behaviour", Inconclusive, "build failed"},
+		{"original answered nothing", func(ev *Evidence) { ev.Original.Phases = ev.Original.Phases[:2] }, "same_behaviour", Inconclusive, "answered no request"},
+		{"neither answered", func(ev *Evidence) {
+			ev.Original.Phases = ev.Original.Phases[:2]
+			ev.Migrated.Phases = ev.Migrated.Phases[:2]
+		}, "same_behaviour", Skipped, "neither image answered"},
+		{"only the original answered", func(ev *Evidence) { ev.Migrated.Phases = ev.Migrated.Phases[:2] }, "same_behaviour", Failed, "was not asked"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			orig := booted()
@@ -114,7 +130,7 @@ func TestGatesFail(t *testing.T) {
 }
 
 func TestGatesSkipWithoutPortOrHealthcheck(t *testing.T) {
-	ev := &Evidence{File: parse(t, "FROM gcr.io/distroless/nodejs22-debian13\nCMD [\"job.js\"]\n"), Migrated: booted()}
+	ev := &Evidence{File: parse(t, "FROM gcr.io/distroless/nodejs22-debian13\nCMD [\"job.js\"]\n"), Migrated: booted(), OriginalErr: ErrNoOriginal}
 	ev.Migrated.Phases = ev.Migrated.Phases[:2]
 	got := check(t, ev)
 	for _, g := range []string{"serves", "healthcheck", "same_behaviour"} {
@@ -159,12 +175,63 @@ func TestRunSpawnsAsGate(t *testing.T) {
 	if !rep.Passed || len(rep.Gates) != len(All) {
 		t.Fatalf("report %+v", rep)
 	}
-	if len(fc.reqs) != 2 || fc.reqs[0].Workspace.Dir != "/m" || fc.reqs[1].Workspace.Dir != "/o" {
+	if len(fc.reqs) != 2 || fc.reqs[0].Workspace.Dir != "/o" || fc.reqs[1].Workspace.Dir != "/m" {
 		t.Fatalf("spawns %+v", fc.reqs)
 	}
 	for _, r := range fc.reqs {
 		if r.Role != sandbox.RoleGate || !r.CaptureTrace || r.Build == nil || !r.Build.Boot {
 			t.Errorf("spawn %+v: want a traced gate build and boot", r)
 		}
+	}
+}
+
+// TestRunInconclusive: a gate that fails the same way for the original
+// image, built and booted by the same path, is inconclusive, never passed;
+// one the original passes stays failed.
+func TestRunInconclusive(t *testing.T) {
+	groupadd := func() sandbox.Result {
+		r := booted()
+		r.Phases = []sandbox.PhaseResult{{Name: "build:0:step 5", Failed: true, ExitCode: 127, OutputTail: "groupadd: not found\n"}}
+		return r
+	}
+	silent := func() sandbox.Result {
+		r := booted()
+		r.Phases = []sandbox.PhaseResult{{Name: "build:1"}, {Name: sandbox.PhaseBoot, ExitCode: -1, TimedOut: true, Duration: 30 * time.Second,
+			Boot: &sandbox.BootReport{Ended: sandbox.BootMaximum, Awaited: []int{8080}}}}
+		return r
+	}
+	for _, tc := range []struct {
+		name           string
+		orig, migrated sandbox.Result
+		want           map[string]Status
+		detail         string
+	}{
+		{"both fail to build", groupadd(), groupadd(), map[string]Status{"builds": Inconclusive, "boots": Inconclusive, "serves": Inconclusive,
+			"no_shell": Inconclusive, "healthcheck": Inconclusive, "same_behaviour": Inconclusive}, "fails here too: build:0:step 5 failed with exit 127: groupadd: not found"},
+		{"only the rewrite fails to build", booted(), groupadd(), map[string]Status{"builds": Failed, "same_behaviour": Failed}, "groupadd"},
+		{"neither listens", silent(), silent(), map[string]Status{"builds": Passed, "boots": Passed, "serves": Inconclusive,
+			"healthcheck": Inconclusive, "same_behaviour": Skipped}, "never listened on 8080 within 30s"},
+		{"only the rewrite is silent", booted(), silent(), map[string]Status{"serves": Failed, "same_behaviour": Failed}, "never listened"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fc := &fakeClient{results: []sandbox.Result{tc.orig, tc.migrated}}
+			rep, err := Run(t.Context(), fc, Spec{Migrated: "/m", Original: "/o", Dockerfile: "Dockerfile"}, parse(t, withHealth), 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rep.Passed {
+				t.Errorf("Passed with %+v", rep.Gates)
+			}
+			all := ""
+			for _, o := range rep.Gates {
+				all += o.Detail + "\n"
+				if want, ok := tc.want[o.Gate]; ok && o.Status != want {
+					t.Errorf("%s: %s (%s), want %s", o.Gate, o.Status, o.Detail, want)
+				}
+			}
+			if !strings.Contains(all, tc.detail) {
+				t.Errorf("details %q do not say %q", all, tc.detail)
+			}
+		})
 	}
 }

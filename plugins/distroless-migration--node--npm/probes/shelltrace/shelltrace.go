@@ -81,8 +81,9 @@ var Warnings = []probe.WarningDesc{
 	{ID: WarnImageUnavailable, Summary: "a base image could not be pulled from its registry or any mirror, so nothing was built"},
 }
 
-// DefaultBootFor is how long the boot runs when it does not exit.
-const DefaultBootFor = 10 * time.Second
+// DefaultBootFor is the longest the boot runs when it neither exits nor
+// settles (sandbox.BootReport).
+const DefaultBootFor = 30 * time.Second
 
 // Facts are the traced build and boot.
 type Facts struct {
@@ -95,6 +96,44 @@ type Facts struct {
 	Complete    bool           `json:"trace_complete"`
 	AuditID     string         `json:"audit_id,omitempty"`
 	Unresolved  []UnresolvedEx `json:"unresolved,omitempty"`
+	// Boot is why and when the boot ended; nil when the image did not
+	// start.
+	Boot *Boot `json:"boot,omitempty"`
+}
+
+// Boot is how the traced boot ended (sandbox.BootReport).
+type Boot struct {
+	// Ended is answered_and_settled, settled, exited or maximum.
+	Ended string `json:"ended"`
+	// Port is the port the service listened on; 0 when none.
+	Port int `json:"port,omitempty"`
+	// Awaited are the ports the image declares, which the boot waited
+	// for; empty when it waited for any.
+	Awaited         []int `json:"awaited,omitempty"`
+	ToListenMS      int64 `json:"to_listen_ms,omitempty"`
+	ToFirstAnswerMS int64 `json:"to_first_answer_ms,omitempty"`
+	DurationMS      int64 `json:"duration_ms"`
+}
+
+// String says how the boot ended, for people.
+func (b *Boot) String() string {
+	if b.Ended == sandbox.BootMaximum && b.Port == 0 && len(b.Awaited) > 0 {
+		return "boot " + sandbox.NeverListened(b.Awaited, (time.Duration(b.DurationMS)*time.Millisecond).Round(time.Second))
+	}
+	s := fmt.Sprintf("boot %s after %s", strings.ReplaceAll(b.Ended, "_", " "), ms(b.DurationMS))
+	if b.Port != 0 {
+		s += fmt.Sprintf(" (listened on %d at %s", b.Port, ms(b.ToListenMS))
+		if b.ToFirstAnswerMS > 0 {
+			s += fmt.Sprintf(", first answer at %s", ms(b.ToFirstAnswerMS))
+		}
+		s += ")"
+	}
+	return s
+}
+
+// ms is a duration in milliseconds, for people.
+func ms(v int64) string {
+	return (time.Duration(v) * time.Millisecond).Round(100 * time.Millisecond).String()
 }
 
 // Phase is how a phase went.
@@ -178,7 +217,7 @@ var (
 // in the cache key: a longer boot or another request may see more, and
 // another mirror may serve other images under the same tags.
 func (p *Probe) KeySettings(pctx *probe.Context) []string {
-	s := []string{"boot_for=" + p.bootFor(pctx).String()}
+	s := []string{"boot_for=" + p.bootFor(pctx).String(), "settle=" + settle(pctx).String()}
 	for _, path := range p.probePaths(pctx) {
 		s = append(s, "probe_path="+path)
 	}
@@ -191,6 +230,14 @@ func (p *Probe) KeySettings(pctx *probe.Context) []string {
 		s = append(s, "mirror="+reg+"="+pctx.RegistryMirrors[reg])
 	}
 	return s
+}
+
+// settle is the run's settle period.
+func settle(pctx *probe.Context) time.Duration {
+	if pctx != nil && pctx.Settle > 0 {
+		return pctx.Settle
+	}
+	return sandbox.DefaultSettle
 }
 
 func (p *Probe) bootFor(pctx *probe.Context) time.Duration {
@@ -284,7 +331,7 @@ func (p *Probe) Run(ctx context.Context, repo *probe.Repo, pctx *probe.Context) 
 		Workspace:    sandbox.Workspace{Dir: repo.Root},
 		CaptureTrace: true,
 		Build: &sandbox.BuildSpec{
-			Dockerfile: f.Path, Targets: facts.Targets, Boot: true, BootFor: bootFor,
+			Dockerfile: f.Path, Targets: facts.Targets, Boot: true, BootFor: bootFor, Settle: settle(pctx),
 			RegistryMirrors: pctx.RegistryMirrors, ProbePaths: p.probePaths(pctx),
 		},
 	}
@@ -309,6 +356,10 @@ func (p *Probe) Run(ctx context.Context, repo *probe.Repo, pctx *probe.Context) 
 	for _, ph := range res.Phases {
 		facts.Phases = append(facts.Phases, Phase{Name: ph.Name, ExitCode: ph.ExitCode, Failed: ph.Failed, TimedOut: ph.TimedOut,
 			DurationMS: ph.Duration.Milliseconds(), OutputTail: tail(ph.OutputTail, 2000)})
+		if b := ph.Boot; ph.Name == sandbox.PhaseBoot && b != nil {
+			facts.Boot = &Boot{Ended: b.Ended, Port: b.Port, Awaited: b.Awaited, ToListenMS: b.ToListen.Milliseconds(),
+				ToFirstAnswerMS: b.ToFirstAnswer.Milliseconds(), DurationMS: ph.Duration.Milliseconds()}
+		}
 	}
 	switch {
 	case errors.Is(err, sandbox.ErrTimeout) || res.TimedOut:
@@ -362,6 +413,9 @@ func (p *Probe) Run(ctx context.Context, repo *probe.Repo, pctx *probe.Context) 
 		return low(ReasonTraceIncomplete, WarnTraceIncomplete, detail, facts), nil
 	}
 	out := analyze(res, f, repo, facts)
+	if facts.Boot != nil {
+		out.Detail = strings.TrimPrefix(out.Detail+"; "+facts.Boot.String(), "; ")
+	}
 	if bootFailed == nil {
 		return out, nil
 	}
