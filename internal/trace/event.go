@@ -104,7 +104,20 @@ type Event struct {
 	// filesystem for an attempt that no exec of the same process followed.
 	// Empty when unknown, and on every other kind of event.
 	Errno string `json:"errno,omitempty"`
+	// Digest is the SHA-256 of the file an exec ran, "sha256:<hex>", as
+	// the sandbox's kernel read it (gVisor's binary_sha256): it is known
+	// for a file the host cannot read, such as a memfd or a copy in the
+	// sandbox's memory. Empty when the source did not send it.
+	Digest string `json:"digest,omitempty"`
+	// SameAs is the path, in one of the spawn's images, of the shell or
+	// multi-call binary (busybox) that the file an exec ran is, by content:
+	// its Digest, or the SHA-256 or ELF build ID of the file read host-side
+	// (Shells.Identify). Empty when it is none of them, or not looked up.
+	SameAs string `json:"same_as,omitempty"`
 }
+
+// DigestPrefix starts every Event.Digest and Identity.Digest.
+const DigestPrefix = "sha256:"
 
 // InterpUnknown marks an exec whose interpreter could not be read.
 const InterpUnknown = "?"

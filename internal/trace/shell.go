@@ -18,9 +18,47 @@ var shellNames = map[string]bool{
 // IsShellName reports whether a path's basename names a shell.
 func IsShellName(p string) bool { return shellNames[path.Base(p)] }
 
+// isMultiCall reports whether a basename names a multi-call binary that
+// has a shell applet: busybox or toybox, each of which takes any name that
+// starts with its own as itself.
+func isMultiCall(name string) bool {
+	return strings.HasPrefix(name, "busybox") || strings.HasPrefix(name, "toybox")
+}
+
+// argv0Name is the program name that argv[0] gives: its basename, without
+// the "-" that marks a login shell ("-sh", "-bash", as login(1), su - and
+// busybox's own re-exec pass it).
+func argv0Name(argv0 string) string {
+	return strings.TrimPrefix(path.Base(strings.TrimPrefix(argv0, "-")), "-")
+}
+
+// maxApplets bounds the "busybox busybox ... sh" chain that applet follows.
+const maxApplets = 8
+
+// applet returns the applet that a multi-call binary runs for argv, as
+// busybox picks it: argv[0]'s program name (argv0Name) and, while that
+// names the multi-call binary itself, the basename of the next argument
+// ("busybox sh -c ..."). Toybox picks the same way. "" when argv runs
+// none.
+func applet(argv []string) string {
+	for i, a := range argv {
+		if i >= maxApplets {
+			break
+		}
+		name := path.Base(a)
+		if i == 0 {
+			name = argv0Name(a)
+		}
+		if !isMultiCall(name) {
+			return name
+		}
+	}
+	return ""
+}
+
 // ShellMatch says why an exec is a shell.
 type ShellMatch struct {
-	// By is binary, execfn, argv0, busybox or shebang.
+	// By is binary, execfn, argv0, busybox, content or shebang.
 	By string `json:"by"`
 	// Shell is the shell's basename (sh, bash...), or "unknown" when a
 	// script's interpreter could not be read.
@@ -34,24 +72,45 @@ type ShellMatch struct {
 // file could not be read.
 type Interpreters func(binary string) (interp string, isScript bool, ok bool)
 
-// ClassifyShell decides whether an exec event ran a shell: the basename of
-// the binary path, the execfn or argv[0] is a shell (busybox re-execs itself
-// with argv[0] "sh"), busybox was run as a shell applet, or the binary is a
-// script whose shebang names a shell. unknown is true when the binary is a
-// script whose interpreter could not be read.
+// ClassifyShell decides whether an exec event ran a shell. By name, in
+// this order: the basename of the binary path, the execfn or argv[0] is a
+// shell (busybox re-execs itself with argv[0] "sh"), with a login shell's
+// "-" ("-sh") dropped from argv[0]; or argv[0] names a multi-call binary
+// (busybox, busybox.static, toybox) and the applet it picks is a shell
+// ("busybox sh"), whatever the file is called or wherever it lives (a
+// memfd). By content: the event's SameAs (Shells.Identify) is one of the
+// image's shells, or its multi-call binary, in which case argv's applet
+// decides and a non-shell applet is not a shell. By shebang: the binary is
+// a script whose interpreter is a shell. unknown is true when none of
+// those holds and the binary is a script whose interpreter could not be
+// read, or a file that could not be read at all.
 func ClassifyShell(e *Event, interp Interpreters) (m ShellMatch, shell bool, unknown bool) {
+	argv0 := ""
+	if len(e.Argv) > 0 {
+		argv0 = argv0Name(e.Argv[0])
+	}
 	switch {
 	case IsShellName(e.Binary):
 		return ShellMatch{By: "binary", Shell: path.Base(e.Binary)}, true, false
 	case IsShellName(e.Execfn):
 		return ShellMatch{By: "execfn", Shell: path.Base(e.Execfn)}, true, false
-	case len(e.Argv) > 0 && IsShellName(e.Argv[0]):
-		return ShellMatch{By: "argv0", Shell: path.Base(e.Argv[0])}, true, false
-	case path.Base(e.Binary) == "busybox" && len(e.Argv) > 1 && IsShellName(e.Argv[1]):
-		return ShellMatch{By: "busybox", Shell: path.Base(e.Argv[1])}, true, false
+	case shellNames[argv0]:
+		return ShellMatch{By: "argv0", Shell: argv0}, true, false
+	case isMultiCall(argv0) && shellNames[applet(e.Argv)]:
+		return ShellMatch{By: "busybox", Shell: applet(e.Argv)}, true, false
 	}
 	if e.Kind != KindExec || e.Binary == "" {
 		return ShellMatch{}, false, false
+	}
+	if e.SameAs != "" {
+		// The file is known: neither a script nor unreadable.
+		switch name := path.Base(e.SameAs); {
+		case isMultiCall(name):
+			// Its applet is not a shell, or the name rules above had said so.
+			return ShellMatch{}, false, false
+		case IsShellName(name):
+			return ShellMatch{By: "content", Shell: name}, true, false
+		}
 	}
 	var ip string
 	var isScript, ok bool

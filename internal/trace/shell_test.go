@@ -17,7 +17,7 @@ func TestClassifyShell(t *testing.T) {
 			return "/bin/sh", true, true
 		case "/app/start":
 			return "/usr/bin/env", true, true
-		case "/usr/local/bin/node":
+		case "/usr/local/bin/node", "/bin/busybox":
 			return "", false, true
 		}
 		return "", false, false
@@ -38,6 +38,23 @@ func TestClassifyShell(t *testing.T) {
 		{"env script", Event{Kind: KindExec, Binary: "/app/start"}, ShellMatch{}, false, false},
 		{"unreadable", Event{Kind: KindExec, Binary: "/gone"}, ShellMatch{"shebang", "unknown"}, false, true},
 		{"attempt of sh", Event{Kind: KindExecAttempt, Execfn: "/bin/sh", Argv: []string{"/bin/sh", "-c", "x"}}, ShellMatch{"execfn", "sh"}, true, false},
+		// A login shell: argv[0] starts with "-" (busybox re-execs itself
+		// so, and login(1) and su - run shells so).
+		{"busybox login shell", Event{Kind: KindExec, Binary: "/bin/busybox", Execfn: "/proc/self/exe", Argv: []string{"-sh"}}, ShellMatch{"argv0", "sh"}, true, false},
+		{"login bash attempt", Event{Kind: KindExecAttempt, Execfn: "/proc/self/exe", Argv: []string{"-bash", "-l"}}, ShellMatch{"argv0", "bash"}, true, false},
+		{"login shell by path", Event{Kind: KindExec, Binary: "/opt/x", Argv: []string{"-/bin/ash"}}, ShellMatch{"argv0", "ash"}, true, false},
+		// busybox picks its applet from argv[0] (and from argv[1] when
+		// argv[0] names busybox), whatever the file is called.
+		{"busybox copy under another name", Event{Kind: KindExec, Binary: "/tmp/bb", Execfn: "/tmp/bb", Argv: []string{"busybox", "sh", "-c", "id"}, Interp: InterpUnknown}, ShellMatch{"busybox", "sh"}, true, false},
+		{"busybox from a memfd (execveat AT_EMPTY_PATH)", Event{Kind: KindExec, Binary: "/dev/fd/3", Execfn: "/dev/fd/3", Argv: []string{"busybox", "ash", "-c", "id"}, Interp: InterpUnknown}, ShellMatch{"busybox", "ash"}, true, false},
+		{"memfd attempt", Event{Kind: KindExecAttempt, Execfn: "/memfd:x (deleted)", Argv: []string{"/bin/busybox", "busybox", "/bin/sh"}}, ShellMatch{"busybox", "sh"}, true, false},
+		{"busybox prefix", Event{Kind: KindExec, Binary: "/x", Argv: []string{"busybox.static", "sh"}, Interp: InterpUnknown}, ShellMatch{"busybox", "sh"}, true, false},
+		{"toybox", Event{Kind: KindExec, Binary: "/x", Argv: []string{"toybox", "toybox", "sh"}, Interp: InterpUnknown}, ShellMatch{"busybox", "sh"}, true, false},
+		{"busybox ls applet is not sh", Event{Kind: KindExec, Binary: "/bin/busybox", Execfn: "/bin/ls", Argv: []string{"ls", "sh"}}, ShellMatch{}, false, false},
+		// By content: the file is one of the image's shells.
+		{"renamed dash by content", Event{Kind: KindExec, Binary: "/tmp/d", Argv: []string{"d", "-c", "id"}, Interp: InterpUnknown, SameAs: "/usr/bin/dash"}, ShellMatch{"content", "dash"}, true, false},
+		{"busybox by content runs its cat applet", Event{Kind: KindExec, Binary: "/dev/fd/3", Argv: []string{"cat"}, Interp: InterpUnknown, SameAs: "/bin/busybox"}, ShellMatch{}, false, false},
+		{"busybox by content without an applet", Event{Kind: KindExec, Binary: "/tmp/x", Argv: []string{"x", "-c", "id"}, SameAs: "/bin/busybox"}, ShellMatch{}, false, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -158,5 +175,38 @@ func TestClassifyUsesEventInterp(t *testing.T) {
 	}
 	if _, shell, unknown := ClassifyShell(&Event{Kind: KindExec, Binary: "/x", Interp: InterpUnknown}, nil); shell || !unknown {
 		t.Errorf("event with unknown interpreter: shell %v unknown %v", shell, unknown)
+	}
+}
+
+// TestAnalyzeSeesEveryShell is issue 22, item 6: a login shell, busybox
+// under another name or from a memfd, and a renamed copy of the image's
+// dash are all shells, and none leaves the trace unresolved.
+func TestAnalyzeSeesEveryShell(t *testing.T) {
+	t.Parallel()
+	evs := []Event{
+		{Kind: KindExec, PID: 1, Binary: "/usr/local/bin/node", Argv: []string{"node", "server.js"}},                                                           // 0
+		{Kind: KindExec, PID: 2, PPID: 1, Binary: "/bin/busybox", Execfn: "/proc/self/exe", Argv: []string{"-sh"}},                                             // 1
+		{Kind: KindExec, PID: 3, PPID: 1, Binary: "/dev/fd/3", Execfn: "/dev/fd/3", Argv: []string{"busybox", "sh", "-c", "id"}, Interp: InterpUnknown},        // 2
+		{Kind: KindExec, PID: 4, PPID: 1, Binary: "/tmp/bb", Execfn: "/tmp/bb", Argv: []string{"busybox", "ash"}, Interp: InterpUnknown},                       // 3
+		{Kind: KindExec, PID: 5, PPID: 1, Binary: "/tmp/d", Execfn: "/tmp/d", Argv: []string{"d", "-c", "id"}, Interp: InterpUnknown, SameAs: "/usr/bin/dash"}, // 4
+		{Kind: KindExec, PID: 6, PPID: 1, Binary: "/memfd:x (deleted)", Argv: []string{"x"}, Interp: InterpUnknown},                                            // 5: unknown
+	}
+	a := Analyze(BuildTree(evs), nil)
+	type inv struct {
+		Index int
+		Match ShellMatch
+	}
+	var got []inv
+	for _, i := range a.Invocations {
+		got = append(got, inv{i.Index, i.Match})
+	}
+	want := []inv{{1, ShellMatch{"argv0", "sh"}}, {2, ShellMatch{"busybox", "sh"}}, {3, ShellMatch{"busybox", "ash"}}, {4, ShellMatch{"content", "dash"}}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("invocations (-want +got):\n%s", diff)
+	}
+	// A memfd whose content matches no shell, and that argv does not name
+	// one, stays unresolved: it may be a script.
+	if diff := cmp.Diff([]int{5}, a.Unresolved); diff != "" {
+		t.Errorf("unresolved (-want +got):\n%s", diff)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"path"
+	"slices"
 	"strings"
 
 	"github.com/codegenie/codegenie/internal/sandbox"
@@ -49,6 +50,10 @@ type ranStep struct {
 //     nothing, so those build interpreters are unknown.
 //   - Errnos. An exec attempt that failed gets the errno read from the
 //     same filesystem (inferErrnos).
+//   - Shells by content. An exec whose file is one of the shells (or
+//     busybox) of the images mounted here, by the sentry's digest or as
+//     read from its image, gets SameAs (trace.Shells). A snapshotted step
+//     adds no shells: its snapshot holds only executables' heads.
 //
 // ok is true when the collection is complete and every container is
 // accounted for.
@@ -209,6 +214,23 @@ func (br *buildRun) attribute(ctx context.Context, coll *seccheck.Collection, bo
 			e.Interp = interp
 		}
 	}
+
+	// Shells by content (trace.Shells): those of every image mounted
+	// here, and each exec's file by the sentry's digest or as read from
+	// its image, never from a step snapshot (it holds executables' heads).
+	shells := trace.NewShells()
+	dirs := slices.Compact(slices.Sorted(maps.Values(fsys.byImage)))
+	for _, dir := range dirs {
+		if dir != "" {
+			shells.AddRootfs(dir)
+		}
+	}
+	shells.Identify(out, func(container string) string {
+		if stepSnapshot(br.snaps, container) != "" {
+			return ""
+		}
+		return rootfsOf(container)
+	})
 	return out, complete
 }
 

@@ -3,6 +3,7 @@ package runsc
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -657,5 +658,54 @@ func TestTraceWitness(t *testing.T) {
 	}
 	if diff := cmp.Diff(map[string]string{"/bin/nothere": "ENOENT", "/bin/true": ""}, errnos); diff != "" {
 		t.Errorf("errnos (-want +got):\n%s", diff)
+	}
+}
+
+// TestTraceShellsByContent (issue 22, item 6): the sentry sends the digest
+// of what each exec ran, which names a copy of the image's busybox in the
+// sandbox's /tmp (the host cannot read it), and a login shell ("-sh") is a
+// shell.
+func TestTraceShellsByContent(t *testing.T) {
+	rootfs := sandboxtest.BusyboxRootfs(t)
+	b := newBackend(t, Config{Rootfs: rootfs})
+	res, err := b.Spawn(t.Context(), sandbox.SpawnRequest{
+		Role: sandbox.RoleProbe, Workspace: sandbox.Workspace{Dir: t.TempDir()},
+		Command:      []string{"sh", "-c", "cp /bin/busybox /tmp/bb; (exec -a busybox /tmp/bb true); exec -a -sh /bin/busybox -c true"},
+		CaptureTrace: true,
+	})
+	if err != nil || !res.TraceComplete {
+		t.Fatalf("%v, complete %v, gaps %q", err, res.TraceComplete, res.TraceGaps)
+	}
+	root, err := os.OpenRoot(rootfs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	bb, ok := trace.ReadIdentity(root, "/bin/busybox")
+	if !ok || bb.Digest == "" {
+		t.Fatalf("busybox's identity: %+v, %v", bb, ok)
+	}
+	shells := trace.NewShells()
+	shells.AddRootfs(rootfs)
+	shells.Identify(res.Trace, func(string) string { return rootfs })
+	var got []string
+	for i := range res.Trace {
+		e := &res.Trace[i]
+		if e.Kind != trace.KindExec || e.Binary == "/bin/cp" || (e.Binary == "/bin/busybox" && e.Argv[0] == "cp") {
+			continue
+		}
+		m, shell, unknown := trace.ClassifyShell(e, nil)
+		got = append(got, fmt.Sprintf("%s %q same_as=%s digest_is_busybox=%v: %s %s %v %v", e.Binary, e.Argv, e.SameAs, e.Digest == bb.Digest, m.By, m.Shell, shell, unknown))
+	}
+	want := []string{
+		// The first process: accounted for by the backend, with no digest.
+		`/bin/busybox ["sh" "-c" "cp /bin/busybox /tmp/bb; (exec -a busybox /tmp/bb true); exec -a -sh /bin/busybox -c true"] same_as=/bin/busybox digest_is_busybox=false: execfn sh true false`,
+		// busybox by the sentry's digest (the host cannot read /tmp/bb),
+		// running its true applet: not a shell.
+		`/tmp/bb ["busybox" "true"] same_as=/bin/busybox digest_is_busybox=true:   false false`,
+		`/bin/busybox ["-sh" "-c" "true"] same_as=/bin/busybox digest_is_busybox=true: argv0 sh true false`,
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("execs (-want +got):\n%s", diff)
 	}
 }

@@ -71,7 +71,7 @@ func TestPodInitConfigShape(t *testing.T) {
 		Name: "Default",
 		Points: []point{
 			{Name: "container/start", ContextFields: ctxFields},
-			{Name: "sentry/execve", OptionalFields: []string{"binary_info"}, ContextFields: ctxFields},
+			{Name: "sentry/execve", OptionalFields: []string{"binary_info", "binary_sha256"}, ContextFields: ctxFields},
 			{Name: "sentry/clone", ContextFields: ctxFields},
 			{Name: "sentry/task_exit", ContextFields: ctxFields},
 			{Name: "syscall/execve/enter", ContextFields: ctxFields},

@@ -1,6 +1,8 @@
 package seccheck
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"time"
 	"unicode/utf8"
@@ -326,6 +328,11 @@ func (d *decoder) exec(msg []byte) error {
 		switch f.num {
 		case 2:
 			d.ev.Binary = d.str(f.b)
+		case 8:
+			// binary_sha256: kept only when it is one.
+			if len(f.b) == sha256.Size {
+				d.ev.Digest = trace.DigestPrefix + hex.EncodeToString(f.b)
+			}
 		case 3:
 			d.add(&argv, f.b)
 		case 4:

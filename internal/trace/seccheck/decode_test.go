@@ -78,6 +78,26 @@ func TestDecode(t *testing.T) {
 			},
 		},
 		{
+			name: "exec keeps the sentry's sha256 of the binary",
+			packet: packet(MessageSentryExec, 0, execMsg(ctx{pid: 9}, "/dev/fd/3", "/dev/fd/3", "busybox", "sh").
+				sub(8, msg(strings.Repeat("\xab", 32))).varint(20, 1)),
+			want: Packet{
+				Header:   Header{Size: 8, Type: MessageSentryExec},
+				HasEvent: true,
+				Event: trace.Event{Kind: trace.KindExec, PID: 9, UID: -1, Binary: "/dev/fd/3", Execfn: "/dev/fd/3", Argv: []string{"busybox", "sh"},
+					Digest: "sha256:" + strings.Repeat("ab", 32)},
+			},
+		},
+		{
+			name:   "exec drops a sha256 of the wrong length",
+			packet: packet(MessageSentryExec, 0, execMsg(ctx{pid: 9}, "/bin/x", "/bin/x", "x").sub(8, msg(strings.Repeat("\xab", 31)))),
+			want: Packet{
+				Header:   Header{Size: 8, Type: MessageSentryExec},
+				HasEvent: true,
+				Event:    trace.Event{Kind: trace.KindExec, PID: 9, UID: -1, Binary: "/bin/x", Execfn: "/bin/x", Argv: []string{"x"}},
+			},
+		},
+		{
 			name:   "task exit",
 			packet: packet(MessageSentryTaskExit, 0, exitMsg(ctx{timeNs: t0, tid: 1, pid: 1, creds: creds(0, 0)}, 256)),
 			want: Packet{

@@ -26,7 +26,7 @@
 //	type  2 sentry/clone     CloneInfo:  1 context_data, 3 created_thread_id,
 //	                                     4 created_thread_group_id
 //	type  3 sentry/execve    ExecveInfo: 1 context_data, 2 binary_path, 3 argv,
-//	                                     4 env, 17 execfn
+//	                                     4 env, 8 binary_sha256, 17 execfn
 //	type  5 sentry/task_exit TaskExit:   1 context_data, 2 exit_status
 //	type 11 syscall/execve and syscall/execveat
 //	                         Execve:     1 context_data, 2 exit, 3 sysno, 4 fd,
@@ -56,6 +56,12 @@
 //     pathname. A type 11 message that carries an exit result (a
 //     syscall/.../exit point) is not an event: those results are unreliable
 //     in current runsc, and the config here does not ask for them.
+//   - An exec's Digest is binary_sha256, the SHA-256 that the sentry
+//     computed of the file it executed (for a script, the script), as
+//     "sha256:<hex>"; a value that is not 32 bytes is dropped. The sentry
+//     caches digests by mount, inode, size and mtime, so a file rewritten
+//     in place with the same size and a restored mtime could keep its old
+//     digest.
 //   - container/start has the args of the OCI spec, unresolved, and no
 //     Binary. Env is dropped unless Limits.KeepEnv is set, since it may hold
 //     secrets.

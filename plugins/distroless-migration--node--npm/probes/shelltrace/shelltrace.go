@@ -256,7 +256,7 @@ func (*Probe) Desc() probe.Desc {
 	inputs = append(inputs, "**/*.js", "**/*.cjs", "**/*.mjs", "**/*.ts", "**/*.json", "**/*.sh", ".dockerignore")
 	return probe.Desc{
 		Name:           Name,
-		Version:        "2",
+		Version:        "3", // 3: login shells, busybox by argv[0], shells by content (issue 22)
 		Heaviness:      probe.Heavy,
 		PerImage:       true,
 		RunsLast:       true,
