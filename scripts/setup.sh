@@ -1,18 +1,26 @@
 #!/usr/bin/env bash
-# setup.sh prepares a Debian 12 machine for codegenie: the tools its builds,
-# sandboxes and tests need. It is idempotent: a second run only checks.
+# setup.sh prepares a Debian 12 machine for codegenie: the tools its builds
+# and sandboxes need, and with --tests what only the test suite needs. It
+# is idempotent: a second run only checks.
 #
-# Installs (as root):
-#   - buildah, runc, busybox-static (apt)
+#   bash scripts/setup.sh           what gather and migrate need (demo.sh)
+#   bash scripts/setup.sh --tests   that, and the test-only tools (test.sh)
+#
+# Always (as root):
+#   - buildah, runc, busybox-static, e2fsprogs (apt)
 #   - runsc, built from the Go module proxy with cgo off, pinned below
+#   - pinned Node and npm tarballs from the npm registry, for the local
+#     node:22 and distroless stand-in images
+#   - mounts tracefs at /sys/kernel/tracing when it is missing
+# With --tests, also:
 #   - golangci-lint v2, pinned below
 #   - the Temporal CLI (its dev server), pinned below, for the
 #     portfolio --temporal tests
-#   - mounts tracefs at /sys/kernel/tracing when it is missing
-#   - fetches pinned Node and npm tarballs from the npm registry, for the
-#     local node:22 and distroless stand-in images the sandbox tests use
+#   - chromium (apt), for the HTML report's browser tests
 #
 # Tools land in $CODEGENIE_TOOLS (default /usr/local/lib/codegenie/bin).
+# Every step that takes long says so, and a heartbeat every 20 s says it is
+# still at work.
 set -euo pipefail
 
 RUNSC_VERSION=v0.0.0-20260905035102-160fafc42237
@@ -25,54 +33,52 @@ NPM_PKG=npm@10.9.9
 TOOLS=${CODEGENIE_TOOLS:-/usr/local/lib/codegenie/bin}
 DIST=${CODEGENIE_DIST:-/usr/local/lib/codegenie/dist}
 
-log() { printf 'setup: %s\n' "$*" >&2; }
+tests=false
+case "${1:-}" in
+  "") ;;
+  --tests) tests=true ;;
+  *) printf 'setup: unknown argument %s: want no argument, or --tests\n' "$1" >&2; exit 2 ;;
+esac
+
+PREFIX=setup
+# shellcheck source=scripts/lib.sh
+. "$(dirname "$0")/lib.sh"
 
 if [ "$(id -u)" -ne 0 ]; then
   log "run as root: apt installs, runsc and tracefs need it"
   exit 1
 fi
 
+apt_pairs=(buildah:buildah runc:runc busybox:busybox-static mkfs.ext4:e2fsprogs)
+$tests && apt_pairs+=(chromium:chromium)
 need_apt=()
 command -v npm >/dev/null 2>&1 || need_apt+=(npm)
-for pair in buildah:buildah runc:runc busybox:busybox-static mkfs.ext4:e2fsprogs chromium:chromium; do
-  bin=${pair%%:*} pkg=${pair##*:}
+for pair in "${apt_pairs[@]}"; do
+  pkg=${pair##*:}
   if ! dpkg -s "$pkg" >/dev/null 2>&1; then need_apt+=("$pkg"); fi
 done
 if [ ${#need_apt[@]} -gt 0 ]; then
-  log "installing ${need_apt[*]} from apt"
   export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
-  apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
+  long "updating apt's package lists (under a minute)" apt-get update -qq
+  long "installing ${need_apt[*]} from apt (1 to 3 minutes)" \
+    apt-get install -y -qq --no-install-recommends "${need_apt[@]}"
 fi
 
 mkdir -p "$TOOLS"
 stamp() { cat "$TOOLS/.$1.version" 2>/dev/null || true; }
 
 if [ ! -x "$TOOLS/runsc" ] || [ "$(stamp runsc)" != "$RUNSC_VERSION" ]; then
-  log "building runsc $RUNSC_VERSION (cgo off; takes a few minutes cold)"
-  CGO_ENABLED=0 GOBIN="$TOOLS" GOFLAGS=-buildvcs=false go install "gvisor.dev/gvisor/runsc@$RUNSC_VERSION"
+  long "building runsc $RUNSC_VERSION from the Go module proxy, cgo off (about 3 minutes cold)" \
+    env CGO_ENABLED=0 GOBIN="$TOOLS" GOFLAGS=-buildvcs=false go install "gvisor.dev/gvisor/runsc@$RUNSC_VERSION"
   echo "$RUNSC_VERSION" > "$TOOLS/.runsc.version"
-fi
-
-if [ ! -x "$TOOLS/golangci-lint" ] || [ "$(stamp golangci-lint)" != "$GOLANGCI_VERSION" ]; then
-  log "building golangci-lint $GOLANGCI_VERSION"
-  GOBIN="$TOOLS" GOFLAGS=-buildvcs=false go install "github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$GOLANGCI_VERSION"
-  echo "$GOLANGCI_VERSION" > "$TOOLS/.golangci-lint.version"
-fi
-
-if [ ! -x "$TOOLS/temporal" ] || [ "$(stamp temporal)" != "$TEMPORAL_VERSION" ]; then
-  log "building the Temporal CLI $TEMPORAL_VERSION (about 6 minutes cold)"
-  GOBIN="$TOOLS" GOFLAGS=-buildvcs=false go install "github.com/temporalio/cli/cmd/temporal@$TEMPORAL_VERSION"
-  echo "$TEMPORAL_VERSION" > "$TOOLS/.temporal.version"
 fi
 
 mkdir -p "$DIST"
 for pkg in "$NODE_PKG" "$NODE24_PKG" "$NPM_PKG"; do
   tgz="$DIST/$(echo "${pkg%@*}" | tr / -)-${pkg##*@}.tgz"
   if [ ! -s "$tgz" ]; then
-    log "fetching $pkg from the npm registry"
     tmp=$(mktemp -d)
-    (cd "$tmp" && npm pack --silent "$pkg" >/dev/null)
+    long "fetching $pkg from the npm registry (seconds)" sh -c 'cd "$1" && npm pack --silent "$2" >/dev/null' sh "$tmp" "$pkg"
     mv "$tmp"/*.tgz "$tgz"
     rmdir "$tmp"
   fi
@@ -83,4 +89,19 @@ if ! mountpoint -q /sys/kernel/tracing; then
   mount -t tracefs nodev /sys/kernel/tracing || log "tracefs mount failed (eBPF trace sources will be unavailable)"
 fi
 
-log "ready: runsc=$TOOLS/runsc temporal=$TOOLS/temporal buildah=$(command -v buildah) runc=$(command -v runc)"
+if $tests; then
+  if [ ! -x "$TOOLS/golangci-lint" ] || [ "$(stamp golangci-lint)" != "$GOLANGCI_VERSION" ]; then
+    long "building golangci-lint $GOLANGCI_VERSION, for the tests (about 2 minutes cold)" \
+      env GOBIN="$TOOLS" GOFLAGS=-buildvcs=false go install "github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$GOLANGCI_VERSION"
+    echo "$GOLANGCI_VERSION" > "$TOOLS/.golangci-lint.version"
+  fi
+  if [ ! -x "$TOOLS/temporal" ] || [ "$(stamp temporal)" != "$TEMPORAL_VERSION" ]; then
+    long "building the Temporal CLI $TEMPORAL_VERSION, for the portfolio --temporal tests (about 6 minutes cold)" \
+      env GOBIN="$TOOLS" GOFLAGS=-buildvcs=false go install "github.com/temporalio/cli/cmd/temporal@$TEMPORAL_VERSION"
+    echo "$TEMPORAL_VERSION" > "$TOOLS/.temporal.version"
+  fi
+fi
+
+extra=""
+$tests && extra=" golangci-lint=$TOOLS/golangci-lint temporal=$TOOLS/temporal chromium=$(command -v chromium)"
+log "ready: runsc=$TOOLS/runsc buildah=$(command -v buildah) runc=$(command -v runc)$extra"

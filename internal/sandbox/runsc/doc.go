@@ -306,32 +306,39 @@
 // not executable: 126, not started) and runs it with the command spawn's
 // machinery: its own spawn directory and runsc root, the same config.json
 // (without a workspace mount), cgroups and limits, network off, the build's
-// trace listener. It runs for BootFor (default 10s) or until it exits.
-// Reaching BootFor is success, the service is up: the boot phase has
-// TimedOut set, ExitCode -1 (it never exited) and Failed unset. An earlier
-// exit records its exit code, Failed when non-zero; a runsc failure (an
-// image runsc cannot start) is a Failed phase with runsc's message in the
-// tail. Result.Stdout and Stderr are the boot's.
+// trace listener. Untraced, it runs for BootFor (default 30s) or until it
+// exits. Traced, it also ends once it has settled (ready.go): the service
+// answered the requests and the HEALTHCHECK, then went the settle period
+// (BuildSpec.Settle, default 3s) without an exec. Reaching BootFor, or
+// settling, is success, the service is up: the boot phase has ExitCode -1
+// (it never exited) and Failed unset, and TimedOut when BootFor was
+// reached. An earlier exit records its exit code, Failed when non-zero; a
+// runsc failure (an image runsc cannot start) is a Failed phase with
+// runsc's message in the tail. A traced boot phase carries a
+// sandbox.BootReport: why it ended, the port, and the times to listen and
+// to the first answer. Result.Stdout and Stderr are the boot's.
 //
 // # Requests and healthcheck
 //
-// With a trace, the boot window is exercised from inside the sandbox
+// With a trace, the boot is exercised from inside the sandbox
 // (requests.go): the image's node, run with runsc exec and a script of
 // ours, waits until an EXPOSEd port (or the HEALTHCHECK URL's, or any)
-// listens, then sends GET / and the HEALTHCHECK URL's path; each is a
-// phase "request:<path>", and the service's events during it get that
-// phase. Then:
+// listens, says so, then sends GET /, the HEALTHCHECK URL's path and the
+// probe paths; each is a phase "request:<path>", and the service's events
+// during it get that phase. Then:
 //
 // With a trace and an image HEALTHCHECK (CMD or CMD-SHELL), the boot runs
 // the healthcheck's command once, with runsc exec in the booted sandbox,
-// min(BootFor/2, 3s) into the window, as the image's user in its working
-// directory, bounded by the rest of the window (healthcheck.go). Its
-// process (whose exec gVisor does not report: the backend inserts it,
-// with the sandbox-internal PID runsc writes) and everything below it get
-// sandbox.PhaseHealthcheck; the phase of that name carries its exit code
-// and output, after the boot's. A command the image lacks (CMD-SHELL on a
-// base without /bin/sh) does not run: exit 127. A boot that ends before
-// the delay has no healthcheck phase.
+// once the requests are done (for an image with no declared port, once it
+// has gone a settle period without an exec; at the latest, half-way to
+// BootFor), as the image's user in its working directory, bounded by
+// BootFor (healthcheck.go). Its process (whose exec gVisor does not
+// report: the backend inserts it, with the sandbox-internal PID runsc
+// writes) and everything below it get sandbox.PhaseHealthcheck; the phase
+// of that name carries its exit code and output, after the boot's. A
+// command the image lacks (CMD-SHELL on a base without /bin/sh) does not
+// run: exit 127. A boot that exits before the healthcheck starts has no
+// healthcheck phase.
 //
 // # Build traces
 //

@@ -80,9 +80,9 @@ type readiness struct {
 	rr       *requestRun
 	hc       *healthRun
 	act      *activity
-	settle time.Duration
-	max    time.Duration
-	since  time.Time
+	settle   time.Duration
+	max      time.Duration
+	since    time.Time
 
 	ready chan struct{}
 	why   string // set before ready closes

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/codegenie/codegenie/internal/sandbox"
@@ -127,6 +128,7 @@ func Run(ctx context.Context, client sandbox.Client, spec Spec, file *dockerfile
 	}
 	ev := &Evidence{File: file, Stage: stage}
 	rep := &Report{}
+	var mu sync.Mutex
 	spawn := func(ctx context.Context, dir, target, what string) (sandbox.Result, error) {
 		req := sandbox.SpawnRequest{
 			Role:         sandbox.RoleGate,
@@ -143,26 +145,32 @@ func Run(ctx context.Context, client sandbox.Client, spec Spec, file *dockerfile
 		}
 		res, err := client.Spawn(ctx, req)
 		if res.AuditID != "" {
+			mu.Lock()
 			rep.AuditIDs = append(rep.AuditIDs, res.AuditID)
+			mu.Unlock()
 		}
 		return res, err
 	}
-	// The original first, by the same path: a gate that fails is then
-	// told apart from a failure the original has here too.
+	// The original too, by the same path, at the same time (its boot
+	// mostly waits for its service): a gate that fails is then told apart
+	// from a failure the original has here too.
+	var wg sync.WaitGroup
 	if spec.Original == "" {
 		ev.OriginalErr = ErrNoOriginal
 	} else {
-		start := time.Now()
-		orig, err := spawn(ctx, spec.Original, spec.OriginalTarget, "the original image")
-		rep.OriginalMS = time.Since(start).Milliseconds()
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		ev.Original, ev.OriginalErr = &orig, err
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			start := time.Now()
+			orig, err := spawn(ctx, spec.Original, spec.OriginalTarget, "the original image")
+			rep.OriginalMS = time.Since(start).Milliseconds()
+			ev.Original, ev.OriginalErr = &orig, err
+		}()
 	}
 	start := time.Now()
 	ev.Migrated, ev.MigratedErr = spawn(ctx, spec.Migrated, spec.Target, "the rewritten image")
 	rep.MigratedMS = time.Since(start).Milliseconds()
+	wg.Wait()
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
