@@ -101,8 +101,8 @@ func TestWorkspaceDigestDoesNotOpenSpecialFiles(t *testing.T) {
 		if !strings.HasPrefix(d, digestFull) {
 			t.Errorf("digest %s", d)
 		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("the digest blocked on a fifo")
+	case <-time.After(waitLimit):
+		t.Fatalf("the digest did not return within %v: it blocked on the fifo", waitLimit)
 	}
 	if _, err := workspaceDigest(t.Context(), filepath.Join(dir, "a"), 1<<20, 100); err == nil {
 		t.Error("a file as the workspace: no error")

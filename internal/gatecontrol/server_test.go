@@ -148,20 +148,21 @@ func (h *harness) records() []audit.Record {
 	}
 }
 
-// waitRecord polls the audit log for a record that pred accepts.
-func (h *harness) waitRecord(pred func(audit.Record) bool) audit.Record {
+// waitRecord waits for the audit log to hold a record that pred accepts,
+// and returns it; what names the record for the failure message.
+func (h *harness) waitRecord(what string, pred func(audit.Record) bool) audit.Record {
 	h.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
+	var found audit.Record
+	waitFor(h.t, "a "+what+" record in the audit log", func() bool {
 		for _, r := range h.records() {
 			if pred(r) {
-				return r
+				found = r
+				return true
 			}
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	h.t.Fatal("no such audit record")
-	return audit.Record{}
+		return false
+	})
+	return found
 }
 
 func (h *harness) request(role string, argv ...string) []byte {
@@ -519,7 +520,7 @@ func TestConcurrencyLimitQueuesThenRefuses(t *testing.T) {
 	if n := len(h.fake.Spawns()); n != 2 {
 		t.Errorf("backend saw %d spawns, want 2", n)
 	}
-	rej := h.waitRecord(func(r audit.Record) bool { return r.Event == audit.EventSpawnRejected })
+	rej := h.waitRecord("spawn.rejected", func(r audit.Record) bool { return r.Event == audit.EventSpawnRejected })
 	if rej.Role != "probe" || !strings.Contains(rej.Reason, "too many spawns waiting") {
 		t.Errorf("rejected record: %+v", rej)
 	}
@@ -527,6 +528,8 @@ func TestConcurrencyLimitQueuesThenRefuses(t *testing.T) {
 
 func TestQueueTimeout(t *testing.T) {
 	t.Parallel()
+	// A short queue timeout is safe: the one slot is held by a block spawn
+	// until Release, so the queued spawn can only time out.
 	h := newHarness(t, func(c *Config) { c.MaxConcurrent = 1; c.QueueTimeout = 50 * time.Millisecond })
 	done := make(chan response, 1)
 	go func() { done <- h.spawn(t.Context(), h.request("gate", "block")) }()
@@ -541,6 +544,7 @@ func TestQueueTimeout(t *testing.T) {
 
 func TestTimeoutsAreDefaultedAndReported(t *testing.T) {
 	t.Parallel()
+	// Short timeouts are safe: the fake's sleep 1h ends only by the timeout.
 	h := newHarness(t, func(c *Config) { c.MaxTimeout = 100 * time.Millisecond; c.DefaultTimeout = 80 * time.Millisecond })
 	body := []byte(fmt.Sprintf(`{"role":"gate","workspace":{"dir":%q},"command":["sleep","1h"],"timeout":100000000}`, h.ws))
 	r := h.spawn(t.Context(), body)
@@ -618,7 +622,7 @@ func TestClientDisconnectCancelsTheSpawn(t *testing.T) {
 		t.Errorf("client error %v, want context.Canceled", err)
 	}
 	waitFor(t, "the backend to see the cancellation", func() bool { return h.fake.Cancelled() == 1 })
-	fin := h.waitRecord(func(r audit.Record) bool { return r.Event == audit.EventSpawnFinished })
+	fin := h.waitRecord("spawn.finished", func(r audit.Record) bool { return r.Event == audit.EventSpawnFinished })
 	if !strings.Contains(fin.Reason, "client disconnected") || fin.Exit != nil {
 		t.Errorf("finished record: %+v", fin)
 	}
@@ -628,11 +632,17 @@ func TestShutdownDrainsRunningSpawns(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, nil)
 	done := make(chan response, 1)
-	go func() { done <- h.spawn(context.Background(), h.request("gate", "sleep", "300ms")) }()
+	go func() { done <- h.spawn(context.Background(), h.request("gate", "block")) }()
 	<-h.fake.Started()
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	// The spawn runs until Shutdown has begun: Shutdown drains it, whatever
+	// the machine's speed. The deadline only ends a hung drain.
+	ctx, cancel := context.WithTimeout(t.Context(), waitLimit)
 	defer cancel()
-	if err := h.srv.Shutdown(ctx); err != nil {
+	shut := make(chan error, 1)
+	go func() { shut <- h.srv.Shutdown(ctx) }()
+	<-h.srv.closing
+	h.fake.Release()
+	if err := <-shut; err != nil {
 		t.Errorf("Shutdown: %v", err)
 	}
 	if r := <-done; r.status != http.StatusOK || r.res.ExitCode != 0 {
@@ -663,6 +673,8 @@ func TestShutdownCancelsSpawnsAfterTheDeadline(t *testing.T) {
 	go func() { queued <- h.spawn(context.Background(), h.request("probe", "true")) }()
 	waitFor(t, "a queued spawn", func() bool { return len(h.srv.limiter.waiting) == 1 })
 
+	// The deadline is the subject, and short: the running spawn sleeps an
+	// hour and the queued one never gets a slot, so nothing drains first.
 	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
 	defer cancel()
 	err := h.srv.Shutdown(ctx)
@@ -678,7 +690,7 @@ func TestShutdownCancelsSpawnsAfterTheDeadline(t *testing.T) {
 	if h.fake.Cancelled() != 1 {
 		t.Errorf("backend saw %d cancellations, want 1", h.fake.Cancelled())
 	}
-	fin := h.waitRecord(func(r audit.Record) bool { return r.Event == audit.EventSpawnFinished })
+	fin := h.waitRecord("spawn.finished", func(r audit.Record) bool { return r.Event == audit.EventSpawnFinished })
 	if !strings.Contains(fin.Reason, "shutdown deadline") {
 		t.Errorf("finished record: %+v", fin)
 	}
@@ -790,12 +802,19 @@ func TestConfigValidate(t *testing.T) {
 	}
 }
 
+// waitLimit bounds every wait for an event in these tests. It is minutes:
+// it only ends a test that would otherwise hang, and never decides one
+// that a slow machine would pass.
+const waitLimit = 3 * time.Minute
+
+// waitFor waits until cond holds, and fails the test, naming what it
+// waited for, if it does not within waitLimit.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(waitLimit)
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
+			t.Fatalf("waited %v for %s", waitLimit, what)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
