@@ -153,7 +153,7 @@ func startServer(t testing.TB, backend sandbox.Client, backendName string, withT
 		if s.fake != nil {
 			s.fake.Release()
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
 		defer cancel()
 		if err := srv.Shutdown(ctx); err != nil {
 			t.Errorf("Shutdown: %v", err)
@@ -228,7 +228,7 @@ func TestClientOverBothTransports(t *testing.T) {
 			}
 
 			slow := request(ws, "sleep", "1h")
-			slow.Timeout = 50 * time.Millisecond
+			slow.Timeout = 50 * time.Millisecond // safe: the fake's hour-long sleep ends only by the timeout
 			res, err = c.Spawn(t.Context(), slow)
 			if !errors.Is(err, sandbox.ErrTimeout) || !res.TimedOut || string(res.Stdout) != "partial\n" {
 				t.Errorf("timeout: %+v, %v; want ErrTimeout with the partial result", res, err)
@@ -276,12 +276,24 @@ func TestCancelAbortsTheSpawn(t *testing.T) {
 	if err := <-errc; !errors.Is(err, context.Canceled) {
 		t.Errorf("Spawn = %v, want context.Canceled", err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for s.fake.Cancelled() != 1 {
+	waitFor(t, "the backend's spawn to be cancelled", func() bool { return s.fake.Cancelled() == 1 })
+}
+
+// waitLimit bounds every wait for an event in these tests. It is minutes:
+// it only ends a test that would otherwise hang, and never decides one
+// that a slow machine would pass.
+const waitLimit = 3 * time.Minute
+
+// waitFor waits until cond holds, and fails the test, naming what it
+// waited for, if it does not within waitLimit.
+func waitFor(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(waitLimit)
+	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatal("the backend's spawn was not cancelled")
+			t.Fatalf("waited %v for %s", waitLimit, what)
 		}
-		time.Sleep(5 * time.Millisecond)
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 
@@ -410,8 +422,8 @@ func TestProgressStream(t *testing.T) {
 			if _, err := c.Spawn(ctx, request(ws, "unsupported")); !errors.Is(err, sandbox.ErrNotSupported) {
 				t.Errorf("unsupported on the stream: %v, want ErrNotSupported", err)
 			}
-			req := request(ws, "sleep", "1m")
-			req.Timeout = 50 * time.Millisecond
+			req := request(ws, "sleep", "1h")
+			req.Timeout = 50 * time.Millisecond // safe: the fake's hour-long sleep ends only by the timeout
 			res, err = c.Spawn(ctx, req)
 			if !errors.Is(err, sandbox.ErrTimeout) || !res.TimedOut || string(res.Stdout) != "partial\n" {
 				t.Errorf("timeout on the stream: %+v, %v; want ErrTimeout with the partial result", res, err)
