@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/codegenie/codegenie/internal/probe"
+	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/httpcheck"
 )
 
 // Plan is the verdict with what the migrate recipe needs to carry it out:
@@ -31,9 +32,12 @@ type Edit struct {
 	// Health is node's arguments for an exec-form HEALTHCHECK run with
 	// /nodejs/bin/node (healthcheck_exec_form).
 	Health []string
-	// HealthURL is the URL that a generated Node health check requests
+	// HealthURL is the first URL that a generated Node health check
+	// requests, and HealthCheck all it checks: the curl or wget command's
+	// requests and its rule for which answers pass
 	// (healthcheck_node_script).
-	HealthURL string
+	HealthURL   string
+	HealthCheck *httpcheck.Check
 	// InCompose is set when the health check is a compose file's (the
 	// blocker's evidence), which overrides the image's: the rewrite edits
 	// its test there.

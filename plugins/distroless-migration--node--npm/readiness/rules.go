@@ -46,13 +46,13 @@ const (
 
 // Rules is the rule table.
 var Rules = []Rule{
-	{Name: RuleScriptArgv, Removable: true, Rewrite: "npm/yarn/pnpm start or run x becomes the script's own command in exec form; VAR=x prefixes move to ENV"},
+	{Name: RuleScriptArgv, Removable: true, Rewrite: "npm/yarn/pnpm start or run x becomes the script's own command in exec form, with the arguments the package manager passes it (not its own options); VAR=x prefixes, and npm_config_ settings from options npm does not know, move to ENV"},
 	{Name: RuleNodeLauncher, Removable: true, Rewrite: "pre/post hooks and && chains of node commands become a generated Node launcher that runs each step with execFileSync(process.execPath, …) and stops on failure"},
 	{Name: RuleExecForm, Removable: true, Rewrite: "a shell-form CMD or ENTRYPOINT that needs no expansion, pipe or redirection becomes exec form"},
 	{Name: RuleDistrolessBase, Removable: true, Rewrite: "the runtime stage moves to gcr.io/distroless/nodejs<major>-debian13, whose entrypoint is node: the node image's docker-entrypoint.sh, a nodesource install and an end-of-life distroless line go with it"},
 	{Name: RuleDropNodeArgv, Removable: true, Rewrite: "CMD holds node's arguments only (the distroless entrypoint is node): the leading node goes, and a preload such as --require ./otel.js becomes --require=./otel.js"},
 	{Name: RuleHealthExecForm, Removable: true, Rewrite: "a shell-form HEALTHCHECK becomes exec form with /nodejs/bin/node"},
-	{Name: RuleHealthNode, Removable: true, Rewrite: "a curl or wget HEALTHCHECK becomes a generated Node script that requests the same URL, with the same interval, timeout and retries"},
+	{Name: RuleHealthNode, Removable: true, Rewrite: "a curl or wget HEALTHCHECK becomes a generated Node script that makes the same requests and passes on the same answers, with the same interval, timeout and retries; an option it cannot carry makes the check a rewrite by hand, named"},
 	{Name: RuleMoveToBuilder, Removable: true, Rewrite: "a final-stage RUN step that only produces files (dependency installs, users, directories, permissions, certificates) moves to the builder, and its results are copied with COPY --from, ownership kept; dev dependencies are pruned there"},
 	{Name: RuleJSEntry, Removable: true, Rewrite: "a node_modules/.bin shim or a #!/usr/bin/env node file is replaced by the JavaScript file it runs"},
 	{Name: RuleEntrypointToEnv, Removable: true, Rewrite: "an entrypoint script that only sets defaults and execs node becomes ENV plus an exec-form command"},

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+
+	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/httpcheck"
 )
 
 // Generated files. Each is one small committed JS file that does what a
@@ -84,28 +86,213 @@ for (const sig of ['SIGTERM', 'SIGINT', 'SIGHUP']) {
 })();
 `
 
-// withScheme gives a URL written without one (localhost:8080/x) http://.
-func withScheme(url string) string {
-	if !strings.Contains(url, "://") {
-		return "http://" + url
+// healthScript returns a health check that makes the requests c
+// describes and exits as the curl or wget command did: 0 when it would
+// have succeeded, 1 otherwise. The check's data is JSON in the script;
+// the code around it is the same for every check.
+func healthScript(c *httpcheck.Check) []byte {
+	js, err := json.MarshalIndent(c, "", "  ")
+	if err != nil {
+		panic(err) // strings, numbers and booleans only
 	}
-	return url
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s It does what the image's %s health check did,\n", generatedHeader, healthTool(c.Tool))
+	b.WriteString("// with node alone: the same requests, and the same rule for which answers pass.\n")
+	b.WriteString("'use strict';\n")
+	b.WriteString("const http = require('http');\nconst https = require('https');\nconst fs = require('fs');\nconst net = require('net');\n\n")
+	fmt.Fprintf(&b, "const check = %s;\n", js)
+	b.WriteString(healthBody)
+	return []byte(b.String())
 }
 
-// healthScript returns a health check that requests url and exits 0 for
-// an answer below 400 (as curl -f and wget do), 1 otherwise.
-func healthScript(url string, timeoutMS int) []byte {
-	u, _ := json.Marshal(withScheme(url))
-	return []byte(fmt.Sprintf(`%s It does what the image's curl or wget
-// health check did, with node alone: request the URL, exit 0 on an answer below 400.
-'use strict';
-const url = new URL(%s);
-const mod = url.protocol === 'https:' ? require('https') : require('http');
-const req = mod.get(url, { timeout: %d }, (res) => {
-  res.resume();
-  process.exit(res.statusCode < 400 ? 0 : 1);
-});
-req.on('timeout', () => { req.destroy(); process.exit(1); });
-req.on('error', () => process.exit(1));
-`, generatedHeader, u, timeoutMS))
+func healthTool(t string) string {
+	if t == httpcheck.BusyboxWget {
+		return "BusyBox wget"
+	}
+	return t
 }
+
+const healthBody = `
+const redirects = [300, 301, 302, 303, 307, 308];
+
+// passes is the tool's rule for a final answer: curl takes any answer
+// (below 400 with -f), GNU Wget a 2xx, BusyBox a 200 to 204 or a redirect
+// without a Location.
+function passes(status) {
+  switch (check.tool) {
+    case 'curl': return !check.fail_on_error || status < 400;
+    case 'wget': return status >= 200 && status < 300;
+    default: return (status >= 200 && status <= 204) || redirects.includes(status);
+  }
+}
+
+function follows(status) {
+  if (check.tool === 'curl') return check.follow && status >= 300 && status < 400;
+  return redirects.includes(status);
+}
+
+function port(u) {
+  return Number(u.port) || (u.protocol === 'https:' ? 443 : 80);
+}
+
+// request makes one request; it resolves to {status, headers} or {error}.
+function request(u, method, body, auth, signal) {
+  return new Promise((resolve) => {
+    let done = false;
+    let connectTimer = null;
+    const finish = (r) => {
+      if (done) return;
+      done = true;
+      clearTimeout(connectTimer);
+      resolve(r);
+    };
+    const headers = {};
+    const set = (name, value) => {
+      for (const k of Object.keys(headers)) if (k.toLowerCase() === name.toLowerCase()) delete headers[k];
+      if (value !== null) headers[name] = value;
+    };
+    if (auth) set('Authorization', 'Basic ' + Buffer.from(check.auth.user + ':' + check.auth.password).toString('base64'));
+    if (body !== null) {
+      if (check.content_type) set('Content-Type', check.content_type);
+      set('Content-Length', String(Buffer.byteLength(body)));
+    }
+    for (const h of check.headers || []) set(h.name, h.remove ? null : h.value);
+    const opts = { method, headers, agent: false, signal };
+    if (check.unix_socket) opts.socketPath = check.unix_socket;
+    if (check.family) opts.family = check.family;
+    const pin = (check.resolve || []).find((r) => r.host.toLowerCase() === u.hostname.toLowerCase() && r.port === port(u));
+    if (pin) {
+      const all = pin.addrs.map((a) => ({ address: a, family: net.isIPv6(a) ? 6 : 4 }));
+      opts.lookup = (host, o, cb) => (o && o.all ? cb(null, all) : cb(null, all[0].address, all[0].family));
+    }
+    let mod = http;
+    if (u.protocol === 'https:') {
+      mod = https;
+      opts.rejectUnauthorized = !check.insecure;
+      if (check.ca_file) {
+        try {
+          opts.ca = fs.readFileSync(check.ca_file);
+        } catch (err) {
+          finish({ error: 'ca' });
+          return;
+        }
+      }
+    }
+    let req;
+    try {
+      req = mod.request(u, opts);
+    } catch (err) {
+      finish({ error: 'request' });
+      return;
+    }
+    if (check.connect_timeout_ms) {
+      connectTimer = setTimeout(() => { req.destroy(); finish({ error: 'timeout' }); }, check.connect_timeout_ms);
+      req.on('socket', (s) => s.once(u.protocol === 'https:' ? 'secureConnect' : 'connect', () => clearTimeout(connectTimer)));
+    }
+    if (check.idle_timeout_ms) req.setTimeout(check.idle_timeout_ms, () => { req.destroy(); finish({ error: 'timeout' }); });
+    req.on('error', (err) => {
+      if (signal.aborted) finish({ error: 'timeout' });
+      else if (err.code === 'ECONNREFUSED') finish({ error: 'refused' });
+      else if (err.code === 'ENOTFOUND' || err.code === 'EAI_AGAIN') finish({ error: 'notfound' });
+      else if (['ECONNRESET', 'EPIPE', 'ECONNABORTED', 'ETIMEDOUT'].includes(err.code)) finish({ error: 'reset' });
+      else finish({ error: 'network' });
+    });
+    req.on('response', (res) => {
+      res.on('data', () => {});
+      res.on('end', () => finish({ status: res.statusCode, headers: res.headers }));
+      res.on('aborted', () => finish({ error: signal.aborted ? 'timeout' : 'reset' }));
+      res.on('error', () => finish({ error: signal.aborted ? 'timeout' : 'reset' }));
+    });
+    if (body === null && method !== 'GET' && method !== 'HEAD') {
+      // Node would frame an empty body; the tools send none.
+      req.removeHeader('Content-Length');
+      req.removeHeader('Transfer-Encoding');
+    }
+    req.end(body === null ? undefined : body);
+  });
+}
+
+// transfer requests one URL with method, following redirects as the tool
+// does.
+async function transfer(raw, method) {
+  const ac = new AbortController();
+  const timer = check.max_time_ms ? setTimeout(() => ac.abort(), check.max_time_ms) : null;
+  try {
+    let u = new URL(raw);
+    const origin = u.host;
+    let body = check.body === undefined ? null : check.body;
+    let auth = !!check.auth && !check.auth.challenge;
+    for (let hops = 0; ;) {
+      const sendAuth = auth && (check.tool !== 'curl' || check.trusted_auth || u.host === origin);
+      const r = await request(u, method, body, sendAuth, ac.signal);
+      if (r.error) return r;
+      if (r.status === 401 && check.auth && !auth && /^\s*basic/i.test(r.headers['www-authenticate'] || '')) {
+        auth = true;
+        continue;
+      }
+      const loc = r.headers.location;
+      if (!follows(r.status) || loc === undefined) return { status: r.status, headers: r.headers, ok: passes(r.status) };
+      if (check.max_redirects >= 0 && hops >= check.max_redirects) return { error: 'redirects' };
+      hops++;
+      u = new URL(loc, u);
+      if (check.tool === 'curl') {
+        if ([301, 302, 303].includes(r.status) && body !== null) {
+          body = null;
+          if (!check.keep_method) method = 'GET';
+        } else if (r.status === 303 && !check.keep_method && method !== 'GET' && method !== 'HEAD') {
+          method = 'GET';
+        }
+      } else if (check.tool === 'wget' && ((r.status === 303 && method !== 'HEAD') || ([301, 302].includes(r.status) && method === 'POST'))) {
+        method = 'GET';
+        body = null;
+      }
+    }
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+// fetch requests one URL, retrying as the tool does; it resolves to
+// whether the URL passed.
+async function fetch(raw) {
+  const retry = check.retry || {};
+  const start = Date.now();
+  let backoff = 1000;
+  let method = check.method;
+  for (let attempt = 0; ; attempt++) {
+    const r = await transfer(raw, method);
+    let again = r.error
+      ? retry.all_errors || r.error === 'timeout' || (r.error === 'refused' && retry.refused) || (r.error === 'reset' && retry.network)
+      : (retry.statuses || []).includes(r.status) || (retry.all_errors && !r.ok);
+    if (check.head_fallback && method === 'HEAD' && (r.status === 500 || r.status === 501)) {
+      method = 'GET';
+      again = true;
+    }
+    if (!again || attempt >= (retry.count || 0) || (retry.max_time_ms && Date.now() - start >= retry.max_time_ms)) return !r.error && r.ok;
+    let wait;
+    if (check.tool === 'curl') {
+      const after = r.headers && Number(r.headers['retry-after']);
+      wait = retry.delay_ms || (after >= 0 && after < 86400 ? after * 1000 : backoff);
+      backoff = Math.min(backoff * 2, 600000);
+    } else {
+      wait = Math.min((attempt + 1) * 1000, retry.max_delay_ms || 0);
+    }
+    await sleep(wait);
+  }
+}
+
+(async () => {
+  let ok = true;
+  for (const raw of check.urls) {
+    const passed = await fetch(raw);
+    ok = check.last_decides ? passed : ok && passed;
+    if (!passed && check.stop_on_failure) {
+      ok = false;
+      break;
+    }
+  }
+  process.exit(ok || check.always_succeeds ? 0 : 1);
+})().catch(() => process.exit(check.always_succeeds ? 0 : 1));
+`

@@ -22,12 +22,12 @@ import (
 	"path"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/codegenie/codegenie/internal/probe"
 	"github.com/codegenie/codegenie/internal/strictjson"
 	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/dockerfile"
+	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/httpcheck"
 	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/probes/dockerfileprobe"
 	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/probes/noderuntime"
 	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/readiness"
@@ -774,8 +774,6 @@ func quoteEnv(env []string) []string {
 	return out
 }
 
-var timeoutRE = regexp.MustCompile(`--timeout=(\d+)s\b`)
-
 // healthRE splits a HEALTHCHECK line into its options and its command.
 var healthRE = regexp.MustCompile(`(?is)^\s*HEALTHCHECK\s+((?:--[a-z-]+=\S+\s+)*)CMD\b`)
 
@@ -813,22 +811,33 @@ func (r *rewriter) healthLines() ([]string, error) {
 		out = append(out, "HEALTHCHECK "+opts+"CMD "+execForm(append([]string{node}, act.Edit.Health...))+"\n")
 		r.change(readiness.RuleHealthExecForm, "the HEALTHCHECK runs "+node+" in exec form, options kept")
 	case readiness.RuleHealthNode:
-		timeout := 3000
-		if tm := timeoutRE.FindStringSubmatch(opts); tm != nil {
-			if n, err := strconv.Atoi(tm[1]); err == nil {
-				timeout = n * 1000
-			}
-		}
-		r.generate(HealthName, healthScript(act.Edit.HealthURL, timeout))
-		if u, err := url.Parse(withScheme(act.Edit.HealthURL)); err == nil && u.Path != "" && u.Path != "/" {
-			r.res.ProbePaths = append(r.res.ProbePaths, u.EscapedPath())
+		c, err := r.httpCheck(act)
+		if err != nil {
+			return nil, err
 		}
 		dest := path.Join(r.wd, HealthName)
 		out = append(out, fmt.Sprintf("COPY %s %s\n", HealthName, dest))
 		out = append(out, "HEALTHCHECK "+opts+"CMD "+execForm([]string{node, dest})+"\n")
-		r.change(readiness.RuleHealthNode, fmt.Sprintf("the curl/wget HEALTHCHECK becomes %s, a generated Node script that requests %s; interval, timeout and retries kept", HealthName, act.Edit.HealthURL))
+		r.change(readiness.RuleHealthNode, fmt.Sprintf("the %s HEALTHCHECK becomes %s, a generated Node script that requests %s as %s did and %s; interval, timeout and retries kept",
+			healthTool(c.Tool), HealthName, strings.Join(c.URLs, " and "), healthTool(c.Tool), c.Rule()))
 	}
 	return out, nil
+}
+
+// httpCheck generates the Node check of a curl or wget health check and
+// records the URL paths it requests for the gates.
+func (r *rewriter) httpCheck(act *readiness.Action) (*httpcheck.Check, error) {
+	c := act.Edit.HealthCheck
+	if c == nil || len(c.URLs) == 0 {
+		return nil, r.refuse(act.Blocker.Rule, "the health check's requests are not known", "the plan names no curl or wget command to carry into a Node check; rewrite the check by hand", 0)
+	}
+	r.generate(HealthName, healthScript(c))
+	for _, raw := range c.URLs {
+		if u, err := url.Parse(raw); err == nil && u.Path != "" && u.Path != "/" && !slices.Contains(r.res.ProbePaths, u.EscapedPath()) {
+			r.res.ProbePaths = append(r.res.ProbePaths, u.EscapedPath())
+		}
+	}
+	return c, nil
 }
 
 // composeHealth rewrites a compose file's healthcheck test to run node by
@@ -842,13 +851,12 @@ func (r *rewriter) composeHealth(act *readiness.Action) error {
 	ev := act.Blocker.Evidence[0]
 	argv := append([]string{"CMD", r.target.Node}, act.Edit.Health...)
 	if act.Blocker.Rule == readiness.RuleHealthNode {
+		if _, err := r.httpCheck(act); err != nil {
+			return err
+		}
 		dest := path.Join(r.wd, HealthName)
-		r.generate(HealthName, healthScript(act.Edit.HealthURL, 3000))
 		r.preStart = append(r.preStart, fmt.Sprintf("COPY %s %s\n", HealthName, dest))
 		argv = []string{"CMD", r.target.Node, dest}
-		if u, err := url.Parse(withScheme(act.Edit.HealthURL)); err == nil && u.Path != "" && u.Path != "/" {
-			r.res.ProbePaths = append(r.res.ProbePaths, u.EscapedPath())
-		}
 	}
 	old, err := r.in.Read(ev.File)
 	if err != nil {

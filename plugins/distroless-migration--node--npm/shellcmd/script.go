@@ -31,6 +31,11 @@ func AnalyzeScript(src string) Script {
 		return Script{Reasons: []string{"not valid shell: " + err.Error()}}
 	}
 	var s Script
+	if strings.Contains(src, "\r") {
+		// sh reads a carriage return (a CRLF line end) as part of a word;
+		// the parser takes it for a blank.
+		s.Reasons = append(s.Reasons, "a carriage return (CRLF line ends?)")
+	}
 	for i, st := range f.Stmts {
 		last := i == len(f.Stmts)-1
 		if st.Negated || st.Background || len(st.Redirs) > 0 {
@@ -153,34 +158,15 @@ func isDollarAt(w *syntax.Word) bool {
 	return ok && pe.Param.Value == "@" && pe.Exp == nil && !pe.Length
 }
 
-// plainWord returns a word with no expansion in it.
+// plainWord returns a word with no expansion, glob or tilde in it.
 func plainWord(w *syntax.Word) (string, bool) {
-	var sb strings.Builder
 	for _, p := range w.Parts {
-		switch p := p.(type) {
-		case *syntax.Lit:
-			if strings.ContainsAny(p.Value, "*?[~") {
-				return "", false
-			}
-			sb.WriteString(unescape(p.Value))
-		case *syntax.SglQuoted:
-			if p.Dollar {
-				return "", false
-			}
-			sb.WriteString(p.Value)
-		case *syntax.DblQuoted:
-			for _, q := range p.Parts {
-				lit, ok := q.(*syntax.Lit)
-				if !ok {
-					return "", false
-				}
-				sb.WriteString(lit.Value)
-			}
-		default:
+		if lit, ok := p.(*syntax.Lit); ok && strings.ContainsAny(lit.Value, "*?[~") {
 			return "", false
 		}
 	}
-	return sb.String(), true
+	v, _, ok := wordValue(w)
+	return v, ok
 }
 
 func typeName(v any) string {

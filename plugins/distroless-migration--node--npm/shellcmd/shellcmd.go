@@ -63,6 +63,11 @@ func Analyze(line string) Analysis {
 		return Analysis{NeedsShell: true, Reasons: []string{"not valid POSIX shell"}, ParseError: err.Error()}
 	}
 	a := &analyzer{}
+	if strings.Contains(line, "\r") {
+		// sh reads a carriage return as part of a word; the parser takes
+		// it for a blank.
+		a.reason("carriage return")
+	}
 	if len(f.Stmts) == 0 {
 		return Analysis{NeedsShell: true, Reasons: []string{"empty command"}}
 	}
@@ -177,39 +182,24 @@ func (a *analyzer) call(c *syntax.CallExpr, top bool) {
 	}
 }
 
-// literal returns the value of a word that involves no expansion.
+// literal returns the value of a word that involves no expansion, and
+// records the reasons a word needs a shell.
 func (a *analyzer) literal(w *syntax.Word) (string, bool) {
-	var sb strings.Builder
 	for i, p := range w.Parts {
-		switch p := p.(type) {
-		case *syntax.Lit:
-			if strings.ContainsAny(p.Value, "*?[") {
+		if lit, ok := p.(*syntax.Lit); ok {
+			if strings.ContainsAny(lit.Value, "*?[") {
 				a.reason("glob pattern")
 			}
-			if i == 0 && strings.HasPrefix(p.Value, "~") {
+			if i == 0 && strings.HasPrefix(lit.Value, "~") {
 				a.reason("tilde expansion")
 			}
-			sb.WriteString(unescape(p.Value))
-		case *syntax.SglQuoted:
-			if p.Dollar {
-				a.reason("$'...' quoting")
-			}
-			sb.WriteString(p.Value)
-		case *syntax.DblQuoted:
-			for _, q := range p.Parts {
-				lit, ok := q.(*syntax.Lit)
-				if !ok {
-					a.expansion(q)
-					return "", false
-				}
-				sb.WriteString(lit.Value)
-			}
-		default:
-			a.expansion(p)
-			return "", false
 		}
 	}
-	return sb.String(), true
+	v, part, ok := wordValue(w)
+	if !ok {
+		a.expansion(part)
+	}
+	return v, ok
 }
 
 func (a *analyzer) expansion(p syntax.WordPart) {
@@ -222,24 +212,13 @@ func (a *analyzer) expansion(p syntax.WordPart) {
 		a.reason("arithmetic expansion")
 	case *syntax.ProcSubst:
 		a.reason("process substitution")
+	case *syntax.SglQuoted:
+		a.reason("$'...' quoting")
+	case *syntax.DblQuoted:
+		a.reason("$\"...\" quoting")
 	default:
 		a.reason("expansion")
 	}
-}
-
-// unescape removes the backslashes of an unquoted literal.
-func unescape(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var sb strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+1 < len(s) {
-			i++
-		}
-		sb.WriteByte(s[i])
-	}
-	return sb.String()
 }
 
 func (a *analyzer) result() Analysis {
@@ -273,64 +252,37 @@ const (
 type ScriptInvocation struct {
 	Runner Runner
 	Script string
-	// Args are passed to the script (after --).
+	// Args are passed to the script: its positional arguments and those
+	// after --. The package manager's own options are not.
 	Args []string
+	// Env is what the command line puts in the script's environment: for
+	// npm, npm_config_<name> for each option npm does not know itself,
+	// and NODE_OPTIONS for --node-options.
+	Env []string
+	// NoHooks is set when the command line turns the pre and post scripts
+	// off (npm --ignore-scripts).
+	NoHooks bool
+	// Unsupported names the options that change which package's script
+	// runs, or whether one runs at all (npm --prefix, -w, --help), each
+	// with why. Running the script's command directly cannot keep them.
+	Unsupported []string
 }
 
 // ParseInvocation recognises argv as a package manager running a script:
 // npm start|stop|test|restart, npm run[-script] NAME, yarn [run] NAME,
 // pnpm [run] NAME. ok is false for anything else (npm ci, yarn install...).
+// npm's options are read as npm reads them, wherever they are.
 func ParseInvocation(argv []string) (ScriptInvocation, bool) {
 	if len(argv) < 2 {
 		return ScriptInvocation{}, false
 	}
-	runner := Runner(path.Base(argv[0]))
-	rest := argv[1:]
-	// Skip leading flags such as --silent or --prefix=x.
-	for len(rest) > 0 && strings.HasPrefix(rest[0], "-") {
-		rest = rest[1:]
-	}
-	if len(rest) == 0 {
-		return ScriptInvocation{}, false
-	}
-	inv := ScriptInvocation{Runner: runner}
-	switch runner {
+	switch runner := Runner(path.Base(argv[0])); runner {
 	case NPM:
-		switch rest[0] {
-		case "start", "stop", "test", "restart", "t", "tst":
-			inv.Script = map[string]string{"t": "test", "tst": "test"}[rest[0]]
-			if inv.Script == "" {
-				inv.Script = rest[0]
-			}
-			rest = rest[1:]
-		case "run", "run-script", "rum", "urn":
-			if len(rest) < 2 {
-				return ScriptInvocation{}, false
-			}
-			inv.Script, rest = rest[1], rest[2:]
-		default:
-			return ScriptInvocation{}, false
-		}
+		return npmInvocation(argv[1:])
 	case Yarn, PNPM:
-		if rest[0] == "run" {
-			if len(rest) < 2 {
-				return ScriptInvocation{}, false
-			}
-			rest = rest[1:]
-		} else if managerCommands[rest[0]] {
-			return ScriptInvocation{}, false
-		}
-		inv.Script, rest = rest[0], rest[1:]
-	default:
-		return ScriptInvocation{}, false
+		return yarnPnpmInvocation(runner, argv[1:])
 	}
-	if len(rest) > 0 && rest[0] == "--" {
-		rest = rest[1:]
-	}
-	if len(rest) > 0 {
-		inv.Args = rest
-	}
-	return inv, true
+	return ScriptInvocation{}, false
 }
 
 // managerCommands are yarn and pnpm subcommands that are not scripts.

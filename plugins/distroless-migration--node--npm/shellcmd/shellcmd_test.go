@@ -63,14 +63,14 @@ func TestParseInvocation(t *testing.T) {
 		argv []string
 		want *ScriptInvocation
 	}{
-		{[]string{"npm", "start"}, &ScriptInvocation{NPM, "start", nil}},
-		{[]string{"npm", "run", "serve", "--", "--port", "3"}, &ScriptInvocation{NPM, "serve", []string{"--port", "3"}}},
-		{[]string{"npm", "--silent", "run-script", "x"}, &ScriptInvocation{NPM, "x", nil}},
-		{[]string{"/usr/local/bin/npm", "t"}, &ScriptInvocation{NPM, "test", nil}},
-		{[]string{"yarn", "start"}, &ScriptInvocation{Yarn, "start", nil}},
-		{[]string{"yarn", "run", "serve"}, &ScriptInvocation{Yarn, "serve", nil}},
-		{[]string{"pnpm", "start"}, &ScriptInvocation{PNPM, "start", nil}},
-		{[]string{"pnpm", "run", "start:prod"}, &ScriptInvocation{PNPM, "start:prod", nil}},
+		{[]string{"npm", "start"}, &ScriptInvocation{Runner: NPM, Script: "start"}},
+		{[]string{"npm", "run", "serve", "--", "--port", "3"}, &ScriptInvocation{Runner: NPM, Script: "serve", Args: []string{"--port", "3"}}},
+		{[]string{"npm", "--silent", "run-script", "x"}, &ScriptInvocation{Runner: NPM, Script: "x"}},
+		{[]string{"/usr/local/bin/npm", "t"}, &ScriptInvocation{Runner: NPM, Script: "test"}},
+		{[]string{"yarn", "start"}, &ScriptInvocation{Runner: Yarn, Script: "start"}},
+		{[]string{"yarn", "run", "serve"}, &ScriptInvocation{Runner: Yarn, Script: "serve"}},
+		{[]string{"pnpm", "start"}, &ScriptInvocation{Runner: PNPM, Script: "start"}},
+		{[]string{"pnpm", "run", "start:prod"}, &ScriptInvocation{Runner: PNPM, Script: "start:prod"}},
 		{[]string{"npm", "ci"}, nil},
 		{[]string{"npm", "run"}, nil},
 		{[]string{"yarn", "install"}, nil},

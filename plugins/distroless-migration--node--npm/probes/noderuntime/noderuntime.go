@@ -142,7 +142,7 @@ var _ probe.Probe = (*Probe)(nil)
 func (*Probe) Desc() probe.Desc {
 	return probe.Desc{
 		Name:          Name,
-		Version:       "1",
+		Version:       "2",
 		Heaviness:     probe.Light,
 		PerImage:      true,
 		CacheStrategy: probe.CacheContent,

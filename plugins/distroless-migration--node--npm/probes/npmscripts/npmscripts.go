@@ -106,7 +106,7 @@ var _ probe.Probe = (*Probe)(nil)
 func (*Probe) Desc() probe.Desc {
 	return probe.Desc{
 		Name:           Name,
-		Version:        "2",
+		Version:        "3",
 		Heaviness:      probe.Light,
 		PerImage:       true,
 		CacheStrategy:  probe.CacheContent,
@@ -278,6 +278,14 @@ func resolve(f *dockerfile.File, pk *pkg) (Chain, []probe.Warning) {
 	c.Launcher, c.Script, c.ScriptArgs = string(inv.Runner), inv.Script, inv.Args
 	warn(WarnPackageManagerStart, fmt.Sprintf("the container starts with %q: %s is not in a distroless image and runs the script through sh -c", strings.Join(argv, " "), inv.Runner), startEv)
 	c.Blockers = append(c.Blockers, fmt.Sprintf("starts through %s", inv.Runner))
+	if len(inv.Unsupported) > 0 {
+		// The option changes which script runs, or whether one does: the
+		// script's own command is not what the container ran.
+		for _, u := range inv.Unsupported {
+			c.Blockers = append(c.Blockers, fmt.Sprintf("%s option %s", inv.Runner, u))
+		}
+		return c, ws
+	}
 
 	scriptEv := func(name string) []probe.Evidence {
 		if l, ok := pk.lines[name]; ok {
@@ -297,7 +305,7 @@ func resolve(f *dockerfile.File, pk *pkg) (Chain, []probe.Warning) {
 	}
 	// npm and yarn classic run pre and post hooks; pnpm does not by default.
 	var hooks []string
-	if inv.Runner != shellcmd.PNPM {
+	if inv.Runner != shellcmd.PNPM && !inv.NoHooks {
 		for _, h := range []string{"pre" + inv.Script, "post" + inv.Script} {
 			if _, ok := pk.scripts[h]; ok {
 				hooks = append(hooks, h)
@@ -348,7 +356,10 @@ func resolve(f *dockerfile.File, pk *pkg) (Chain, []probe.Warning) {
 		c.Blockers = append(c.Blockers, "the script needs a shell")
 	default:
 		c.Direct = append(append([]string{}, m.Analysis.Argv...), inv.Args...)
-		c.Env = append(c.Env, m.Analysis.Env...)
+		// What the command line gives the script's environment (npm's
+		// npm_config_ for options it does not know), then the script's
+		// own assignments, which win.
+		c.Env = append(append(c.Env, inv.Env...), m.Analysis.Env...)
 		c.Convertible = true
 		c.Blockers = nil // npm itself goes away in the rewrite
 	}

@@ -44,6 +44,43 @@ func TestChains(t *testing.T) {
 				Warnings: []string{WarnPackageManagerStart}},
 		},
 		{
+			name: "npm's own options are not the script's",
+			files: map[string]string{
+				"Dockerfile":   "FROM node:22\nCMD [\"npm\", \"start\", \"--silent\", \"--loglevel\", \"warn\"]\n",
+				"package.json": `{"scripts": {"start": "node index.js"}}`,
+			},
+			want: want{Launcher: "npm", Script: "start", Program: []string{"npm", "start", "--silent", "--loglevel", "warn"},
+				Direct: []string{"node", "index.js"}, Convertible: true, Warnings: []string{WarnPackageManagerStart}},
+		},
+		{
+			name: "positional arguments and those after -- go to the script; an option npm does not know goes to its environment",
+			files: map[string]string{
+				"Dockerfile":   "FROM node:22\nCMD [\"npm\", \"run\", \"serve\", \"-s\", \"--port=3000\", \"api\", \"--\", \"--verbose\"]\n",
+				"package.json": `{"scripts": {"serve": "node app.js"}}`,
+			},
+			want: want{Launcher: "npm", Script: "serve", Program: []string{"npm", "run", "serve", "-s", "--port=3000", "api", "--", "--verbose"},
+				Direct: []string{"node", "app.js", "api", "--verbose"}, Env: []string{"npm_config_port=3000"}, Convertible: true,
+				Warnings: []string{WarnPackageManagerStart}},
+		},
+		{
+			name: "--ignore-scripts runs no hooks",
+			files: map[string]string{
+				"Dockerfile":   "FROM node:22\nCMD [\"npm\", \"start\", \"--ignore-scripts\"]\n",
+				"package.json": `{"scripts": {"prestart": "node check.js", "start": "node server.js"}}`,
+			},
+			want: want{Launcher: "npm", Script: "start", Program: []string{"npm", "start", "--ignore-scripts"},
+				Direct: []string{"node", "server.js"}, Convertible: true, Warnings: []string{WarnPackageManagerStart}},
+		},
+		{
+			name: "--prefix runs another package's script",
+			files: map[string]string{
+				"Dockerfile":   "FROM node:22\nCMD [\"npm\", \"--prefix\", \"api\", \"start\"]\n",
+				"package.json": `{"scripts": {"start": "node server.js"}}`,
+			},
+			want: want{Launcher: "npm", Script: "start", Program: []string{"npm", "--prefix", "api", "start"},
+				Warnings: []string{WarnPackageManagerStart}},
+		},
+		{
 			name: "chained script",
 			files: map[string]string{
 				"Dockerfile":   "FROM node:22\nCMD [\"npm\", \"start\"]\n",

@@ -1,0 +1,139 @@
+package shellcmd
+
+import (
+	"strconv"
+	"strings"
+
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// CheckLine is a health check's shell line that runs one command, with
+// what a fallback after || does to its exit status.
+type CheckLine struct {
+	// Argv is the command; Env the VAR=x assignments before it.
+	Argv []string
+	Env  []string
+	// AlwaysSucceeds is set when a fallback makes the line exit 0 whatever
+	// the command does ("|| exit 0", "|| true", "|| :"). A fallback that
+	// exits non-zero ("|| exit 1", "|| exit", "|| false") leaves the
+	// check's outcome as the command's: Docker takes any non-zero status
+	// as unhealthy.
+	AlwaysSucceeds bool
+}
+
+// ParseCheckLine reads line as a health check: one command, its output
+// sent to /dev/null or not, and at most one fallback after ||. ok is false,
+// with why, for anything else (a pipe, a chain, an expansion).
+func ParseCheckLine(line string) (cl CheckLine, why string, ok bool) {
+	if strings.Contains(line, "\r") {
+		return cl, "it has a carriage return", false
+	}
+	f, err := syntax.NewParser(syntax.Variant(syntax.LangPOSIX)).Parse(strings.NewReader(line), "")
+	if err != nil {
+		return cl, "it is not valid POSIX shell", false
+	}
+	if len(f.Stmts) != 1 {
+		return cl, "it is not one command", false
+	}
+	st := f.Stmts[0]
+	if st.Negated || st.Background || st.Coprocess || len(st.Redirs) > 0 {
+		return cl, "it negates, backgrounds or redirects the whole line", false
+	}
+	cmd := st
+	if bin, isBin := st.Cmd.(*syntax.BinaryCmd); isBin {
+		if bin.Op != syntax.OrStmt {
+			return cl, "it runs more than one command (" + bin.Op.String() + ")", false
+		}
+		always, fbOK := fallback(bin.Y)
+		if !fbOK {
+			return cl, "what runs after || is not exit, true or false", false
+		}
+		cl.AlwaysSucceeds = always
+		cmd = bin.X
+	}
+	call, isCall := cmd.Cmd.(*syntax.CallExpr)
+	if !isCall || cmd.Negated || cmd.Background || cmd.Coprocess {
+		return cl, "it is not a simple command", false
+	}
+	for _, r := range cmd.Redirs {
+		if !discards(r) {
+			return cl, "it redirects to something other than /dev/null", false
+		}
+	}
+	for _, as := range call.Assigns {
+		if as.Value == nil || as.Naked || as.Append || as.Index != nil || as.Array != nil {
+			return cl, "it has a variable assignment that is not VAR=value", false
+		}
+		v, ok := plainWord(as.Value)
+		if !ok {
+			return cl, "a variable's value is expanded by the shell", false
+		}
+		cl.Env = append(cl.Env, as.Name.Value+"="+v)
+	}
+	for _, w := range call.Args {
+		v, ok := plainWord(w)
+		if !ok {
+			return cl, "a word is expanded by the shell (a variable, a glob, a command substitution)", false
+		}
+		cl.Argv = append(cl.Argv, v)
+	}
+	if len(cl.Argv) > 1 && cl.Argv[0] == "exec" {
+		cl.Argv = cl.Argv[1:]
+	}
+	if len(cl.Argv) == 0 {
+		return cl, "it runs no command", false
+	}
+	if builtins[cl.Argv[0]] || cl.Argv[0] == "exec" || IsShell(cl.Argv[0]) {
+		return cl, "it runs " + cl.Argv[0], false
+	}
+	return cl, "", true
+}
+
+// fallback reads what runs after ||: always is true when it exits 0.
+func fallback(st *syntax.Stmt) (always, ok bool) {
+	call, isCall := st.Cmd.(*syntax.CallExpr)
+	if !isCall || st.Negated || st.Background || len(st.Redirs) > 0 || len(call.Assigns) > 0 {
+		return false, false
+	}
+	var argv []string
+	for _, w := range call.Args {
+		v, ok := plainWord(w)
+		if !ok {
+			return false, false
+		}
+		argv = append(argv, v)
+	}
+	switch {
+	case len(argv) == 1 && (argv[0] == "true" || argv[0] == ":"):
+		return true, true
+	case len(argv) == 1 && (argv[0] == "false" || argv[0] == "exit"):
+		// exit alone exits with the failed command's status.
+		return false, true
+	case len(argv) == 2 && argv[0] == "exit":
+		n, err := strconv.Atoi(argv[1])
+		if err != nil || n < 0 {
+			return false, false
+		}
+		return n%256 == 0, true
+	}
+	return false, false
+}
+
+// discards reports a redirection that throws output away (>/dev/null,
+// 2>&1 and the like) and so changes nothing about the exit status.
+func discards(r *syntax.Redirect) bool {
+	if r.N != nil && r.N.Value != "1" && r.N.Value != "2" {
+		return false
+	}
+	target, ok := plainWord(r.Word)
+	if !ok {
+		return false
+	}
+	switch r.Op {
+	case syntax.RdrOut, syntax.AppOut, syntax.RdrClob:
+		return target == "/dev/null"
+	case syntax.DplOut:
+		return target == "1" || target == "2"
+	}
+	return false
+}
