@@ -220,6 +220,7 @@ func runGather(cmd *cobra.Command, g *globals, f *gatherFlags, dir string) error
 		RegistryMirrors: mirrorMap(mirrors),
 		BootFor:         f.boot.max,
 		Settle:          f.boot.settle,
+		StepTimeout:     f.boot.step,
 		Task:            f.task,
 		LightTimeout:    f.lightTimeout,
 		HeavyTimeout:    f.heavyTimeout,

@@ -139,6 +139,7 @@ func runMigrate(cmd *cobra.Command, g *globals, f *migrateFlags, dir string) err
 		NoGates:         f.noGates,
 		BootFor:         f.boot.max,
 		Settle:          f.boot.settle,
+		StepTimeout:     f.boot.step,
 		RegistryMirrors: mirrorMap(mirrors),
 		ProbePaths:      f.probePaths,
 		Timeout:         f.timeout,

@@ -287,7 +287,7 @@ func writePortfolio(g *globals, out, tiers string, recs []portfolio.Record, src 
 // settings are the flags that configure each service's pipeline, as the
 // Temporal workers receive them.
 func (f *portfolioFlags) settings() fleet.Settings {
-	return fleet.Settings{Version: Version, LightTimeout: f.lightTimeout, HeavyTimeout: f.heavyTimeout, BootFor: f.boot.max, Settle: f.boot.settle,
+	return fleet.Settings{Version: Version, LightTimeout: f.lightTimeout, HeavyTimeout: f.heavyTimeout, BootFor: f.boot.max, Settle: f.boot.settle, StepTimeout: f.boot.step,
 		ServiceTimeout: f.serviceTimeout, Mirrors: f.mirrors, NoCache: f.noCache, Migrate: f.migrate}
 }
 
@@ -306,6 +306,7 @@ func portfolioRunner(g *globals, s fleet.Settings, sb sandbox.Client) (*portfoli
 			RegistryMirrors: mirrorMap(mirrors),
 			BootFor:         s.BootFor,
 			Settle:          s.Settle,
+			StepTimeout:     s.StepTimeout,
 			Task:            nodenpm.Task,
 			LightTimeout:    s.LightTimeout,
 			HeavyTimeout:    s.HeavyTimeout,
@@ -522,6 +523,7 @@ func portfolioMigrate(shared gather.Options, timeout time.Duration) portfolio.Mi
 			NoGates:         sb == nil,
 			BootFor:         shared.BootFor,
 			Settle:          shared.Settle,
+			StepTimeout:     shared.StepTimeout,
 			RegistryMirrors: shared.RegistryMirrors,
 			ProbePaths:      o.ProbePaths,
 			Timeout:         timeout,

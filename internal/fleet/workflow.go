@@ -43,6 +43,7 @@ type Settings struct {
 	HeavyTimeout   time.Duration `json:"heavy_timeout"`
 	BootFor        time.Duration `json:"boot_for"`
 	Settle         time.Duration `json:"settle,omitempty"`
+	StepTimeout    time.Duration `json:"step_timeout,omitempty"`
 	ServiceTimeout time.Duration `json:"service_timeout"`
 	// Mirrors is --registry-mirror as given.
 	Mirrors string `json:"mirrors,omitempty"`

@@ -170,6 +170,10 @@ func (s *Server) run(ctx, client context.Context, req sandbox.SpawnRequest, rec 
 	switch {
 	case err != nil:
 		fin.Reason = truncate(err.Error(), maxAuditReason)
+	case res.TimedOut && req.Build != nil:
+		// A build that timed out as a whole returned an error: this is
+		// one step past the step timeout.
+		fin.Reason = "a build step ran past the step timeout"
 	case res.TimedOut:
 		fin.Reason = "timed out after " + req.Timeout.String()
 	}
@@ -279,3 +283,4 @@ func ranShell(ev *trace.Event) bool {
 	}
 	return false
 }
+

@@ -37,6 +37,8 @@ type Options struct {
 	BootFor time.Duration
 	// Settle is the boots' settle period; zero means the default.
 	Settle time.Duration
+	// StepTimeout bounds one build step; zero means the default.
+	StepTimeout time.Duration
 	// LightTimeout and HeavyTimeout override the pipeline defaults.
 	LightTimeout, HeavyTimeout time.Duration
 	// Dockerfile and Target pick the image to judge; empty means the
@@ -82,7 +84,7 @@ func Run(ctx context.Context, dir string, o Options) (*Outcome, error) {
 		Logger:       o.Logger,
 		Progress:     o.Progress,
 	}
-	pctx := &probe.Context{Sandbox: o.Sandbox, Logger: o.Logger, Task: o.Task, RegistryMirrors: o.RegistryMirrors, BootFor: o.BootFor, Settle: o.Settle, ProbePaths: o.ProbePaths}
+	pctx := &probe.Context{Sandbox: o.Sandbox, Logger: o.Logger, Task: o.Task, RegistryMirrors: o.RegistryMirrors, BootFor: o.BootFor, Settle: o.Settle, StepTimeout: o.StepTimeout, ProbePaths: o.ProbePaths}
 	sel, hasSel := o.Registry.ImageSelector(o.Task)
 	switch {
 	case hasSel:

@@ -37,10 +37,11 @@ type Options struct {
 	// unproven).
 	Sandbox sandbox.Client
 	NoGates bool
-	// BootFor, Settle, RegistryMirrors, ProbePaths and Timeout are the
-	// gate spawns'.
+	// BootFor, Settle, StepTimeout, RegistryMirrors, ProbePaths and
+	// Timeout are the gate spawns'.
 	BootFor         time.Duration
 	Settle          time.Duration
+	StepTimeout     time.Duration
 	RegistryMirrors map[string]string
 	ProbePaths      []string
 	Timeout         time.Duration
@@ -131,7 +132,7 @@ func Run(ctx context.Context, dir string, o Options) (*Migration, error) {
 		return nil, fmt.Errorf("the rewritten Dockerfile does not parse: %w", err)
 	}
 	spec := gates.Spec{Migrated: work, Original: out.Context.Repo, Dockerfile: newFile, Target: m.Result.StageTarget, OriginalTarget: m.Result.OriginalTarget,
-		BootFor: o.BootFor, Settle: o.Settle, RegistryMirrors: o.RegistryMirrors, ProbePaths: probePaths(o.ProbePaths, m.Result.ProbePaths), Timeout: o.Timeout}
+		BootFor: o.BootFor, Settle: o.Settle, StepTimeout: o.StepTimeout, RegistryMirrors: o.RegistryMirrors, ProbePaths: probePaths(o.ProbePaths, m.Result.ProbePaths), Timeout: o.Timeout}
 	m.Gates, err = gates.Run(ctx, o.Sandbox, spec, parsed, m.Result.Stage)
 	if err != nil {
 		return nil, err

@@ -138,6 +138,9 @@ type Context struct {
 	// has answered, before its boot ends; zero means the sandbox's
 	// default (sandbox.DefaultSettle).
 	Settle time.Duration
+	// StepTimeout bounds one build step of probes that build an image;
+	// zero means the sandbox's default (sandbox.DefaultStepTimeout).
+	StepTimeout time.Duration
 	// Image is the image the run judges; zero when the repository has no
 	// Dockerfile. Probes with Desc.PerImage describe this image only.
 	Image ImageRef

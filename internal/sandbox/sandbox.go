@@ -84,6 +84,10 @@ type BuildSpec struct {
 	// ends; zero means DefaultSettle. A shell that starts later than that
 	// is not seen.
 	Settle time.Duration `json:"settle,omitempty"`
+	// StepTimeout bounds one build step; zero means DefaultStepTimeout. A
+	// step that runs past it is stopped, and the spawn reports TimedOut
+	// with the phases and the trace gathered so far.
+	StepTimeout time.Duration `json:"step_timeout,omitempty"`
 	// RegistryMirrors maps a registry (docker.io, gcr.io) to the host of a
 	// mirror to pull base images from instead.
 	RegistryMirrors map[string]string `json:"registry_mirrors,omitempty"`
@@ -95,6 +99,9 @@ type BuildSpec struct {
 
 // DefaultSettle is BuildSpec.Settle when it is zero.
 const DefaultSettle = 3 * time.Second
+
+// DefaultStepTimeout is BuildSpec.StepTimeout when it is zero.
+const DefaultStepTimeout = 10 * time.Minute
 
 // Why a boot ended (BootReport.Ended).
 const (
@@ -201,8 +208,8 @@ func (r *SpawnRequest) Validate() error {
 		if len(b.Targets) == 0 {
 			return fmt.Errorf("%w: build names no target", ErrInvalidRequest)
 		}
-		if b.BootFor < 0 || b.Settle < 0 {
-			return fmt.Errorf("%w: negative boot or settle time", ErrInvalidRequest)
+		if b.BootFor < 0 || b.Settle < 0 || b.StepTimeout < 0 {
+			return fmt.Errorf("%w: negative boot, settle or step time", ErrInvalidRequest)
 		}
 		if len(b.ProbePaths) > MaxProbePaths {
 			return fmt.Errorf("%w: more than %d probe paths", ErrInvalidRequest, MaxProbePaths)

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/codegenie/codegenie/internal/sandbox"
@@ -26,6 +27,14 @@ const diskWatchInterval = 100 * time.Millisecond
 // passes.
 var errDeadline = errors.New("build spawn timeout")
 
+// errStepTimeout is the cause of a buildah run's context when one of its
+// steps runs past BuildSpec.StepTimeout.
+var errStepTimeout = errors.New("build step timeout")
+
+// stepWatchInterval is how often a build checks how long its current step
+// has run.
+const stepWatchInterval = time.Second
+
 // buildPlan is a validated build request.
 type buildPlan struct {
 	workspace  string
@@ -38,6 +47,7 @@ type buildPlan struct {
 	limits   sandbox.Limits
 	bootFor  time.Duration
 	settle   time.Duration
+	stepMax  time.Duration
 }
 
 // planBuild validates what SpawnRequest.Validate does not check of a build
@@ -45,7 +55,7 @@ type buildPlan struct {
 // symlink cannot make buildah read a host file.
 func (b *Backend) planBuild(req *sandbox.SpawnRequest) (buildPlan, error) {
 	spec := req.Build
-	bp := buildPlan{workspace: req.Workspace.Dir, targets: spec.Targets, bootFor: spec.BootFor, settle: spec.Settle}
+	bp := buildPlan{workspace: req.Workspace.Dir, targets: spec.Targets, bootFor: spec.BootFor, settle: spec.Settle, stepMax: spec.StepTimeout}
 	switch {
 	case len(req.Command) > 0:
 		return bp, invalid("a build request runs the image it builds, not a command")
@@ -73,6 +83,9 @@ func (b *Backend) planBuild(req *sandbox.SpawnRequest) (buildPlan, error) {
 	}
 	if bp.settle == 0 {
 		bp.settle = sandbox.DefaultSettle
+	}
+	if bp.stepMax == 0 {
+		bp.stepMax = sandbox.DefaultStepTimeout
 	}
 	bp.limits = withDefaultLimits(req.Limits, b.cfg.Limits)
 	if bp.limits.DiskBytes < minDiskBytes {
@@ -190,6 +203,9 @@ type targetRun struct {
 	log    *buildLog
 	exit   int
 	image  string // full image ID when it built
+	// stepTimedOut: a step ran past the step timeout and buildah was
+	// stopped; stopped and timedOut are set too.
+	stepTimedOut bool
 	// stopped: the spawn's deadline passed (timedOut) or its ctx ended
 	// while buildah ran, and buildah was killed.
 	stopped, timedOut bool
@@ -323,6 +339,9 @@ func (b *Backend) spawnBuild(ctx context.Context, req sandbox.SpawnRequest) (san
 		}
 		if tr.exit != 0 {
 			res.ExitCode, built = tr.exit, false
+			// A step past the step timeout: the spawn timed out, with
+			// the phases and the trace so far.
+			res.TimedOut = tr.stepTimedOut
 			break
 		}
 	}
@@ -476,7 +495,12 @@ func (br *buildRun) buildTarget(ctx context.Context, n int, target string) (*tar
 	tr := &targetRun{target: target, stage: idx, log: newBuildLog(br.plan.stages, idx)}
 	br.rep.report(sandbox.Progress{Kind: sandbox.ProgressPhase, Phase: name})
 	mark := snapshotMarker{into: br.snaps}
+	// stepStart is when the current step began (Unix ns): onStep runs on
+	// the output's goroutine, the step watch on its own.
+	var stepStart atomic.Int64
+	stepStart.Store(start.UnixNano())
 	tr.log.onStep = func(st *step, line string) {
+		stepStart.Store(time.Now().UnixNano())
 		mark.step(st.stage != idx)
 		stages := br.plan.stages
 		br.rep.report(sandbox.Progress{Kind: sandbox.ProgressStep, Phase: sandbox.BuildPhase(stages[st.stage].label(st.stage), st.num),
@@ -486,14 +510,21 @@ func (br *buildRun) buildTarget(ctx context.Context, n int, target string) (*tar
 	lw := &lineWriter{fn: tr.log.line, now: time.Now}
 	cmd := br.bh.command(br.budArgs(target, tag)...)
 	cmd.Stdout, cmd.Stderr = lw, lw
+	bctx, stopBuild := context.WithCancelCause(ctx)
+	defer stopBuild(nil)
 	wctx, stopWatch := context.WithCancel(ctx)
-	watched := make(chan struct{})
+	watched := make(chan struct{}, 2)
 	go func() {
-		defer close(watched)
+		defer func() { watched <- struct{}{} }()
 		br.disk.watch(wctx, diskWatchInterval)
 	}()
-	err := run(ctx, cmd)
+	go func() {
+		defer func() { watched <- struct{}{} }()
+		watchStep(wctx, &stepStart, br.plan.stepMax, func() { stopBuild(errStepTimeout) })
+	}()
+	err := run(bctx, cmd)
 	stopWatch()
+	<-watched
 	<-watched
 	lw.flush()
 	end := time.Now()
@@ -502,7 +533,7 @@ func (br *buildRun) buildTarget(ctx context.Context, n int, target string) (*tar
 	switch {
 	case err == nil:
 	case errors.As(err, &exitErr), errors.Is(err, exec.ErrWaitDelay):
-	case ctx.Err() != nil:
+	case bctx.Err() != nil:
 	default:
 		return tr, nil, fmt.Errorf("running buildah: %w", err)
 	}
@@ -510,9 +541,12 @@ func (br *buildRun) buildTarget(ctx context.Context, n int, target string) (*tar
 	if cmd.ProcessState != nil {
 		tr.exit = cmd.ProcessState.ExitCode()
 	}
-	if ctx.Err() != nil {
+	switch {
+	case ctx.Err() != nil:
 		tr.exit, tr.stopped = -1, true
 		tr.timedOut = errors.Is(context.Cause(ctx), errDeadline)
+	case errors.Is(context.Cause(bctx), errStepTimeout):
+		tr.exit, tr.stopped, tr.timedOut, tr.stepTimedOut = -1, true, true, true
 	}
 	br.targets = append(br.targets, tr)
 	if err := br.b.cleanBuild(context.WithoutCancel(ctx), br.bh.runscRoot()); err != nil && tr.exit == 0 {
@@ -568,6 +602,9 @@ func (br *buildRun) stepPhases(tr *targetRun) []sandbox.PhaseResult {
 		if s == failing {
 			p.Failed, p.TimedOut = true, tr.timedOut
 			p.ExitCode = tr.exit
+			if tr.stepTimedOut {
+				p.OutputTail += fmt.Sprintf("codegenie: the step ran past the step timeout (%s) and was stopped\n", br.plan.stepMax)
+			}
 			if s.keyword == "RUN" && l.runExit >= 0 && !tr.stopped {
 				p.ExitCode = l.runExit
 			}
@@ -575,6 +612,24 @@ func (br *buildRun) stepPhases(tr *targetRun) []sandbox.PhaseResult {
 		phases = append(phases, p)
 	}
 	return phases
+}
+
+// watchStep calls stop once the step that began at *start (Unix ns) has
+// run for max, and returns then or when ctx is done.
+func watchStep(ctx context.Context, start *atomic.Int64, max time.Duration, stop func()) {
+	t := time.NewTicker(stepWatchInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			if now.Sub(time.Unix(0, start.Load())) >= max {
+				stop()
+				return
+			}
+		}
+	}
 }
 
 // csvField quotes s as one CSV field when it holds a comma or a quote, as

@@ -102,6 +102,7 @@ type Spec struct {
 	OriginalTarget  string
 	BootFor         time.Duration
 	Settle          time.Duration
+	StepTimeout     time.Duration
 	RegistryMirrors map[string]string
 	ProbePaths      []string
 	Timeout         time.Duration
@@ -135,7 +136,7 @@ func Run(ctx context.Context, client sandbox.Client, spec Spec, file *dockerfile
 			Workspace:    sandbox.Workspace{Dir: dir},
 			CaptureTrace: true,
 			Timeout:      spec.Timeout,
-			Build: &sandbox.BuildSpec{Dockerfile: spec.Dockerfile, Targets: []string{target}, Boot: true, BootFor: spec.BootFor, Settle: spec.Settle,
+			Build: &sandbox.BuildSpec{Dockerfile: spec.Dockerfile, Targets: []string{target}, Boot: true, BootFor: spec.BootFor, Settle: spec.Settle, StepTimeout: spec.StepTimeout,
 				RegistryMirrors: spec.RegistryMirrors, ProbePaths: spec.ProbePaths},
 		}
 		if fn := sandbox.ProgressFrom(ctx); fn != nil {

@@ -217,7 +217,7 @@ var (
 // in the cache key: a longer boot or another request may see more, and
 // another mirror may serve other images under the same tags.
 func (p *Probe) KeySettings(pctx *probe.Context) []string {
-	s := []string{"boot_for=" + p.bootFor(pctx).String(), "settle=" + settle(pctx).String()}
+	s := []string{"boot_for=" + p.bootFor(pctx).String(), "settle=" + settle(pctx).String(), "step_timeout=" + stepTimeout(pctx).String()}
 	for _, path := range p.probePaths(pctx) {
 		s = append(s, "probe_path="+path)
 	}
@@ -230,6 +230,14 @@ func (p *Probe) KeySettings(pctx *probe.Context) []string {
 		s = append(s, "mirror="+reg+"="+pctx.RegistryMirrors[reg])
 	}
 	return s
+}
+
+// stepTimeout is the run's bound on one build step.
+func stepTimeout(pctx *probe.Context) time.Duration {
+	if pctx != nil && pctx.StepTimeout > 0 {
+		return pctx.StepTimeout
+	}
+	return sandbox.DefaultStepTimeout
 }
 
 // settle is the run's settle period.
@@ -331,7 +339,7 @@ func (p *Probe) Run(ctx context.Context, repo *probe.Repo, pctx *probe.Context) 
 		Workspace:    sandbox.Workspace{Dir: repo.Root},
 		CaptureTrace: true,
 		Build: &sandbox.BuildSpec{
-			Dockerfile: f.Path, Targets: facts.Targets, Boot: true, BootFor: bootFor, Settle: settle(pctx),
+			Dockerfile: f.Path, Targets: facts.Targets, Boot: true, BootFor: bootFor, Settle: settle(pctx), StepTimeout: stepTimeout(pctx),
 			RegistryMirrors: pctx.RegistryMirrors, ProbePaths: p.probePaths(pctx),
 		},
 	}
@@ -363,7 +371,7 @@ func (p *Probe) Run(ctx context.Context, repo *probe.Repo, pctx *probe.Context) 
 	}
 	switch {
 	case errors.Is(err, sandbox.ErrTimeout) || res.TimedOut:
-		return low(ReasonTimeout, WarnTimeout, "the build and boot ran past the timeout", facts), nil
+		return timedOut(res, f, repo, facts), nil
 	case ctx.Err() != nil:
 		return probe.Output{}, ctx.Err()
 	case errors.Is(err, sandbox.ErrNotSupported):
@@ -434,6 +442,32 @@ func (p *Probe) Run(ctx context.Context, repo *probe.Repo, pctx *probe.Context) 
 	out.Warnings = append(out.Warnings, probe.Warning{ID: WarnBootFailed, Message: "the boot failed: " + out.Detail,
 		Evidence: []probe.Evidence{{Trace: &probe.TraceRef{Phase: inv.Phase, PID: inv.PID, Index: inv.Index}, Note: strings.Join(inv.Argv, " ")}}})
 	return out, nil
+}
+
+// timedOut is the output of a spawn that ran past its timeout, or one of
+// whose build steps ran past the step timeout: low, with the shells the
+// trace showed up to then, and what the exec witness saw that the trace
+// did not, so that a shell seen before the stop is not lost.
+func timedOut(res sandbox.Result, f *dockerfile.File, repo *probe.Repo, facts *Facts) probe.Output {
+	detail := "the build and boot ran past the timeout"
+	for _, ph := range res.Phases {
+		if ph.TimedOut && strings.Contains(ph.Name, ":step ") {
+			detail = ph.Name + " ran past the step timeout (--step-timeout) and was stopped"
+		}
+	}
+	out := low(ReasonTimeout, WarnTimeout, detail, facts)
+	if len(res.Trace) == 0 {
+		return out
+	}
+	partial := analyze(res, f, repo, facts)
+	out.Warnings = append(out.Warnings, partial.Warnings...)
+	out.Evidence = append(out.Evidence, partial.Evidence...)
+	out.Detail += fmt.Sprintf("; up to then the trace shows %d shell(s)", len(facts.Invocations))
+	if len(res.TraceGaps) > 0 {
+		out.Detail += "; " + strings.Join(res.TraceGaps, "; ")
+	}
+	out.Warnings[0].Message = out.Detail
+	return out
 }
 
 // runtimePhase reports whether a phase is the booted image at work: the

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"strings"
 	"testing"
 	"time"
 
@@ -219,5 +220,37 @@ func TestTargets(t *testing.T) {
 				t.Errorf("targets (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestStepTimeoutKeepsTheShellsSeen: a step stopped at the step timeout
+// is a timeout, low, naming the step, and the shells the trace showed up
+// to then are still reported, with the exec witness's gaps.
+func TestStepTimeoutKeepsTheShellsSeen(t *testing.T) {
+	t.Parallel()
+	tr := npmStartTrace()[:2]
+	sb := &fakeSandbox{res: sandbox.Result{Backend: "gvisor", TimedOut: true, ExitCode: -1, Trace: tr,
+		TraceGaps: []string{"the exec witness saw /bin/sh that the trace did not"},
+		Phases: []sandbox.PhaseResult{{Name: "build:builder:step 4", Failed: true, TimedOut: true, ExitCode: -1}, {Name: "build:1", Failed: true, TimedOut: true, ExitCode: -1}}}}
+	out, err := New().Run(t.Context(), repo(t), &probe.Context{Sandbox: sb, StepTimeout: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Confidence != probe.Low || out.Reason != ReasonTimeout || !strings.Contains(out.Detail, "build:builder:step 4 ran past the step timeout") ||
+		!strings.Contains(out.Detail, "exec witness saw /bin/sh") {
+		t.Fatalf("%s/%s %q; want a low timeout naming the step and the witness's gap", out.Confidence, out.Reason, out.Detail)
+	}
+	if got := out.Facts.(*Facts).Invocations; len(got) != 1 || got[0].Phase != "build:builder:step 4" {
+		t.Errorf("invocations %+v; want the step's shell", got)
+	}
+	ids := []string{}
+	for _, w := range out.Warnings {
+		ids = append(ids, w.ID)
+	}
+	if diff := cmp.Diff([]string{WarnTimeout, WarnShellInBuild}, ids); diff != "" {
+		t.Errorf("warnings (-want +got):\n%s", diff)
+	}
+	if req := sb.reqs[0]; req.Build.StepTimeout != time.Minute {
+		t.Errorf("step timeout %v, want the run's", req.Build.StepTimeout)
 	}
 }
