@@ -119,7 +119,11 @@ request may ask for less, gets the cap when it asks for none, and is refused
 	fl.IntVar(&c.MaxConcurrent, "max-concurrent", gatecontrol.DefaultMaxConcurrent(), "spawns that run at once")
 	fl.IntVar(&c.MaxQueue, "max-queue", gatecontrol.DefaultMaxQueue, "spawns that may wait for a slot; more get 429")
 	fl.DurationVar(&c.QueueTimeout, "queue-timeout", gatecontrol.DefaultQueueTimeout, "longest wait for a slot; then 503")
-	fl.DurationVar(&c.DefaultTimeout, "default-timeout", gatecontrol.DefaultSpawnTimeout, "timeout of a spawn that asks for none")
+	// Zero lets the config's default apply, which follows the cap: a
+	// --timeout under DefaultSpawnTimeout (as gather --heavy-timeout and
+	// migrate --timeout give a private gate-control) is then the default
+	// too, rather than a configuration the server refuses.
+	fl.DurationVar(&c.DefaultTimeout, "default-timeout", 0, fmt.Sprintf("timeout of a spawn that asks for none (default %v, or --timeout when that is less)", gatecontrol.DefaultSpawnTimeout))
 	fl.DurationVar(&c.MaxTimeout, "timeout", gatecontrol.DefaultMaxTimeout, "cap on every spawn's timeout: a request may ask for less, and is refused (limit_exceeds_cap) when it asks for more")
 	fl.DurationVar(&c.MaxTimeout, "max-timeout", gatecontrol.DefaultMaxTimeout, "old name of --timeout")
 	_ = fl.MarkDeprecated("max-timeout", "use --timeout")

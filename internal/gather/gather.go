@@ -130,7 +130,7 @@ func Run(ctx context.Context, dir string, o Options) (*Outcome, error) {
 	for i, r := range recs {
 		c.Probes[i] = *r.Result
 	}
-	if c.Assessments, err = assess(o, c.Probes); err != nil {
+	if c.Assessments, err = assess(ctx, o, c.Probes); err != nil {
 		return nil, err
 	}
 	if o.AllImages && hasSel {
@@ -151,7 +151,7 @@ func Run(ctx context.Context, dir string, o Options) (*Outcome, error) {
 				for i, r := range irecs {
 					results[i] = *r.Result
 				}
-				if ia.Assessments, err = assess(o, results); err != nil {
+				if ia.Assessments, err = assess(ctx, o, results); err != nil {
 					return nil, err
 				}
 			} else {
@@ -171,13 +171,20 @@ func inputErr(err error) error {
 	return err
 }
 
-// assess runs the task's assessors over one image's results.
-func assess(o Options, results []probe.Result) (map[string]probe.Assessment, error) {
+// assess runs the task's assessors over one image's results. Each is
+// light work and gets the light timeout (gather --light-timeout): one that
+// runs past it answers Unknown, saying so, and a cancelled ctx ends the
+// wait at once.
+func assess(ctx context.Context, o Options, results []probe.Result) (map[string]probe.Assessment, error) {
+	timeout := o.LightTimeout
+	if timeout <= 0 {
+		timeout = pipeline.DefaultLightTimeout
+	}
 	var out map[string]probe.Assessment
 	for _, a := range o.Registry.Assessors(o.Task) {
-		as, err := a.Assess(results)
+		as, err := assessOne(ctx, a, results, timeout)
 		if err != nil {
-			return nil, fmt.Errorf("assessing %s: %w", a.Name(), err)
+			return nil, err
 		}
 		if out == nil {
 			out = map[string]probe.Assessment{}
@@ -185,6 +192,35 @@ func assess(o Options, results []probe.Result) (map[string]probe.Assessment, err
 		out[a.Name()] = as
 	}
 	return out, nil
+}
+
+// assessOne runs one assessor within timeout. An Assessor is a pure
+// function with no context, so one that overruns is abandoned, as the
+// pipeline abandons a probe that ignores its context: its goroutine ends
+// when Assess returns, and its answer is dropped.
+func assessOne(ctx context.Context, a probe.Assessor, results []probe.Result, timeout time.Duration) (probe.Assessment, error) {
+	type answer struct {
+		as  probe.Assessment
+		err error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		as, err := a.Assess(results)
+		done <- answer{as, err}
+	}()
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case r := <-done:
+		if r.err != nil {
+			return probe.Assessment{}, fmt.Errorf("assessing %s: %w", a.Name(), r.err)
+		}
+		return r.as, nil
+	case <-ctx.Done():
+		return probe.Assessment{}, context.Cause(ctx)
+	case <-t.C:
+		return probe.Assessment{Verdict: probe.Unknown, Reason: fmt.Sprintf("the assessment ran past its %s timeout (--light-timeout)", timeout)}, nil
+	}
 }
 
 // Encode writes the outcome's context as JSON.

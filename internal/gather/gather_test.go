@@ -7,12 +7,14 @@ import (
 	"io"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/codegenie/codegenie/internal/builtin"
 	"github.com/codegenie/codegenie/internal/cache"
+	"github.com/codegenie/codegenie/internal/probe"
 	"github.com/codegenie/codegenie/internal/sandbox"
 )
 
@@ -137,5 +139,85 @@ func TestProbePathsReachTheSpawn(t *testing.T) {
 	}
 	if got := sb.reqs[0].Build.ProbePaths; len(got) != 2 || got[0] != "/healthz" || got[1] != "/api/status" {
 		t.Errorf("probe paths %q, want /healthz and /api/status", got)
+	}
+}
+
+// stuckAssessor is an assessor that does not return until released, as a
+// quadratic assessment of a long Dockerfile once did not.
+type stuckAssessor struct {
+	started chan struct{}
+	release chan struct{}
+}
+
+func (*stuckAssessor) Name() string { return "stuck" }
+func (*stuckAssessor) Task() string { return "stuck-task" }
+func (a *stuckAssessor) Assess([]probe.Result) (probe.Assessment, error) {
+	close(a.started)
+	<-a.release
+	return probe.Assessment{Verdict: probe.Ready}, nil
+}
+
+func stuckRegistry(t *testing.T) (*probe.Registry, *stuckAssessor) {
+	t.Helper()
+	a := &stuckAssessor{started: make(chan struct{}), release: make(chan struct{})}
+	t.Cleanup(func() { close(a.release) })
+	reg := probe.NewRegistry()
+	if err := reg.RegisterAssessor(a); err != nil {
+		t.Fatal(err)
+	}
+	return reg, a
+}
+
+// runBounded runs gather in the background and fails the test if it has
+// not returned after a generous while.
+func runBounded(t *testing.T, ctx context.Context, o Options) (*Outcome, error) {
+	t.Helper()
+	type ran struct {
+		out *Outcome
+		err error
+	}
+	done := make(chan ran, 1)
+	go func() {
+		out, err := Run(ctx, example(t), o)
+		done <- ran{out, err}
+	}()
+	select {
+	case r := <-done:
+		return r.out, r.err
+	case <-time.After(30 * time.Second):
+		t.Fatal("gather did not return while the assessment was stuck")
+		return nil, nil
+	}
+}
+
+// TestLightTimeoutCoversTheAssessment: an assessment that runs past the
+// light timeout (gather --light-timeout) ends the wait, with an unknown
+// verdict that says so.
+func TestLightTimeoutCoversTheAssessment(t *testing.T) {
+	t.Parallel()
+	reg, _ := stuckRegistry(t)
+	out, err := runBounded(t, t.Context(), Options{Registry: reg, Version: "test", Task: "stuck-task", LightTimeout: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := out.Context.Assessments["stuck"]
+	if a.Verdict != probe.Unknown || !strings.Contains(a.Reason, "timeout") {
+		t.Errorf("assessment %s (%s), want unknown saying it ran past its timeout", a.Verdict, a.Reason)
+	}
+}
+
+// TestCancelEndsTheAssessment: cancelling gather (SIGTERM, ^C) while it
+// assesses ends it at once, with the cancellation.
+func TestCancelEndsTheAssessment(t *testing.T) {
+	t.Parallel()
+	reg, a := stuckRegistry(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	go func() {
+		<-a.started
+		cancel()
+	}()
+	_, err := runBounded(t, ctx, Options{Registry: reg, Version: "test", Task: "stuck-task", LightTimeout: time.Hour})
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("gather error %v, want context.Canceled", err)
 	}
 }

@@ -4,11 +4,13 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"io/fs"
 	"runtime"
 	"sync"
 	"syscall"
 
 	"github.com/codegenie/codegenie/internal/cache"
+	"github.com/codegenie/codegenie/internal/regfile"
 )
 
 // Hashing uses plain system calls: os.File registers every open file with
@@ -39,21 +41,26 @@ func statFile(path string) (cache.FileID, error) {
 	}
 }
 
-// hashFile returns the SHA-256 of a file's content and its identity as
-// of the read.
+// hashFile returns the SHA-256 of a regular file's content and its
+// identity as of the read. It opens without blocking: anything but a
+// regular file (a FIFO would block the read for ever) is a
+// *regfile.NotRegularError, and a directory is EISDIR.
 func hashFile(path string) (string, cache.FileID, error) {
-	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+	fd, st, err := regfile.OpenFD(path, 0)
+	if nr, ok := errors.AsType[*regfile.NotRegularError](err); ok {
+		if nr.Type.IsDir() {
+			return "", cache.FileID{}, &pathError{"read", syscall.EISDIR}
+		}
+		return "", cache.FileID{}, nr
+	}
 	if err != nil {
-		return "", cache.FileID{}, &pathError{"open", err}
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			return "", cache.FileID{}, &pathError{pe.Op, pe.Err}
+		}
+		return "", cache.FileID{}, err
 	}
 	defer func() { _ = syscall.Close(fd) }()
-	var st syscall.Stat_t
-	if err := syscall.Fstat(fd, &st); err != nil {
-		return "", cache.FileID{}, &pathError{"stat", err}
-	}
-	if st.Mode&syscall.S_IFMT == syscall.S_IFDIR {
-		return "", cache.FileID{}, &pathError{"read", syscall.EISDIR}
-	}
 	h := sha256.New()
 	bp := bufPool.Get().(*[]byte)
 	defer bufPool.Put(bp)
@@ -71,7 +78,7 @@ func hashFile(path string) (string, cache.FileID, error) {
 		}
 		h.Write(buf[:n])
 	}
-	return "sha256:" + hex.EncodeToString(h.Sum(nil)), fileID(&st), nil
+	return "sha256:" + hex.EncodeToString(h.Sum(nil)), fileID(st), nil
 }
 
 type pathError struct {

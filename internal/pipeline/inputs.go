@@ -10,11 +10,16 @@ import (
 	"github.com/codegenie/codegenie/internal/cache"
 	"github.com/codegenie/codegenie/internal/image"
 	"github.com/codegenie/codegenie/internal/probe"
+	"github.com/codegenie/codegenie/internal/regfile"
 )
 
 // absent is the digest of a declared input that matches no file, so that
 // creating the file later changes the key.
 const absent = "absent"
+
+// notRegular prefixes the digest of a declared input that is not a regular
+// file (such as a FIFO), followed by its type.
+const notRegular = "not-regular:"
 
 // inputs resolves d's declared inputs. complete is false when an image
 // digest could not be resolved: the probe then runs uncached.
@@ -206,6 +211,11 @@ func (d *digests) file(rel string) (string, error) {
 			}
 		}
 		dg, id, err := hashFile(abs)
+		if nr, ok := errors.AsType[*regfile.NotRegularError](err); ok {
+			// A FIFO, socket or device is keyed by its type, never read:
+			// the probe that meets it says so.
+			return notRegular + nr.Type.String(), nil
+		}
 		if err != nil {
 			return "", err
 		}

@@ -313,6 +313,11 @@ func (r *run) invoke(ctx context.Context, pr probe.Probe, d *probe.Desc) probe.O
 				done <- failed(probe.ReasonPathEscapes, err.Error())
 				return
 			}
+			if errors.Is(err, probe.ErrNotRegular) {
+				// So is a FIFO or a device where a file should be.
+				done <- failed(probe.ReasonNotRegular, err.Error())
+				return
+			}
 			done <- failed(probe.ReasonProbeError, err.Error())
 		default:
 			done <- out

@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -428,6 +430,56 @@ func TestSymlinkInputsAreNotFollowed(t *testing.T) {
 	second, err := newDigests(repo, nil).file("package.json")
 	if err != nil || second == first {
 		t.Errorf("retargeted link digests %q (%v), first %q; want a new key and no error", second, err, first)
+	}
+}
+
+// TestFIFOInputIsNotRead: a declared input that is a FIFO is keyed by its
+// type, never opened for a blocking read (which would wait for a writer for
+// ever), and the probe that reads it through the repository answers low
+// with not_a_regular_file, naming it.
+func TestFIFOInputIsNotRead(t *testing.T) {
+	t.Parallel()
+	reader := newFake("reader", probe.Light, func(_ context.Context, repo *probe.Repo) (probe.Output, error) {
+		if _, err := repo.ReadFile("package.json"); err != nil {
+			return probe.Output{}, fmt.Errorf("reading package.json: %w", err)
+		}
+		return probe.Output{Confidence: probe.High, Facts: &facts{}}, nil
+	})
+	p := newPipeline(t, true, reader)
+	repo := repoWith(t, nil)
+	fifo := repo.Abs("package.json")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	type ran struct {
+		recs []Record
+		err  error
+	}
+	done := make(chan ran, 1)
+	go func() {
+		recs, err := p.Run(t.Context(), repo, nil)
+		done <- ran{recs, err}
+	}()
+	var r ran
+	select {
+	case r = <-done:
+	case <-time.After(30 * time.Second):
+		// Release the blocked reader so that the test ends.
+		if w, err := os.OpenFile(fifo, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+			w.Close()
+		}
+		t.Fatal("Run blocked on the FIFO")
+	}
+	if r.err != nil {
+		t.Fatalf("Run error = %v, want none: the FIFO is the probe's to report", r.err)
+	}
+	res := byName(r.recs)["reader"].Result
+	if res.Confidence != probe.Low || res.Reason != probe.ReasonNotRegular || !strings.Contains(res.Detail, "package.json") {
+		t.Errorf("reader: %s/%s (%s), want low/%s naming package.json", res.Confidence, res.Reason, res.Detail, probe.ReasonNotRegular)
+	}
+	dg, err := newDigests(repo, nil).file("package.json")
+	if err != nil || !strings.HasPrefix(dg, notRegular) {
+		t.Errorf("FIFO digest %q (%v), want %s...", dg, err, notRegular)
 	}
 }
 

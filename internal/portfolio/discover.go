@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/codegenie/codegenie/internal/probe"
+	"github.com/codegenie/codegenie/internal/regfile"
 )
 
 // Source is one input: a local path or a git URL, and where it was given
@@ -265,9 +266,15 @@ func (d *Discovery) Discover(ctx context.Context, sources []Source) ([]Service, 
 	return out, nil
 }
 
+// maxConfigBytes bounds a repository's ConfigFile.
+const maxConfigBytes = 1 << 20
+
+// readConfig reads a repository's ConfigFile, if it has one. The file is
+// the repository's: it is read only if it is a regular file (a FIFO would
+// block the read for ever), and bounded.
 func readConfig(dir string) (*Config, error) {
 	p := filepath.Join(dir, ConfigFile)
-	data, err := os.ReadFile(p)
+	data, err := regfile.ReadFile(p, maxConfigBytes)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}

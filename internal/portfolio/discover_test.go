@@ -6,11 +6,14 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/codegenie/codegenie/internal/builtin"
+	"github.com/codegenie/codegenie/internal/probe"
 	"github.com/codegenie/codegenie/internal/portfolio/portfoliotest"
 	nodenpm "github.com/codegenie/codegenie/plugins/distroless-migration--node--npm"
 )
@@ -139,6 +142,38 @@ func TestConfigNamesMissingDockerfile(t *testing.T) {
 	var ie *InputError
 	if !errors.As(err, &ie) || !strings.Contains(err.Error(), ConfigFile+":3: dockerfile api/Dockerfile: no such Dockerfile") {
 		t.Fatalf("got %v, want an input error naming line 3", err)
+	}
+}
+
+// TestConfigFIFOIsAnInputError: a FIFO named like the repository's config
+// file is not read (reading it would wait for a writer for ever): it is
+// bad input, named.
+func TestConfigFIFOIsAnInputError(t *testing.T) {
+	t.Parallel()
+	repo := t.TempDir()
+	write(t, filepath.Join(repo, "Dockerfile"), "FROM node:22\n")
+	fifo := filepath.Join(repo, ConfigFile)
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := discovery(t).Discover(t.Context(), []Source{{Spec: repo}})
+		done <- err
+	}()
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(30 * time.Second):
+		// Release the blocked reader so that the test ends.
+		if w, oerr := os.OpenFile(fifo, os.O_WRONLY|syscall.O_NONBLOCK, 0); oerr == nil {
+			w.Close()
+		}
+		t.Fatalf("Discover blocked on the FIFO %s", ConfigFile)
+	}
+	var ie *InputError
+	if !errors.As(err, &ie) || !errors.Is(err, probe.ErrNotRegular) || !strings.Contains(err.Error(), ConfigFile) {
+		t.Fatalf("got %v, want an input error saying %s is not a regular file", err, ConfigFile)
 	}
 }
 

@@ -3,7 +3,6 @@ package probe
 import (
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -11,6 +10,8 @@ import (
 	"sort"
 	"strings"
 	"sync"
+
+	"github.com/codegenie/codegenie/internal/regfile"
 )
 
 // MaxFileBytes bounds a single file read through a Repo. Larger files are
@@ -27,6 +28,17 @@ var ErrPathEscapes = errors.New("path escapes the repository")
 // ReasonPathEscapes is the reason of a probe result that met a path
 // escaping the repository.
 const ReasonPathEscapes Reason = "path_escapes_repository"
+
+// ErrNotRegular reports a repository path that is not a regular file: a
+// FIFO, a socket, a device or a directory where a file was expected. Such a
+// path is never read (reading a FIFO would wait for a writer for ever). The
+// error is an *fs.PathError that names the file, wrapping a
+// *regfile.NotRegularError that says what it is.
+var ErrNotRegular = regfile.ErrNotRegular
+
+// ReasonNotRegular is the reason of a probe result that met a repository
+// file that is not a regular file.
+const ReasonNotRegular Reason = "not_a_regular_file"
 
 // Repo is a read-only view of a repository on the host. It lists files
 // lazily, once, and is safe for concurrent use. Paths it returns are
@@ -70,11 +82,15 @@ func (r *Repo) Abs(rel string) string { return filepath.Join(r.Root, filepath.Fr
 
 // Open opens rel for reading through the repository root: a symlink that
 // leads outside the repository is refused with ErrPathEscapes, so no probe
-// reads (or quotes) a host file.
+// reads (or quotes) a host file. Only a regular file is opened, without
+// blocking; anything else is refused with ErrNotRegular.
 func (r *Repo) Open(rel string) (*os.File, error) {
-	f, err := os.OpenInRoot(r.Root, filepath.FromSlash(rel))
+	f, err := regfile.OpenInRoot(r.Root, filepath.FromSlash(rel))
 	if err == nil {
 		return f, nil
+	}
+	if errors.Is(err, ErrNotRegular) {
+		return nil, &fs.PathError{Op: "open", Path: rel, Err: errors.Unwrap(err)}
 	}
 	if r.escapes(rel) {
 		return nil, &fs.PathError{Op: "open", Path: rel, Err: ErrPathEscapes}
@@ -84,8 +100,12 @@ func (r *Repo) Open(rel string) (*os.File, error) {
 	if real, rerr := filepath.EvalSymlinks(r.Abs(rel)); rerr == nil {
 		if root, rerr := filepath.EvalSymlinks(r.Root); rerr == nil {
 			if inside, rerr := filepath.Rel(root, real); rerr == nil && inside != ".." && !strings.HasPrefix(inside, ".."+string(filepath.Separator)) {
-				if f, ierr := os.OpenInRoot(r.Root, inside); ierr == nil {
+				f, ierr := regfile.OpenInRoot(r.Root, inside)
+				if ierr == nil {
 					return f, nil
+				}
+				if errors.Is(ierr, ErrNotRegular) {
+					return nil, &fs.PathError{Op: "open", Path: rel, Err: errors.Unwrap(ierr)}
 				}
 			}
 		}
@@ -119,12 +139,29 @@ func (r *Repo) escapes(rel string) bool {
 		real != r.Root && !strings.HasPrefix(real, r.Root+string(filepath.Separator))
 }
 
+// UnreadReason returns the reason for a result whose input could not be
+// read through the repository's own doing: ReasonPathEscapes for a
+// symlink out of it, ReasonNotRegular for a FIFO, socket or device. It is
+// empty for any other error.
+func UnreadReason(err error) Reason {
+	switch {
+	case errors.Is(err, ErrPathEscapes):
+		return ReasonPathEscapes
+	case errors.Is(err, ErrNotRegular):
+		return ReasonNotRegular
+	}
+	return ""
+}
+
 // DescribeReadError says why a repository file could not be read, in words
 // that never quote the file: for a path that escapes the repository, only
 // that fact.
 func DescribeReadError(err error) string {
 	if errors.Is(err, ErrPathEscapes) {
 		return "it is a symlink that leads outside the repository; it was not read"
+	}
+	if nr, ok := errors.AsType[*regfile.NotRegularError](err); ok {
+		return "it is " + nr.Error() + "; it was not read"
 	}
 	var pe *fs.PathError
 	if errors.As(err, &pe) {
@@ -133,19 +170,20 @@ func DescribeReadError(err error) string {
 	return err.Error()
 }
 
-// ReadFile reads rel through Open, up to MaxFileBytes.
+// ReadFile reads rel through Open, up to MaxFileBytes; a larger file is a
+// *regfile.TooLargeError.
 func (r *Repo) ReadFile(rel string) ([]byte, error) {
 	f, err := r.Open(rel)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
+	b, err := regfile.ReadAll(f, MaxFileBytes)
 	if err != nil {
+		if pe, ok := errors.AsType[*fs.PathError](err); ok {
+			err = pe.Err
+		}
 		return nil, &fs.PathError{Op: "read", Path: rel, Err: err}
-	}
-	if len(b) > MaxFileBytes {
-		return nil, &fs.PathError{Op: "read", Path: rel, Err: fmt.Errorf("larger than %d bytes", MaxFileBytes)}
 	}
 	return b, nil
 }

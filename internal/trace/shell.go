@@ -7,7 +7,8 @@ import (
 	"path"
 	"sort"
 	"strings"
-	"syscall"
+
+	"github.com/codegenie/codegenie/internal/regfile"
 )
 
 // shellNames are the basenames that are a shell.
@@ -369,8 +370,8 @@ const HeadBytes = 256
 // RootfsInterpreters reads interpreters from a root filesystem on the
 // host. Lookups stay inside dir (os.Root refuses symlinks that escape it),
 // since the rootfs is built from untrusted image layers. Only a regular
-// file is read (opened without blocking: a FIFO put where a script was
-// reads as unknown, and does not hang the reader).
+// file is read (opened through regfile, without blocking: a FIFO put where
+// a script was reads as unknown, and does not hang the reader).
 func RootfsInterpreters(dir string) Interpreters {
 	return func(binary string) (string, bool, bool) {
 		root, err := os.OpenRoot(dir)
@@ -378,14 +379,11 @@ func RootfsInterpreters(dir string) Interpreters {
 			return "", false, false
 		}
 		defer root.Close()
-		f, err := root.OpenFile(strings.TrimPrefix(path.Clean("/"+binary), "/"), os.O_RDONLY|syscall.O_NONBLOCK, 0)
+		f, err := regfile.OpenIn(root, strings.TrimPrefix(path.Clean("/"+binary), "/"))
 		if err != nil {
 			return "", false, false
 		}
 		defer f.Close()
-		if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-			return "", false, false
-		}
 		head := make([]byte, HeadBytes)
 		n, _ := io.ReadFull(f, head)
 		head = head[:n]

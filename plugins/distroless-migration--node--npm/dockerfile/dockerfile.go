@@ -103,8 +103,21 @@ func (e *ParseError) Error() string {
 	return fmt.Sprintf("%s: %s", e.Path, e.Msg)
 }
 
+// Bounds of a Dockerfile that Parse accepts. They are far above any real
+// Dockerfile's, and bound the work (and the facts) of every analysis of
+// one: a longer Dockerfile is a *ParseError that says so, and nothing of
+// it is parsed. MaxBytes is also what the sandbox's builder accepts.
+// MaxPathBytes bounds a stage's working directory: Linux's PATH_MAX, past
+// which no build can make or enter it.
+const (
+	MaxBytes        = 1 << 20
+	MaxInstructions = 10_000
+	MaxPathBytes    = 4096
+)
+
 // Parse parses the Dockerfile data found at path (repository-relative).
-// Errors are *ParseError.
+// Errors are *ParseError. Its work is linear in the length of data, which
+// is at most MaxBytes and MaxInstructions.
 func Parse(filePath string, data []byte) (f *File, err error) {
 	defer func() {
 		// buildkit's decoder is hardened, but a Dockerfile is untrusted
@@ -113,9 +126,15 @@ func Parse(filePath string, data []byte) (f *File, err error) {
 			f, err = nil, &ParseError{Path: filePath, Msg: fmt.Sprintf("parser panic: %v", v)}
 		}
 	}()
+	if len(data) > MaxBytes {
+		return nil, &ParseError{Path: filePath, Msg: fmt.Sprintf("larger than %d bytes (%d); it was not parsed", MaxBytes, len(data))}
+	}
 	res, err := parser.Parse(bytes.NewReader(data))
 	if err != nil {
 		return nil, &ParseError{Path: filePath, Line: errLine(err), Msg: errMsg(err)}
+	}
+	if n := len(res.AST.Children); n > MaxInstructions {
+		return nil, &ParseError{Path: filePath, Msg: fmt.Sprintf("more than %d instructions (%d); it was not parsed", MaxInstructions, n)}
 	}
 	stages, metaArgs, err := decode(filePath, res.AST)
 	if err != nil {
@@ -135,6 +154,9 @@ func Parse(filePath string, data []byte) (f *File, err error) {
 	}
 	lex := shell.NewLex(res.EscapeToken)
 	names := map[string]int{}
+	// workdirs[i] is stage i's working directory at its end: each
+	// WORKDIR's path is checked against MaxPathBytes as it is made.
+	workdirs := make([]string, 0, len(stages))
 	for i, st := range stages {
 		s := Stage{Index: i, Name: st.Name, Base: st.BaseName, BaseStage: -1, Platform: st.Platform, Line: firstLine(st.Location)}
 		if r, _, err := lex.ProcessWord(st.BaseName, env); err == nil {
@@ -148,13 +170,23 @@ func Parse(filePath string, data []byte) (f *File, err error) {
 		if st.Name != "" {
 			names[strings.ToLower(st.Name)] = i
 		}
+		wd := "/"
+		if s.BaseStage >= 0 {
+			wd = workdirs[s.BaseStage]
+		}
 		for _, c := range st.Commands {
 			in := instruction(c)
 			if in.Command == "copy" && in.From != "" {
 				s.CopiesFrom = append(s.CopiesFrom, in.From)
 			}
+			if in.Command == "workdir" && len(in.Args) == 1 {
+				if wd = resolve(wd, in.Args[0]); len(wd) > MaxPathBytes {
+					return nil, &ParseError{Path: filePath, Line: in.Line, Msg: fmt.Sprintf("WORKDIR makes a path longer than %d bytes, which no build can use", MaxPathBytes)}
+				}
+			}
 			s.Instructions = append(s.Instructions, in)
 		}
+		workdirs = append(workdirs, wd)
 		f.Stages = append(f.Stages, s)
 	}
 	f.Final = len(f.Stages) - 1

@@ -168,6 +168,40 @@ func TestParseErrors(t *testing.T) {
 	}
 }
 
+// TestParseBounds: a Dockerfile past one of Parse's bounds is a parse
+// error that says which, and nothing of it is parsed.
+func TestParseBounds(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		src  string
+		line int
+		want string
+	}{
+		{"bytes", "FROM node:22\n" + strings.Repeat("RUN echo "+strings.Repeat("x", 250)+"\n", MaxBytes/250), 0, "larger than 1048576 bytes"},
+		{"instructions", "FROM node:22\n" + strings.Repeat("RUN true\n", MaxInstructions), 0, "more than 10000 instructions (10001)"},
+		{"workdir", "FROM node:22 AS base\nWORKDIR /app\n" + strings.Repeat("WORKDIR "+strings.Repeat("d", 200)+"\n", 11) +
+			"FROM base\n" + strings.Repeat("WORKDIR "+strings.Repeat("d", 200)+"\n", 11), 24, "WORKDIR makes a path longer than 4096 bytes"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			f, err := Parse("Dockerfile", []byte(tt.src))
+			var pe *ParseError
+			if !errors.As(err, &pe) || f != nil {
+				t.Fatalf("Parse = %v, %v; want a *ParseError", f != nil, err)
+			}
+			if pe.Line != tt.line || !strings.Contains(pe.Msg, tt.want) {
+				t.Errorf("parse error %q at line %d, want %q at line %d", pe.Msg, pe.Line, tt.want, tt.line)
+			}
+		})
+	}
+	// Just inside the bounds parses.
+	if _, err := Parse("Dockerfile", []byte("FROM node:22\n"+strings.Repeat("RUN true\n", MaxInstructions-1))); err != nil {
+		t.Errorf("Parse(%d instructions): %v", MaxInstructions, err)
+	}
+}
+
 func TestIsDockerfile(t *testing.T) {
 	t.Parallel()
 	for p, want := range map[string]bool{

@@ -2,31 +2,66 @@ package dockerfile
 
 import (
 	"path"
+	"slices"
 	"strings"
 )
 
 // Workdir returns the working directory in effect at the end of stage i,
 // following its FROM chain; "/" when none is set (the base image's may
-// differ).
+// differ). It reads each instruction of the chain once.
 func (f *File) Workdir(i int) string {
 	wd := "/"
 	for _, s := range f.chain(i) {
-		for _, in := range f.Stages[s].Instructions {
-			if in.Command == "workdir" && len(in.Args) == 1 {
-				wd = resolve(wd, in.Args[0])
-			}
-		}
+		wd = f.stageWorkdir(s, wd)
 	}
 	return wd
+}
+
+// Workdirs returns the working directory in effect at the end of each
+// stage of stage i's FROM chain, by stage index: Workdir of each, in one
+// pass over the chain's instructions.
+func (f *File) Workdirs(i int) map[int]string {
+	out := map[int]string{}
+	wd := "/"
+	for _, s := range f.chain(i) {
+		wd = f.stageWorkdir(s, wd)
+		out[s] = wd
+	}
+	return out
+}
+
+// stageWorkdir returns the working directory at the end of stage s, which
+// starts in wd. Paths are lexical, so the relative WORKDIRs after the last
+// absolute one join once: a stage of many relative WORKDIRs does not build
+// each longer path in turn.
+func (f *File) stageWorkdir(s int, wd string) string {
+	parts := []string{wd}
+	changed := false
+	for _, in := range f.Stages[s].Instructions {
+		if in.Command != "workdir" || len(in.Args) != 1 {
+			continue
+		}
+		changed = true
+		if path.IsAbs(in.Args[0]) {
+			parts = append(parts[:0], in.Args[0])
+		} else {
+			parts = append(parts, in.Args[0])
+		}
+	}
+	if !changed {
+		return wd
+	}
+	return path.Join(parts...)
 }
 
 // chain returns stage i's FROM chain, root first.
 func (f *File) chain(i int) []int {
 	var c []int
 	for i >= 0 && i < len(f.Stages) && len(c) <= len(f.Stages) {
-		c = append([]int{i}, c...)
+		c = append(c, i)
 		i = f.Stages[i].BaseStage
 	}
+	slices.Reverse(c)
 	return c
 }
 

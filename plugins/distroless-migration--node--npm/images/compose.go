@@ -43,6 +43,18 @@ type ComposeBuild struct {
 type ComposeFile struct {
 	Builds []ComposeBuild
 	Errors []string
+	// Unread are the compose files that were not read through the
+	// repository's own doing (a symlink out of it, a FIFO): what they say
+	// about builds is unknown.
+	Unread []Unread
+}
+
+// Unread is a file that was not read, and why.
+type Unread struct {
+	Path   string
+	Reason probe.Reason
+	// Detail says what the file is, without quoting it.
+	Detail string
 }
 
 // Compose is the derived fact of every compose file's build sections.
@@ -65,6 +77,10 @@ var Compose = &probe.Analyzer[*ComposeFile]{
 					return nil, err
 				}
 				data, err := repo.ReadFile(m)
+				if why := probe.UnreadReason(err); why != "" {
+					out.Unread = append(out.Unread, Unread{Path: m, Reason: why, Detail: probe.DescribeReadError(err)})
+					continue
+				}
 				if err != nil {
 					out.Errors = append(out.Errors, m+": "+probe.DescribeReadError(err))
 					continue

@@ -120,7 +120,7 @@ var Files = &probe.Analyzer[*FileSet]{
 		if err != nil {
 			return nil, err
 		}
-		b := &setBuilder{f: j.File, files: contextFiles(all, j.Context, ign), memo: map[int][]mapping{}}
+		b := &setBuilder{f: j.File, files: contextFiles(all, j.Context, ign), memo: map[int][]mapping{}, workdirs: map[int]string{}}
 		// A later COPY to the same image path replaces the earlier file:
 		// only the last one ships.
 		byImage := map[string]string{}
@@ -164,8 +164,10 @@ type mapping struct{ image, repo string }
 type setBuilder struct {
 	f *dockerfile.File
 	// files are the build context's files: context-relative → repo path.
-	files      []ctxFile
-	memo       map[int][]mapping
+	files []ctxFile
+	memo  map[int][]mapping
+	// workdirs is each built stage's working directory at its end.
+	workdirs   map[int]string
 	generated  []Generated
 	unresolved []string
 	installs   bool
@@ -183,10 +185,17 @@ func (b *setBuilder) stage(i, depth int) []mapping {
 		return nil
 	}
 	var out []mapping
+	wd := "/" // on an image base
 	if bs := b.f.Stages[i].BaseStage; bs >= 0 {
 		out = append(out, b.stage(bs, depth+1)...)
+		// The base's working directory, as its build above left it: not
+		// found anew through its chain for every stage, which made a
+		// long FROM chain quadratic.
+		var ok bool
+		if wd, ok = b.workdirs[bs]; !ok {
+			wd = b.f.Workdir(bs)
+		}
 	}
-	wd := b.f.Workdir(b.f.Stages[i].BaseStage) // "/" on an image base
 	for _, in := range b.f.Stages[i].Instructions {
 		switch in.Command {
 		case "workdir":
@@ -210,6 +219,7 @@ func (b *setBuilder) stage(i, depth int) []mapping {
 		}
 	}
 	b.memo[i] = out
+	b.workdirs[i] = wd
 	return out
 }
 

@@ -16,9 +16,11 @@ type Parsed struct {
 	Path string
 	File *dockerfile.File
 	Err  *dockerfile.ParseError
-	// Escapes is set when the path is a symlink leading outside the
-	// repository: it was not read, and Err says only that.
-	Escapes bool
+	// Unread says why the file was not read: probe.ReasonPathEscapes for a
+	// symlink leading outside the repository, probe.ReasonNotRegular for a
+	// FIFO, socket or device. Err then says only that. Empty when it was
+	// read.
+	Unread probe.Reason
 }
 
 // All is the derived fact of every parsed Dockerfile, computed once per
@@ -47,8 +49,8 @@ func parseAll(ctx context.Context, repo *probe.Repo) ([]Parsed, error) {
 			return nil, err
 		}
 		data, err := repo.ReadFile(p)
-		if errors.Is(err, probe.ErrPathEscapes) {
-			out = append(out, Parsed{Path: p, Escapes: true, Err: &dockerfile.ParseError{Path: p, Msg: probe.DescribeReadError(err)}})
+		if why := probe.UnreadReason(err); why != "" {
+			out = append(out, Parsed{Path: p, Unread: why, Err: &dockerfile.ParseError{Path: p, Msg: probe.DescribeReadError(err)}})
 			continue
 		}
 		if err != nil {

@@ -2,6 +2,7 @@ package modgraph
 
 import (
 	"path"
+	"slices"
 	"strings"
 
 	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/images"
@@ -158,9 +159,10 @@ func envValue(j *images.Judged, key string) (string, bool) {
 	f := j.File
 	val, found := "", false
 	var chain []int
-	for i := f.Final; i >= 0; i = f.Stages[i].BaseStage {
-		chain = append([]int{i}, chain...)
+	for i := f.Final; i >= 0 && len(chain) <= len(f.Stages); i = f.Stages[i].BaseStage {
+		chain = append(chain, i)
 	}
+	slices.Reverse(chain)
 	for _, i := range chain {
 		for _, in := range f.Stages[i].Instructions {
 			if in.Command != "env" {

@@ -362,12 +362,9 @@ func stageOf(d *dockerfile.File, evs []probe.Evidence) string {
 		if e.File != d.Path || e.Line < 1 {
 			continue
 		}
-		st := -1
-		for i, s := range d.Stages {
-			if s.Line <= e.Line {
-				st = i
-			}
-		}
+		// Stages are in line order: the last that starts at or before the
+		// line, found without a scan per blocker.
+		st := sort.Search(len(d.Stages), func(i int) bool { return d.Stages[i].Line > e.Line }) - 1
 		if st >= 0 {
 			return d.StageName(st)
 		}
@@ -403,11 +400,14 @@ func (b *builder) dockerfiles(f *dockerfileprobe.Facts) {
 			b.cmdArgv = shellcmd.Analyze(strings.Join(cmd.Args, " ")).Argv
 		}
 	}
+	// Each stage's working directory, once: not once per RUN, which made
+	// the assessment quadratic in the Dockerfile's length.
+	workdirs := d.Workdirs(d.Final)
 	for i := d.Final; i >= 0; i = d.Stages[i].BaseStage {
 		for _, in := range d.Stages[i].Instructions {
 			switch {
 			case in.Command == "run" && in.Form == dockerfile.FormShell:
-				step := ClassifyRun(in, d.Workdir(i))
+				step := ClassifyRun(in, workdirs[i])
 				bl := probe.Blocker{ID: dockerfileprobe.WarnShellFormRunFinal, Kind: probe.ShellInFinalStageBuild,
 					Title:    fmt.Sprintf("RUN %s needs /bin/sh in the final stage", clip(strings.Join(in.Args, " "), 120)),
 					Evidence: ev(d.Path, in.Line)}
@@ -419,7 +419,7 @@ func (b *builder) dockerfiles(f *dockerfileprobe.Facts) {
 				}
 				b.Add(bl)
 			case in.Command == "run" && in.Form == dockerfile.FormExec && len(in.Args) > 0 && !isNodeWord(in.Args[0]):
-				step := ClassifyRun(in, d.Workdir(i))
+				step := ClassifyRun(in, workdirs[i])
 				bl := probe.Blocker{ID: dockerfileprobe.WarnShellFormRunFinal, Kind: probe.MissingBinary,
 					Title:    fmt.Sprintf("RUN %s runs %s in the final stage, which distroless lacks", quoteArgv(in.Args), in.Args[0]),
 					Evidence: ev(d.Path, in.Line)}
@@ -1081,6 +1081,9 @@ func (b *builder) executables(f *entrypoints.Facts) {
 		case e.Kind == entrypoints.KindOutside:
 			b.Add(probe.Blocker{ID: entrypoints.WarnNotFound, Kind: probe.UnknownKind, Rule: RuleUnclassified,
 				Title: fmt.Sprintf("%s is a symlink that leads outside the repository; it was not read", e.Command), Evidence: evs})
+		case e.Kind == entrypoints.KindNotRegular:
+			b.Add(probe.Blocker{ID: entrypoints.WarnNotFound, Kind: probe.UnknownKind, Rule: RuleUnclassified,
+				Title: fmt.Sprintf("%s is not a regular file (a FIFO, socket or device); it was not read", e.Command), Evidence: evs})
 		case e.InterpreterKind == "shell" && e.NodeArgv != nil:
 			b.Add(probe.Blocker{ID: pick(e.Origin == "bin_shim", entrypoints.WarnShellShim, entrypoints.WarnShellShebang), Kind: probe.ShellAtRuntime, Rule: RuleJSEntry,
 				Title: fmt.Sprintf("%s is a %s wrapper", name, e.Shebang), Fix: "run the package's JS entry directly: CMD " + quoteArgv(DistrolessCmd(e.NodeArgv)), Evidence: evs})

@@ -188,6 +188,9 @@ func (s *session) scanFile(ctx context.Context, sc *scanner, t *task) (result, e
 	if isNotExist(err) {
 		return r, nil // vanished since the listing, or a dangling symlink
 	}
+	if errors.Is(err, probe.ErrNotRegular) {
+		return r, nil // a FIFO, or a symlink to a directory, named like a source file
+	}
 	if err != nil {
 		return r, fmt.Errorf("reading %s: %w", t.path, err)
 	}

@@ -123,6 +123,13 @@ func (*Probe) Run(ctx context.Context, repo *probe.Repo, pctx *probe.Context) (p
 		out.Warnings = append(out.Warnings, probe.Warning{ID: WarnNoneFound, Message: "no Dockerfile found; there is no image to migrate"})
 		return out, nil
 	}
+	if len(comp.Unread) > 0 {
+		// A compose file that was not read may name the judged image's
+		// target or build context: which image is judged is uncertain.
+		u := comp.Unread[0]
+		out.Confidence, out.Reason, out.Detail = probe.Low, u.Reason, u.Path+": "+u.Detail
+		out.Evidence = append(out.Evidence, probe.Evidence{File: u.Path})
+	}
 	if j != nil {
 		facts.Image = &Image{Dockerfile: j.Ref.Dockerfile, Target: j.Ref.Target, Stage: -1, Why: j.Ref.Why, Context: j.Context, ContextWhy: j.ContextWhy}
 		if j.File != nil {
@@ -140,8 +147,8 @@ func (*Probe) Run(ctx context.Context, repo *probe.Repo, pctx *probe.Context) (p
 			}
 			out.Evidence = append(out.Evidence, ev)
 			out.Confidence, out.Reason, out.Detail = probe.Low, ReasonParseError, pe.Error()
-			if pf.Escapes {
-				out.Reason = probe.ReasonPathEscapes
+			if pf.Unread != "" {
+				out.Reason = pf.Unread
 			}
 			continue
 		}

@@ -69,6 +69,9 @@ const (
 	// KindOutside is a symlink that leads out of the repository; it is
 	// never read.
 	KindOutside Kind = "outside_repository"
+	// KindNotRegular is a FIFO, socket or device where the file should be;
+	// it is never read.
+	KindNotRegular Kind = "not_regular_file"
 	// KindInferred is a node_modules/.bin command whose node_modules is not
 	// in the repository: what it is comes from the lockfile kind.
 	KindInferred Kind = "inferred_from_lockfile"
@@ -172,11 +175,14 @@ func (*Probe) Run(ctx context.Context, repo *probe.Repo, pctx *probe.Context) (p
 		}
 	}
 	switch {
-	case chainsOut.Reason == probe.ReasonPathEscapes:
+	case chainsOut.Reason == probe.ReasonPathEscapes || chainsOut.Reason == probe.ReasonNotRegular:
 		out.Confidence, out.Reason, out.Detail = probe.Low, chainsOut.Reason, chainsOut.Detail
 	case len(r.escaped) > 0:
 		out.Confidence, out.Reason = probe.Low, probe.ReasonPathEscapes
 		out.Detail = "symlinks lead outside the repository and were not read: " + strings.Join(r.escaped, ", ")
+	case len(r.irregular) > 0:
+		out.Confidence, out.Reason = probe.Low, probe.ReasonNotRegular
+		out.Detail = "not regular files (a FIFO, socket or device), not read: " + strings.Join(r.irregular, ", ")
 	case chainsOut.Confidence != probe.High:
 		out.Confidence, out.Reason, out.Detail = probe.Medium, chainsOut.Reason, chainsOut.Detail
 	case len(r.inferred) > 0:
@@ -210,6 +216,8 @@ type resolver struct {
 	inferred []string
 	// escaped lists executables that are symlinks out of the repository.
 	escaped []string
+	// irregular lists executables that are not regular files (a FIFO).
+	irregular []string
 }
 
 func (r *resolver) executables(f *dockerfile.File, c npmscripts.Chain) []Executable {
@@ -471,6 +479,11 @@ func (r *resolver) classify(ex *Executable) {
 		r.escaped = append(r.escaped, ex.RepoPath)
 		return
 	}
+	if errors.Is(err, probe.ErrNotRegular) {
+		ex.Kind = KindNotRegular
+		r.irregular = append(r.irregular, ex.RepoPath)
+		return
+	}
 	if err != nil {
 		if ex.Kind == KindSymlink || ex.Kind == KindSymlinkToJS {
 			return
@@ -609,6 +622,8 @@ func warnings(ex Executable) []probe.Warning {
 		return []probe.Warning{{ID: WarnBaseEntry, Message: "no ENTRYPOINT: the official node image runs docker-entrypoint.sh (#!/bin/sh) as pid 1; a distroless base removes it", Evidence: ev}}
 	case ex.Kind == KindOutside:
 		return []probe.Warning{{ID: WarnNotFound, Message: fmt.Sprintf("%s, run as %s, is a symlink that leads outside the repository; it was not read", ex.Command, ex.Origin), Evidence: ev}}
+	case ex.Kind == KindNotRegular:
+		return []probe.Warning{{ID: WarnNotFound, Message: fmt.Sprintf("%s, run as %s, is not a regular file (a FIFO, socket or device); it was not read", ex.Command, ex.Origin), Evidence: ev}}
 	case ex.Kind == KindNotFound:
 		return []probe.Warning{{ID: WarnNotFound, Message: fmt.Sprintf("%s, run as %s, was not found in the repository", ex.Command, ex.Origin), Evidence: ev}}
 	case ex.InterpreterKind == "shell" && ex.Origin == "bin_shim":

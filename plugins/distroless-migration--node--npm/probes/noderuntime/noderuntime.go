@@ -188,8 +188,8 @@ func (*Probe) Run(ctx context.Context, repo *probe.Repo, pctx *probe.Context) (p
 		f := pf.File
 		if f == nil {
 			out.Confidence, out.Reason, out.Detail = probe.Medium, ReasonDockerfileError, pf.Err.Error()
-			if pf.Escapes {
-				out.Confidence, out.Reason = probe.Low, probe.ReasonPathEscapes
+			if pf.Unread != "" {
+				out.Confidence, out.Reason = probe.Low, pf.Unread
 			}
 			continue
 		}

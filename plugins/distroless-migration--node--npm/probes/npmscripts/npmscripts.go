@@ -130,8 +130,8 @@ func (*Probe) Run(ctx context.Context, repo *probe.Repo, pctx *probe.Context) (p
 	}
 	for _, pf := range files {
 		f := pf.File
-		if f == nil && pf.Escapes {
-			out.Confidence, out.Reason, out.Detail = probe.Low, probe.ReasonPathEscapes, pf.Err.Error()
+		if f == nil && pf.Unread != "" {
+			out.Confidence, out.Reason, out.Detail = probe.Low, pf.Unread, pf.Err.Error()
 			continue
 		}
 		if f == nil {
@@ -139,7 +139,11 @@ func (*Probe) Run(ctx context.Context, repo *probe.Repo, pctx *probe.Context) (p
 			continue
 		}
 		pkg, err := loadPackage(repo, packageDir(ctx, repo, pctx, f, path.Dir(pf.Path)))
-		if err != nil {
+		switch why := probe.UnreadReason(err); {
+		case why != "":
+			// A symlink out of the repository, or a FIFO: not read.
+			out.Confidence, out.Reason, out.Detail = probe.Low, why, err.Error()
+		case err != nil:
 			lower(ReasonPackageJSONError, err.Error())
 		}
 		c, ws := resolve(f, pkg)
