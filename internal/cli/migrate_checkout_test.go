@@ -56,7 +56,7 @@ func linkedService(t *testing.T, base string, committed bool) string {
 		"other/.dockerignore":       "node_modules\n",
 		"other/migrate.js":          "console.log('migrating');\n",
 		"other/server.js":           "require('node:http').createServer((q, r) => r.end('ok')).listen(8080);\n",
-		"other/codegenie-launch.js": "// other's launcher, committed\n",
+		"other/codegenie-launch.cjs": "// other's launcher, committed\n",
 	} {
 		if err := os.MkdirAll(filepath.Dir(filepath.Join(base, p)), 0o755); err != nil {
 			t.Fatal(err)
@@ -74,7 +74,7 @@ func linkedService(t *testing.T, base string, committed bool) string {
 		t.Fatal(err)
 	}
 	if !committed {
-		if err := os.Remove(filepath.Join(other, "codegenie-launch.js")); err != nil {
+		if err := os.Remove(filepath.Join(other, "codegenie-launch.cjs")); err != nil {
 			t.Fatal(err)
 		}
 	}

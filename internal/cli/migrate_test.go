@@ -72,10 +72,10 @@ func TestMigrateNoGatesWrite(t *testing.T) {
 	dir := copyDir(t, fixture(t, "hooks-launcher"))
 	cache := t.TempDir()
 	r := execute(t, t.Context(), "migrate", "--no-gates", "--write", "--cache-dir", cache, dir)
-	if r.code != ExitOK || !strings.Contains(r.stdout, "unproven") || !strings.Contains(r.stdout, "+CMD [\"/app/codegenie-launch.js\"]") {
+	if r.code != ExitOK || !strings.Contains(r.stdout, "unproven") || !strings.Contains(r.stdout, "+CMD [\"/app/codegenie-launch.cjs\"]") {
 		t.Fatalf("exit %d; stdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
 	}
-	if _, err := os.Stat(filepath.Join(dir, "codegenie-launch.js")); err != nil {
+	if _, err := os.Stat(filepath.Join(dir, "codegenie-launch.cjs")); err != nil {
 		t.Fatalf("the launcher was not written: %v", err)
 	}
 	df, _ := os.ReadFile(filepath.Join(dir, "Dockerfile"))
@@ -114,7 +114,7 @@ func TestMigrateJSONAndSARIF(t *testing.T) {
 		t.Fatalf("json: %+v", out)
 	}
 	d := execute(t, t.Context(), "migrate", "--no-gates", "--format", "diff", "--no-cache", fixture(t, "hooks-launcher"))
-	if d.code != ExitOK || !strings.HasPrefix(d.stdout, "--- a/Dockerfile\n+++ b/Dockerfile\n@@ ") || !strings.Contains(d.stdout, "+++ b/codegenie-launch.js") || strings.Contains(d.stdout, "unproven") {
+	if d.code != ExitOK || !strings.HasPrefix(d.stdout, "--- a/Dockerfile\n+++ b/Dockerfile\n@@ ") || !strings.Contains(d.stdout, "+++ b/codegenie-launch.cjs") || strings.Contains(d.stdout, "unproven") {
 		t.Fatalf("--format diff: exit %d, want the patch alone:\n%s", d.code, d.stdout)
 	}
 	s := execute(t, t.Context(), "migrate", "--no-gates", "--format", "sarif", "--no-cache", fixture(t, "spawn-git"))

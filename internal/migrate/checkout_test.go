@@ -70,7 +70,7 @@ func linkedCheckout(t *testing.T, link func(base string) string) string {
 	write(t, filepath.Join(base, "outside", ".dockerignore"), "node_modules\n")
 	write(t, filepath.Join(base, "outside", "migrate.js"), "console.log('migrating');\n")
 	write(t, filepath.Join(base, "outside", "server.js"), "require('node:http').createServer((q, r) => r.end('ok')).listen(8080);\n")
-	write(t, filepath.Join(base, "outside", "codegenie-launch.js"), "// theirs, committed\n")
+	write(t, filepath.Join(base, "outside", "codegenie-launch.cjs"), "// theirs, committed\n")
 	if err := os.Symlink(link(base), filepath.Join(repo, "ctx")); err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +117,7 @@ func TestRunRefusesPlacesOutsideTheCheckout(t *testing.T) {
 // escaping is a rewrite whose launcher goes into the build context ctx.
 func escaping() *Migration {
 	m := migration()
-	m.Result.Files[1].Path = "ctx/codegenie-launch.js"
+	m.Result.Files[1].Path = "ctx/codegenie-launch.cjs"
 	return m
 }
 
@@ -130,7 +130,7 @@ func TestWriteStaysInTheCheckout(t *testing.T) {
 			t.Parallel()
 			base := linkedCheckout(t, tc.link)
 			write(t, filepath.Join(base, "repo", "Dockerfile"), "FROM node:22\n")
-			if err := os.Remove(filepath.Join(base, "outside", "codegenie-launch.js")); err != nil {
+			if err := os.Remove(filepath.Join(base, "outside", "codegenie-launch.cjs")); err != nil {
 				t.Fatal(err)
 			}
 			before := listing(t, base)
@@ -180,8 +180,8 @@ func TestWorkspaceStaysInTheScratchCopy(t *testing.T) {
 		if diff := cmp.Diff(before, listing(t, dir)); diff != "" {
 			t.Fatalf("making the workspace changed the checkout (-want +got):\n%s", diff)
 		}
-		if got := read(t, filepath.Join(work, "ctx", "codegenie-launch.js")); got != "// launcher\n" {
-			t.Fatalf("the workspace's ctx/codegenie-launch.js is %q, want the launcher", got)
+		if got := read(t, filepath.Join(work, "ctx", "codegenie-launch.cjs")); got != "// launcher\n" {
+			t.Fatalf("the workspace's ctx/codegenie-launch.cjs is %q, want the launcher", got)
 		}
 	})
 }
@@ -283,9 +283,9 @@ func TestResolve(t *testing.T) {
 		{path: "app/server.js", want: "app/server.js"},
 		{path: "rel/server.js", want: "app/server.js"},
 		{path: "abs/server.js", want: "app/server.js"},
-		{path: "chain/codegenie-launch.js", want: "app/codegenie-launch.js"},
+		{path: "chain/codegenie-launch.cjs", want: "app/codegenie-launch.cjs"},
 		{path: "dangles", want: "app/new.js"},
-		{path: "out/codegenie-launch.js", link: "out"},
+		{path: "out/codegenie-launch.cjs", link: "out"},
 		{path: "absout/x", link: "absout"},
 		// Out and back in: os.Root refuses it, and so does migrate.
 		{path: "back/x", link: "back"},

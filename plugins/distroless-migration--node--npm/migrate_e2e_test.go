@@ -54,12 +54,17 @@ func TestMigrateE2E(t *testing.T) {
 		// targetImage is a --target-image.
 		targetImage string
 		dir         string
+		// healthcheck: the service has a HEALTHCHECK to check.
+		healthcheck bool
 	}{
 		{name: "npm-start"},
 		{name: "shell-form-cmd"},
 		{name: "var-prefix"},
 		{name: "prestart-hook"},
-		{name: "healthcheck-curl"},
+		{name: "healthcheck-curl", healthcheck: true},
+		// "type": "module": the generated launcher and health check are
+		// .cjs, or they would crash with require undefined.
+		{name: "esm-module", healthcheck: true},
 		// No musl Node is on the package registries, so there is no
 		// node:22-alpine stand-in: the original cannot be built here, so
 		// same_behaviour has nothing to compare with, says so, and the
@@ -95,8 +100,8 @@ func TestMigrateE2E(t *testing.T) {
 			}
 			for _, o := range m.Gates.Gates {
 				want := gates.Passed
-				if o.Gate == "healthcheck" && tc.name != "healthcheck-curl" {
-					want = gates.Skipped // only that service has a HEALTHCHECK
+				if o.Gate == "healthcheck" && !tc.healthcheck {
+					want = gates.Skipped // the service has no HEALTHCHECK
 				}
 				for status, whys := range map[gates.Status]map[string]string{gates.Skipped: tc.skipped, gates.Inconclusive: tc.inconclusive} {
 					if why, ok := whys[o.Gate]; ok {

@@ -888,7 +888,7 @@ func (b *builder) chains(f *npmscripts.Facts, r probe.Result) {
 
 // LauncherFile is the generated launcher's name, beside the app's
 // package.json in the image's WORKDIR.
-const LauncherFile = "codegenie-launch.js"
+const LauncherFile = "codegenie-launch.cjs"
 
 func launcherFix(steps [][]string) string {
 	s := make([]string, len(steps))

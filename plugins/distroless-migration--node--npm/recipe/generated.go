@@ -13,10 +13,13 @@ import (
 // health check requests a URL.
 
 // LauncherName and HealthName are the generated files' names, beside the
-// app in the image's WORKDIR and in the build context.
+// app in the image's WORKDIR and in the build context. They are .cjs: the
+// files are CommonJS (require), and a .js file in a package whose
+// package.json says "type": "module" is an ES module, where require is
+// not defined; a .cjs file is CommonJS in any package.
 const (
-	LauncherName = "codegenie-launch.js"
-	HealthName   = "codegenie-healthcheck.js"
+	LauncherName = "codegenie-launch.cjs"
+	HealthName   = "codegenie-healthcheck.cjs"
 )
 
 // generatedHeader marks a generated file; the recipe recognises its own
