@@ -71,10 +71,13 @@ func (*Assessor) Name() string { return Name }
 func (a *Assessor) Task() string { return a.task }
 
 // needed are the probes the verdict rests on: a low-confidence result of
-// one of them leaves the verdict unknown. The trace is not among them: a
-// verdict without it is answered from static evidence and unconfirmed.
+// one of them leaves the verdict unknown. node_project is among them: its
+// dependencies name the wrapper binaries a start command runs. The trace
+// is not: a verdict without it is answered from static evidence and
+// unconfirmed.
 var needed = map[string]bool{
 	dockerfileprobe.Name: true, npmscripts.Name: true, entrypoints.Name: true, noderuntime.Name: true, childprocess.Name: true,
+	nodeproject.Name: true,
 }
 
 // Assess combines the results.
@@ -179,9 +182,18 @@ func (a *Assessor) assess(results []probe.Result) (probe.Assessment, *builder, e
 			hard++
 		}
 	}
+	startUnknown := ""
+	if !heavyRan {
+		startUnknown = unknownStart(byName)
+	}
 	switch {
 	case hard > 0:
 		as.Verdict = probe.Blocked
+	case startUnknown != "":
+		// Never ready without knowing what starts: the start command
+		// comes from a base image codegenie does not read.
+		as.Verdict, as.Reason = probe.Unknown, ReasonUnknownStart+": "+startUnknown+
+			"; judge a stage whose start command is in the Dockerfile (--target), build on a base whose config codegenie reads, or run the traced boot (drop --no-sandbox)"
 	case len(unknown) > 0:
 		as.Verdict, as.Reason = probe.Unknown, "low confidence: "+strings.Join(unknown, "; ")
 	case unknownKind > 0:
@@ -195,6 +207,25 @@ func (a *Assessor) assess(results []probe.Result) (probe.Assessment, *builder, e
 		as.Confirmed = false
 	}
 	return as, b, nil
+}
+
+// ReasonUnknownStart begins the reason of an unknown verdict whose start
+// command codegenie cannot read.
+const ReasonUnknownStart = "unknown_start_command"
+
+// unknownStart returns why the judged image's start command is unknown
+// ("" when it is known): a probe that reads it says it comes from a base
+// image whose config is not read statically.
+func unknownStart(byName map[string]probe.Result) string {
+	for _, name := range []string{entrypoints.Name, npmscripts.Name} {
+		if r, ok := byName[name]; ok && r.Reason == npmscripts.ReasonUnknownBase {
+			if r.Detail != "" {
+				return r.Detail
+			}
+			return string(r.Reason)
+		}
+	}
+	return ""
 }
 
 func hasNote(ns []probe.Note, id string) bool {
