@@ -228,6 +228,7 @@ func runGather(cmd *cobra.Command, g *globals, f *gatherFlags, dir string) error
 		Target:          f.target,
 		AllImages:       f.allImages,
 		ProbePaths:      f.probePaths,
+		RequireImage:    true,
 		Logger:          g.logger(),
 	}
 	if !f.noCache {

@@ -50,9 +50,17 @@ type Options struct {
 	// ProbePaths are URL paths the traced boot requests (gather
 	// --probe-path).
 	ProbePaths []string
-	Logger     *slog.Logger
-	Progress   func(pipeline.Progress)
+	// RequireImage makes a repository with no Dockerfile bad input
+	// (ErrNoDockerfile, in an *InputError) for a task that judges images:
+	// with no image there is no verdict to give.
+	RequireImage bool
+	Logger       *slog.Logger
+	Progress     func(pipeline.Progress)
 }
+
+// ErrNoDockerfile is the input error of a repository with no Dockerfile,
+// when Options.RequireImage is set.
+var ErrNoDockerfile = errors.New("no Dockerfile in the repository, so there is no image to judge: give --dockerfile PATH for one under another name, or gather the service's own folder")
 
 // Outcome is a finished gather.
 type Outcome struct {
@@ -107,6 +115,9 @@ func Run(ctx context.Context, dir string, o Options) (*Outcome, error) {
 		}
 		if err != nil {
 			return nil, fmt.Errorf("choosing the image to judge: %w", err)
+		}
+		if ref.IsZero() && o.RequireImage {
+			return nil, &InputError{Err: fmt.Errorf("%s: %w", dir, ErrNoDockerfile)}
 		}
 		pctx.Image = ref
 	case o.Dockerfile != "" || o.Target != "" || o.AllImages:
