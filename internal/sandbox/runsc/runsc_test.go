@@ -360,18 +360,21 @@ func TestLimits(t *testing.T) {
 		if !e.CPU || !e.Memory || !e.PIDs {
 			t.Skipf("cgroup limits not all enforced here: %s", e.Reason)
 		}
-		// Read what runsc configured on the host while the sandbox runs.
-		done := make(chan sandbox.Result, 1)
+		// Read what runsc configured on the host while the sandbox runs:
+		// its command sleeps until the test has read it and cancels.
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		done := make(chan error, 1)
 		go func() {
-			res, _ := b.Spawn(context.Background(), sandbox.SpawnRequest{
+			_, err := b.Spawn(ctx, sandbox.SpawnRequest{
 				Role: sandbox.RoleGate, Workspace: sandbox.Workspace{Dir: t.TempDir()},
-				Command: []string{"sleep", "3"},
+				Command: []string{"sleep", "600"},
 				Limits:  sandbox.Limits{CPUs: 0.5, MemoryBytes: 300 << 20, PIDs: 40},
 			})
-			done <- res
+			done <- err
 		}()
 		var id string
-		waitFor(t, func() bool {
+		waitFor(t, "the sandbox's cgroups, with its pids limit", func() bool {
 			names := cgroupNames(b.idPrefix())
 			if len(names) == 1 {
 				id = names[0]
@@ -391,8 +394,10 @@ func TestLimits(t *testing.T) {
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("host cgroup of the sandbox (-want +got):\n%s", diff)
 		}
-		if res := <-done; res.ExitCode != 0 {
-			t.Errorf("sleep 3: exit %d, stderr %q", res.ExitCode, res.Stderr)
+		// It ran under the limits until cancelled: it did not fail first.
+		cancel()
+		if err := <-done; !errors.Is(err, context.Canceled) {
+			t.Errorf("sleep 600 under the limits, cancelled once read: %v, want context.Canceled", err)
 		}
 	})
 }
@@ -426,6 +431,9 @@ func TestSpawnLeavesNothing(t *testing.T) {
 	if res, err := b.Spawn(t.Context(), req("true")); err != nil || res.ExitCode != 0 || !res.TraceComplete {
 		t.Errorf("true: %v, exit %d, complete %v", err, res.ExitCode, res.TraceComplete)
 	}
+	// A short timeout is safe: the sleep outlasts it whatever the machine's
+	// speed, and whether it fires in the boot or the sleep, the spawn must
+	// leave nothing.
 	r := req("sleep", "30")
 	r.Timeout = 500 * time.Millisecond
 	if _, err := b.Spawn(t.Context(), r); !errors.Is(err, sandbox.ErrTimeout) {
@@ -515,19 +523,28 @@ func TestReap(t *testing.T) {
 	sp.lock.Close() // the crash: the lock goes with the process
 	pid := sandboxPID(t, b, sp.root(), id)
 
-	// A live spawn, running while Reap runs.
+	// A live spawn, running while Reap runs: its command sleeps until the
+	// test cancels it, after Reap.
+	liveCtx, cancelLive := context.WithCancel(t.Context())
+	defer cancelLive()
 	done := make(chan error, 1)
 	go func() {
-		res, err := b.Spawn(context.Background(), sandbox.SpawnRequest{
+		_, err := b.Spawn(liveCtx, sandbox.SpawnRequest{
 			Role: sandbox.RoleGate, Workspace: sandbox.Workspace{Dir: t.TempDir()},
-			Command: []string{"sh", "-c", "sleep 2; echo alive"},
+			Command: []string{"sleep", "600"},
 		})
-		if err == nil && string(res.Stdout) != "alive\n" {
-			err = errors.New("live spawn output: " + string(res.Stdout) + string(res.Stderr))
-		}
 		done <- err
 	}()
-	waitFor(t, func() bool { return len(liveDirs(t, b)) == 2 })
+	var live string
+	waitFor(t, "the live spawn's sleep to run in its sandbox", func() bool {
+		for _, d := range liveDirs(t, b) {
+			if d != id && guestRuns(t, b, filepath.Join(b.cfg.StateDir, d, "root"), d, "sleep") {
+				live = d
+				return true
+			}
+		}
+		return false
+	})
 
 	reaped, err := b.Reap(t.Context())
 	if err != nil {
@@ -542,9 +559,19 @@ func TestReap(t *testing.T) {
 	if len(cgroupLeaves(id)) > 0 {
 		t.Errorf("orphan cgroups still there: %v", cgroupLeaves(id))
 	}
-	waitFor(t, func() bool { return syscall.Kill(pid, 0) != nil })
-	if err := <-done; err != nil {
-		t.Errorf("the live spawn was disturbed by Reap: %v", err)
+	waitFor(t, "the orphan's sandbox process to exit", func() bool { return syscall.Kill(pid, 0) != nil })
+	// The live spawn still runs, until the test cancels it.
+	select {
+	case err := <-done:
+		t.Errorf("the live spawn ended during Reap: %v", err)
+	default:
+		if !guestRuns(t, b, filepath.Join(b.cfg.StateDir, live, "root"), live, "sleep") {
+			t.Error("the live spawn's sleep stopped running during Reap")
+		}
+		cancelLive()
+		if err := <-done; !errors.Is(err, context.Canceled) {
+			t.Errorf("the live spawn, cancelled after Reap: %v, want context.Canceled", err)
+		}
 	}
 	if reaped, err := b.Reap(t.Context()); err != nil || len(reaped) != 0 {
 		t.Errorf("second Reap: %v, %v; want nothing", reaped, err)
@@ -589,15 +616,39 @@ func sandboxPID(t *testing.T, b *Backend, root, id string) int {
 	return 0
 }
 
-func waitFor(t *testing.T, cond func() bool) {
+// waitLimit bounds every wait for an event in these tests. It is minutes:
+// it only ends a test that would otherwise hang, and never decides one
+// that a slow machine would pass.
+const waitLimit = 3 * time.Minute
+
+// waitFor waits until cond holds, and fails the test, naming what it
+// waited for, if it does not within waitLimit.
+func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(waitLimit)
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatal("condition not met within 30s")
+			t.Fatalf("waited %v for %s", waitLimit, what)
 		}
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// guestRuns reports whether container id in runsc root runs a process
+// whose command is one of names, as "runsc ps" lists it: its sandbox has
+// booted all the way and started that process.
+func guestRuns(t *testing.T, b *Backend, root, id string, names ...string) bool {
+	t.Helper()
+	out, err := b.admin(t.Context(), root, "ps", id)
+	if err != nil {
+		return false // not created yet, or gone
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		if f := strings.Fields(line); len(f) > 0 && slices.Contains(names, f[len(f)-1]) {
+			return true
+		}
+	}
+	return false
 }
 
 func TestAccountInit(t *testing.T) {

@@ -37,16 +37,22 @@ type Env struct {
 	// Rootfs is passed as SpawnRequest.Rootfs: a root filesystem with
 	// busybox and the applets of BusyboxRootfs.
 	Rootfs string
-	// KillBound bounds how long a kill may take, after a timeout or a
-	// cancellation, for Spawn to return. Default 10s.
+	// KillBound bounds how long Spawn may take to return after a timeout
+	// or a cancellation. Default DefaultKillBound. It only ends a test whose
+	// kill did not work: how long the kill took is logged, not judged.
 	KillBound time.Duration
 }
+
+// DefaultKillBound is Env.KillBound when it is zero: minutes, so that a
+// slow machine never fails a kill that works, and well under the ten
+// minutes the killed command would otherwise run.
+const DefaultKillBound = 3 * time.Minute
 
 // Run runs the conformance suite against the clients that newClient makes.
 // newClient is called once per subtest.
 func Run(t *testing.T, newClient func(t *testing.T) sandbox.Client, env Env) {
 	if env.KillBound == 0 {
-		env.KillBound = 10 * time.Second
+		env.KillBound = DefaultKillBound
 	}
 	s := &suite{newClient: newClient, env: env}
 	for _, tc := range []struct {
@@ -113,6 +119,30 @@ func spawn(t *testing.T, c sandbox.Client, ctx context.Context, req sandbox.Spaw
 	return res, err
 }
 
+// spawnWithin runs req as spawn does, but fails the test, saying what it
+// waited for, if Spawn has not returned within bound. The abandoned Spawn
+// ends with ctx, which the test's end cancels.
+func spawnWithin(t *testing.T, c sandbox.Client, ctx context.Context, req sandbox.SpawnRequest, bound time.Duration, what string) (sandbox.Result, error) {
+	t.Helper()
+	type outcome struct {
+		res sandbox.Result
+		err error
+	}
+	ch := make(chan outcome, 1)
+	go func() {
+		res, err := c.Spawn(ctx, req)
+		ch <- outcome{res, err}
+	}()
+	select {
+	case o := <-ch:
+		skipIfUnsupported(t, o.err)
+		return o.res, o.err
+	case <-time.After(bound):
+		t.Fatalf("Spawn did not return within %v: waited for %s", bound, what)
+		return sandbox.Result{}, nil
+	}
+}
+
 func skipIfUnsupported(t *testing.T, err error) {
 	t.Helper()
 	if ue, ok := errors.AsType[*sandbox.UnsupportedError](err); ok {
@@ -165,9 +195,7 @@ func (s *suite) invalidRole(t *testing.T) {
 		if !res.Started.IsZero() || len(res.Stdout) != 0 || len(res.Trace) != 0 {
 			t.Errorf("role %d: something ran: started %v, stdout %q, %d trace events", uint8(role), res.Started, res.Stdout, len(res.Trace))
 		}
-		if d := time.Since(start); d > 2*time.Second {
-			t.Errorf("role %d: refusal took %v", uint8(role), d)
-		}
+		t.Logf("role %d: refused after %v", uint8(role), time.Since(start).Round(time.Millisecond))
 	}
 }
 
@@ -284,11 +312,15 @@ func (s *suite) envAndCwd(t *testing.T) {
 
 func (s *suite) timeout(t *testing.T) {
 	c := s.newClient(t)
-	req := s.request(t, "echo started; sleep 60; echo not killed")
+	// The timeout is short, and fires during the boot or the sleep,
+	// whichever the machine's speed makes it: either way the spawn must be
+	// killed. The sleep outlasts KillBound, so a kill that did not work
+	// fails the bound, not just the output check.
+	req := s.request(t, "echo started; sleep 600; echo not killed")
 	req.Timeout = time.Second
 	req.CaptureTrace = true
 	start := time.Now()
-	res, err := spawn(t, c, t.Context(), req)
+	res, err := spawnWithin(t, c, t.Context(), req, req.Timeout+s.env.KillBound, "the spawn killed by its timeout")
 	took := time.Since(start)
 	if !errors.Is(err, sandbox.ErrTimeout) {
 		t.Errorf("err = %v, want ErrTimeout", err)
@@ -303,24 +335,23 @@ func (s *suite) timeout(t *testing.T) {
 		t.Error("a killed spawn reports a complete trace")
 	}
 	if bytes.Contains(res.Stdout, []byte("not killed")) {
-		t.Errorf("sleep 60 was not killed: stdout %q", res.Stdout)
-	}
-	if took > req.Timeout+s.env.KillBound {
-		t.Errorf("timeout of %v took %v to return, want under %v", req.Timeout, took, req.Timeout+s.env.KillBound)
+		t.Errorf("sleep 600 was not killed: stdout %q", res.Stdout)
 	}
 	t.Logf("timeout of %v returned after %v", req.Timeout, took)
 }
 
 func (s *suite) cancel(t *testing.T) {
 	c := s.newClient(t)
-	req := s.request(t, "sleep 60; echo not killed")
+	// The cancellation comes during the boot or the sleep, whichever the
+	// machine's speed makes it: either way the spawn must be killed.
+	req := s.request(t, "sleep 600; echo not killed")
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	const after = time.Second
 	timer := time.AfterFunc(after, cancel)
 	defer timer.Stop()
 	start := time.Now()
-	res, err := spawn(t, c, ctx, req)
+	res, err := spawnWithin(t, c, ctx, req, after+s.env.KillBound, "the spawn killed by the cancellation")
 	took := time.Since(start)
 	if !errors.Is(err, context.Canceled) {
 		t.Errorf("err = %v, want context.Canceled", err)
@@ -329,10 +360,7 @@ func (s *suite) cancel(t *testing.T) {
 		t.Error("a cancelled spawn reports TimedOut")
 	}
 	if bytes.Contains(res.Stdout, []byte("not killed")) {
-		t.Errorf("sleep 60 was not killed: stdout %q", res.Stdout)
-	}
-	if took > after+s.env.KillBound {
-		t.Errorf("cancel took %v to return, want under %v", took, after+s.env.KillBound)
+		t.Errorf("sleep 600 was not killed: stdout %q", res.Stdout)
 	}
 	t.Logf("cancel after %v returned after %v", after, took)
 
