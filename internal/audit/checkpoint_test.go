@@ -247,6 +247,18 @@ func TestOpenAdoptsAnUnsignedTail(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if got, want := l.Adopted(), (audit.Range{From: 4, To: 5}); got != want {
+		t.Errorf("Adopted() = %+v, want %+v", got, want)
+	}
+	l.Close()
+	// Opened again, nothing is adopted: the checkpoint is the last record.
+	l, err = audit.Open(path, audit.WithCheckpoints(key, 3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := l.Adopted(); got.Len() != 0 {
+		t.Errorf("Adopted() after a clean close = %+v, want empty", got)
+	}
 	l.Close()
 	rep, err := verifySigned(t, path, pubOf(key))
 	if err != nil {

@@ -29,10 +29,11 @@ type Log struct {
 	err    error // sticky: set by a failed write or sync, or Close
 
 	// Checkpoints, when key is set: every records at most between two.
-	key    ed25519.PrivateKey
-	every  uint64
-	since  uint64 // records after the last checkpoint record
-	lastCP uint64 // the Count of the last checkpoint
+	key     ed25519.PrivateKey
+	every   uint64
+	since   uint64 // records after the last checkpoint record
+	lastCP  uint64 // the Count of the last checkpoint
+	adopted Range  // the records Open signed as adopted
 }
 
 // DefaultCheckpointEvery is how many records WithCheckpoints lets pass
@@ -106,6 +107,7 @@ func Open(path string, opts ...Option) (*Log, error) {
 	l.anchor = rd.Anchor()
 	l.since = l.anchor.Seq - lastCPSeq
 	if l.key != nil && l.since > 0 {
+		adopted := Range{From: lastCPSeq + 1, To: l.anchor.Seq}
 		l.mu.Lock()
 		err := l.checkpointLocked(l.since)
 		l.mu.Unlock()
@@ -113,8 +115,21 @@ func Open(path string, opts ...Option) (*Log, error) {
 			f.Close()
 			return nil, fmt.Errorf("opening audit log %s: %w", path, err)
 		}
+		l.adopted = adopted
 	}
 	return l, nil
+}
+
+// Adopted returns the records that Open found after the last checkpoint
+// and signed as adopted (see WithCheckpoints), or the empty Range when it
+// found none or the Log has no key. Such records were written by no Log
+// that signed them: a crash leaves them, but so does anyone who could
+// write the file while no Log had it open, so callers should say so where
+// people will see it.
+func (l *Log) Adopted() Range {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.adopted
 }
 
 // Append writes r as the next record and fsyncs the file before it

@@ -34,7 +34,7 @@ func newCmdAudit(g *globals) *cobra.Command {
 
 func newCmdAuditVerify(g *globals) *cobra.Command {
 	var anchorFlag, pubkey string
-	var allowTail bool
+	var allowTail, acceptAdopted bool
 	cmd := &cobra.Command{
 		Use:   "verify FILE",
 		Short: "Check every record of an audit log, its hash chain and its signed checkpoints",
@@ -51,8 +51,11 @@ serve writes beside the key as audit-key.pub, or "gate-control audit-pubkey"),
 verify checks every checkpoint, and reports the records after the last one
 as the "unsigned tail": they are never verified, and verify exits 1 unless
 --allow-unsigned-tail (for a gate-control that is still running). Records that
-gate-control found unsigned when it started (after a crash, or written while
-it was stopped) are reported as adopted.
+gate-control found unsigned when it started are signed as "adopted": a crash
+leaves such records, but so does anyone who wrote the log while gate-control
+was stopped, and the signature cannot tell them apart. verify names them and
+exits 1 unless --accept-adopted (once they have been checked: gate-control
+also logged a warning naming them when it started).
 
 Neither the chain nor the checkpoints can tell that records were cut from the
 end together with the checkpoints after them. Keep the printed anchor
@@ -60,6 +63,7 @@ end together with the checkpoints after them. Keep the printed anchor
 --anchor.`,
 		Example: `  codegenie audit verify --pubkey /etc/codegenie/audit-key.pub /var/lib/codegenie/audit.log
   codegenie audit verify --pubkey audit-key.pub --allow-unsigned-tail /var/lib/codegenie/audit.log
+  codegenie audit verify --pubkey audit-key.pub --accept-adopted /var/lib/codegenie/audit.log   # adopted records checked after a crash
   codegenie audit verify --anchor 1042:5f0c…e9 /var/lib/codegenie/audit.log`,
 		Args: exactArgs(1, "exactly one FILE, the audit log"),
 		RunE: func(_ *cobra.Command, args []string) error {
@@ -74,12 +78,15 @@ end together with the checkpoints after them. Keep the printed anchor
 			if allowTail && pubkey == "" {
 				return usageErr("--allow-unsigned-tail needs --pubkey")
 			}
+			if acceptAdopted && pubkey == "" {
+				return usageErr("--accept-adopted needs --pubkey")
+			}
 			if pubkey != "" {
 				pub, err := audit.ReadPublicKey(pubkey)
 				if err != nil {
 					return usageErr("--pubkey: %v", err)
 				}
-				return runAuditVerifySigned(g, args[0], pub, anchor, allowTail)
+				return runAuditVerifySigned(g, args[0], pub, anchor, allowTail, acceptAdopted)
 			}
 			return runAuditVerify(g, args[0], anchor)
 		},
@@ -87,11 +94,12 @@ end together with the checkpoints after them. Keep the printed anchor
 	cmd.Flags().StringVar(&anchorFlag, "anchor", "", "SEQ:HASH of a record the log must still hold, from an earlier verify")
 	cmd.Flags().StringVar(&pubkey, "pubkey", "", "PEM public key of gate-control's audit key: check the signed checkpoints")
 	cmd.Flags().BoolVar(&allowTail, "allow-unsigned-tail", false, "with --pubkey, exit 0 despite records after the last checkpoint (still reported as unsigned)")
+	cmd.Flags().BoolVar(&acceptAdopted, "accept-adopted", false, "with --pubkey, exit 0 despite records gate-control signed as adopted at a start (still reported as adopted)")
 	return cmd
 }
 
 // runAuditVerifySigned is verify with --pubkey.
-func runAuditVerifySigned(g *globals, file string, pub ed25519.PublicKey, anchor *audit.Anchor, allowTail bool) error {
+func runAuditVerifySigned(g *globals, file string, pub ed25519.PublicKey, anchor *audit.Anchor, allowTail, acceptAdopted bool) error {
 	f, err := os.Open(file)
 	if err != nil {
 		return err
@@ -115,18 +123,27 @@ func runAuditVerifySigned(g *globals, file string, pub ed25519.PublicKey, anchor
 		fmt.Fprintf(g.stdout, "%s: ok, %d records; records 1-%d signed by key %s in %d checkpoints; anchor %d:%s\n",
 			file, rep.Records, rep.Signed, audit.KeyID(pub), rep.Checkpoints, rep.Head.Seq, rep.Head.Hash)
 	}
+	var adopted []string
 	for _, a := range rep.Adopted {
 		fmt.Fprintf(g.stdout, "%s: records %s were found unsigned by gate-control when it started (a crash, or writes while it was stopped), and signed as adopted\n", file, seqRange(a))
+		adopted = append(adopted, seqRange(a))
 	}
-	if rep.Tail.Len() == 0 {
-		return nil
+	var errs []error
+	if len(adopted) > 0 && !acceptAdopted {
+		errs = append(errs, fmt.Errorf("%s: adopted records %s: signed, not vouched for; check them, then pass --accept-adopted", file, strings.Join(adopted, ", ")))
 	}
-	tail := fmt.Errorf("%s: unsigned tail: records %s follow the last checkpoint; no signature covers them", file, seqRange(rep.Tail))
-	if allowTail {
-		fmt.Fprintln(g.stdout, tail)
-		return nil
+	if rep.Tail.Len() > 0 {
+		tail := fmt.Errorf("%s: unsigned tail: records %s follow the last checkpoint; no signature covers them", file, seqRange(rep.Tail))
+		if allowTail {
+			fmt.Fprintln(g.stdout, tail)
+		} else {
+			errs = append(errs, tail)
+		}
 	}
-	return &ExitError{Code: ExitNotReady, Err: tail}
+	if err := errors.Join(errs...); err != nil {
+		return &ExitError{Code: ExitNotReady, Err: err}
+	}
+	return nil
 }
 
 func seqRange(r audit.Range) string {

@@ -5,8 +5,11 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/codegenie/codegenie/internal/audit"
@@ -84,4 +87,64 @@ func headHash(log []byte) string {
 	lines := bytes.Split(bytes.TrimSuffix(log, []byte("\n")), []byte("\n"))
 	sum := sha256.Sum256(lines[len(lines)-1])
 	return hex.EncodeToString(sum[:])
+}
+
+// TestAdoptionWarns is issue 22, item 8: a record forged while
+// gate-control was stopped is signed as adopted at the next start, and the
+// start says so, naming the records, as a warning.
+func TestAdoptionWarns(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, nil)
+	if r := h.spawn(t.Context(), h.request("probe", "true")); r.status != 200 {
+		t.Fatalf("spawn: %d %s", r.status, r.body)
+	}
+	if err := h.shutdown(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(h.cfg.AuditLog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs := h.records()
+	last := recs[len(recs)-1]
+	for i := range 2 {
+		forged := audit.Record{Seq: last.Seq + 1 + uint64(i), Time: last.Time, Event: audit.EventSpawnFinished, SpawnID: "forged", Role: "gate", Prev: headHash(b)}
+		line, err := json.Marshal(forged)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b = append(append(b, line...), '\n')
+	}
+	if err := os.WriteFile(h.cfg.AuditLog, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	var logs bytes.Buffer
+	cfg := h.cfg
+	cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	srv, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Shutdown(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	from, to := last.Seq+1, last.Seq+2
+	want := fmt.Sprintf("adopted_from=%d adopted_to=%d adopted=2", from, to)
+	if !strings.Contains(logs.String(), "level=WARN") || !strings.Contains(logs.String(), want) {
+		t.Errorf("gate-control's log:\n%s\nwant a warning with %q", logs.String(), want)
+	}
+
+	// A clean restart adopts nothing and says nothing of it.
+	logs.Reset()
+	srv, err = New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Shutdown(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(logs.String(), "adopted") {
+		t.Errorf("a clean restart logged an adoption:\n%s", logs.String())
+	}
 }

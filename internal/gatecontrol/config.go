@@ -30,6 +30,9 @@ const (
 	// DefaultRejectInterval is how long unauthenticated rejections are
 	// folded into one audit record per peer and reason.
 	DefaultRejectInterval = 10 * time.Second
+	// DefaultRejectRecords is how many records of unauthenticated
+	// rejections one interval writes at most, across all peers.
+	DefaultRejectRecords = 16
 	// DefaultUnauthBurst and DefaultUnauthRate are the allowance of
 	// failed authentications per peer: a burst, then so many per second.
 	DefaultUnauthBurst = 20
@@ -50,6 +53,15 @@ func DefaultMaxConcurrent() int { return runtime.NumCPU() }
 // each removed item (a sandbox ID, a mount, a directory) as orphan.reaped.
 type Reaper interface {
 	Reap(ctx context.Context) ([]string, error)
+}
+
+// SpawnReaper is a Reaper that also names, for each item it removed, the
+// spawn that left it: the audit ID the server gave the backend with
+// sandbox.WithAuditID when the spawn started. The server prefers it to
+// Reaper, and its orphan.reaped records then carry the spawn's spawn_id,
+// which links them to the spawn's spawn.started record.
+type SpawnReaper interface {
+	ReapSpawns(ctx context.Context) ([]sandbox.Reaped, error)
 }
 
 // Config configures a Server. Zero fields take the defaults above; Validate
@@ -123,6 +135,14 @@ type Config struct {
 	// are tallied, per peer and reason, before one spawn.rejected record
 	// with their count is written. Default DefaultRejectInterval.
 	RejectInterval time.Duration
+	// RejectRecords is how many spawn.rejected records of requests refused
+	// before authentication one RejectInterval writes at most, across all
+	// peers: past it, the tallies with the fewest requests are folded into
+	// one record (peer "(other peers)") that counts their requests and
+	// says how many tallies and peers it folded. So the audit log grows by
+	// at most this many records per interval, however many addresses
+	// send. Default DefaultRejectRecords.
+	RejectRecords int
 	// UnauthBurst and UnauthRate are how many failed authentications a
 	// peer may have at once, and per second after that, before its
 	// requests are refused unread (429 rate_limited). Defaults
@@ -184,6 +204,9 @@ func (c Config) withDefaults() Config {
 	if c.RejectInterval == 0 {
 		c.RejectInterval = DefaultRejectInterval
 	}
+	if c.RejectRecords == 0 {
+		c.RejectRecords = DefaultRejectRecords
+	}
 	if c.UnauthBurst == 0 {
 		c.UnauthBurst = DefaultUnauthBurst
 	}
@@ -238,8 +261,8 @@ func (c Config) Validate() error {
 	if c.MaxConcurrent < 0 {
 		bad("negative max concurrent spawns %d", c.MaxConcurrent)
 	}
-	if c.RejectInterval < 0 || c.UnauthBurst < 0 || !(c.UnauthRate >= 0) || math.IsInf(c.UnauthRate, 0) {
-		bad("negative or infinite rejection interval, burst or rate")
+	if c.RejectInterval < 0 || c.RejectRecords < 0 || c.UnauthBurst < 0 || !(c.UnauthRate >= 0) || math.IsInf(c.UnauthRate, 0) {
+		bad("negative or infinite rejection interval, record budget, burst or rate")
 	}
 	if c.CheckpointEvery < 0 {
 		bad("negative checkpoint interval %d", c.CheckpointEvery)

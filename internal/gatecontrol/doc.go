@@ -76,7 +76,10 @@
 //     for Config.RejectInterval and written as one record with their
 //     count, the time of the first, the total body size and the digest of
 //     the first body, and the key ID only when it names a key the server
-//     has. A peer whose failures use up its allowance (Config.UnauthBurst,
+//     has. One interval writes at most Config.RejectRecords such records,
+//     however many peers fail: the tallies with the fewest requests are
+//     folded into one record for "(other peers)" that counts their
+//     requests and says how many tallies and peers it folded. A peer whose failures use up its allowance (Config.UnauthBurst,
 //     then Config.UnauthRate per second) is refused with 429 rate_limited
 //     before its request is read, until the allowance comes back.
 //   - spawn.requested: an authenticated spawn request, with the role as
@@ -86,7 +89,10 @@
 //     a trace was asked for: events, shells among them, complete),
 //     duration, and the reason when it failed or timed out.
 //   - orphan.reaped: Start removed a sandbox an earlier gate-control left
-//     behind (the backend's Reaper).
+//     behind (the backend's Reaper). The reason names the backend's item
+//     (a container ID); the spawn ID is that of the spawn that left it,
+//     when the backend kept it (SpawnReaper), so that the record links to
+//     the spawn's spawn.started record.
 //
 // The records of a spawn share its spawn ID, which is the Result's
 // AuditID. Each carries the role, the backend name, the requester's key ID,

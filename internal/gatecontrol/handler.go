@@ -151,7 +151,9 @@ func (s *Server) run(ctx, client context.Context, req sandbox.SpawnRequest, rec 
 	log := s.log.With("spawn_id", id, "role", req.Role.String(), "backend", s.cfg.BackendName)
 	log.Debug("spawn started", "argv", rec.Argv)
 	t0 := time.Now()
-	res, err := s.cfg.Backend.Spawn(ctx, req)
+	// The backend keeps the spawn ID with what the spawn leaves on disk,
+	// so that a Reap after a crash names the spawn (orphan.reaped).
+	res, err := s.cfg.Backend.Spawn(sandbox.WithAuditID(ctx, id), req)
 	elapsed := time.Since(t0)
 	if err != nil && ctx.Err() != nil {
 		cause := context.Cause(ctx)
@@ -283,4 +285,3 @@ func ranShell(ev *trace.Event) bool {
 	}
 	return false
 }
-

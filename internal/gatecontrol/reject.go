@@ -1,12 +1,14 @@
 package gatecontrol
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"math"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -80,14 +82,22 @@ func (rj *rejections) add(k rejectKey, body []byte, now time.Time) {
 	t.bytes += int64(len(body))
 }
 
-// take returns the records of the tallies so far and starts afresh.
-func (rj *rejections) take(backend string) []audit.Record {
+// take returns the records of the tallies so far and starts afresh. It
+// returns at most budget records (at least 1): when there are more
+// tallies, the ones with the most requests keep their own record, in
+// first-seen order, and the rest (the tally of otherPeers always among
+// them) are folded into one last record for otherPeers that says how much
+// it folded. Whatever the number of peers, one interval's records stay
+// within budget.
+func (rj *rejections) take(backend string, budget int) []audit.Record {
 	rj.mu.Lock()
 	defer rj.mu.Unlock()
-	out := make([]audit.Record, 0, len(rj.order))
-	for _, k := range rj.order {
-		t := rj.tally[k]
-		out = append(out, audit.Record{
+	defer func() {
+		clear(rj.tally)
+		rj.order = rj.order[:0]
+	}()
+	record := func(k rejectKey, t *rejectTally) audit.Record {
+		return audit.Record{
 			Event:      audit.EventSpawnRejected,
 			Time:       t.last,
 			Since:      t.since,
@@ -98,11 +108,61 @@ func (rj *rejections) take(backend string) []audit.Record {
 			Reason:     fmt.Sprintf("unauthenticated %s: %s", k.path, k.reason),
 			BodyBytes:  t.bytes,
 			BodyDigest: t.digest,
-		})
+		}
 	}
-	clear(rj.tally)
-	rj.order = rj.order[:0]
-	return out
+	budget = max(budget, 1)
+	if len(rj.order) <= budget {
+		out := make([]audit.Record, 0, len(rj.order))
+		for _, k := range rj.order {
+			out = append(out, record(k, rj.tally[k]))
+		}
+		return out
+	}
+	// Who keeps a record of its own: the most requests first, the
+	// shared tally last.
+	rank := slices.Clone(rj.order)
+	slices.SortStableFunc(rank, func(a, b rejectKey) int {
+		if ao, bo := a.peer == otherPeers, b.peer == otherPeers; ao != bo {
+			if ao {
+				return 1
+			}
+			return -1
+		}
+		return cmp.Compare(rj.tally[b].count, rj.tally[a].count)
+	})
+	own := make(map[rejectKey]bool, budget-1)
+	for _, k := range rank[:budget-1] {
+		own[k] = true
+	}
+	out := make([]audit.Record, 0, budget)
+	var folded rejectTally
+	tallies, peers := 0, map[string]bool{}
+	for _, k := range rj.order {
+		t := rj.tally[k]
+		if own[k] {
+			out = append(out, record(k, t))
+			continue
+		}
+		tallies++
+		peers[k.peer] = true
+		if folded.since.IsZero() || t.since.Before(folded.since) {
+			folded.since = t.since
+		}
+		if t.last.After(folded.last) {
+			folded.last = t.last
+		}
+		folded.count += t.count
+		folded.bytes += t.bytes
+	}
+	rec := record(rejectKey{peer: otherPeers}, &folded)
+	more := ""
+	if peers[otherPeers] {
+		delete(peers, otherPeers)
+		more = " and more"
+	}
+	rec.Reason = fmt.Sprintf("unauthenticated requests over the audit budget of %d records per interval: %d tallies of %d peers%s folded, not itemized",
+		budget, tallies, len(peers), more)
+	return append(out, rec)
 }
 
 // rejectReason names why a request was refused before authentication, from
@@ -243,10 +303,10 @@ func (s *Server) rejectUnauthenticated(r *http.Request, body []byte, why error) 
 }
 
 // flushRejections appends one spawn.rejected record per tally since the
-// last flush. A failure is logged by record; the tallies are gone either
+// last flush, at most Config.RejectRecords in all. A failure is logged by record; the tallies are gone either
 // way, so that a broken log does not grow memory.
 func (s *Server) flushRejections() {
-	for _, rec := range s.rejections.take(s.cfg.BackendName) {
+	for _, rec := range s.rejections.take(s.cfg.BackendName, s.cfg.RejectRecords) {
 		_ = s.record(rec, audit.EventSpawnRejected) // logged by record
 	}
 }

@@ -138,7 +138,7 @@ func TestRejectionsAreTalliedPerPeerAndReason(t *testing.T) {
 	rj.add(a, []byte("one"), t0)
 	rj.add(b, nil, t0.Add(time.Second))
 	rj.add(a, []byte("three"), t0.Add(2*time.Second))
-	got := rj.take("runsc")
+	got := rj.take("runsc", DefaultRejectRecords)
 	want := []audit.Record{
 		{Event: audit.EventSpawnRejected, Time: t0.Add(2 * time.Second), Since: t0, Count: 2, Peer: "tcp:192.0.2.1", KeyID: "k1", Backend: "runsc",
 			Reason: "unauthenticated /v1/spawn: bad signature", BodyBytes: 8,
@@ -149,14 +149,14 @@ func TestRejectionsAreTalliedPerPeerAndReason(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("take (-want +got):\n%s", diff)
 	}
-	if got := rj.take("runsc"); len(got) != 0 {
+	if got := rj.take("runsc", DefaultRejectRecords); len(got) != 0 {
 		t.Errorf("second take: %v, want nothing", got)
 	}
 	// Past maxRejectKeys peers, new ones share one tally.
 	for i := range maxRejectKeys + 50 {
 		rj.add(rejectKey{peer: fmt.Sprintf("tcp:10.0.%d.%d", i/256, i%256), path: SpawnPath, reason: "bad signature"}, nil, t0)
 	}
-	got = rj.take("runsc")
+	got = rj.take("runsc", maxRejectKeys+1)
 	if len(got) != maxRejectKeys+1 || got[maxRejectKeys].Peer != otherPeers || got[maxRejectKeys].Count != 50 {
 		t.Errorf("%d records, last %+v; want %d with the overflow as %q, count 50", len(got), got[len(got)-1], maxRejectKeys+1, otherPeers)
 	}
@@ -287,4 +287,115 @@ func selfSigned(t *testing.T, dir string) (certFile, keyFile string) {
 		t.Fatal(err)
 	}
 	return certFile, keyFile
+}
+
+// TestUnauthenticatedGrowthHasATotalBudget is issue 22, item 8: 600 source
+// addresses, each refused once over TLS within one interval, used to
+// write 257 records (106 KB per 10 s); however many peers send, one
+// interval now writes at most 16 (the default budget), the last of them
+// counting what it folded, and every refused request is counted.
+func TestUnauthenticatedGrowthHasATotalBudget(t *testing.T) {
+	t.Parallel()
+	dir := shortDir(t)
+	certFile, keyFile := selfSigned(t, dir)
+	h := newHarness(t, func(c *Config) {
+		c.TCPAddr, c.TLSCertFile, c.TLSKeyFile, c.InsecureNoClientCert = "127.0.0.1:0", certFile, keyFile, true
+		c.RejectInterval = time.Hour // one interval: the flush at Shutdown
+	})
+	addr := h.srv.TCPAddr().String()
+	before := fileSize(t, h.cfg.AuditLog)
+	const peers, workers = 600, 4
+	var wg sync.WaitGroup
+	errs := make(chan error, peers)
+	for w := range workers {
+		wg.Go(func() {
+			for i := w; i < peers; i += workers {
+				// Every 127/8 address is this host's: one peer each.
+				src := net.IPv4(127, byte(1+i/250), byte(i%250+1), 1)
+				tr := &http.Transport{
+					DialContext:     (&net.Dialer{LocalAddr: &net.TCPAddr{IP: src}}).DialContext,
+					TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, // the test's own self-signed server
+				}
+				req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, "https://"+addr+SpawnPath, strings.NewReader("{}"))
+				resp, err := (&http.Client{Transport: tr}).Do(req)
+				tr.CloseIdleConnections()
+				if err != nil {
+					errs <- fmt.Errorf("peer %v: %w", src, err)
+					continue
+				}
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusUnauthorized {
+					errs <- fmt.Errorf("peer %v: status %d, want 401", src, resp.StatusCode)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if err := h.shutdown(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	grew := fileSize(t, h.cfg.AuditLog) - before
+	var rejected []audit.Record
+	var counted uint64
+	for _, r := range h.records() {
+		if r.Event == audit.EventSpawnRejected {
+			rejected = append(rejected, r)
+			counted += max(r.Count, 1)
+		}
+	}
+	t.Logf("%d refused peers wrote %d spawn.rejected records, %d bytes of log in all", peers, len(rejected), grew)
+	if len(rejected) > 16 {
+		t.Errorf("%d spawn.rejected records in one interval, want at most 16", len(rejected))
+	}
+	if grew > 16<<10 {
+		t.Errorf("the audit log grew by %d bytes in one interval, want at most 16 KiB", grew)
+	}
+	if counted != peers {
+		t.Errorf("the records count %d refused requests, want %d", counted, peers)
+	}
+	if last := rejected[len(rejected)-1]; last.Peer != otherPeers || !strings.Contains(last.Reason, "folded") {
+		t.Errorf("the last record %+v does not say what it folded", last)
+	}
+}
+
+// TestRejectionBudget: past the budget, the tallies with the most
+// requests keep their records, in first-seen order, and one record folds
+// the rest, the shared tally of the peers past maxRejectKeys among them.
+func TestRejectionBudget(t *testing.T) {
+	t.Parallel()
+	rj := newRejections()
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	key := func(i int) rejectKey {
+		return rejectKey{peer: fmt.Sprintf("tcp:10.0.%d.%d", i/256, i%256), path: SpawnPath, reason: "bad signature"}
+	}
+	for i := range maxRejectKeys + 10 {
+		rj.add(key(i), []byte("x"), t0.Add(time.Duration(i)*time.Millisecond))
+	}
+	// Peers 7 and 3 fail most, 7 most of all.
+	for range 5 {
+		rj.add(key(7), nil, t0)
+	}
+	rj.add(key(3), nil, t0)
+	got := rj.take("runsc", 3)
+	if len(got) != 3 {
+		t.Fatalf("%d records, want the budget of 3", len(got))
+	}
+	if got[0].Peer != key(3).peer || got[0].Count != 2 || got[1].Peer != key(7).peer || got[1].Count != 6 {
+		t.Errorf("itemized %+v, %+v; want peers 3 (2 requests) and 7 (6), in first-seen order", got[0], got[1])
+	}
+	fold := got[2]
+	wantReason := fmt.Sprintf("unauthenticated requests over the audit budget of 3 records per interval: %d tallies of %d peers and more folded, not itemized", maxRejectKeys-1, maxRejectKeys-2)
+	if fold.Peer != otherPeers || fold.Count != maxRejectKeys+10-2 || fold.BodyBytes != maxRejectKeys+10-2 || fold.Reason != wantReason ||
+		!fold.Since.Equal(t0) || !fold.Time.Equal(t0.Add(time.Duration(maxRejectKeys+9)*time.Millisecond)) {
+		t.Errorf("folded record %+v; want %d requests and bytes, since %v, reason %q", fold, maxRejectKeys+10-2, t0, wantReason)
+	}
+	// Within the budget, nothing is folded.
+	rj.add(key(1), nil, t0)
+	if got := rj.take("runsc", 1); len(got) != 1 || got[0].Peer != key(1).peer {
+		t.Errorf("take within the budget: %+v", got)
+	}
 }

@@ -20,6 +20,7 @@ import (
 
 	"github.com/codegenie/codegenie/internal/audit"
 	"github.com/codegenie/codegenie/internal/gatecontrol/auth"
+	"github.com/codegenie/codegenie/internal/sandbox"
 )
 
 // Timeouts of the HTTP layer. A spawn itself has no HTTP timeout: it is
@@ -73,7 +74,9 @@ type Server struct {
 
 // New checks cfg, loads (or creates) the key file and opens the audit log.
 // It creates the parent directories of the key file and audit log (0700)
-// when they are missing. It starts nothing: call Start or Run, and
+// when they are missing. Records it finds after the audit log's last
+// checkpoint are signed as adopted (see audit.WithCheckpoints), and it logs
+// a warning that names them. It starts nothing: call Start or Run, and
 // Shutdown to release the audit log.
 func New(cfg Config) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
@@ -102,6 +105,10 @@ func New(cfg Config) (*Server, error) {
 	log, err := audit.Open(cfg.AuditLog, audit.WithClock(cfg.Now), audit.WithCheckpoints(signer, cfg.CheckpointEvery))
 	if err != nil {
 		return nil, err
+	}
+	if a := log.Adopted(); a.Len() > 0 {
+		cfg.Logger.Warn("signed the audit log's unsigned records as adopted, not vouched for: a crashed gate-control leaves such records, and so does anyone who wrote the log while gate-control was stopped; check them",
+			"audit_log", cfg.AuditLog, "adopted_from", a.From, "adopted_to", a.To, "adopted", a.Len())
 	}
 	closing := make(chan struct{})
 	s := &Server{
@@ -133,10 +140,11 @@ func New(cfg Config) (*Server, error) {
 }
 
 // Start reaps what an earlier gate-control left behind, if the backend is
-// a Reaper, auditing each item as orphan.reaped, then opens the listeners
-// and serves in the background until Shutdown. A failed reap fails Start:
-// a server that cannot clean up after a crash does not take new work. ctx
-// bounds the reap only. After a failed Start, call Shutdown to release the
+// a SpawnReaper or a Reaper, auditing each item as orphan.reaped (with the
+// spawn_id of the spawn that left it, when the backend knows it), then
+// opens the listeners and serves in the background until Shutdown. A
+// failed reap fails Start: a server that cannot clean up after a crash
+// does not take new work. ctx bounds the reap only. After a failed Start, call Shutdown to release the
 // audit log.
 func (s *Server) Start(ctx context.Context) (err error) {
 	s.mu.Lock()
@@ -287,19 +295,33 @@ func (s *Server) shutdown(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// reap runs the backend's Reaper and audits what it removed.
+// reap runs the backend's SpawnReaper, or its Reaper, and audits what it
+// removed: one orphan.reaped record per item, with the spawn_id of the
+// spawn that left it when the backend knows it.
 func (s *Server) reap(ctx context.Context) error {
-	r, ok := s.cfg.Backend.(Reaper)
-	if !ok {
+	var items []sandbox.Reaped
+	var err error
+	switch r := s.cfg.Backend.(type) {
+	case SpawnReaper:
+		items, err = r.ReapSpawns(ctx)
+	case Reaper:
+		var ids []string
+		ids, err = r.Reap(ctx)
+		for _, id := range ids {
+			items = append(items, sandbox.Reaped{ID: id})
+		}
+	default:
 		return nil
 	}
-	items, err := r.Reap(ctx)
 	for _, it := range items {
-		rec := audit.Record{Backend: s.cfg.BackendName, SpawnID: it, Reason: truncate("removed a sandbox left by an earlier gate-control: "+it, maxAuditReason)}
+		rec := audit.Record{Backend: s.cfg.BackendName, Reason: truncate("removed a sandbox left by an earlier gate-control: "+it.ID, maxAuditReason)}
+		if sandbox.ValidAuditID(it.AuditID) {
+			rec.SpawnID = it.AuditID
+		}
 		if _, aerr := s.audit.Append(withEvent(rec, audit.EventOrphanReaped)); aerr != nil {
 			return fmt.Errorf("auditing reaped sandboxes: %w", aerr)
 		}
-		s.log.Warn("reaped orphaned sandbox", "backend", s.cfg.BackendName, "item", it)
+		s.log.Warn("reaped orphaned sandbox", "backend", s.cfg.BackendName, "item", it.ID, "spawn_id", rec.SpawnID)
 	}
 	if err != nil {
 		return fmt.Errorf("reaping sandboxes left by an earlier gate-control: %w", err)

@@ -705,7 +705,9 @@ func TestStartReapsAndAudits(t *testing.T) {
 	if diff := cmp.Diff([]string{"orphan.reaped", "orphan.reaped"}, events(recs)); diff != "" {
 		t.Fatalf("records (-want +got):\n%s", diff)
 	}
-	if !strings.Contains(recs[1].Reason, "cg-1234-bb") || recs[1].SpawnID != "cg-1234-bb" || recs[1].Backend != fakebackend.Name {
+	// A backend item is not a spawn ID: without the spawn's audit ID the
+	// record names the item in its reason only.
+	if !strings.Contains(recs[1].Reason, "cg-1234-bb") || recs[1].SpawnID != "" || recs[1].Backend != fakebackend.Name {
 		t.Errorf("reaped record: %+v", recs[1])
 	}
 
@@ -723,6 +725,53 @@ func TestStartReapsAndAudits(t *testing.T) {
 	}
 	if _, err := os.Lstat(dir + "/s"); err == nil {
 		t.Error("a server that failed to reap listens")
+	}
+}
+
+// TestReapedOrphansCarryTheSpawnID is issue 22, item 8: the backend gets
+// each spawn's audit ID with its context, and an orphan.reaped record
+// after a restart carries the spawn_id of the spawn that left the orphan,
+// so it links to that spawn's spawn.started record.
+func TestReapedOrphansCarryTheSpawnID(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, nil)
+	if r := h.spawn(t.Context(), h.request("probe", "true")); r.status != 200 {
+		t.Fatalf("spawn: %d %s", r.status, r.body)
+	}
+	started := h.waitRecord("spawn.started", func(r audit.Record) bool { return r.Event == audit.EventSpawnStarted })
+	if diff := cmp.Diff([]string{started.SpawnID}, h.fake.AuditIDs()); diff != "" {
+		t.Errorf("audit IDs the backend saw (-want +got):\n%s", diff)
+	}
+	if err := h.shutdown(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+
+	// The restart finds what the spawn left, labelled with its ID.
+	fake := fakebackend.New()
+	fake.ReapSpawned = []sandbox.Reaped{{ID: "cg-1234-aa", AuditID: started.SpawnID}, {ID: "cg-1234-bb"}, {ID: "cg-1234-cc", AuditID: "bad id\n"}}
+	cfg := h.cfg
+	cfg.Backend = fake
+	srv, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Start(t.Context()); err != nil {
+		srv.Shutdown(context.Background())
+		t.Fatal(err)
+	}
+	if err := srv.Shutdown(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	type reaped struct{ SpawnID, Item string }
+	var got []reaped
+	for _, r := range h.records() {
+		if r.Event == audit.EventOrphanReaped {
+			got = append(got, reaped{r.SpawnID, r.Reason[strings.LastIndex(r.Reason, " ")+1:]})
+		}
+	}
+	want := []reaped{{started.SpawnID, "cg-1234-aa"}, {"", "cg-1234-bb"}, {"", "cg-1234-cc"}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("orphan.reaped records (-want +got):\n%s", diff)
 	}
 }
 

@@ -254,7 +254,7 @@ func (b *Backend) Spawn(ctx context.Context, req sandbox.SpawnRequest) (sandbox.
 	if err != nil {
 		return res, err
 	}
-	sp, err := b.createSpawnDir(id)
+	sp, err := b.createAuditedSpawnDir(id, sandbox.AuditIDFrom(ctx))
 	if err != nil {
 		return res, err
 	}
@@ -710,8 +710,10 @@ func initExec(s trace.Event, argv []string, lk lookup, cwd string) trace.Event {
 }
 
 // spawnDir is one spawn's directory in the state directory: its runsc root,
-// bundle, log and trace socket, and a lock file that it holds while it
-// lives, so that Reap can tell it from a crashed process's leftovers.
+// bundle, log and trace socket, a lock file that it holds while it lives,
+// so that Reap can tell it from a crashed process's leftovers, and the
+// spawn's audit ID (sandbox.WithAuditID), so that Reap can name the spawn
+// it reaps.
 type spawnDir struct {
 	b      *Backend
 	id     string
@@ -731,10 +733,19 @@ func (s *spawnDir) root() string   { return filepath.Join(s.dir, "root") }
 func (s *spawnDir) bundle() string { return filepath.Join(s.dir, "bundle") }
 func (s *spawnDir) log() string    { return filepath.Join(s.dir, "runsc.log") }
 
-// createSpawnDir makes and locks the directory of spawn id. It holds the
-// state directory's lock shared meanwhile, so that Reap (which holds it
-// exclusively) never sees a directory before its lock is taken.
+// auditIDFile holds a spawn's audit ID in its spawn directory.
+const auditIDFile = "audit-id"
+
+// createSpawnDir is createAuditedSpawnDir with no audit ID.
 func (b *Backend) createSpawnDir(id string) (*spawnDir, error) {
+	return b.createAuditedSpawnDir(id, "")
+}
+
+// createAuditedSpawnDir makes and locks the directory of spawn id, and
+// writes auditID in it (none when it is ""). It holds the state
+// directory's lock shared meanwhile, so that Reap (which holds it
+// exclusively) never sees a directory before its lock is taken.
+func (b *Backend) createAuditedSpawnDir(id, auditID string) (*spawnDir, error) {
 	// The watchdog runs before anything of the spawn does.
 	unwatch, err := b.holdWatchdog()
 	if err != nil {
@@ -758,6 +769,12 @@ func (b *Backend) createSpawnDir(id string) (*spawnDir, error) {
 		return nil, err
 	}
 	sp := &spawnDir{b: b, id: id, dir: dir, lock: lock, unwatch: unwatch}
+	if sandbox.ValidAuditID(auditID) {
+		if err := os.WriteFile(filepath.Join(dir, auditIDFile), []byte(auditID), 0o600); err != nil {
+			sp.release()
+			return nil, fmt.Errorf("writing the spawn's audit ID: %w", err)
+		}
+	}
 	if sp.cgroup, err = makeTrackingCgroup(id); err != nil {
 		sp.release()
 		return nil, err

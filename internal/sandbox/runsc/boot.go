@@ -118,7 +118,7 @@ func (br *buildRun) boot(ctx context.Context, image string) (*bootRun, error) {
 	if err != nil {
 		return bt, err
 	}
-	sp, err := b.createSpawnDir(id)
+	sp, err := b.createAuditedSpawnDir(id, sandbox.AuditIDFrom(ctx))
 	if err != nil {
 		return bt, err
 	}

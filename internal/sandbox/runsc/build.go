@@ -231,7 +231,7 @@ func (b *Backend) spawnBuild(ctx context.Context, req sandbox.SpawnRequest) (san
 	if err != nil {
 		return res, err
 	}
-	sp, err := b.createSpawnDir(id)
+	sp, err := b.createAuditedSpawnDir(id, sandbox.AuditIDFrom(ctx))
 	if err != nil {
 		return res, err
 	}

@@ -16,6 +16,8 @@
 // spawn directory in Config.StateDir named by a fresh container ID:
 //
 //	<StateDir>/<id>/lock         flock held while the spawn lives
+//	<StateDir>/<id>/audit-id     the audit ID of the Spawn's context
+//	                             (sandbox.WithAuditID), for ReapSpawns
 //	<StateDir>/<id>/root/        runsc --root: this spawn's runsc state only
 //	<StateDir>/<id>/bundle/      the OCI bundle: config.json
 //	<StateDir>/<id>/runsc.log    runsc's own log (JSON), to tell its failures
@@ -112,8 +114,8 @@
 //     starts at about 4 MiB). A spawn is refused unless the host filesystem
 //     has DiskBytes free beyond what the live spawns' disks may still grow
 //     by, so that all of them full cannot fill the host either. The image
-//     goes when the spawn ends,
-//     after a crash too (Reap). Measured: 512 MiB written by a RUN step
+//     goes when the spawn ends; after a crash of the owner, the watchdog
+//     removes it at once (see below), and Reap what is left. Measured: 512 MiB written by a RUN step
 //     with a 64 MiB limit stopped after 51 MiB, and the host lost 57 MiB;
 //     making and mounting a 10 GiB disk takes about 15 ms.
 //   - Not enforced: I/O bandwidth, and the wall clock beyond Timeout (no
@@ -431,14 +433,17 @@
 // spawn is live. When the pipe breaks it kills the tracking cgroups
 // (cgroup.kill: the build steps' daemonized sandboxes too) and any process
 // that names the state directory, removes every cgroup of the state
-// directory's prefix, detaches the spawns' disks, and exits. Measured
+// directory's prefix, detaches the spawns' disks, removes their images
+// from the spawn directories no live process holds, and exits. Measured
 // here: nothing left running and no cgroup left 5 to 30 ms after a kill
 // -9 of the owner, in a booting sandbox, a RUN step or a boot (the dead
 // processes are then zombies of init until it reaps them). Without the
 // watchdog, a build step's sandbox and gofer and every spawn's cgroups
 // stayed. The spawn directories stay for Reap:
 //
-// A spawn holds an flock on <id>/lock for its whole life. Reap takes the
+// A spawn holds an flock on <id>/lock for its whole life, and keeps the
+// audit ID of its context in <id>/audit-id, so that ReapSpawns names the
+// spawn (gate-control's spawn_id) of each container it reaps. Reap takes the
 // state directory's lock exclusively (spawns take it shared while they set
 // up), and cleans every spawn directory whose lock it can take, plus the
 // cgroups named with this state directory's tag that no live spawn owns.

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -46,9 +47,10 @@ import (
 //     every tracking cgroup of the backend's state directory, kills any
 //     process whose command line names the state directory, removes every
 //     cgroup named with the backend's prefix (each hierarchy, runsc's and
-//     the build steps' too), detaches the spawns' disks, and exits. The
-//     spawn directories stay for Reap, which audits them at the next
-//     start. The watchdog runs only while spawns are live: the first
+//     the build steps' too), detaches the spawns' disks, removes their
+//     images (hundreds of MB each) from every spawn directory no live
+//     process holds, and exits. The rest of the spawn directories stays
+//     for Reap, which audits them at the next start. The watchdog runs only while spawns are live: the first
 //     starts it, the last stops it, and a spawn that finds it dead (someone
 //     killed it) starts a new one.
 
@@ -126,6 +128,38 @@ func killOrphans(ctx context.Context, stateDir, prefix string) error {
 		}
 	}
 	unmountBelow(stateDir)
+	if err := removeDiskImages(stateDir, prefix); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// removeDiskImages removes the disk image of every spawn directory of the
+// state directory whose lock no live process holds: the owner is dead,
+// and its disks are detached, so their space comes back now rather than
+// at the next start. The directories stay, for Reap to audit.
+func removeDiskImages(stateDir, prefix string) error {
+	entries, err := os.ReadDir(stateDir)
+	if err != nil {
+		return fmt.Errorf("reading runsc state directory: %w", err)
+	}
+	var errs []error
+	for _, e := range entries {
+		if !e.IsDir() || !strings.HasPrefix(e.Name(), prefix) {
+			continue
+		}
+		dir := filepath.Join(stateDir, e.Name())
+		lock, ok, err := tryLock(filepath.Join(dir, "lock"))
+		if err != nil || !ok {
+			continue // a live spawn's, or one Reap will see to
+		}
+		if err := os.Remove(filepath.Join(dir, diskImage)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, fmt.Errorf("removing the disk image of %s: %w", e.Name(), err))
+		}
+		if lock != nil {
+			_ = lock.Close()
+		}
+	}
 	return errors.Join(errs...)
 }
 

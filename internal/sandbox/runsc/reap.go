@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -11,6 +12,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/codegenie/codegenie/internal/sandbox"
 )
 
 // Reap finds the sandboxes that an earlier process with the same state
@@ -25,6 +28,20 @@ import (
 // calls it at start-up. Reap waits for spawns that are being set up at that
 // moment.
 func (b *Backend) Reap(ctx context.Context) ([]string, error) {
+	items, err := b.ReapSpawns(ctx)
+	ids := make([]string, 0, len(items))
+	for _, it := range items {
+		ids = append(ids, it.ID)
+	}
+	return ids, err
+}
+
+// ReapSpawns is Reap that also names the spawn each container belonged
+// to: the audit ID its Spawn's context carried (sandbox.WithAuditID),
+// which the spawn directory keeps; "" for a spawn that carried none, and
+// for a cgroup that no spawn directory accounts for. The items are sorted
+// by container ID.
+func (b *Backend) ReapSpawns(ctx context.Context) ([]sandbox.Reaped, error) {
 	g, err := lockFile(filepath.Join(b.cfg.StateDir, ".lock"), unix.LOCK_EX)
 	if err != nil {
 		return nil, err
@@ -37,7 +54,7 @@ func (b *Backend) Reap(ctx context.Context) ([]string, error) {
 	}
 	prefix := b.idPrefix()
 	live := make(map[string]bool)
-	var reaped []string
+	var reaped []sandbox.Reaped
 	var errs []error
 	for _, e := range entries {
 		id := e.Name()
@@ -57,16 +74,17 @@ func (b *Backend) Reap(ctx context.Context) ([]string, error) {
 			live[id] = true
 			continue
 		}
+		it := sandbox.Reaped{ID: id, AuditID: readAuditID(dir)}
 		if err := b.cleanup(ctx, dir, id, true); err != nil {
 			errs = append(errs, fmt.Errorf("reaping %s: %w", id, err))
 		}
 		if lock != nil {
 			_ = lock.Close()
 		}
-		reaped = append(reaped, id)
+		reaped = append(reaped, it)
 	}
 	for _, id := range cgroupNames(prefix) {
-		if live[id] || slices.Contains(reaped, id) {
+		if live[id] || slices.ContainsFunc(reaped, func(it sandbox.Reaped) bool { return it.ID == id }) {
 			continue
 		}
 		for _, cg := range cgroupLeaves(id) {
@@ -74,9 +92,9 @@ func (b *Backend) Reap(ctx context.Context) ([]string, error) {
 				errs = append(errs, fmt.Errorf("reaping cgroup of %s: %w", id, err))
 			}
 		}
-		reaped = append(reaped, id)
+		reaped = append(reaped, sandbox.Reaped{ID: id})
 	}
-	slices.Sort(reaped)
+	slices.SortFunc(reaped, func(a, b sandbox.Reaped) int { return strings.Compare(a.ID, b.ID) })
 	if err := errors.Join(errs...); err != nil {
 		return reaped, fmt.Errorf("reaping runsc sandboxes: %w", err)
 	}
@@ -104,4 +122,21 @@ func tryLock(file string) (lock *os.File, ok bool, err error) {
 		return nil, false, fmt.Errorf("locking %s: %w", file, err)
 	}
 	return f, true, nil
+}
+
+// readAuditID returns the audit ID that the spawn directory dir keeps, or
+// "" when it keeps none or not a valid one. It reads no more than an ID
+// can hold.
+func readAuditID(dir string) string {
+	f, err := os.Open(filepath.Join(dir, auditIDFile))
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	b := make([]byte, sandbox.MaxAuditIDBytes+1)
+	n, _ := io.ReadFull(f, b)
+	if id := string(b[:n]); sandbox.ValidAuditID(id) {
+		return id
+	}
+	return ""
 }

@@ -19,7 +19,7 @@ import (
 // Name is the backend name the fake's Results carry.
 const Name = "fake"
 
-// Backend is a fake sandbox.Client and gatecontrol Reaper. Commands:
+// Backend is a fake sandbox.Client and gatecontrol SpawnReaper. Commands:
 //
 //	true, false, exit N   exit 0, 1 or N
 //	echo ARGS...          exit 0, ARGS on stdout
@@ -33,12 +33,16 @@ const Name = "fake"
 //
 // It is safe for concurrent use.
 type Backend struct {
-	// ReapItems and ReapErr are what Reap returns.
-	ReapItems []string
-	ReapErr   error
+	// ReapItems and ReapErr are what Reap returns. ReapSpawns returns
+	// ReapSpawned, or ReapItems with no audit IDs when it is nil, and
+	// ReapErr.
+	ReapItems   []string
+	ReapSpawned []sandbox.Reaped
+	ReapErr     error
 
 	mu        sync.Mutex
 	spawns    []sandbox.SpawnRequest
+	auditIDs  []string
 	active    int
 	maxActive int
 	cancelled int
@@ -88,13 +92,35 @@ func (b *Backend) Cancelled() int {
 	return b.cancelled
 }
 
+// AuditIDs returns the audit ID of each spawn's context
+// (sandbox.AuditIDFrom), in the order of Spawns.
+func (b *Backend) AuditIDs() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]string(nil), b.auditIDs...)
+}
+
 // Reap returns ReapItems and ReapErr.
 func (b *Backend) Reap(context.Context) ([]string, error) { return b.ReapItems, b.ReapErr }
+
+// ReapSpawns returns ReapSpawned (or ReapItems, without audit IDs) and
+// ReapErr.
+func (b *Backend) ReapSpawns(context.Context) ([]sandbox.Reaped, error) {
+	if b.ReapSpawned != nil {
+		return b.ReapSpawned, b.ReapErr
+	}
+	var out []sandbox.Reaped
+	for _, id := range b.ReapItems {
+		out = append(out, sandbox.Reaped{ID: id})
+	}
+	return out, b.ReapErr
+}
 
 // Spawn does what req.Command[0] says.
 func (b *Backend) Spawn(ctx context.Context, req sandbox.SpawnRequest) (sandbox.Result, error) {
 	b.mu.Lock()
 	b.spawns = append(b.spawns, req)
+	b.auditIDs = append(b.auditIDs, sandbox.AuditIDFrom(ctx))
 	b.active++
 	b.maxActive = max(b.maxActive, b.active)
 	b.mu.Unlock()
