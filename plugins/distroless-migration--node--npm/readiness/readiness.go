@@ -189,6 +189,10 @@ func (a *Assessor) assess(results []probe.Result) (probe.Assessment, *builder, e
 	switch {
 	case hard > 0:
 		as.Verdict = probe.Blocked
+	case len(cp.UnreadInImage) > 0:
+		// Nothing unread may end in ready.
+		as.Verdict, as.Reason = probe.Unknown, fmt.Sprintf("%s: %s: too large to parse (over %d bytes), and a token scan found calls only a parse classifies; split the bundle or show with the traced boot what runs",
+			ReasonUnread, strings.Join(first(cp.UnreadInImage, 3), ", "), childprocess.MaxParseBytes)
 	case startUnknown != "":
 		// Never ready without knowing what starts: the start command
 		// comes from a base image codegenie does not read.
@@ -208,6 +212,10 @@ func (a *Assessor) assess(results []probe.Result) (probe.Assessment, *builder, e
 	}
 	return as, b, nil
 }
+
+// ReasonUnread begins the reason of an unknown verdict that rests on a
+// file the image runs and codegenie could not read.
+const ReasonUnread = "file_unread"
 
 // ReasonUnknownStart begins the reason of an unknown verdict whose start
 // command codegenie cannot read.

@@ -113,6 +113,15 @@ type Facts struct {
 	// TooLarge lists the files that mention child_process but exceed
 	// MaxParseBytes.
 	TooLarge []string `json:"too_large,omitempty"`
+	// TokenScanned lists the files over MaxParseBytes that mention
+	// child_process: a streaming token scan found their shell calls by
+	// name. Those that also hold a call only a parse classifies are in
+	// TooLarge as well.
+	TokenScanned []string `json:"token_scanned,omitempty"`
+	// UnreadInImage lists the TooLarge files the judged image holds and
+	// may run (reachable, or not known to be unreachable): the verdict
+	// cannot rest on them.
+	UnreadInImage []string `json:"unread_in_image,omitempty"`
 	// NodeModules says whether a node_modules directory is present at the
 	// repository root.
 	NodeModules bool `json:"node_modules"`
@@ -222,7 +231,7 @@ func (*Probe) Desc() probe.Desc {
 	}
 	return probe.Desc{
 		Name:           Name,
-		Version:        "3",
+		Version:        "4",
 		Heaviness:      probe.Light,
 		CacheStrategy:  probe.CacheContent,
 		PerImage:       true,
@@ -256,6 +265,16 @@ func (*Probe) Run(ctx context.Context, repo *probe.Repo, pctx *probe.Context) (p
 	facts.Graph = graph
 	for i := range facts.Findings {
 		sc.scope(&facts.Findings[i])
+	}
+	for _, p := range facts.TooLarge {
+		f := Finding{File: p, Origin: OriginApp}
+		if strings.HasPrefix(p, "node_modules/") || strings.Contains(p, "/node_modules/") {
+			f.Origin = OriginDependency
+		}
+		sc.scope(&f)
+		if f.Scope == ScopeReachable || f.Scope == ScopeUnresolved {
+			facts.UnreadInImage = append(facts.UnreadInImage, p)
+		}
 	}
 	return out, nil
 }
@@ -310,12 +329,17 @@ func (s *session) output(tasks []task, results []result) probe.Output {
 		facts.FilesScanned++
 		if r.tooLarge {
 			facts.TooLarge = append(facts.TooLarge, t.path)
-			warnings = append(warnings, probe.Warning{ID: WarnFileTooLarge, Message: fmt.Sprintf("%s mentions child_process but is larger than %d bytes; it was not parsed", t.path, MaxParseBytes), Evidence: []probe.Evidence{{File: t.path}}})
+			warnings = append(warnings, probe.Warning{ID: WarnFileTooLarge, Message: fmt.Sprintf("%s mentions child_process but is larger than %d bytes; it was not parsed, and a token scan could not classify its calls", t.path, MaxParseBytes), Evidence: []probe.Evidence{{File: t.path}}})
 		}
-		if !r.parsed {
+		if r.tokenScanned {
+			facts.TokenScanned = append(facts.TokenScanned, t.path)
+		}
+		if !r.parsed && !r.tokenScanned {
 			continue
 		}
-		facts.FilesParsed++
+		if r.parsed {
+			facts.FilesParsed++
+		}
 		if r.syntaxErr != nil {
 			facts.ParseErrors = append(facts.ParseErrors, t.path)
 			ev := probe.Evidence{File: t.path, Line: r.syntaxErr.line, Column: r.syntaxErr.column}

@@ -57,13 +57,16 @@ type task struct {
 
 // result is what scanning one task found.
 type result struct {
-	read      bool // the file was read (it exists and is inside the repository)
-	symlink   bool
-	outside   bool
-	tooLarge  bool
-	parsed    bool
-	syntaxErr *position
-	calls     []call
+	read     bool // the file was read (it exists and is inside the repository)
+	symlink  bool
+	outside  bool
+	tooLarge bool
+	// tokenScanned: the file was too large to parse, and its calls come
+	// from streamTokens.
+	tokenScanned bool
+	parsed       bool
+	syntaxErr    *position
+	calls        []call
 }
 
 // hasVendoredDir reports whether rel lies under a node_modules or .git
@@ -204,11 +207,15 @@ func (s *session) scanFile(ctx context.Context, sc *scanner, t *task) (result, e
 	}
 	r.read = true
 	if size > MaxParseBytes {
-		found, err := streamMentions(f)
+		ts, err := streamTokens(f, MaxTokenScanBytes)
 		if err != nil {
 			return r, fmt.Errorf("reading %s: %w", t.path, err)
 		}
-		r.tooLarge = found
+		if !ts.mentions {
+			return r, nil
+		}
+		r.tokenScanned, r.calls = true, ts.calls
+		r.tooLarge = ts.unclassified || ts.truncated
 		return r, nil
 	}
 	src, err := sc.read(f, size)
