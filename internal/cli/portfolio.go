@@ -65,7 +65,11 @@ does. A PATH is a repository checkout (a directory with .git) or a folder of
 checkouts (its subdirectories with .git); any other directory is one
 checkout. --from FILE lists paths or git URLs, one per line, with # comments;
 git URLs (https://, ssh://, file://, user@host:path) are cloned shallowly into
-the workspace/ folder of --out, once.
+the workspace/ folder of --out, once. A URL that cannot be cloned is listed
+as a failed service, with git's reason, and the rest go on. Keep tokens in a
+git credential helper ('git config credential.helper'): a URL's userinfo
+(https://x-access-token:TOKEN@host/...) is used for the clone but is never
+stored or shown (outputs, state store, the clone's .git/config, stderr).
 
 A service is one Dockerfile built for its target (a compose file's
 build.target, else the last stage) whose image is a Node image: a node or
@@ -113,7 +117,7 @@ per finished service when CI is set, nothing otherwise.
 
 Exit codes:
   0  every judged service is ready (or, with --fail-on, none has a listed verdict)
-  1  some service is not ready, or failed
+  1  some service is not ready, or failed (a URL that cannot be cloned too)
   2  bad input: a missing path, an unreadable --from, an invalid codegenie-portfolio.yaml
  130 interrupted (run again to resume)
 --fail-on blocked,unknown fails only on those verdicts (a failed service
@@ -220,6 +224,11 @@ func runPortfolio(cmd *cobra.Command, g *globals, f *portfolioFlags, args []stri
 	}
 	if f.list {
 		return listServices(g.stdout, g.stdoutTTY, services)
+	}
+	for _, s := range services {
+		if s.Fail != "" {
+			fmt.Fprintf(g.stderr, "portfolio: %s: %s (listed failed; the rest go on)\n", s.ID, oneLine(portfolio.Redact(s.Fail)))
+		}
 	}
 	if f.tf.addr != "" {
 		return runPortfolioTemporal(cmd.Context(), g, f, services, failOn)
@@ -424,7 +433,7 @@ func (p *portfolioProgress) observe(r portfolio.Record) {
 		case r.Result != nil:
 			line += fmt.Sprintf(": %s (%d blockers)", r.Result.Verdict, len(r.Result.Blockers))
 		}
-		fmt.Fprintf(p.w, "%s [%.0f ms]\n", oneLine(line), r.Timings.StaticMS+r.Timings.SandboxMS)
+		fmt.Fprintf(p.w, "%s [%.0f ms]\n", oneLine(portfolio.Redact(line)), r.Timings.StaticMS+r.Timings.SandboxMS)
 	}
 	if p.bar && time.Since(p.last) > 100*time.Millisecond {
 		p.last = time.Now()
@@ -496,12 +505,16 @@ func listServices(w io.Writer, tty bool, services []portfolio.Service) error {
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "SERVICE\tSTATUS\tWHY\n")
-	n := 0
+	n, nFail := 0, 0
 	for _, s := range services {
 		status, why := "judge", s.Why
-		if s.Skip != "" {
+		switch {
+		case s.Fail != "":
+			status, why = "fail", s.Fail
+			nFail++
+		case s.Skip != "":
 			status, why = "skip", s.Skip
-		} else {
+		default:
 			n++
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\n", s.ID, status, why)
@@ -509,7 +522,7 @@ func listServices(w io.Writer, tty bool, services []portfolio.Service) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	_, err := fmt.Fprintf(w, "%d services, %d to judge, %d skipped\n", len(services), n, len(services)-n)
+	_, err := fmt.Fprintf(w, "%d services, %d to judge, %d skipped, %d failed\n", len(services), n, len(services)-n-nFail, nFail)
 	return err
 }
 

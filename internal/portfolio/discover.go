@@ -54,7 +54,7 @@ func ReadSources(file string) ([]Source, error) {
 			continue
 		}
 		if strings.ContainsAny(line, " \t") {
-			return nil, &InputError{Err: fmt.Errorf("%s:%d: %q: want one path or git URL per line", file, n, line)}
+			return nil, &InputError{Err: fmt.Errorf("%s:%d: %q: want one path or git URL per line", file, n, Redact(line))}
 		}
 		if !IsGitURL(line) && !filepath.IsAbs(line) {
 			line = filepath.Join(filepath.Dir(file), line)
@@ -86,45 +86,65 @@ type Discovery struct {
 	Workspace string
 }
 
-// Checkout is one repository on this machine.
+// Checkout is one repository on this machine, or one that could not be
+// cloned.
 type Checkout struct {
-	Repo  string // as given
-	Dir   string // absolute
+	Repo  string // as given, redacted (see Redact)
+	Dir   string // absolute; empty when Fail is set
 	Label string // unique among the portfolio's checkouts
+	// Fail says why the repository could not be cloned: what went wrong
+	// and what to do.
+	Fail string
 }
 
 // Checkouts resolves sources to checkouts: a path that is a git checkout
 // (it has .git) is one; a folder without .git whose subdirectories include
 // checkouts is a folder of checkouts, each subdirectory with .git one; any
 // other directory is one checkout. Git URLs are cloned shallowly into the
-// workspace, once: a later run reuses the clone.
+// workspace, once: a later run reuses the clone. A URL that cannot be
+// cloned is a checkout with Fail set, not an error: one unreachable
+// repository does not stop the portfolio. A URL's userinfo is used for
+// the clone, and is in no Checkout.
 func (d *Discovery) Checkouts(ctx context.Context, sources []Source) ([]Checkout, error) {
 	var out []Checkout
 	seen := map[string]bool{}
 	labels := map[string]int{}
-	add := func(repo, dir string) {
-		if seen[dir] {
+	add := func(repo, dir, fail string) {
+		key := dir
+		if fail != "" {
+			key = "\x00" + repo
+		}
+		if seen[key] {
 			return
 		}
-		seen[dir] = true
+		seen[key] = true
 		label := repoLabel(repo)
 		labels[label]++
 		if n := labels[label]; n > 1 {
 			label = fmt.Sprintf("%s-%d", label, n)
 		}
-		out = append(out, Checkout{Repo: repo, Dir: dir, Label: label})
+		out = append(out, Checkout{Repo: repo, Dir: dir, Label: label, Fail: fail})
 	}
 	for _, s := range sources {
-		where := s.Spec
+		where := Redact(s.Spec)
 		if s.From != "" {
-			where = s.From + ": " + s.Spec
+			where = s.From + ": " + where
 		}
 		if IsGitURL(s.Spec) {
 			dir, err := clone(ctx, s.Spec, d.Workspace)
-			if err != nil {
-				return nil, &InputError{Err: fmt.Errorf("%s: %w", where, err)}
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
 			}
-			add(s.Spec, dir)
+			if err != nil {
+				// The clone's error names the URL.
+				fail := err.Error()
+				if s.From != "" {
+					fail = s.From + ": " + fail
+				}
+				add(Redact(s.Spec), "", fail)
+				continue
+			}
+			add(Redact(s.Spec), dir, "")
 			continue
 		}
 		abs, err := filepath.Abs(s.Spec)
@@ -141,16 +161,16 @@ func (d *Discovery) Checkouts(ctx context.Context, sources []Source) ([]Checkout
 			return nil, &InputError{Err: fmt.Errorf("%s: is a file, not a directory; list paths in a file with --from", where)}
 		}
 		if isCheckout(abs) {
-			add(s.Spec, abs)
+			add(s.Spec, abs, "")
 			continue
 		}
 		subs := subCheckouts(abs)
 		if len(subs) == 0 {
-			add(s.Spec, abs)
+			add(s.Spec, abs, "")
 			continue
 		}
 		for _, sub := range subs {
-			add(filepath.Join(s.Spec, sub), filepath.Join(abs, sub))
+			add(filepath.Join(s.Spec, sub), filepath.Join(abs, sub), "")
 		}
 	}
 	return out, nil
@@ -191,8 +211,13 @@ func repoLabel(repo string) string {
 
 // Services lists the services of one checkout: every Dockerfile with its
 // default target, the overrides of its codegenie-portfolio.yaml applied,
-// and test images, non-Node images and excluded ones marked skipped.
+// and test images, non-Node images and excluded ones marked skipped. A
+// checkout that could not be cloned is one service, named by its label,
+// with Fail set.
 func (d *Discovery) Services(ctx context.Context, co Checkout) ([]Service, error) {
+	if co.Fail != "" {
+		return []Service{{ID: co.Label, Repo: co.Repo, Context: ".", Fail: co.Fail}}, nil
+	}
 	cfg, err := readConfig(co.Dir)
 	if err != nil {
 		return nil, &InputError{Err: err}

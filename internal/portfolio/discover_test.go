@@ -229,10 +229,10 @@ func TestReadSourcesAndCloneFileURL(t *testing.T) {
 	if again[0].Dir != got[0].Dir {
 		t.Errorf("second clone at %s, want %s reused", again[0].Dir, got[0].Dir)
 	}
-	_, err = d.Discover(t.Context(), []Source{{Spec: "file://" + filepath.Join(root, "nope")}})
-	var ie *InputError
-	if !errors.As(err, &ie) {
-		t.Errorf("cloning a missing repository: got %v, want an input error", err)
+	// A missing repository is a failed service (TestUnreachableURLIsAFailedService).
+	nope, err := d.Discover(t.Context(), []Source{{Spec: "file://" + filepath.Join(root, "nope")}})
+	if err != nil || len(nope) != 1 || !strings.Contains(nope[0].Fail, "cloning file://") {
+		t.Errorf("cloning a missing repository: got %+v, %v; want one failed service", nope, err)
 	}
 }
 

@@ -100,13 +100,15 @@ func NewDocument(version, tiers string, now time.Time, recs []Record) *Document 
 	kinds := map[probe.BlockerKind]*KindSummary{}
 	for _, r := range recs {
 		d.Totals.ByState[r.State.String()]++
-		e := Entry{ID: r.Service.ID, Repo: r.Service.Repo, Dockerfile: r.Service.Dockerfile, Target: r.Service.Target,
-			Context: r.Service.Context, State: r.State, Reason: r.Reason, Attempts: r.Attempts, Timings: r.Timings}
+		// Redacted again at the boundary: a record from an older store, or
+		// a reason that quotes a URL, shows no credentials.
+		e := Entry{ID: r.Service.ID, Repo: Redact(r.Service.Repo), Dockerfile: r.Service.Dockerfile, Target: r.Service.Target,
+			Context: r.Service.Context, State: r.State, Reason: Redact(r.Reason), Attempts: r.Attempts, Timings: r.Timings}
 		if r.State == StateDone && r.Result != nil {
 			res := r.Result
 			e.Verdict, e.Confirmed, e.Blockers, e.Notes = res.Verdict, res.Confirmed, res.Blockers, res.Notes
 			if res.Reason != "" {
-				e.Reason = res.Reason
+				e.Reason = Redact(res.Reason)
 			}
 			e.Evidence = evidenceOf(res.Blockers)
 			e.SARIF = SARIFDir + "/" + SARIFName(r.Service.ID)

@@ -3,6 +3,8 @@ package portfolio
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -96,10 +98,16 @@ type Digester struct {
 // NewDigester returns a Digester for settings (see Settings).
 func NewDigester(settings string) *Digester { return &Digester{settings: settings} }
 
-// Digest is s's inputs digest; a skipped service has none.
+// Digest is s's inputs digest; a skipped service has none. A service
+// that could not be found (Fail) has the digest of its failure, so that
+// schedulers that bind results to digests keep each failure apart.
 func (d *Digester) Digest(s Service) (string, error) {
 	if s.Skip != "" {
 		return "", nil
+	}
+	if s.Fail != "" {
+		sum := sha256.Sum256(fmt.Appendf(nil, "failed\x00%s\x00%s\x00%s\x00%s", s.ID, s.Repo, s.Fail, d.settings))
+		return hex.EncodeToString(sum[:]), nil
 	}
 	tree, err := d.trees.of(filepath.Join(s.Dir, filepath.FromSlash(s.Context)))
 	if err != nil {
@@ -134,6 +142,11 @@ func (r *Runner) Run(ctx context.Context, services []Service) ([]Record, Plan, e
 		case s.Skip != "":
 			rec.State, rec.Reason = StateSkipped, s.Skip
 			plan.Skipped++
+		case s.Fail != "":
+			// Found failed: recorded, never run; the next run's discovery
+			// tries again.
+			rec.State, rec.Reason = StateFailed, s.Fail
+			rec.Timings.Finished = r.now()
 		case same && prev.State == StateDone,
 			same && prev.State == StateFailed && !r.RetryFailed:
 			recs[i] = prev
@@ -304,6 +317,10 @@ func (r *Runner) Start(rec Record, tier Tier) Record {
 // alone: a failing service is a failed record. Another scheduler (the
 // Temporal activities) runs the same unit through it.
 func (r *Runner) Judge(ctx context.Context, rec Record, tier Tier, last bool) (Record, []byte, error) {
+	if rec.Service.Fail != "" {
+		rec.State, rec.Reason, rec.Timings.Finished = StateFailed, rec.Service.Fail, r.now()
+		return rec, nil, nil
+	}
 	start := r.now()
 	out, err := r.gather(ctx, rec.Service, tier)
 	if ctx.Err() != nil {

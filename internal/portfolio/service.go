@@ -30,6 +30,9 @@ type Service struct {
 	Why string `json:"why,omitempty"`
 	// Skip says why the service is not judged; empty when it is.
 	Skip string `json:"skip,omitempty"`
+	// Fail says why the service could not be found (its repository could
+	// not be cloned): it is recorded failed with this reason, and not run.
+	Fail string `json:"fail,omitempty"`
 	// ProbePaths are URL paths the traced boot requests, from the
 	// repository's codegenie-portfolio.yaml.
 	ProbePaths []string `json:"probe_paths,omitempty"`
@@ -38,7 +41,7 @@ type Service struct {
 // equal reports whether two services are the same unit of work.
 func (s Service) equal(o Service) bool {
 	return s.ID == o.ID && s.Repo == o.Repo && s.Dir == o.Dir && s.Context == o.Context && s.Dockerfile == o.Dockerfile &&
-		s.Target == o.Target && s.Why == o.Why && s.Skip == o.Skip && slices.Equal(s.ProbePaths, o.ProbePaths)
+		s.Target == o.Target && s.Why == o.Why && s.Skip == o.Skip && s.Fail == o.Fail && slices.Equal(s.ProbePaths, o.ProbePaths)
 }
 
 // State is where a service is in a run.
