@@ -186,7 +186,11 @@ func (a *Assessor) assess(results []probe.Result) (probe.Assessment, *builder, e
 	if !heavyRan {
 		startUnknown = unknownStart(byName)
 	}
+	nonNode := notNode(&df, &ep)
 	switch {
+	case nonNode != "":
+		// Not a Node service: what blocks a Node migration does not apply.
+		as.Verdict, as.Reason, as.Blockers = probe.Unknown, nonNode, nil
 	case hard > 0:
 		as.Verdict = probe.Blocked
 	case len(cp.UnreadInImage) > 0:
