@@ -113,23 +113,13 @@ func (r *Repo) Open(rel string) (*os.File, error) {
 	return nil, err
 }
 
-// escapes reports whether rel resolves to a path outside the root.
+// escapes reports whether rel resolves to a path outside the root: the
+// file itself, or the deepest folder above it that exists when it does
+// not (lib/missing.js under a lib that links out escapes too).
 func (r *Repo) escapes(rel string) bool {
-	real, err := filepath.EvalSymlinks(r.Abs(rel))
-	if err != nil {
-		// A dangling link may still point outside: read it hop by hop.
-		fi, lerr := os.Lstat(r.Abs(rel))
-		if lerr != nil || fi.Mode()&fs.ModeSymlink == 0 {
-			return false
-		}
-		t, lerr := os.Readlink(r.Abs(rel))
-		if lerr != nil {
-			return false
-		}
-		if !filepath.IsAbs(t) {
-			t = filepath.Join(filepath.Dir(r.Abs(rel)), t)
-		}
-		real = filepath.Clean(t)
+	real := r.resolve(rel)
+	if real == "" {
+		return false
 	}
 	root, err := filepath.EvalSymlinks(r.Root)
 	if err != nil {
@@ -137,6 +127,33 @@ func (r *Repo) escapes(rel string) bool {
 	}
 	return real != root && !strings.HasPrefix(real, root+string(filepath.Separator)) &&
 		real != r.Root && !strings.HasPrefix(real, r.Root+string(filepath.Separator))
+}
+
+// resolve returns the host path rel leads to, following symlinks: for a
+// path that does not exist, that of its deepest existing ancestor joined
+// with the rest, and a dangling link's target read one hop. It is "" when
+// nothing on the path can be read.
+func (r *Repo) resolve(rel string) string {
+	p, rest := filepath.Clean(filepath.FromSlash(rel)), ""
+	for {
+		abs := r.Abs(p)
+		if real, err := filepath.EvalSymlinks(abs); err == nil {
+			return filepath.Join(real, rest)
+		}
+		if fi, err := os.Lstat(abs); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+			if t, err := os.Readlink(abs); err == nil {
+				if !filepath.IsAbs(t) {
+					t = filepath.Join(filepath.Dir(abs), t)
+				}
+				return filepath.Join(t, rest)
+			}
+		}
+		if p == "." || p == string(filepath.Separator) || filepath.Dir(p) == p {
+			return ""
+		}
+		rest = filepath.Join(filepath.Base(p), rest)
+		p = filepath.Dir(p)
+	}
 }
 
 // UnreadReason returns the reason for a result whose input could not be

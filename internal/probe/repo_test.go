@@ -74,3 +74,55 @@ func TestOpenRepoErrors(t *testing.T) {
 		t.Errorf("OpenRepo(file) error = %v, want ErrNotDirectory", err)
 	}
 }
+
+// TestOpenEscapes: a path that leads out of the repository through a
+// symlink is refused with ErrPathEscapes, whether the file behind it
+// exists or not, and whether the link is the file or a folder above it.
+func TestOpenEscapes(t *testing.T) {
+	t.Parallel()
+	host := writeTree(t, "lib/util.js", "secret")
+	dir := writeTree(t, "server.js", "in/real.js")
+	for name, target := range map[string]string{
+		"lib":        filepath.Join(host, "lib"),
+		"dangling":   filepath.Join(host, "nothing", "here"),
+		"secret":     filepath.Join(host, "secret"),
+		"inside":     "in",
+		"in/back.js": "real.js",
+	} {
+		if err := os.Symlink(target, filepath.Join(dir, filepath.FromSlash(name))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	repo, err := OpenRepo(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		rel    string
+		escape bool
+	}{
+		{rel: "lib/util.js", escape: true},
+		{rel: "lib/missing.js", escape: true},
+		{rel: "lib/deeper/missing.js", escape: true},
+		{rel: "dangling", escape: true},
+		{rel: "dangling/x.js", escape: true},
+		{rel: "secret", escape: true},
+		{rel: "server.js"},
+		{rel: "missing.js"},
+		{rel: "inside/real.js"},
+		{rel: "inside/missing.js"},
+		{rel: "in/back.js"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.rel, func(t *testing.T) {
+			t.Parallel()
+			f, err := repo.Open(tt.rel)
+			if err == nil {
+				f.Close()
+			}
+			if got := errors.Is(err, ErrPathEscapes); got != tt.escape {
+				t.Errorf("Open(%q) = %v, escapes %v, want %v", tt.rel, err, got, tt.escape)
+			}
+		})
+	}
+}
