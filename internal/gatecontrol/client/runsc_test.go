@@ -269,10 +269,15 @@ func TestKill9LeavesNoOrphans(t *testing.T) {
 		spawnErr <- err
 	}()
 	stateDir := filepath.Join(dir, "runsc")
+	var spawnID string // the long spawn's, as its spawn.started record says
 	waitFor(t, "the long spawn's spawn.started record and its sleep running in the sandbox", func() bool {
-		return slices.ContainsFunc(readAudit(t, filepath.Join(dir, "audit.log")), func(r audit.Record) bool {
-			return r.Event == audit.EventSpawnStarted
-		}) && guestRuns(t, runscBin, stateDir, "sleep")
+		recs := readAudit(t, filepath.Join(dir, "audit.log"))
+		i := slices.IndexFunc(recs, func(r audit.Record) bool { return r.Event == audit.EventSpawnStarted })
+		if i < 0 {
+			return false
+		}
+		spawnID = recs[i].SpawnID
+		return guestRuns(t, runscBin, stateDir, "sleep")
 	})
 	if err := first.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
@@ -283,6 +288,11 @@ func TestKill9LeavesNoOrphans(t *testing.T) {
 		t.Error("the spawn of a killed gate-control succeeded")
 	}
 	var left []string
+	defer func() {
+		if len(left) > 0 {
+			t.Logf("left: %q", left)
+		}
+	}()
 	waitFor(t, "every runsc process to exit after gate-control's SIGKILL", func() bool {
 		left = runscProcesses(t, stateDir)
 		return len(left) == 0
@@ -302,7 +312,7 @@ func TestKill9LeavesNoOrphans(t *testing.T) {
 			reaped = append(reaped, r.SpawnID)
 		}
 	}
-	if want := []string{filepath.Base(spawnDirs[0])}; !slices.Equal(reaped, want) {
+	if want := []string{spawnID}; !slices.Equal(reaped, want) {
 		t.Errorf("orphan.reaped records name %q, want %q; events: %v", reaped, want, eventNames(recs))
 	}
 	t.Logf("reaped: %v", reaped)
