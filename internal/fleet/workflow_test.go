@@ -31,7 +31,18 @@ type fakeTiers struct {
 	batches  [][]Outcome
 	// fail, when set, makes an attempt fail.
 	fail func(in TierInput, attempt int32) error
+	// meet, when set, holds each of the first meet activities until meet
+	// of them run at once, so that the fan-out shows whatever the speed
+	// of the machine. arrived counts them, and met closes when they have.
+	meet    int
+	arrived int
+	met     chan struct{}
 }
+
+// waitLimit bounds every wait for an event in these tests. It is minutes:
+// it only ends a test that would otherwise hang, and never decides one
+// that a slow machine would pass.
+const waitLimit = 3 * time.Minute
 
 func (f *fakeTiers) run(ctx context.Context, in TierInput) (Outcome, error) {
 	n := f.inFlight.Add(1)
@@ -47,8 +58,26 @@ func (f *fakeTiers) run(ctx context.Context, in TierInput) (Outcome, error) {
 		f.calls = map[string]int{}
 	}
 	f.calls[fmt.Sprintf("%s/%d", in.Tier, in.Index)]++
+	hold := f.arrived < f.meet
+	if hold {
+		if f.met == nil {
+			f.met = make(chan struct{})
+		}
+		if f.arrived++; f.arrived == f.meet {
+			close(f.met)
+		}
+	}
+	met := f.met
 	f.mu.Unlock()
-	time.Sleep(2 * time.Millisecond)
+	if hold {
+		select {
+		case <-met:
+		case <-time.After(waitLimit):
+			return Outcome{}, fmt.Errorf("waited %v for %d activities to run at once", waitLimit, f.meet)
+		case <-ctx.Done():
+			return Outcome{}, ctx.Err()
+		}
+	}
 	if f.fail != nil {
 		if err := f.fail(in, activity.GetInfo(ctx).Attempt); err != nil {
 			return Outcome{}, err
@@ -90,7 +119,7 @@ func (f *fakeTiers) count(tier portfolio.Tier) int {
 }
 
 func TestWorkflowBoundsTheFanOut(t *testing.T) {
-	f := &fakeTiers{}
+	f := &fakeTiers{meet: 4} // the bound: the first four meet, and no fifth may start meanwhile
 	env := f.env(t)
 	in := Input{Manifest: "m", Count: 40, Skipped: []int{5, 17}, Sandbox: true, Concurrency: 4}
 	env.ExecuteWorkflow(WorkflowName, in)
@@ -101,8 +130,8 @@ func TestWorkflowBoundsTheFanOut(t *testing.T) {
 	if err := env.GetWorkflowResult(&res); err != nil {
 		t.Fatal(err)
 	}
-	if got := f.maxSeen.Load(); got > 4 || got < 2 {
-		t.Errorf("at most %d services ran at once, want between 2 and the bound 4", got)
+	if got := f.maxSeen.Load(); got != 4 {
+		t.Errorf("at most %d services ran at once, want the bound 4", got)
 	}
 	if f.count(portfolio.TierStatic) != 38 || f.count(portfolio.TierSandbox) != 38 {
 		t.Errorf("static ran %d times and sandbox %d, want 38 each (40 services, 2 skipped)", f.count(portfolio.TierStatic), f.count(portfolio.TierSandbox))

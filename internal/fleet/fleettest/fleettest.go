@@ -57,8 +57,14 @@ type Server struct {
 	cmd  *exec.Cmd
 }
 
+// StartLimit bounds the wait for a dev server to answer. It is minutes: it
+// only ends a test whose server never answers, and never fails a slow
+// machine's start.
+const StartLimit = 3 * time.Minute
+
 // Start starts a dev server with its database in dir, on a free port, and
-// waits until it answers. It is stopped when the test ends.
+// waits until it answers (StartLimit at most). It is stopped when the test
+// ends.
 func Start(tb testing.TB, dir string) *Server {
 	tb.Helper()
 	cli := CLI(tb)
@@ -91,7 +97,7 @@ func (s *Server) start(tb testing.TB) {
 	if err := s.cmd.Start(); err != nil {
 		tb.Fatalf("starting the Temporal dev server: %v", err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), StartLimit)
 	defer cancel()
 	for {
 		c, err := client.DialContext(ctx, client.Options{HostPort: s.Addr, Logger: tlog.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))})
@@ -107,7 +113,7 @@ func (s *Server) start(tb testing.TB) {
 		}
 		if ctx.Err() != nil {
 			data, _ := os.ReadFile(s.log.Name())
-			tb.Fatalf("the Temporal dev server did not answer on %s: %v\n%s", s.Addr, err, data)
+			tb.Fatalf("waited %v for the Temporal dev server to answer on %s: %v\n%s", StartLimit, s.Addr, err, data)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}

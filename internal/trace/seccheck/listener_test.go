@@ -56,6 +56,11 @@ func collect(ctx context.Context, l *Listener) <-chan result {
 	return ch
 }
 
+// waitLimit bounds every wait for an event in these tests. It is minutes:
+// it only ends a test that would otherwise hang, and never decides one
+// that a slow machine would pass.
+const waitLimit = 3 * time.Minute
+
 func wait(t *testing.T, ch <-chan result) *Collection {
 	t.Helper()
 	select {
@@ -64,8 +69,8 @@ func wait(t *testing.T, ch <-chan result) *Collection {
 			t.Fatalf("Collect: %v", r.err)
 		}
 		return r.coll
-	case <-time.After(20 * time.Second):
-		t.Fatal("Collect did not return")
+	case <-time.After(waitLimit):
+		t.Fatalf("waited %v for Collect to return", waitLimit)
 		return nil
 	}
 }
@@ -106,14 +111,14 @@ func (r *fakeRunsc) send(b []byte) {
 // (an end of file, or a reset when it closed with our data unread).
 func (r *fakeRunsc) reply() []byte {
 	r.t.Helper()
-	_ = r.conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	_ = r.conn.SetReadDeadline(time.Now().Add(waitLimit))
 	buf := make([]byte, 64)
 	n, err := r.conn.Read(buf)
 	if errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) {
 		return nil
 	}
 	if err != nil {
-		r.t.Fatalf("reading reply: %v", err)
+		r.t.Fatalf("reading the listener's reply: %v", err)
 	}
 	return buf[:n]
 }
@@ -293,6 +298,7 @@ func TestCollectIncomplete(t *testing.T) {
 		},
 		{
 			name: "handshake timeout",
+			// Short, and safe: this peer never sends a handshake.
 			opts: Options{HandshakeTimeout: 50 * time.Millisecond},
 			run: func(t *testing.T, path string) {
 				r := dial(t, path)
@@ -521,6 +527,7 @@ func TestCollectStopsOnContext(t *testing.T) {
 
 func TestCollectDrainTimeout(t *testing.T) {
 	t.Parallel()
+	// Short, and safe: the peer never closes its end.
 	l := listen(t, Options{DrainTimeout: 50 * time.Millisecond})
 	ch := collect(t.Context(), l)
 	r := dial(t, l.Path())
