@@ -14,7 +14,7 @@ long() {
   "$@" >&2 &
   pid=$!
   while ! wait_for "$pid" 20; do
-    log "  ... still $what ($((SECONDS - start)) s so far)"
+    log "  ... still at it, $((SECONDS - start)) s so far"
   done
   wait "$pid" || rc=$?
   if [ "$rc" -ne 0 ]; then
