@@ -167,6 +167,9 @@ func TestFailuresAreRecordedAndRetried(t *testing.T) {
 		return nil
 	}}
 	r := newRunner(t, out, fg)
+	// A short timeout is safe: only the hang service waits on its context,
+	// and never ends by itself; the fake answers the others without
+	// looking at theirs, so they are done whatever the machine's speed.
 	r.ServiceTimeout = 50 * time.Millisecond
 	recs, _, err := r.Run(t.Context(), ss)
 	if err != nil {
