@@ -341,6 +341,10 @@ func (r *Runner) Judge(ctx context.Context, rec Record, tier Tier, last bool) (R
 	case err != nil:
 		rec.State, rec.Reason = StateFailed, err.Error()
 		rec.Timings.Finished = r.now()
+	case runsNoNode(rec.Result):
+		// Not a Node service: nothing for the sandbox tier to prove.
+		rec.State, rec.Reason = StateSkipped, rec.Result.Reason
+		rec.Timings.Finished = r.now()
 	case !last:
 		rec.State, rec.Tier, rec.Reason = StateQueued, TierSandbox, ""
 	default:
@@ -355,6 +359,15 @@ func (r *Runner) Judge(ctx context.Context, rec Record, tier Tier, last bool) (R
 		rec.Timings.Finished = r.now()
 	}
 	return rec, sarif, nil
+}
+
+// SkipNotNode begins the reason of a service skipped because its image
+// runs no Node (the verdict's reason says so).
+const SkipNotNode = "not_node"
+
+// runsNoNode reports whether a result is of an image that runs no Node.
+func runsNoNode(res *Result) bool {
+	return res != nil && res.Verdict == probe.Unknown && strings.HasPrefix(res.Reason, SkipNotNode+":")
 }
 
 // PanicError is a service whose run panicked.
