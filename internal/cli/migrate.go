@@ -283,6 +283,7 @@ func printMigration(w io.Writer, m *migrate.Migration) {
 				failed = append(failed, o.Gate)
 			case gates.Inconclusive:
 				inconclusive = append(inconclusive, o.Gate)
+			case gates.Passed, gates.Skipped:
 			}
 		}
 		var why []string
@@ -340,6 +341,7 @@ func encodeMigrationSARIF(w io.Writer, m *migrate.Migration) error {
 				level = "error"
 			case gates.Inconclusive:
 				level = "warning"
+			case gates.Passed, gates.Skipped:
 			}
 			msg := fmt.Sprintf("%s: %s", o.Status, o.Detail)
 			if len(o.Evidence) > 0 {

@@ -50,12 +50,12 @@ func linkedService(t *testing.T, base string, committed bool) string {
 	t.Helper()
 	svc, other := filepath.Join(base, "svc"), filepath.Join(base, "other")
 	for p, data := range map[string]string{
-		"svc/Dockerfile":            "FROM node:22-slim\nWORKDIR /app\nCOPY . .\nCMD [\"npm\", \"start\"]\n",
-		"svc/package.json":          `{"name": "svc", "scripts": {"prestart": "node migrate.js", "start": "node server.js"}}` + "\n",
-		"svc/docker-compose.yml":    "services:\n  web:\n    build:\n      context: ./ctx\n      dockerfile: ../Dockerfile\n",
-		"other/.dockerignore":       "node_modules\n",
-		"other/migrate.js":          "console.log('migrating');\n",
-		"other/server.js":           "require('node:http').createServer((q, r) => r.end('ok')).listen(8080);\n",
+		"svc/Dockerfile":             "FROM node:22-slim\nWORKDIR /app\nCOPY . .\nCMD [\"npm\", \"start\"]\n",
+		"svc/package.json":           `{"name": "svc", "scripts": {"prestart": "node migrate.js", "start": "node server.js"}}` + "\n",
+		"svc/docker-compose.yml":     "services:\n  web:\n    build:\n      context: ./ctx\n      dockerfile: ../Dockerfile\n",
+		"other/.dockerignore":        "node_modules\n",
+		"other/migrate.js":           "console.log('migrating');\n",
+		"other/server.js":            "require('node:http').createServer((q, r) => r.end('ok')).listen(8080);\n",
 		"other/codegenie-launch.cjs": "// other's launcher, committed\n",
 	} {
 		if err := os.MkdirAll(filepath.Dir(filepath.Join(base, p)), 0o755); err != nil {

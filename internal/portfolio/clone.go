@@ -38,12 +38,12 @@ func clone(ctx context.Context, url, workspace string) (string, error) {
 	defer func() { _ = os.RemoveAll(tmp) }()
 	repo := filepath.Join(tmp, "repo")
 	if err := runGit(ctx, url, "clone", "--quiet", "--depth", "1", "--", url, repo); err != nil {
-		return "", fmt.Errorf("cloning %s: %s; check the URL, that this machine can reach it, and its credentials (a git credential helper)", shown, err)
+		return "", fmt.Errorf("cloning %s: %w; check the URL, that this machine can reach it, and its credentials (a git credential helper)", shown, err)
 	}
 	if shown != url {
 		// git keeps the URL it cloned as the origin's, token and all.
 		if err := runGit(ctx, url, "-C", repo, "config", "remote.origin.url", shown); err != nil {
-			return "", fmt.Errorf("removing the credentials from the clone of %s: %s", shown, err)
+			return "", fmt.Errorf("removing the credentials from the clone of %s: %w", shown, err)
 		}
 	}
 	if err := os.Rename(repo, dir); err != nil {

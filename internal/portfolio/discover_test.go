@@ -13,8 +13,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/codegenie/codegenie/internal/builtin"
-	"github.com/codegenie/codegenie/internal/probe"
 	"github.com/codegenie/codegenie/internal/portfolio/portfoliotest"
+	"github.com/codegenie/codegenie/internal/probe"
 	nodenpm "github.com/codegenie/codegenie/plugins/distroless-migration--node--npm"
 )
 

@@ -28,9 +28,9 @@ func migrateOptions(e *traceEnv) migrate.Options {
 	images := &image.Remote{Mirrors: e.mirrors}
 	mirrors := map[string]string{"docker.io": e.registry.Host, "gcr.io": e.registry.Host}
 	return migrate.Options{
-		Gather:          gather.Options{Registry: builtin.NewRegistry(), Version: "test", Task: nodenpm.Task, Images: images},
-		RewriteOptions:  nodenpm.RewriteOptions{Digest: images.Digest},
-		Sandbox:         e.sandbox,
+		Gather:         gather.Options{Registry: builtin.NewRegistry(), Version: "test", Task: nodenpm.Task, Images: images},
+		RewriteOptions: nodenpm.RewriteOptions{Digest: images.Digest},
+		Sandbox:        e.sandbox,
 		// A maximum, not a window: each boot ends once it has answered
 		// and settled.
 		BootFor:         3 * time.Minute,

@@ -253,8 +253,6 @@ func header(tool, opt, h string, curl bool) (Header, error) {
 	return Header{Name: name, Value: value}, nil
 }
 
-func (c *Check) setHeader(h Header) { c.Headers = append(c.Headers, h) }
-
 // setURLs makes raw the check's URLs. Credentials in a URL become Auth
 // (challenge says whether the tool waits for a 401 first), when there is
 // one URL and no other credentials.

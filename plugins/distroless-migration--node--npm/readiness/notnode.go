@@ -58,9 +58,7 @@ func notNode(df *dockerfileprobe.Facts, ep *entrypoints.Facts) string {
 		if e.Dockerfile != df.Image.Dockerfile || (e.Origin != "entrypoint" && e.Origin != "cmd") {
 			continue
 		}
-		switch e.Kind {
-		case entrypoints.KindELF, entrypoints.KindNotFound, entrypoints.KindBaseImage:
-		default:
+		if k := e.Kind; k != entrypoints.KindELF && k != entrypoints.KindNotFound && k != entrypoints.KindBaseImage {
 			return ""
 		}
 		if e.NodeArgv != nil || e.InterpreterKind == "node" {

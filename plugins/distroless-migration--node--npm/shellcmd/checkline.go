@@ -129,10 +129,10 @@ func discards(r *syntax.Redirect) bool {
 	if !ok {
 		return false
 	}
-	switch r.Op {
-	case syntax.RdrOut, syntax.AppOut, syntax.RdrClob:
+	if op := r.Op; op == syntax.RdrOut || op == syntax.AppOut || op == syntax.RdrClob {
 		return target == "/dev/null"
-	case syntax.DplOut:
+	}
+	if r.Op == syntax.DplOut {
 		return target == "1" || target == "2"
 	}
 	return false

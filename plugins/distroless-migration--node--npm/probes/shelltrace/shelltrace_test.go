@@ -5,8 +5,8 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"sync"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -231,7 +231,7 @@ func TestStepTimeoutKeepsTheShellsSeen(t *testing.T) {
 	tr := npmStartTrace()[:2]
 	sb := &fakeSandbox{res: sandbox.Result{Backend: "gvisor", TimedOut: true, ExitCode: -1, Trace: tr,
 		TraceGaps: []string{"the exec witness saw /bin/sh that the trace did not"},
-		Phases: []sandbox.PhaseResult{{Name: "build:builder:step 4", Failed: true, TimedOut: true, ExitCode: -1}, {Name: "build:1", Failed: true, TimedOut: true, ExitCode: -1}}}}
+		Phases:    []sandbox.PhaseResult{{Name: "build:builder:step 4", Failed: true, TimedOut: true, ExitCode: -1}, {Name: "build:1", Failed: true, TimedOut: true, ExitCode: -1}}}}
 	out, err := New().Run(t.Context(), repo(t), &probe.Context{Sandbox: sb, StepTimeout: time.Minute})
 	if err != nil {
 		t.Fatal(err)
