@@ -167,14 +167,13 @@ func TestAuditTailFollow(t *testing.T) {
 	}()
 	waitOutput := func(want string) {
 		t.Helper()
-		deadline := time.Now().Add(10 * time.Second)
-		for !strings.Contains(out.String(), want) {
-			if time.Now().After(deadline) {
-				t.Fatalf("no %q in the output:\n%s%s", want, out.String(), errb.String())
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
+		waitFor(t, "audit tail --follow to print "+want, func() bool { return strings.Contains(out.String(), want) })
 	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("its output:\n%s%s", out.String(), errb.String())
+		}
+	})
 	waitOutput(" #3 ")
 	if strings.Contains(out.String(), " #2 ") {
 		t.Errorf("-n 1 printed more:\n%s", out.String())

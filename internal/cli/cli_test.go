@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/spf13/cobra"
@@ -28,6 +29,24 @@ func example(t *testing.T) string {
 type result struct {
 	code           int
 	stdout, stderr string
+}
+
+// waitLimit bounds every wait for an event in these tests. It is minutes:
+// it only ends a test that would otherwise hang, and never decides one
+// that a slow machine would pass.
+const waitLimit = 3 * time.Minute
+
+// waitFor waits until cond holds, and fails the test, naming what it
+// waited for, if it does not within waitLimit.
+func waitFor(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(waitLimit)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("waited %v for %s", waitLimit, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 func execute(t *testing.T, ctx context.Context, args ...string) result {

@@ -25,6 +25,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/codegenie/codegenie/internal/audit"
 	"github.com/codegenie/codegenie/internal/devimages"
 	"github.com/codegenie/codegenie/internal/fleet"
 	"github.com/codegenie/codegenie/internal/fleet/fleettest"
@@ -100,8 +101,8 @@ func (p *proc) text() string {
 // count counts the lines holding s.
 func (p *proc) count(s string) int { return strings.Count(p.text(), s) }
 
-// waitLine waits for a line holding s.
-func (p *proc) waitLine(t *testing.T, s string, timeout time.Duration) {
+// waitLine waits for a line holding s, for waitLimit at most.
+func (p *proc) waitLine(t *testing.T, s string) {
 	t.Helper()
 	ch := make(chan string, 1024)
 	p.mu.Lock()
@@ -111,7 +112,7 @@ func (p *proc) waitLine(t *testing.T, s string, timeout time.Duration) {
 	if seen {
 		return
 	}
-	deadline := time.After(timeout)
+	deadline := time.After(waitLimit)
 	for {
 		select {
 		case l := <-ch:
@@ -121,7 +122,7 @@ func (p *proc) waitLine(t *testing.T, s string, timeout time.Duration) {
 		case <-p.done:
 			t.Fatalf("%s exited before printing %q:\n%s", p.name, s, p.text())
 		case <-deadline:
-			t.Fatalf("%s printed no %q in %s:\n%s", p.name, s, timeout, p.text())
+			t.Fatalf("waited %v for %s to print %q:\n%s", waitLimit, p.name, s, p.text())
 		}
 	}
 }
@@ -148,25 +149,38 @@ func (p *proc) inFlight() []string {
 	return out
 }
 
-// waitBusy waits until the worker has been in an activity (started, not
-// done) for d.
-func (p *proc) waitBusy(t *testing.T, d, timeout time.Duration) {
+// waitTracedBuild waits until the sandbox worker is in an activity (started,
+// not done) and gate-control, whose audit log is auditLog, runs a spawn:
+// the activity's traced build, which the worker, the only client, asked
+// for.
+func (p *proc) waitTracedBuild(t *testing.T, auditLog string) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	var since time.Time
-	for time.Now().Before(deadline) {
-		busy := p.count("msg=start") > p.count("msg=done")
-		switch {
-		case !busy:
-			since = time.Time{}
-		case since.IsZero():
-			since = time.Now()
-		case time.Since(since) >= d:
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
+	waitFor(t, p.name+" to be in an activity whose traced build runs in gate-control", func() bool {
+		return p.count("msg=start") > p.count("msg=done") && spawnsRunning(auditLog) > 0
+	})
+}
+
+// spawnsRunning counts the spawns that auditLog says started and did not
+// finish. It reads what is there, up to a record still being written.
+func spawnsRunning(auditLog string) int {
+	f, err := os.Open(auditLog)
+	if err != nil {
+		return 0
 	}
-	t.Fatalf("%s was not in an activity for %s within %s:\n%s", p.name, d, timeout, p.text())
+	defer f.Close()
+	running := map[string]bool{}
+	for rd := audit.NewReader(f); ; {
+		r, err := rd.Next()
+		if err != nil {
+			return len(running)
+		}
+		switch r.Event {
+		case audit.EventSpawnStarted:
+			running[r.SpawnID] = true
+		case audit.EventSpawnFinished:
+			delete(running, r.SpawnID)
+		}
+	}
 }
 
 func (p *proc) kill9(t *testing.T) {
@@ -220,8 +234,8 @@ func TestTemporalPortfolioSurvivesFaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = os.RemoveAll(gcDir) })
-	sock, key := filepath.Join(gcDir, "gc.sock"), filepath.Join(gcDir, "key")
-	gc := startProc(t, "gate-control", bin, nil, "gate-control", "serve", "--key-file", key, "--audit-log", filepath.Join(gcDir, "audit.log"),
+	sock, key, auditLog := filepath.Join(gcDir, "gc.sock"), filepath.Join(gcDir, "key"), filepath.Join(gcDir, "audit.log")
+	gc := startProc(t, "gate-control", bin, nil, "gate-control", "serve", "--key-file", key, "--audit-log", auditLog,
 		"--socket", sock, "--state-dir", filepath.Join(gcDir, "runsc"))
 	waitFile(t, sock, gc)
 
@@ -236,7 +250,7 @@ func TestTemporalPortfolioSurvivesFaults(t *testing.T) {
 	worker := func(tb *testing.T, name, tier string, extra ...string) *proc {
 		args := append(append(append([]string{}, common...), "worker", "--tier", tier), extra...)
 		p := startProc(t, name, bin, env, args...)
-		p.waitLine(tb, "worker ready", 30*time.Second)
+		p.waitLine(tb, "worker ready")
 		return p
 	}
 	staticA := worker(t, "static-a", "static", "--parallel", "2")
@@ -253,10 +267,11 @@ func TestTemporalPortfolioSurvivesFaults(t *testing.T) {
 	if !t.Run("kill -9 a static worker and the sandbox worker mid-activity", func(tt *testing.T) {
 		// A static worker dies as the run starts, and the sandbox worker in
 		// its first traced build.
-		staticB.waitLine(tt, "msg=start", 30*time.Second)
+		staticB.waitLine(tt, "msg=start")
 		staticB.kill9(tt)
-		// Killed a second into an activity (a traced build takes seconds).
-		sandbox1.waitBusy(tt, time.Second, 60*time.Second)
+		// Killed in an activity, while its traced build runs (for
+		// seconds).
+		sandbox1.waitTracedBuild(tt, auditLog)
 		sandbox1.kill9(tt)
 		killed = sandbox1.inFlight()
 		if len(killed) != 1 {
@@ -271,7 +286,7 @@ func TestTemporalPortfolioSurvivesFaults(t *testing.T) {
 	var id string
 	if !t.Run("restart the server mid-run", func(tt *testing.T) {
 		// The server restarts while the retried build runs.
-		sandbox2.waitBusy(tt, time.Second, 60*time.Second)
+		sandbox2.waitTracedBuild(tt, auditLog)
 		down := srv.Restart(tt)
 		doneAtRestart := sandbox2.count("msg=done tier=sandbox") + staticA.count("msg=done")
 		tt.Logf("the server was down %s", down.Round(time.Millisecond))
@@ -445,18 +460,14 @@ func runJSON(t *testing.T, bin string, env []string, v any, args ...string) stri
 	return string(out)
 }
 
+// waitFile waits for path to appear, as p makes it (its log is shown when
+// the test fails).
 func waitFile(t *testing.T, path string, p *proc) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if _, err := os.Stat(path); err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s did not appear:\n%s", path, p.text())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitFor(t, p.name+" to make "+path, func() bool {
+		_, err := os.Stat(path)
+		return err == nil
+	})
 }
 
 func waitExit(p *proc, timeout time.Duration) error {
@@ -489,12 +500,18 @@ func TestTemporalPortfolioSaysWhenNoWorkerPolls(t *testing.T) {
 	srv := fleettest.Start(t, work)
 	src := filepath.Join(work, "src")
 	portfoliotest.GenerateFrom(t, src, 2, []string{"npm-start-plain"})
-	// Interrupted (as Ctrl-C does) once the first query has timed out.
+	// Interrupted (as Ctrl-C does) once it has said that no worker polls
+	// (after its first query timed out); the backstop ends a client that
+	// never says so.
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	time.AfterFunc(fleet.QueryTimeout+3*time.Second, cancel)
-	r := execute(t, ctx, "--cache-dir", filepath.Join(work, "cache"), "portfolio", "--no-sandbox", "--temporal", srv.Addr,
-		"--store", filepath.Join(work, "results"), "--out", filepath.Join(work, "out"), src)
+	backstop := time.AfterFunc(waitLimit, cancel)
+	defer backstop.Stop()
+	var stdout bytes.Buffer
+	stderr := &callWhen{s: "no worker polls the task queue codegenie-static", fn: cancel}
+	code := Execute(ctx, []string{"--cache-dir", filepath.Join(work, "cache"), "portfolio", "--no-sandbox", "--temporal", srv.Addr,
+		"--store", filepath.Join(work, "results"), "--out", filepath.Join(work, "out"), src}, Streams{Out: &stdout, Err: stderr})
+	r := result{code, stdout.String(), stderr.String()}
 	if r.code != ExitCanceled {
 		t.Errorf("exit %d, want %d (interrupted)", r.code, ExitCanceled)
 	}
@@ -503,6 +520,22 @@ func TestTemporalPortfolioSaysWhenNoWorkerPolls(t *testing.T) {
 			t.Errorf("stderr does not say %q:\n%s", want, r.stderr)
 		}
 	}
+}
+
+// callWhen is a syncBuffer that calls fn once what it holds contains s.
+type callWhen struct {
+	syncBuffer
+	s    string
+	fn   func()
+	once sync.Once
+}
+
+func (w *callWhen) Write(p []byte) (int, error) {
+	n, err := w.syncBuffer.Write(p)
+	if strings.Contains(w.String(), w.s) {
+		w.once.Do(w.fn)
+	}
+	return n, err
 }
 
 // TestTemporalPortfolioMatchesLocal runs one portfolio (every fixture
@@ -532,8 +565,11 @@ func TestTemporalPortfolioMatchesLocal(t *testing.T) {
 	localOut, remoteOut := filepath.Join(work, "local"), filepath.Join(work, "remote")
 	common := []string{"portfolio", "--no-sandbox", "--migrate", "--temporal", ""}
 	local := execute(t, t.Context(), append(append([]string{"--cache-dir", filepath.Join(work, "lcache")}, common...), "--out", localOut, src)...)
+	// A heartbeat of minutes: a busy machine may starve a worker's
+	// heartbeat for seconds, and the retry would count one more attempt
+	// than the local run's, where no attempt failed.
 	remote := execute(t, t.Context(), append(append([]string{"--cache-dir", filepath.Join(work, "ccache")}, common...),
-		"--temporal", srv.Addr, "--store", store, "--out", remoteOut, src)...)
+		"--temporal", srv.Addr, "--store", store, "--static-heartbeat", waitLimit.String(), "--out", remoteOut, src)...)
 	if local.code != remote.code || local.code != ExitNotReady {
 		t.Fatalf("exit codes: local %d, temporal %d; want both %d\nlocal: %s\ntemporal: %s", local.code, remote.code, ExitNotReady, local.stderr, remote.stderr)
 	}
