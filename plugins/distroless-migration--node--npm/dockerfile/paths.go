@@ -151,3 +151,47 @@ func (f *File) sourceOf(i int, p string, isDir func(string) bool, depth int) (st
 	}
 	return "", false
 }
+
+// AppDir returns the directory that holds stage i's app: its working
+// directory when its FROM chain sets one, else the deepest directory that
+// holds every COPY and ADD destination of the chain (a Dockerfile with no
+// WORKDIR that copies the app to /app and starts node /app/server.js).
+// ok is false when the chain sets no WORKDIR and copies nothing, or
+// copies into / itself, where the app's files cannot be told from the
+// base image's.
+func (f *File) AppDir(i int) (dir string, ok bool) {
+	if wd := f.Workdir(i); wd != "/" {
+		return wd, true
+	}
+	wd := "/"
+	for _, s := range f.chain(i) {
+		for _, in := range f.Stages[s].Instructions {
+			switch in.Command {
+			case "workdir":
+				if len(in.Args) == 1 {
+					wd = resolve(wd, in.Args[0])
+				}
+			case "copy", "add":
+				if len(in.Args) < 2 {
+					continue
+				}
+				raw := in.Args[len(in.Args)-1]
+				srcs := in.Args[:len(in.Args)-1]
+				d := resolve(wd, raw)
+				if !strings.HasSuffix(raw, "/") && len(srcs) == 1 && srcs[0] != "." && !strings.HasSuffix(srcs[0], "/") {
+					d = path.Dir(d) // one source may be a file: its directory
+				}
+				if dir == "" {
+					dir = d
+				}
+				for dir != "/" && d != dir && !strings.HasPrefix(d, dir+"/") {
+					dir = path.Dir(dir)
+				}
+			}
+		}
+	}
+	if dir == "" || dir == "/" {
+		return "", false
+	}
+	return dir, true
+}

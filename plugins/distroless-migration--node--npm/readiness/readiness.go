@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"path"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -163,6 +164,9 @@ func (a *Assessor) assess(results []probe.Result) (probe.Assessment, *builder, e
 	}
 	if !heavyRan && !hasNote(b.notes, NoteStaticOnly) {
 		b.notes = append(b.notes, probe.Note{ID: NoteStaticOnly, Message: "unconfirmed: no traced build and boot ran; only a trace confirms that no shell runs"})
+	}
+	if d := judgedFile(&df); d != nil {
+		b.appDir(d)
 	}
 	as.Blockers, as.Notes = b.sorted(), b.notes
 	if d := judgedFile(&df); d != nil {
@@ -426,6 +430,26 @@ func judgedFile(f *dockerfileprobe.Facts) *dockerfile.File {
 		}
 	}
 	return nil
+}
+
+// appDir: a rewrite that moves a runtime stage built FROM another stage,
+// or one whose RUN steps move to a files stage, copies the app's directory
+// into a new stage. With no WORKDIR, that is the directory that holds
+// every COPY destination; an app copied into / itself cannot be told from
+// the base image's files, and the recipe cannot make the new stage.
+func (b *builder) appDir(d *dockerfile.File) {
+	st := d.Stages[d.Final]
+	moves := slices.ContainsFunc(b.blockers, func(bl probe.Blocker) bool { return bl.Rule == RuleMoveToBuilder })
+	if len(b.blockers) == 0 || st.BaseStage < 0 && !moves {
+		return
+	}
+	if _, ok := d.AppDir(d.Final); ok {
+		return
+	}
+	b.Add(probe.Blocker{ID: dockerfileprobe.WarnShellFormRunFinal, Kind: probe.ShellInFinalStageBuild, Rule: RuleRunSideEffects,
+		Title:    "the runtime stage's files cannot move to a distroless stage: no WORKDIR is set and the app is copied into /",
+		WhyNot:   "a distroless runtime stage copies the app's directory from the stage that builds it, and with the app in / its files cannot be told from the base image's; set a WORKDIR (or copy the app into a directory of its own)",
+		Evidence: ev(d.Path, st.Line)})
 }
 
 // dockerfiles: what the judged image's final stage needs a shell for while

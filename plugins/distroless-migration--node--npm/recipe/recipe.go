@@ -401,21 +401,41 @@ func (r *rewriter) chain() []int {
 // app from the stage it was built from, with that stage's ENV and USER.
 func (r *rewriter) inline(start, health []string) error {
 	st := r.d.Stages[r.t]
-	if r.wd == "/" {
-		return r.refuse(readiness.RuleDistrolessBase, "the stages set no WORKDIR", "codegenie cannot tell which files make the app; set a WORKDIR", st.Line)
+	workdir, err := r.appDir(readiness.RuleDistrolessBase)
+	if err != nil {
+		return err
 	}
 	parent := r.d.StageName(st.BaseStage)
 	c := r.collect(r.chain()[:len(r.chain())-1])
 	c.users = c.users || r.needsNodeUser()
 	var b strings.Builder
 	b.WriteString(from(st.Platform, r.target.Pinned(), st.Name))
-	fmt.Fprintf(&b, "WORKDIR %s\n", r.wd)
+	b.WriteString(workdir)
 	r.copies(&b, parent, c)
 	r.edits = append(r.edits, edit{from: st.Line, to: st.Line, text: b.String()})
 	r.change(readiness.RuleDistrolessBase, fmt.Sprintf("the runtime stage is FROM %s and copies %s from %s, with its ENV and USER", r.target.Pinned(), r.wd, parent))
 	r.changeIfBlocked(readiness.RuleMoveToBuilder, "the RUN steps stay in "+parent+", which the runtime stage copies its files from")
 	r.newBase = false
 	return r.swap(start, health)
+}
+
+// appDir sets r.wd to the directory a new runtime stage copies the app
+// from, and returns the WORKDIR line that stage needs: the chain's own
+// WORKDIR, or, when the chain sets none, nothing (node keeps / as its
+// working directory) while the app is copied from the directory that holds
+// every COPY destination. It refuses, under rule, when the app was copied
+// into / itself.
+func (r *rewriter) appDir(rule string) (string, error) {
+	dir, ok := r.d.AppDir(r.t)
+	if !ok {
+		st := r.d.Stages[r.t]
+		return "", r.refuse(rule, "the stages set no WORKDIR and copy the app into /", "codegenie cannot tell the app's files from the base image's; set a WORKDIR", st.Line)
+	}
+	if r.wd == "/" {
+		r.wd = dir
+		return "", nil
+	}
+	return fmt.Sprintf("WORKDIR %s\n", r.wd), nil
 }
 
 // collected is what a chain of stages sets up that the runtime needs.
@@ -796,7 +816,14 @@ func (r *rewriter) healthLines() ([]string, error) {
 	if !ok {
 		return nil, r.refuse(act.Blocker.Rule, "the HEALTHCHECK is not in the runtime stage", "codegenie rewrites the runtime stage's own HEALTHCHECK", 0)
 	}
-	m := healthRE.FindStringSubmatch(r.verbatim(hc))
+	// The parser's one-line text of the instruction: continuation lines
+	// (with either escape character) joined and the comments between them
+	// dropped.
+	text := hc.Source
+	if text == "" {
+		text = r.verbatim(hc)
+	}
+	m := healthRE.FindStringSubmatch(text)
 	if m == nil {
 		return nil, r.refuse(act.Blocker.Rule, "the HEALTHCHECK's options could not be read", "write it as HEALTHCHECK [options] CMD [...] by hand", hc.Line)
 	}
@@ -983,8 +1010,9 @@ var runtimeOnly = map[string]bool{"cmd": true, "entrypoint": true, "healthcheck"
 // steps, and appends a runtime stage on the target that copies the files.
 func (r *rewriter) split(start, health []string) error {
 	st := r.d.Stages[r.t]
-	if r.wd == "/" {
-		return r.refuse(readiness.RuleMoveToBuilder, "the runtime stage sets no WORKDIR", "codegenie cannot tell which files the RUN steps produce for the app; set a WORKDIR", st.Line)
+	workdir, err := r.appDir(readiness.RuleMoveToBuilder)
+	if err != nil {
+		return err
 	}
 	files := "app-files"
 	if st.Name != "" {
@@ -1047,7 +1075,7 @@ func (r *rewriter) split(start, health []string) error {
 	var b strings.Builder
 	b.WriteString("\n")
 	b.WriteString(from(st.Platform, r.target.Pinned(), st.Name))
-	fmt.Fprintf(&b, "WORKDIR %s\n", r.wd)
+	b.WriteString(workdir)
 	r.copies(&b, files, c)
 	for _, k := range keep {
 		b.WriteString(k)
