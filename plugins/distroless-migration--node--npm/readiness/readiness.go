@@ -505,27 +505,27 @@ func (b *builder) dockerfiles(f *dockerfileprobe.Facts) {
 	if cb, found := composeFor(f, d.Path); found {
 		b.composeOverrides(cb)
 	}
-	hc, ok := d.Effective(d.Final, "healthcheck")
-	hcFile := d.Path
-	if cb, found := composeFor(f, d.Path); found && len(cb.Healthcheck) > 0 {
-		// The compose file's healthcheck overrides the image's.
+	// The image's HEALTHCHECK is judged on its own even when a compose
+	// file sets the service's healthcheck: compose's overrides it only
+	// where the service runs through compose, and the image ships its own
+	// everywhere else.
+	if hc, ok := d.Effective(d.Final, "healthcheck"); ok {
+		b.healthcheck(d, hc, d.Path)
+	}
+	if cb, found := composeFor(f, d.Path); found && len(cb.Healthcheck) > 1 {
 		switch cb.Healthcheck[0] {
 		case "CMD-SHELL":
-			ok = len(cb.Healthcheck) > 1
-			if ok {
-				hc = dockerfile.Instruction{Command: "healthcheck", Form: dockerfile.FormShell, Args: cb.Healthcheck[1:2], Line: cb.HealthcheckLine}
-			}
+			b.healthcheck(d, dockerfile.Instruction{Command: "healthcheck", Form: dockerfile.FormShell, Args: cb.Healthcheck[1:2], Line: cb.HealthcheckLine}, cb.File)
 		case "CMD":
-			ok = len(cb.Healthcheck) > 1
-			if ok {
-				hc = dockerfile.Instruction{Command: "healthcheck", Form: dockerfile.FormExec, Args: cb.Healthcheck[1:], Line: cb.HealthcheckLine}
-			}
-		case "NONE":
-			ok = false
+			b.healthcheck(d, dockerfile.Instruction{Command: "healthcheck", Form: dockerfile.FormExec, Args: cb.Healthcheck[1:], Line: cb.HealthcheckLine}, cb.File)
 		}
-		hcFile = cb.File
 	}
-	if !ok || hc.HealthcheckNone || len(hc.Args) == 0 {
+}
+
+// healthcheck judges one health check of the judged image: its
+// HEALTHCHECK, or (hcFile a compose file) the compose service's.
+func (b *builder) healthcheck(d *dockerfile.File, hc dockerfile.Instruction, hcFile string) {
+	if hc.HealthcheckNone || len(hc.Args) == 0 {
 		return
 	}
 	argv := hc.Args

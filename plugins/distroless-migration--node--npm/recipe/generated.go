@@ -12,7 +12,9 @@ import (
 // shell did, with node alone: the launcher runs a start chain's steps, the
 // health check requests a URL.
 
-// LauncherName and HealthName are the generated files' names, beside the
+// LauncherName, HealthName and ComposeHealthName (a compose file's curl or
+// wget check, when the image's own HEALTHCHECK has a generated check too)
+// are the generated files' names, beside the
 // app in the image's WORKDIR and in the build context. They are .cjs: the
 // files are CommonJS (require), and a .js file in a package whose
 // package.json says "type": "module" is an ES module, where require is
@@ -20,6 +22,8 @@ import (
 const (
 	LauncherName = "codegenie-launch.cjs"
 	HealthName   = "codegenie-healthcheck.cjs"
+	// ComposeHealthName is a compose healthcheck's generated check.
+	ComposeHealthName = "codegenie-compose-healthcheck.cjs"
 )
 
 // generatedHeader marks a generated file; the recipe recognises its own

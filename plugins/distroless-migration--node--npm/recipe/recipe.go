@@ -267,6 +267,13 @@ func Rewrite(in Input) (*Result, error) {
 	if r.appended {
 		res.Stage++
 	}
+	if ref := r.selfCheck(nf, res.Stage); ref != nil {
+		res.Refusals = append(res.Refusals, *ref)
+		res.Changes, res.Files, res.ProbePaths = []Change{}, []File{}, nil
+		res.StageTarget = res.OriginalTarget
+		res.Stage = in.Stage
+		return res, nil
+	}
 	if res.Stage != nf.Final {
 		res.StageTarget = nf.StageName(res.Stage)
 	}
@@ -800,17 +807,28 @@ var healthRE = regexp.MustCompile(`(?is)^\s*HEALTHCHECK\s+((?:--[a-z-]+=\S+\s+)*
 // healthLines is the rewritten HEALTHCHECK (with the COPY of a generated
 // check before it), nil when the check stays.
 func (r *rewriter) healthLines() ([]string, error) {
+	// The image's HEALTHCHECK and a compose file's healthcheck are each
+	// rewritten where they are: compose's overrides the image's only when
+	// the service runs through compose.
 	var act *readiness.Action
+	var composed []*readiness.Action
 	for _, rule := range []string{readiness.RuleHealthExecForm, readiness.RuleHealthNode} {
-		if a := r.byRule[rule]; len(a) > 0 {
-			act = &a[0]
+		for i := range r.byRule[rule] {
+			a := &r.byRule[rule][i]
+			if a.Edit.InCompose {
+				composed = append(composed, a)
+			} else {
+				act = a
+			}
+		}
+	}
+	for _, a := range composed {
+		if err := r.composeHealth(a, act != nil && act.Blocker.Rule == readiness.RuleHealthNode); err != nil {
+			return nil, err
 		}
 	}
 	if act == nil {
 		return nil, nil
-	}
-	if act.Edit.InCompose {
-		return nil, r.composeHealth(act)
 	}
 	hc, ok := r.d.Effective(r.t, "healthcheck")
 	if !ok {
@@ -838,7 +856,7 @@ func (r *rewriter) healthLines() ([]string, error) {
 		out = append(out, "HEALTHCHECK "+opts+"CMD "+execForm(append([]string{node}, act.Edit.Health...))+"\n")
 		r.change(readiness.RuleHealthExecForm, "the HEALTHCHECK runs "+node+" in exec form, options kept")
 	case readiness.RuleHealthNode:
-		c, err := r.httpCheck(act)
+		c, err := r.httpCheck(act, HealthName)
 		if err != nil {
 			return nil, err
 		}
@@ -853,12 +871,12 @@ func (r *rewriter) healthLines() ([]string, error) {
 
 // httpCheck generates the Node check of a curl or wget health check and
 // records the URL paths it requests for the gates.
-func (r *rewriter) httpCheck(act *readiness.Action) (*httpcheck.Check, error) {
+func (r *rewriter) httpCheck(act *readiness.Action, name string) (*httpcheck.Check, error) {
 	c := act.Edit.HealthCheck
 	if c == nil || len(c.URLs) == 0 {
 		return nil, r.refuse(act.Blocker.Rule, "the health check's requests are not known", "the plan names no curl or wget command to carry into a Node check; rewrite the check by hand", 0)
 	}
-	r.generate(HealthName, healthScript(c))
+	r.generate(name, healthScript(c))
 	for _, raw := range c.URLs {
 		if u, err := url.Parse(raw); err == nil && u.Path != "" && u.Path != "/" && !slices.Contains(r.res.ProbePaths, u.EscapedPath()) {
 			r.res.ProbePaths = append(r.res.ProbePaths, u.EscapedPath())
@@ -870,19 +888,21 @@ func (r *rewriter) httpCheck(act *readiness.Action) (*httpcheck.Check, error) {
 // composeHealth rewrites a compose file's healthcheck test to run node by
 // its path in exec form: the check's own node command, or a generated Node
 // script that requests the URL a curl or wget check requested (its COPY
-// goes before the start command).
-func (r *rewriter) composeHealth(act *readiness.Action) error {
+// goes before the start command). With imageScript, the image's own
+// HEALTHCHECK has a generated script too, and compose's is another file.
+func (r *rewriter) composeHealth(act *readiness.Action, imageScript bool) error {
 	if len(act.Blocker.Evidence) == 0 || r.in.Read == nil {
 		return r.refuse(act.Blocker.Rule, "the compose healthcheck cannot be located", "rewrite it by hand", 0)
 	}
 	ev := act.Blocker.Evidence[0]
 	argv := append([]string{"CMD", r.target.Node}, act.Edit.Health...)
 	if act.Blocker.Rule == readiness.RuleHealthNode {
-		if _, err := r.httpCheck(act); err != nil {
+		name := pick(imageScript, ComposeHealthName, HealthName)
+		if _, err := r.httpCheck(act, name); err != nil {
 			return err
 		}
-		dest := path.Join(r.wd, HealthName)
-		r.preStart = append(r.preStart, fmt.Sprintf("COPY %s %s\n", HealthName, dest))
+		dest := path.Join(r.wd, name)
+		r.preStart = append(r.preStart, fmt.Sprintf("COPY %s %s\n", name, dest))
 		argv = []string{"CMD", r.target.Node, dest}
 	}
 	old, err := r.in.Read(ev.File)
