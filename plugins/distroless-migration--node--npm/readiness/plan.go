@@ -61,6 +61,11 @@ type Start struct {
 	Steps [][]string `json:"steps,omitempty"`
 	// Env are KEY=VALUE pairs that move to ENV.
 	Env []string `json:"env,omitempty"`
+	// Dir is the folder, relative to the image's WORKDIR, that the
+	// command runs in (a workspace package's script, npm --prefix, cd
+	// DIR &&); the rewrite sets WORKDIR to it before CMD. "" is the
+	// WORKDIR itself.
+	Dir string `json:"dir,omitempty"`
 	// Program is set when the service starts a program that is not node
 	// (its argv), which the rewrite writes as an exec-form ENTRYPOINT.
 	Program []string `json:"program,omitempty"`

@@ -870,18 +870,44 @@ func (b *builder) chains(f *npmscripts.Facts, r probe.Result) {
 		evs := ev(c.Dockerfile, startLine)
 		for _, s := range c.Scripts {
 			if s.Line > 0 {
-				evs = append(evs, probe.Evidence{File: pkgFileOf(c), Line: s.Line, Note: s.Name + ": " + s.Command})
+				file := s.Package
+				if file == "" {
+					file = pkgFileOf(c)
+				}
+				evs = append(evs, probe.Evidence{File: file, Line: s.Line, Note: s.Name + ": " + s.Command})
 			}
 		}
 		switch c.Launcher {
-		case "npm", "yarn", "pnpm":
+		case "npx":
+			bl := probe.Blocker{ID: npmscripts.WarnPackageManagerStart, Kind: probe.ShellAtRuntime,
+				Title: fmt.Sprintf("the container starts with %s, which distroless lacks", strings.Join(c.Program, " ")), Evidence: evs}
+			st := b.nodeStart(c.Direct, c.Env, "the npx command")
+			st.Dir = c.Dir
+			switch {
+			case c.Convertible && st.Program == nil:
+				bl.Rule, bl.Fix = RuleScriptArgv, cmdFix(b.viaJSEntry(c.Direct), c.Env)
+				if st.Bin != "" {
+					bl.Fix = fmt.Sprintf("run %s's JS file (the one its package's \"bin\" names) from a generated launcher that finds it in node_modules at run time: CMD [%q]", st.Bin, LauncherFile)
+				}
+				b.setStart(st, false)
+			case c.Convertible:
+				bl.Rule, bl.WhyNot = RuleBinaryAtRuntime, fmt.Sprintf("npx runs %s, which is not node", strings.Join(st.Program, " "))
+			default:
+				bl.Rule, bl.WhyNot = RuleShellLine, "the npx command cannot be rewritten: "+strings.Join(c.Blockers, "; ")
+			}
+			b.Add(bl)
+		case "npm", "yarn", "pnpm", string(shellcmd.NodeRun):
 			bl := probe.Blocker{ID: npmscripts.WarnPackageManagerStart, Kind: probe.ShellAtRuntime,
 				Title: fmt.Sprintf("the container starts with %s, which runs %q through sh -c", strings.Join(c.Program, " "), c.Script), Evidence: evs}
 			steps, launcher := launcherSteps(c)
 			st := b.nodeStart(c.Direct, c.Env, "the "+c.Script+" script")
+			st.Dir = c.Dir
 			switch {
 			case c.Convertible && st.Program == nil:
 				bl.Rule, bl.Fix = RuleScriptArgv, cmdFix(b.viaJSEntry(c.Direct), c.Env)
+				if c.Dir != "" {
+					bl.Fix += ", run in " + c.Dir + " (WORKDIR)"
+				}
 				if st.Bin != "" {
 					// A .bin command whose JS file is known only once the
 					// dependencies are installed.
@@ -891,7 +917,7 @@ func (b *builder) chains(f *npmscripts.Facts, r probe.Result) {
 			case launcher:
 				bl.Rule = RuleNodeLauncher
 				bl.Fix = launcherFix(steps)
-				b.setStart(Start{Steps: steps, From: "the " + c.Script + " script and its hooks"}, false)
+				b.setStart(Start{Steps: steps, Dir: c.Dir, From: "the " + c.Script + " script and its hooks"}, false)
 			case c.Convertible:
 				bl.Rule, bl.WhyNot = RuleBinaryAtRuntime, fmt.Sprintf("the %s script runs %s, which is not node", c.Script, strings.Join(st.Program, " "))
 			default:
@@ -1104,6 +1130,9 @@ func launcherSteps(c npmscripts.Chain) ([][]string, bool) {
 		return nil, false
 	}
 	for _, s := range c.Scripts {
+		if s.Role == "handover" {
+			continue // it only runs the next script, which is listed too
+		}
 		if s.Role == "called" || !add(s.Analysis) {
 			return nil, false
 		}

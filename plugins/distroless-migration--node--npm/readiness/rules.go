@@ -46,7 +46,7 @@ const (
 
 // Rules is the rule table.
 var Rules = []Rule{
-	{Name: RuleScriptArgv, Removable: true, Rewrite: "npm/yarn/pnpm start or run x becomes the script's own command in exec form, with the arguments the package manager passes it (not its own options); VAR=x prefixes, and npm_config_ settings from options npm does not know, move to ENV"},
+	{Name: RuleScriptArgv, Removable: true, Rewrite: "npm/yarn/pnpm start or run x (and node --run x, npx x) becomes the script's own command in exec form, with the arguments the package manager passes it (not its own options); VAR=x prefixes, and npm_config_ settings from options npm does not know, move to ENV; a script of another package (npm -w or --prefix, pnpm --filter or -C, yarn workspace or --cwd, cd DIR &&) runs with WORKDIR set to that package's directory"},
 	{Name: RuleNodeLauncher, Removable: true, Rewrite: "pre/post hooks and && chains of node commands become a generated Node launcher that runs each step with execFileSync(process.execPath, …) and stops on failure"},
 	{Name: RuleExecForm, Removable: true, Rewrite: "a shell-form CMD or ENTRYPOINT that needs no expansion, pipe or redirection becomes exec form"},
 	{Name: RuleDistrolessBase, Removable: true, Rewrite: "the runtime stage moves to gcr.io/distroless/nodejs<major>-debian13, whose entrypoint is node: the node image's docker-entrypoint.sh, a nodesource install and an end-of-life distroless line go with it"},

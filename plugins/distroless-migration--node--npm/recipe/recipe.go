@@ -725,6 +725,11 @@ func (r *rewriter) startLines() ([]string, error) {
 	if !r.target.EntrypointNode {
 		out = append(out, "ENTRYPOINT "+execForm([]string{r.target.Node})+"\n")
 	}
+	if s.Dir != "" {
+		// The script of another package runs in that package's folder.
+		out = append(out, "WORKDIR "+path.Join(r.wd, s.Dir)+"\n")
+		r.change(readiness.RuleScriptArgv, fmt.Sprintf("the command runs in %s, as %s did", path.Join(r.wd, s.Dir), s.From))
+	}
 	out = append(out, "CMD "+execForm(args)+"\n")
 	if len(s.Steps) == 0 && s.Bin == "" {
 		what := fmt.Sprintf("%s becomes CMD %s", s.From, execForm(args))

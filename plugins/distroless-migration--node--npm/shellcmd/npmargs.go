@@ -1,6 +1,7 @@
 package shellcmd
 
 import (
+	"path"
 	"regexp"
 	"slices"
 	"strings"
@@ -70,9 +71,7 @@ var npmShorthands = map[string][]string{
 // whether any runs: a rewrite to the script's own command cannot keep
 // them.
 var npmUnsupported = map[string]string{
-	"prefix":                 "runs the scripts of the package.json in another directory",
-	"workspace":              "runs the script in workspaces",
-	"workspaces":             "runs the script in workspaces",
+	"workspaces":             "runs the script in every workspace",
 	"include-workspace-root": "runs the script in workspaces",
 	"global":                 "runs the script of the global package",
 	"usage":                  "prints help instead of running the script",
@@ -291,6 +290,26 @@ func npmInvocation(args []string) (ScriptInvocation, bool) {
 	}
 	envAt := map[string]int{}
 	for _, c := range a.config {
+		switch c.key {
+		case "prefix":
+			// npm runs the package.json in that directory, as if it ran there.
+			if c.value == "" || c.value == "true" {
+				inv.Unsupported = append(inv.Unsupported, "--prefix with no directory")
+			}
+			inv.Dir = c.value
+			continue
+		case "workspace":
+			// -w NAME|PATH runs that workspace's script, in its directory;
+			// given twice, npm runs the script in each.
+			switch {
+			case c.value == "" || c.value == "true":
+				inv.Unsupported = append(inv.Unsupported, "--workspace with no workspace")
+			case inv.Workspace != "":
+				inv.Unsupported = append(inv.Unsupported, "--workspace given twice runs the script in several workspaces")
+			}
+			inv.Workspace = c.value
+			continue
+		}
 		if why, ok := npmUnsupported[c.key]; ok && (c.value != "" || c.key == "prefix" || c.key == "workspace") {
 			inv.Unsupported = append(inv.Unsupported, "--"+c.key+" "+why)
 			continue
@@ -336,30 +355,39 @@ var yarnPnpmBoolOptions = map[string]bool{
 	"--no-progress": true, "--ignore-engines": true, "--prefer-offline": true, "--no-default-rc": true, "--if-present": true,
 }
 
-// yarnPnpmPackageOptions are yarn and pnpm options, with a value, that
-// run another package's script.
-var yarnPnpmPackageOptions = map[string]bool{"--cwd": true, "-C": true, "--dir": true, "--filter": true, "-F": true}
-
 // yarnPnpmInvocation reads a yarn or pnpm command line (after the runner):
 // their options come before the script name, and the arguments after it
-// go to the script.
+// go to the script. yarn --cwd and pnpm -C/--dir run the package.json of
+// another directory, pnpm --filter and yarn workspace NAME a workspace's.
 func yarnPnpmInvocation(runner Runner, rest []string) (ScriptInvocation, bool) {
 	inv := ScriptInvocation{Runner: runner}
 	for len(rest) > 0 && strings.HasPrefix(rest[0], "-") && rest[0] != "--" {
 		opt := rest[0]
 		rest = rest[1:]
-		name, _, hasValue := strings.Cut(opt, "=")
+		name, value, hasValue := strings.Cut(opt, "=")
+		takeValue := func() string {
+			if !hasValue && len(rest) > 0 {
+				value, rest = rest[0], rest[1:]
+			}
+			return value
+		}
 		switch {
 		case yarnPnpmBoolOptions[opt]:
 		case hasValue && (name == "--loglevel" || name == "--reporter"):
-		case yarnPnpmPackageOptions[name]:
-			inv.Unsupported = append(inv.Unsupported, name+" runs the script of another package")
-			if !hasValue && len(rest) > 0 {
-				rest = rest[1:]
+		case runner == Yarn && name == "--cwd", runner == PNPM && (name == "-C" || name == "--dir"):
+			if inv.Dir = takeValue(); inv.Dir == "" {
+				inv.Unsupported = append(inv.Unsupported, name+" with no directory")
 			}
+		case runner == PNPM && (name == "--filter" || name == "-F"):
+			inv.Unsupported = append(inv.Unsupported, inv.setWorkspace(name, pnpmSelector(takeValue()))...)
 		default:
 			inv.Unsupported = append(inv.Unsupported, name+" is an option codegenie does not know to keep")
 		}
+	}
+	for runner == Yarn && len(rest) >= 3 && rest[0] == "workspace" {
+		// yarn workspace NAME COMMAND runs COMMAND in that workspace.
+		inv.Unsupported = append(inv.Unsupported, inv.setWorkspace("workspace", rest[1])...)
+		rest = rest[2:]
 	}
 	if len(rest) == 0 {
 		return inv, false
@@ -380,4 +408,101 @@ func yarnPnpmInvocation(runner Runner, rest []string) (ScriptInvocation, bool) {
 		inv.Args = rest
 	}
 	return inv, true
+}
+
+// setWorkspace records the workspace an option selects, with why it
+// cannot be kept when it is a second one or selects more than one.
+func (inv *ScriptInvocation) setWorkspace(opt, sel string) []string {
+	var why []string
+	switch {
+	case sel == "":
+		why = append(why, opt+" with no workspace")
+	case inv.Workspace != "":
+		why = append(why, opt+" given twice runs the script in several packages")
+	case strings.ContainsAny(sel, "!^[") || strings.Contains(sel, "..."):
+		why = append(why, opt+" "+sel+" selects packages by their dependencies or by exclusion")
+	}
+	inv.Workspace = sel
+	return why
+}
+
+// pnpmSelector returns a --filter selector's package: a name (or name
+// pattern), or a directory written ./dir or {dir}.
+func pnpmSelector(sel string) string {
+	if strings.HasPrefix(sel, "{") && strings.HasSuffix(sel, "}") {
+		sel = strings.TrimSuffix(strings.TrimPrefix(sel, "{"), "}")
+		if !strings.HasPrefix(sel, ".") && !strings.HasPrefix(sel, "/") {
+			sel = "./" + sel
+		}
+	}
+	return sel
+}
+
+// IsPathSelector reports whether a workspace selector names a directory
+// (./dir, ../dir, /dir) rather than a package name.
+func IsPathSelector(sel string) bool {
+	return sel == "." || strings.HasPrefix(sel, "./") || strings.HasPrefix(sel, "../") || strings.HasPrefix(sel, "/")
+}
+
+// nodeRunInvocation reads node --run NAME [-- ARGS]: Node's own script
+// runner (Node 22) runs the script with /bin/sh -c on POSIX, from the
+// nearest package.json up from the working directory, without pre or post
+// scripts; the arguments after -- go to the script.
+func nodeRunInvocation(args []string) (ScriptInvocation, bool) {
+	inv := ScriptInvocation{Runner: NodeRun, NoHooks: true}
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--run" && i+1 < len(args):
+			inv.Script = args[i+1]
+			i++
+		case strings.HasPrefix(a, "--run="):
+			inv.Script = strings.TrimPrefix(a, "--run=")
+		case a == "--" && inv.Script != "":
+			if rest := args[i+1:]; len(rest) > 0 {
+				inv.Args = rest
+			}
+			i = len(args)
+		case inv.Script != "" && !strings.HasPrefix(a, "-"):
+			// node --run x y: y is not the script's; node ignores it.
+			inv.Unsupported = append(inv.Unsupported, "argument "+a+" after the script name is not passed without --")
+		default:
+			inv.Unsupported = append(inv.Unsupported, a+" is a node option codegenie does not know to keep with --run")
+		}
+	}
+	return inv, inv.Script != ""
+}
+
+// NpxBin reads an npx command line (argv[0] is npx): the command it runs
+// from node_modules/.bin and that command's arguments, with the options
+// that keep it from being only that (a package to install, a shell line).
+// ok is false when argv is not npx or names no command.
+func NpxBin(argv []string) (bin []string, unsupported []string, ok bool) {
+	if len(argv) < 2 || path.Base(argv[0]) != "npx" {
+		return nil, nil, false
+	}
+	rest := argv[1:]
+	for len(rest) > 0 && strings.HasPrefix(rest[0], "-") {
+		opt := rest[0]
+		rest = rest[1:]
+		name, _, _ := strings.Cut(opt, "=")
+		switch name {
+		case "--":
+			return rest, unsupported, len(rest) > 0
+		case "--no-install", "--no", "-y", "--yes", "-q", "--quiet", "--silent", "--offline", "--prefer-offline", "--no-yes":
+		case "-p", "--package":
+			unsupported = append(unsupported, name+" installs or runs another package")
+			if !strings.Contains(opt, "=") && len(rest) > 0 {
+				rest = rest[1:]
+			}
+		case "-c", "--call":
+			unsupported = append(unsupported, name+" runs a shell command line")
+			if !strings.Contains(opt, "=") && len(rest) > 0 {
+				rest = rest[1:]
+			}
+		default:
+			unsupported = append(unsupported, name+" is an npx option codegenie does not know to keep")
+		}
+	}
+	return rest, unsupported, len(rest) > 0
 }

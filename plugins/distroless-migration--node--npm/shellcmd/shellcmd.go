@@ -10,6 +10,7 @@ package shellcmd
 import (
 	"fmt"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 
@@ -246,6 +247,8 @@ const (
 	NPM  Runner = "npm"
 	Yarn Runner = "yarn"
 	PNPM Runner = "pnpm"
+	// NodeRun is node --run, Node's own script runner.
+	NodeRun Runner = "node --run"
 )
 
 // ScriptInvocation is "npm start", "yarn run build" and the like.
@@ -262,15 +265,23 @@ type ScriptInvocation struct {
 	// NoHooks is set when the command line turns the pre and post scripts
 	// off (npm --ignore-scripts).
 	NoHooks bool
+	// Dir is the directory, relative to the working directory (or
+	// absolute), whose package.json the runner runs: npm --prefix, pnpm
+	// -C/--dir, yarn --cwd.
+	Dir string
+	// Workspace selects the workspace package (under Dir) whose script
+	// runs, in its own directory: npm -w NAME|PATH, pnpm --filter
+	// NAME|./PATH, yarn workspace NAME.
+	Workspace string
 	// Unsupported names the options that change which package's script
-	// runs, or whether one runs at all (npm --prefix, -w, --help), each
+	// runs, or whether one runs at all (npm --workspaces, --help), each
 	// with why. Running the script's command directly cannot keep them.
 	Unsupported []string
 }
 
 // ParseInvocation recognises argv as a package manager running a script:
 // npm start|stop|test|restart, npm run[-script] NAME, yarn [run] NAME,
-// pnpm [run] NAME. ok is false for anything else (npm ci, yarn install...).
+// pnpm [run] NAME, yarn workspace X NAME, node --run NAME. ok is false for anything else (npm ci, yarn install...).
 // npm's options are read as npm reads them, wherever they are.
 func ParseInvocation(argv []string) (ScriptInvocation, bool) {
 	if len(argv) < 2 {
@@ -281,6 +292,11 @@ func ParseInvocation(argv []string) (ScriptInvocation, bool) {
 		return npmInvocation(argv[1:])
 	case Yarn, PNPM:
 		return yarnPnpmInvocation(runner, argv[1:])
+	case NodeRun: // not a program name
+	case "node":
+		if slices.ContainsFunc(argv[1:], func(a string) bool { return a == "--run" || strings.HasPrefix(a, "--run=") }) {
+			return nodeRunInvocation(argv[1:])
+		}
 	}
 	return ScriptInvocation{}, false
 }
@@ -304,4 +320,27 @@ func scriptCall(argv []string) (string, bool) {
 		return strings.Join(argv[1:], " "), true
 	}
 	return "", false
+}
+
+// CdThen reads a line that is `cd DIR && COMMAND` (COMMAND one simple
+// command, maybe exec'd or a package script call): the directory and the
+// command's argv. A rewrite runs COMMAND with DIR as its working
+// directory, and no shell. ok is false for anything else, including cd
+// with an option, cd - and a DIR that needs expansion.
+func CdThen(a Analysis) (dir string, argv []string, ok bool) {
+	if len(a.Commands) != 2 || len(a.Commands[0]) != 2 || a.Commands[0][0] != "cd" || len(a.Commands[1]) == 0 {
+		return "", nil, false
+	}
+	dir = a.Commands[0][1]
+	if dir == "" || dir == "-" || dir == "<expanded>" || builtins[a.Commands[1][0]] || strings.HasPrefix(dir, "-") || slices.Contains(a.Commands[1], "<expanded>") {
+		return "", nil, false
+	}
+	for _, r := range a.Reasons {
+		switch {
+		case r == "operator &&", r == "shell builtin cd", r == ReasonExec, strings.HasPrefix(r, "calls package script "):
+		default:
+			return "", nil, false
+		}
+	}
+	return dir, a.Commands[1], true
 }

@@ -251,6 +251,10 @@ func (r *resolver) executables(f *dockerfile.File, c npmscripts.Chain) []Executa
 	if len(c.Program) > 0 && c.Launcher == "other" {
 		add(r.inspect(f, c.Program[0], "cmd", startLine, false))
 	}
+	// The command npx runs, from node_modules/.bin.
+	if len(c.Direct) > 0 && c.Launcher == "npx" && !isKnownTool(c.Direct[0]) {
+		add(r.inspect(f, c.Direct[0], "cmd", startLine, true))
+	}
 	// The script node runs, when it is not JavaScript: an exec-form CMD
 	// naming a shell wrapper still needs a shell (DOMAIN.md row 5).
 	if len(c.Program) > 1 && c.Launcher == "node" {
@@ -282,6 +286,9 @@ func (r *resolver) executables(f *dockerfile.File, c npmscripts.Chain) []Executa
 			ex := r.inspect(f, cmd[0], "script:"+s.Name, startLine, true)
 			if s.Line > 0 {
 				ex.File, ex.Line = pkgPath(c), s.Line
+				if s.Package != "" {
+					ex.File = s.Package
+				}
 			}
 			add(ex)
 		}

@@ -79,6 +79,11 @@ type Chain struct {
 	Direct      []string `json:"direct,omitempty"`
 	Env         []string `json:"env,omitempty"`
 	Convertible bool     `json:"convertible"`
+	// Dir is the folder, relative to the container's working directory,
+	// that Direct runs in: the package a script of another directory or
+	// workspace comes from, or a cd's directory. "" is the working
+	// directory itself.
+	Dir string `json:"dir,omitempty"`
 	// Blockers say why the chain does not convert mechanically.
 	Blockers []string `json:"blockers,omitempty"`
 }
@@ -86,8 +91,11 @@ type Chain struct {
 // Script is one package script the chain runs.
 type Script struct {
 	Name string `json:"name"`
-	// Role is pre, main, post or called.
-	Role     string            `json:"role"`
+	// Role is pre, main, post, called, or handover (a script that only
+	// runs another: npm run x, cd dir && npm start).
+	Role string `json:"role"`
+	// Package is the package.json the script is in.
+	Package  string            `json:"package,omitempty"`
 	Command  string            `json:"command"`
 	Line     int               `json:"line,omitempty"`
 	Implicit bool              `json:"implicit,omitempty"` // npm's default start: node server.js
@@ -139,6 +147,7 @@ func (*Probe) Run(ctx context.Context, repo *probe.Repo, pctx *probe.Context) (p
 			continue
 		}
 		pkg, err := loadPackage(repo, packageDir(ctx, repo, pctx, f, path.Dir(pf.Path)))
+		ps := packages{repo: repo, root: pkgRoot(pkg, path.Dir(pf.Path)), wd: f.Workdir(f.Final)}
 		switch why := probe.UnreadReason(err); {
 		case why != "":
 			// A symlink out of the repository, or a FIFO: not read.
@@ -146,7 +155,7 @@ func (*Probe) Run(ctx context.Context, repo *probe.Repo, pctx *probe.Context) (p
 		case err != nil:
 			lower(ReasonPackageJSONError, err.Error())
 		}
-		c, ws := resolve(f, pkg)
+		c, ws := resolve(f, pkg, ps)
 		if !c.Start.Known {
 			lower(ReasonUnknownBase, fmt.Sprintf("%s: the final stage inherits its start command from %s, whose config is not read statically", pf.Path, f.RootBase(f.Final)))
 		}
@@ -169,7 +178,7 @@ var Start = &probe.Analyzer[*Chain]{
 		}
 		f := files[0].File
 		pkg, _ := loadPackage(repo, packageDir(ctx, repo, pctx, f, path.Dir(files[0].Path)))
-		c, _ := resolve(f, pkg)
+		c, _ := resolve(f, pkg, packages{repo: repo, root: pkgRoot(pkg, path.Dir(files[0].Path)), wd: f.Workdir(f.Final)})
 		return &c, nil
 	},
 }
@@ -224,7 +233,20 @@ func loadPackage(repo *probe.Repo, dir string) (*pkg, error) {
 	return &pkg{}, nil
 }
 
-func resolve(f *dockerfile.File, pk *pkg) (Chain, []probe.Warning) {
+// pkgRoot is the repository folder the container's working directory
+// maps to: the start package's, else the Dockerfile's.
+func pkgRoot(pk *pkg, beside string) string {
+	if pk.path != "" {
+		return path.Dir(pk.path)
+	}
+	return beside
+}
+
+// maxHandovers bounds how many scripts that hand over to another script
+// (npm run x, cd dir && npm start, pnpm --filter y start) are followed.
+const maxHandovers = 8
+
+func resolve(f *dockerfile.File, pk *pkg, ps packages) (Chain, []probe.Warning) {
 	c := Chain{Dockerfile: f.Path, Package: pk.path, Stage: f.Final, Start: f.Start(f.Final)}
 	var ws []probe.Warning
 	startEv := []probe.Evidence{{File: f.Path, Line: startLine(c.Start, f.Stages[f.Final].Line)}}
@@ -260,6 +282,17 @@ func resolve(f *dockerfile.File, pk *pkg) (Chain, []probe.Warning) {
 			// command; resolve the script it runs.
 			a.Removable, a.Argv = true, a.Commands[0]
 		}
+		if dir, cmd, ok := shellcmd.CdThen(a); ok {
+			// sh -c "cd dir && npm start": the command, run in dir.
+			d, why := ps.dir(".", dir)
+			if why != "" {
+				c.Launcher = "shell"
+				c.Blockers = append(c.Blockers, "start command changes directory: "+why)
+				warn(WarnShellFormStart, fmt.Sprintf("the start command %q changes directory: %s", argv[2], why), startEv)
+				return c, ws
+			}
+			a.Removable, a.Argv, c.Dir = true, cmd, cleanDir(d)
+		}
 		if !a.Removable {
 			c.Launcher = "shell"
 			c.Blockers = append(c.Blockers, "start command needs a shell: "+strings.Join(a.Reasons, ", "))
@@ -270,6 +303,19 @@ func resolve(f *dockerfile.File, pk *pkg) (Chain, []probe.Warning) {
 		c.ViaShell = true
 	}
 	c.Program = argv
+	if bin, unsupported, ok := shellcmd.NpxBin(argv); ok {
+		// npx runs a node_modules/.bin command: that command, without npx.
+		c.Launcher = "npx"
+		warn(WarnPackageManagerStart, fmt.Sprintf("the container starts with %q: npx is not in a distroless image", strings.Join(argv, " ")), startEv)
+		if len(unsupported) > 0 {
+			for _, u := range unsupported {
+				c.Blockers = append(c.Blockers, "npx option "+u)
+			}
+			return c, ws
+		}
+		c.Direct, c.Convertible = bin, true
+		return c, ws
+	}
 	inv, ok := shellcmd.ParseInvocation(argv)
 	if !ok {
 		c.Launcher = "other"
@@ -282,15 +328,58 @@ func resolve(f *dockerfile.File, pk *pkg) (Chain, []probe.Warning) {
 	c.Launcher, c.Script, c.ScriptArgs = string(inv.Runner), inv.Script, inv.Args
 	warn(WarnPackageManagerStart, fmt.Sprintf("the container starts with %q: %s is not in a distroless image and runs the script through sh -c", strings.Join(argv, " "), inv.Runner), startEv)
 	c.Blockers = append(c.Blockers, fmt.Sprintf("starts through %s", inv.Runner))
+	cur := c.Dir
+	if cur == "" {
+		cur = "."
+	}
+	for hop := 0; ; hop++ {
+		next, ok := c.runScript(pk, ps, inv, cur, hop, startEv, warn)
+		if !ok {
+			return c, ws
+		}
+		if next.pkg == nil {
+			break
+		}
+		pk, inv, cur = next.pkg, next.inv, next.dir
+	}
+	return c, ws
+}
+
+// handover is the next script a script hands over to.
+type handover struct {
+	pkg *pkg
+	inv shellcmd.ScriptInvocation
+	dir string
+}
+
+// runScript resolves one invocation's script in the package it runs
+// (from the working directory cur): it adds its scripts to the chain and
+// either finishes the chain (Direct, or blockers) or returns the
+// invocation the script hands over to. ok is false when the chain stops
+// with blockers.
+func (c *Chain) runScript(pk *pkg, ps packages, inv shellcmd.ScriptInvocation, cur string, hop int, startEv []probe.Evidence, warn func(id, msg string, ev []probe.Evidence)) (handover, bool) {
 	if len(inv.Unsupported) > 0 {
 		// The option changes which script runs, or whether one does: the
 		// script's own command is not what the container ran.
 		for _, u := range inv.Unsupported {
 			c.Blockers = append(c.Blockers, fmt.Sprintf("%s option %s", inv.Runner, u))
 		}
-		return c, ws
+		return handover{}, false
 	}
-
+	dir, why := ps.locate(cur, inv)
+	if why != "" {
+		c.Blockers = append(c.Blockers, fmt.Sprintf("%s %s: %s", inv.Runner, inv.Script, why))
+		return handover{}, false
+	}
+	if path.Join(ps.root, dir, "package.json") != pk.path {
+		p, err := loadOnly(ps.repo, path.Join(ps.root, dir))
+		if err != nil {
+			c.Blockers = append(c.Blockers, fmt.Sprintf("reading the package.json in %s: %v", dir, err))
+			return handover{}, false
+		}
+		pk = p
+	}
+	c.Package, c.Script, c.Dir = pk.path, inv.Script, cleanDir(dir)
 	scriptEv := func(name string) []probe.Evidence {
 		if l, ok := pk.lines[name]; ok {
 			return []probe.Evidence{{File: pk.path, Line: l}}
@@ -303,11 +392,16 @@ func resolve(f *dockerfile.File, pk *pkg) (Chain, []probe.Warning) {
 		main, ok, implicit = "node server.js", true, true
 	}
 	if !ok {
-		warn(WarnMissingScript, fmt.Sprintf("%s runs script %q, which package.json does not define", inv.Runner, inv.Script), startEv)
+		where := ""
+		if pk.path != "" {
+			where = " (" + pk.path + ")"
+		}
+		warn(WarnMissingScript, fmt.Sprintf("%s runs script %q, which package.json%s does not define", inv.Runner, inv.Script, where), startEv)
 		c.Blockers = append(c.Blockers, fmt.Sprintf("script %q is not defined", inv.Script))
-		return c, ws
+		return handover{}, false
 	}
-	// npm and yarn classic run pre and post hooks; pnpm does not by default.
+	// npm and yarn classic run pre and post hooks; pnpm and node --run
+	// do not by default.
 	var hooks []string
 	if inv.Runner != shellcmd.PNPM && !inv.NoHooks {
 		for _, h := range []string{"pre" + inv.Script, "post" + inv.Script} {
@@ -318,19 +412,42 @@ func resolve(f *dockerfile.File, pk *pkg) (Chain, []probe.Warning) {
 	}
 	add := func(name, role, cmd string, implicit bool) Script {
 		s := Script{Name: name, Role: role, Command: cmd, Line: pk.lines[name], Implicit: implicit, Analysis: shellcmd.Analyze(cmd)}
+		s.Package = pk.path
 		c.Scripts = append(c.Scripts, s)
-		if s.Analysis.NeedsShell && !s.Analysis.Removable {
-			warn(WarnScriptNeedsShell, fmt.Sprintf("script %q (%s) needs a shell: %s", name, cmd, strings.Join(s.Analysis.Reasons, ", ")), scriptEv(name))
-		}
 		return s
 	}
+	needsShell := func(s Script) {
+		if s.Analysis.NeedsShell && !s.Analysis.Removable {
+			warn(WarnScriptNeedsShell, fmt.Sprintf("script %q (%s) needs a shell: %s", s.Name, s.Command, strings.Join(s.Analysis.Reasons, ", ")), scriptEv(s.Name))
+		}
+	}
+	if len(hooks) == 0 && hop < maxHandovers {
+		a := shellcmd.Analyze(main)
+		if next, env, ok := handsOver(a, inv.Args); ok {
+			d, why := ps.dir(dir, next.dir)
+			if why != "" {
+				c.Blockers = append(c.Blockers, fmt.Sprintf("script %q changes directory: %s", inv.Script, why))
+				return handover{}, false
+			}
+			add(inv.Script, "handover", main, implicit)
+			c.Env = append(append(c.Env, inv.Env...), env...)
+			if next.pkg == nil {
+				// cd dir && node app.js: the command, in dir.
+				c.Dir = cleanDir(d)
+				c.Direct, c.Convertible, c.Blockers = next.inv.Args, true, nil
+				return handover{}, true
+			}
+			return handover{pkg: pk, inv: next.inv, dir: d}, true
+		}
+	}
 	if len(hooks) > 0 && strings.HasPrefix(hooks[0], "pre") {
-		add(hooks[0], "pre", pk.scripts[hooks[0]], false)
+		needsShell(add(hooks[0], "pre", pk.scripts[hooks[0]], false))
 	}
 	m := add(inv.Script, "main", main, implicit)
+	needsShell(m)
 	for _, h := range hooks {
 		if strings.HasPrefix(h, "post") {
-			add(h, "post", pk.scripts[h], false)
+			needsShell(add(h, "post", pk.scripts[h], false))
 		}
 	}
 	// Scripts the chain calls, transitively.
@@ -345,6 +462,7 @@ func resolve(f *dockerfile.File, pk *pkg) (Chain, []probe.Warning) {
 		seen[name] = true
 		if cmd, ok := pk.scripts[name]; ok {
 			s := add(name, "called", cmd, false)
+			needsShell(s)
 			queue = append(queue, s.Analysis.Calls...)
 		}
 	}
@@ -367,7 +485,49 @@ func resolve(f *dockerfile.File, pk *pkg) (Chain, []probe.Warning) {
 		c.Convertible = true
 		c.Blockers = nil // npm itself goes away in the rewrite
 	}
-	return c, ws
+	return handover{}, true
+}
+
+// handsOver reads a script that only hands over to one other command:
+// another script (npm run x, pnpm --filter y start, with args the outer
+// runner appends), or cd DIR && COMMAND. next.pkg is non-nil (a marker)
+// when the command is a script invocation, whose Dir is relative to
+// next.dir; otherwise next.inv.Args is the command's argv.
+func handsOver(a shellcmd.Analysis, args []string) (next handover, env []string, ok bool) {
+	dir, argv := ".", []string(nil)
+	if d, cmd, isCd := shellcmd.CdThen(a); isCd {
+		dir, argv = d, cmd
+	} else if len(a.Commands) == 1 && len(a.Calls) == 1 && onlyScriptCalls(a.Reasons) {
+		argv, env = a.Commands[0], a.Env
+	} else {
+		return handover{}, nil, false
+	}
+	// npm appends the script's arguments to its line.
+	argv = append(append([]string{}, argv...), args...)
+	if inv, isInv := shellcmd.ParseInvocation(argv); isInv {
+		return handover{pkg: &pkg{}, inv: inv, dir: dir}, env, true
+	}
+	if dir == "." {
+		return handover{}, nil, false
+	}
+	return handover{inv: shellcmd.ScriptInvocation{Args: argv}, dir: dir}, env, true
+}
+
+// cleanDir is "" for the working directory itself.
+func cleanDir(d string) string {
+	if d == "." || d == "" {
+		return ""
+	}
+	return d
+}
+
+// loadOnly reads the package.json in dir, which must exist.
+func loadOnly(repo *probe.Repo, dir string) (*pkg, error) {
+	p := path.Join(dir, "package.json")
+	if !repo.Exists(p) {
+		return nil, fmt.Errorf("%s: %w", p, fs.ErrNotExist)
+	}
+	return loadPackage(repo, dir)
 }
 
 // startLine is the line of the instruction that sets the start command,
