@@ -61,9 +61,12 @@ type Stage struct {
 	ResolvedBase string `json:"resolved_base"`
 	// BaseStage is the index of an earlier stage this one is built FROM,
 	// or -1 when the base is an image.
-	BaseStage    int           `json:"base_stage"`
-	Platform     string        `json:"platform,omitempty"`
-	Line         int           `json:"line"`
+	BaseStage int    `json:"base_stage"`
+	Platform  string `json:"platform,omitempty"`
+	Line      int    `json:"line"`
+	// EndLine is the FROM instruction's last line, when it is continued
+	// over several.
+	EndLine      int           `json:"end_line,omitempty"`
 	Instructions []Instruction `json:"instructions,omitempty"`
 	// CopiesFrom are the --from values of this stage's COPY instructions.
 	CopiesFrom []string `json:"copies_from,omitempty"`
@@ -159,6 +162,9 @@ func Parse(filePath string, data []byte) (f *File, err error) {
 	workdirs := make([]string, 0, len(stages))
 	for i, st := range stages {
 		s := Stage{Index: i, Name: st.Name, Base: st.BaseName, BaseStage: -1, Platform: st.Platform, Line: firstLine(st.Location)}
+		if end := lastLine(st.Location); end > s.Line {
+			s.EndLine = end
+		}
 		if r, _, err := lex.ProcessWord(st.BaseName, env); err == nil {
 			s.ResolvedBase = r
 		} else {

@@ -419,7 +419,7 @@ func (r *rewriter) inline(start, health []string) error {
 	b.WriteString(from(st.Platform, r.target.Pinned(), st.Name))
 	b.WriteString(workdir)
 	r.copies(&b, parent, c)
-	r.edits = append(r.edits, edit{from: st.Line, to: st.Line, text: b.String()})
+	r.edits = append(r.edits, edit{from: st.Line, to: max(st.Line, st.EndLine), text: b.String()})
 	r.change(readiness.RuleDistrolessBase, fmt.Sprintf("the runtime stage is FROM %s and copies %s from %s, with its ENV and USER", r.target.Pinned(), r.wd, parent))
 	r.changeIfBlocked(readiness.RuleMoveToBuilder, "the RUN steps stay in "+parent+", which the runtime stage copies its files from")
 	r.newBase = false
@@ -583,7 +583,7 @@ func (r *rewriter) lastLine(in dockerfile.Instruction) int {
 // it has none).
 func (r *rewriter) stageEnd(i int) int {
 	st := r.d.Stages[i]
-	end := st.Line
+	end := max(st.Line, st.EndLine)
 	for _, in := range st.Instructions {
 		end = max(end, r.lastLine(in))
 	}
@@ -648,7 +648,7 @@ func (r *rewriter) builders() error {
 			continue // not a node image: its Node comes from elsewhere
 		}
 		done[i] = true
-		r.edits = append(r.edits, edit{from: st.Line, to: st.Line, text: from(st.Platform, r.builderRef(), st.Name)})
+		r.edits = append(r.edits, edit{from: st.Line, to: max(st.Line, st.EndLine), text: from(st.Platform, r.builderRef(), st.Name)})
 		if musl {
 			for j := range r.d.Stages {
 				if r.root(j) == i && j != r.t {
@@ -977,7 +977,7 @@ func (r *rewriter) swap(start, health []string) error {
 			text += fmt.Sprintf("COPY --from=%s /etc/passwd /etc/group /etc/\n", r.builderRef())
 			r.change(readiness.RuleDistrolessBase, "the node image's users and groups are copied in, since the stage runs as or chowns to node, whom "+r.target.Ref+" does not know")
 		}
-		r.edits = append(r.edits, edit{from: st.Line, to: st.Line, text: text})
+		r.edits = append(r.edits, edit{from: st.Line, to: max(st.Line, st.EndLine), text: text})
 		r.change(readiness.RuleDistrolessBase, "the runtime stage is FROM "+r.target.Pinned())
 	}
 	hc, hasHC := r.d.Effective(r.t, "healthcheck")
@@ -1055,7 +1055,7 @@ func (r *rewriter) split(start, health []string) error {
 			}
 		}
 	}
-	r.edits = append(r.edits, edit{from: st.Line, to: st.Line, text: from(st.Platform, base, files)})
+	r.edits = append(r.edits, edit{from: st.Line, to: max(st.Line, st.EndLine), text: from(st.Platform, base, files)})
 	var keep []string
 	hc, _ := r.d.Effective(r.t, "healthcheck")
 	for _, in := range st.Instructions {
@@ -1080,7 +1080,7 @@ func (r *rewriter) split(start, health []string) error {
 	c.users = c.users || r.needsNodeUser()
 	// The new stage follows the files stage's last kept instruction, so
 	// that what came after the runtime-only lines stays after it.
-	end := st.Line
+	end := max(st.Line, st.EndLine)
 	for _, in := range st.Instructions {
 		if !runtimeOnly[in.Command] {
 			end = max(end, r.lastLine(in))
