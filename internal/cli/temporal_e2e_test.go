@@ -174,10 +174,9 @@ func spawnsRunning(auditLog string) int {
 		if err != nil {
 			return len(running)
 		}
-		switch r.Event {
-		case audit.EventSpawnStarted:
+		if r.Event == audit.EventSpawnStarted {
 			running[r.SpawnID] = true
-		case audit.EventSpawnFinished:
+		} else if r.Event == audit.EventSpawnFinished {
 			delete(running, r.SpawnID)
 		}
 	}
