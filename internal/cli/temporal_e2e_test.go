@@ -174,10 +174,12 @@ func spawnsRunning(auditLog string) int {
 		if err != nil {
 			return len(running)
 		}
-		if r.Event == audit.EventSpawnStarted {
+		switch r.Event {
+		case audit.EventSpawnStarted:
 			running[r.SpawnID] = true
-		} else if r.Event == audit.EventSpawnFinished {
+		case audit.EventSpawnFinished:
 			delete(running, r.SpawnID)
+		case audit.EventSpawnRequested, audit.EventSpawnRejected, audit.EventOrphanReaped, audit.EventCheckpoint:
 		}
 	}
 }
