@@ -153,11 +153,15 @@ func removeDiskImages(stateDir, prefix string) error {
 		if err != nil || !ok {
 			continue // a live spawn's, or one Reap will see to
 		}
-		if err := os.Remove(filepath.Join(dir, diskImage)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			errs = append(errs, fmt.Errorf("removing the disk image of %s: %w", e.Name(), err))
-		}
+		// Free: its owner is dead, and a spawn directory is never used
+		// again. The lock goes at once, so that a Reap that starts now
+		// does not take the directory for a live spawn's; whichever of
+		// the two removes the image first, the other finds it gone.
 		if lock != nil {
 			_ = lock.Close()
+		}
+		if err := os.Remove(filepath.Join(dir, diskImage)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, fmt.Errorf("removing the disk image of %s: %w", e.Name(), err))
 		}
 	}
 	return errors.Join(errs...)
