@@ -63,6 +63,18 @@ func TestLinkedFolderOutOfTheRepository(t *testing.T) {
 			links: map[string]string{"scripts": "scripts"},
 			probe: "entrypoint_scripts",
 		},
+		{
+			// The module the server requires is behind a folder linked
+			// out of the repository, where no such file is: the code the
+			// service loads cannot be read, so nothing holds of it.
+			name: "required module in a linked folder",
+			files: map[string]string{
+				"Dockerfile": "FROM node:22-slim\nWORKDIR /app\nCOPY . .\nCMD [\"node\", \"server.js\"]\n",
+				"server.js":  "require('./lib/helper');\nrequire('node:http').createServer().listen(8080);\n",
+			},
+			links: map[string]string{"lib": "lib"},
+			probe: "child_process",
+		},
 	}
 	reg := staticRegistry()
 	for _, tt := range tests {

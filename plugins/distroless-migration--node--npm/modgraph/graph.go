@@ -44,6 +44,9 @@ type Graph struct {
 	Unresolved []string
 	// MissingPackages are bare specifiers with no installed package.
 	MissingPackages []string
+	// Escapes are relative loads whose path leaves the repository through
+	// a symlink: the code they load cannot be read.
+	Escapes []string
 	// Truncated is set when the walk stopped at MaxFiles.
 	Truncated bool
 }
@@ -428,6 +431,10 @@ func (w *walker) resolve(from, spec string) (string, bool) {
 		if t, ok := w.fromSource(p); ok {
 			return t, true
 		}
+		if w.escapes(p) {
+			w.g.Escapes = appendOnce(w.g.Escapes, spec+" from "+from+" leaves the repository through a symlink")
+			return "", false
+		}
 		w.g.Unresolved = appendOnce(w.g.Unresolved, "cannot resolve "+spec+" from "+from)
 		return "", false
 	}
@@ -463,6 +470,21 @@ func (w *walker) resolve(from, spec string) (string, bool) {
 	}
 	w.g.MissingPackages = appendOnce(w.g.MissingPackages, name)
 	return "", false
+}
+
+// escapes reports whether loading p (as node would: p, p.js, p/index.js)
+// reaches through a symlink out of the repository.
+func (w *walker) escapes(p string) bool {
+	for _, c := range []string{p, p + ".js", p + "/index.js"} {
+		f, err := w.repo.Open(c)
+		if err == nil {
+			_ = f.Close()
+		}
+		if errors.Is(err, probe.ErrPathEscapes) {
+			return true
+		}
+	}
+	return false
 }
 
 // fromSource maps compiled output to the sources in the repository:

@@ -231,7 +231,7 @@ func (*Probe) Desc() probe.Desc {
 	}
 	return probe.Desc{
 		Name:           Name,
-		Version:        "4",
+		Version:        "5",
 		Heaviness:      probe.Light,
 		CacheStrategy:  probe.CacheContent,
 		PerImage:       true,
@@ -263,6 +263,11 @@ func (*Probe) Run(ctx context.Context, repo *probe.Repo, pctx *probe.Context) (p
 	out := s.output(tasks, results)
 	facts := out.Facts.(*Facts)
 	facts.Graph = graph
+	if graph != nil && len(graph.Escapes) > 0 {
+		// Code the service loads is out of reach: nothing said of it holds.
+		out.Confidence, out.Reason = probe.Low, probe.ReasonPathEscapes
+		out.Detail = strings.Join(graph.Escapes, "; ") + ": the code it loads cannot be read"
+	}
 	for i := range facts.Findings {
 		sc.scope(&facts.Findings[i])
 	}

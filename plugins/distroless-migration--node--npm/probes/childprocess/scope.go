@@ -34,7 +34,9 @@ type Graph struct {
 	Reached  int      `json:"reached"`
 	Complete bool     `json:"complete"`
 	// Unresolved says what the walk could not follow.
-	Unresolved      []string `json:"unresolved,omitempty"`
+	Unresolved []string `json:"unresolved,omitempty"`
+	// Escapes are loads that leave the repository through a symlink.
+	Escapes         []string `json:"escapes,omitempty"`
 	Dynamic         int      `json:"dynamic_loads"`
 	MissingPackages []string `json:"missing_packages,omitempty"`
 	// FileSet is how the image's files were found.
@@ -62,6 +64,7 @@ func newScoper(ctx context.Context, repo *probe.Repo, pctx *probe.Context) (*sco
 	if g != nil {
 		sum.Entries, sum.EntryWhy, sum.Reached, sum.Complete = g.Entries, g.EntryWhy, g.Size(), g.Complete()
 		sum.Unresolved, sum.Dynamic, sum.MissingPackages = g.Unresolved, len(g.Dynamic), g.MissingPackages
+		sum.Escapes = g.Escapes
 	}
 	if set != nil {
 		sum.ImageFiles, sum.InstallsDependencies, sum.FileSetUnresolved = len(set.Files), set.InstallsDependencies, set.Unresolved
