@@ -186,7 +186,11 @@ func TestMigratePlantedShell(t *testing.T) {
 	// A gate-control of its own, whose audit log the test reads.
 	auditLog := filepath.Join(t.TempDir(), "audit.log")
 	gc := client.NewLazy(client.PrivateConfig{Executable: e.bin, Stderr: os.Stderr, AuditLog: auditLog})
-	rep, err := gates.Run(t.Context(), gc, gates.Spec{Migrated: dir, Dockerfile: "Dockerfile", BootFor: 4 * time.Second,
+	// BootFor is a maximum of minutes, as in migrateOptions: the boot ends
+	// once the service has answered and settled, which holds the planted
+	// exec, whatever the machine's speed; a 4 s maximum could end a slow
+	// boot before the plant ran.
+	rep, err := gates.Run(t.Context(), gc, gates.Spec{Migrated: dir, Dockerfile: "Dockerfile", BootFor: o.BootFor,
 		RegistryMirrors: o.RegistryMirrors, Timeout: 3 * time.Minute}, parsed, parsed.Final)
 	if cerr := gc.Close(); err == nil {
 		err = cerr
