@@ -86,8 +86,9 @@ func TestFixesHoldOnDistroless(t *testing.T) {
 		for _, b := range a.Blockers {
 			before[b.ID] = true
 			fix := b.Fix
-			if e, rest, ok := strings.Cut(fix, " and CMD ["); ok && strings.HasPrefix(e, "ENV ") {
-				env, fix = e, "CMD ["+rest
+			if e, rest, ok := strings.Cut(fix, " and CMD ["); ok && (strings.HasPrefix(e, "ENV ") || strings.HasPrefix(e, "WORKDIR ")) {
+				// "WORKDIR d and ENV x and CMD [...]": one line each.
+				env, fix = strings.Replace(e, " and ENV ", "\nENV ", 1), "CMD ["+rest
 			}
 			switch {
 			case strings.HasPrefix(fix, "CMD ["):

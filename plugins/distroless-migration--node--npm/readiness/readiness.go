@@ -906,7 +906,8 @@ func (b *builder) chains(f *npmscripts.Facts, r probe.Result) {
 			case c.Convertible && st.Program == nil:
 				bl.Rule, bl.Fix = RuleScriptArgv, cmdFix(b.viaJSEntry(c.Direct), c.Env)
 				if c.Dir != "" {
-					bl.Fix += ", run in " + c.Dir + " (WORKDIR)"
+					// Relative to the image's WORKDIR, as Docker reads it.
+					bl.Fix = "WORKDIR " + c.Dir + " and " + bl.Fix
 				}
 				if st.Bin != "" {
 					// A .bin command whose JS file is known only once the
