@@ -184,7 +184,7 @@ func runBounded(t *testing.T, ctx context.Context, o Options) (*Outcome, error) 
 	select {
 	case r := <-done:
 		return r.out, r.err
-	case <-time.After(30 * time.Second):
+	case <-time.After(3 * time.Minute):
 		t.Fatal("gather did not return while the assessment was stuck")
 		return nil, nil
 	}

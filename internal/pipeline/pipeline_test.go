@@ -463,7 +463,7 @@ func TestFIFOInputIsNotRead(t *testing.T) {
 	var r ran
 	select {
 	case r = <-done:
-	case <-time.After(30 * time.Second):
+	case <-time.After(3 * time.Minute):
 		// Release the blocked reader so that the test ends.
 		if w, err := os.OpenFile(fifo, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
 			w.Close()
@@ -519,7 +519,7 @@ func TestCancellationIsPromptAndLeavesCacheConsistent(t *testing.T) {
 		if !errors.Is(err, context.Canceled) {
 			t.Fatalf("Run error = %v, want context.Canceled", err)
 		}
-	case <-time.After(10 * time.Second):
+	case <-time.After(3 * time.Minute):
 		t.Fatal("Run did not return after cancellation")
 	}
 	st, err := p.Cache.Stats()

@@ -164,7 +164,7 @@ func TestConfigFIFOIsAnInputError(t *testing.T) {
 	var err error
 	select {
 	case err = <-done:
-	case <-time.After(30 * time.Second):
+	case <-time.After(3 * time.Minute):
 		// Release the blocked reader so that the test ends.
 		if w, oerr := os.OpenFile(fifo, os.O_WRONLY|syscall.O_NONBLOCK, 0); oerr == nil {
 			w.Close()

@@ -82,7 +82,7 @@ func TestFIFOInTheRepository(t *testing.T) {
 				var r ran
 				select {
 				case r = <-done:
-				case <-time.After(30 * time.Second):
+				case <-time.After(3 * time.Minute):
 					// Release the reader blocked opening the FIFO, so the
 					// run ends and the test reports it.
 					for range 100 {
