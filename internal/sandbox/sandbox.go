@@ -95,6 +95,10 @@ type BuildSpec struct {
 	// traced boot, after / and the HEALTHCHECK URL's (at most
 	// MaxProbePaths, each an absolute URL path of at most 256 bytes).
 	ProbePaths []string `json:"probe_paths,omitempty"`
+	// ReadNodeModules, after a build that succeeded, reads the last
+	// target's node_modules host-side from its image, bounded, into
+	// Result.NodeModules (see FileSet).
+	ReadNodeModules bool `json:"read_node_modules,omitempty"`
 }
 
 // DefaultSettle is BuildSpec.Settle when it is zero.
@@ -250,7 +254,11 @@ type Result struct {
 	TraceGaps []string `json:"trace_gaps,omitempty"`
 	TimedOut  bool     `json:"timed_out,omitempty"`
 	// Phases report each phase of a Build spawn, in order.
-	Phases   []PhaseResult `json:"phases,omitempty"`
+	Phases []PhaseResult `json:"phases,omitempty"`
+	// NodeModules is the built image's dependency code, when
+	// BuildSpec.ReadNodeModules asked for it and the build succeeded.
+	NodeModules *FileSet `json:"node_modules,omitempty"`
+
 	Backend  string        `json:"backend"`
 	Started  time.Time     `json:"started"`
 	Duration time.Duration `json:"duration"`

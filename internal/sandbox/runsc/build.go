@@ -366,6 +366,13 @@ func (b *Backend) spawnBuild(ctx context.Context, req sandbox.SpawnRequest) (san
 			}
 		}
 	}
+	if built && req.Build.ReadNodeModules && stopped() == nil {
+		rootfs := ""
+		if boot != nil {
+			rootfs = boot.rootfs
+		}
+		res.NodeModules = br.imageNodeModules(ctx, br.targets[len(br.targets)-1].image, rootfs)
+	}
 	if br.tr != nil {
 		coll := br.tr.finish()
 		// Interpreters are read from images mounted now; that needs a
