@@ -1,7 +1,9 @@
 // Package pipeline schedules probes over one repository. It resolves each
 // probe's declared inputs to digests, looks the result up in the content
 // cache, and runs what is missing: light probes in parallel first, then
-// heavy and RunsLast probes with their own concurrency limit. Every probe
+// heavy and RunsLast probes with their own concurrency limit, then the
+// probes that read what those handed on (probe.Desc.After, probe.Handoff;
+// docs/adr/0013). Every probe
 // gets a timeout; a probe that errors, panics or times out yields a typed
 // low-confidence result and never stops the others.
 //
@@ -85,7 +87,7 @@ type Record struct {
 	Cacheable bool
 	Key       cache.Key
 	Duration  time.Duration
-	// Phase is "light" or "last".
+	// Phase is "light", "last", or "after" (Desc.After).
 	Phase string
 }
 
@@ -125,8 +127,14 @@ func (p *Pipeline) Run(ctx context.Context, repo *probe.Repo, pctx *probe.Contex
 			light = append(light, pr)
 		}
 	}
-	run := &run{p: p, repo: repo, pctx: pctx, digests: newDigests(repo, p.Cache)}
-	records := make([]Record, 0, len(light)+len(last))
+	// A probe that reads a handoff runs after the probes it reads.
+	light, last, after := splitAfter(light, last, pctx)
+	h := newHandoff(p.Cache)
+	pc := *pctx
+	pc.Handoff = h
+	pctx = &pc
+	run := &run{p: p, repo: repo, pctx: pctx, digests: newDigests(repo, p.Cache), handoff: h}
+	records := make([]Record, 0, len(light)+len(last)+len(after))
 	lightLimit := p.LightLimit
 	if lightLimit <= 0 {
 		lightLimit = runtime.GOMAXPROCS(0)
@@ -139,10 +147,13 @@ func (p *Pipeline) Run(ctx context.Context, repo *probe.Repo, pctx *probe.Contex
 		name   string
 		probes []probe.Probe
 		limit  int
-	}{{"light", light, lightLimit}, {"last", last, heavyLimit}} {
+	}{{"light", light, lightLimit}, {"last", last, heavyLimit}, {"after", after, lightLimit}} {
 		recs, err := run.phase(ctx, phase.name, phase.probes, phase.limit)
 		if err != nil {
 			return nil, err
+		}
+		for _, rec := range recs {
+			h.record(rec.Result)
 		}
 		records = append(records, recs...)
 	}
@@ -171,6 +182,7 @@ type run struct {
 	repo    *probe.Repo
 	pctx    *probe.Context
 	digests *digests
+	handoff *handoff
 }
 
 // phase runs probes with at most limit at once. It returns when all have
@@ -229,7 +241,7 @@ func (r *run) one(ctx context.Context, pr probe.Probe) (Record, error) {
 			useCache = false
 		} else {
 			key = cache.NewKey(d.Name, d.Version, r.p.Version, inputs)
-			if rec, ok := r.cached(key, &d, log); ok {
+			if rec, ok := r.cached(key, &d, log); ok && r.blobsKept(pr, rec.Result) {
 				rec.Duration = time.Since(start)
 				r.p.progress(d.Name, Cached, rec.Duration)
 				return rec, nil
@@ -244,6 +256,10 @@ func (r *run) one(ctx context.Context, pr probe.Probe) (Record, error) {
 	}
 	res, raw := r.finish(&d, &out)
 	rec := Record{Result: res, Raw: raw, Key: key, Cacheable: useCache && !out.Uncacheable}
+	if err := r.handoff.put(out.Blobs, rec.Cacheable); err != nil {
+		log.Warn("caching probe blobs", "err", err)
+		rec.Cacheable = false
+	}
 	if rec.Cacheable {
 		if err := r.p.Cache.Put(key, raw); err != nil {
 			log.Warn("caching probe result", "err", err)
@@ -270,6 +286,13 @@ func (r *run) cached(key cache.Key, d *probe.Desc, log *slog.Logger) (Record, bo
 		return Record{}, false
 	}
 	return Record{Result: &res, Raw: raw, CacheHit: true, Cacheable: true, Key: key}, true
+}
+
+// blobsKept reports whether the blobs a cached result names are still
+// stored (probe.BlobUser).
+func (r *run) blobsKept(pr probe.Probe, res *probe.Result) bool {
+	u, ok := pr.(probe.BlobUser)
+	return !ok || r.handoff.has(u.Blobs(res.Facts))
 }
 
 // invoke runs the probe with its timeout, turning errors, panics and

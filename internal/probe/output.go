@@ -91,6 +91,9 @@ type Output struct {
 	// caches by content: for results that depend on the host rather than on
 	// the declared inputs. The pipeline sets it for errors and timeouts.
 	Uncacheable bool
+	// Blobs are bytes handed to probes of later phases (Handoff.Blob),
+	// each stored under its BlobDigest, which the facts name.
+	Blobs [][]byte
 }
 
 // Validate checks the invariants every output holds.

@@ -29,7 +29,14 @@ type Desc struct {
 	Heaviness Heaviness
 	// RunsLast puts the probe in the last phase, after every light probe,
 	// whatever its heaviness.
-	RunsLast      bool
+	RunsLast bool
+	// After names probes whose results this probe reads through
+	// Context.Handoff. When one of them runs in a later phase than this
+	// probe would, this probe runs in a phase after theirs; when none
+	// runs (it does not apply, or needs an absent sandbox), nothing
+	// changes.
+	After []string
+
 	CacheStrategy CacheStrategy
 	// DeclaredInputs are the repository paths the output depends on: exact
 	// paths ("package.json"), globs ("**/Dockerfile", "*.Dockerfile") and
@@ -147,4 +154,7 @@ type Context struct {
 	// ProbePaths are URL paths that probes booting the image request
 	// during the boot, beyond the ones they find themselves.
 	ProbePaths []string
+	// Handoff reads what probes of earlier phases handed on; nil outside
+	// a pipeline run.
+	Handoff Handoff
 }
