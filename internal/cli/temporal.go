@@ -10,15 +10,10 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-	enumspb "go.temporal.io/api/enums/v1"
-	taskqueuepb "go.temporal.io/api/taskqueue/v1"
-	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/worker"
 
 	"github.com/codegenie/codegenie/internal/cache"
 	"github.com/codegenie/codegenie/internal/fleet"
@@ -32,6 +27,8 @@ import (
 // result store.
 type temporalFlags struct {
 	addr, namespace, store string
+	// storeAt is the store open opened.
+	storeAt string
 }
 
 func (f *temporalFlags) register(fl *pflag.FlagSet) {
@@ -41,23 +38,20 @@ func (f *temporalFlags) register(fl *pflag.FlagSet) {
 }
 
 // open dials Temporal and opens the result store.
-func (f *temporalFlags) open(ctx context.Context, g *globals) (client.Client, *fleet.FSStore, error) {
+func (f *temporalFlags) open(ctx context.Context, g *globals) (*fleet.Client, error) {
 	if f.addr == "" {
-		return nil, nil, usageErr("--temporal HOST:PORT is required (or CODEGENIE_TEMPORAL)")
+		return nil, usageErr("--temporal HOST:PORT is required (or CODEGENIE_TEMPORAL)")
 	}
 	dir, err := resultStoreDir(g, f.store)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	st, err := fleet.OpenFSStore(dir)
 	if err != nil {
-		return nil, nil, usageErr("--store %s: %v", dir, err)
+		return nil, usageErr("--store %s: %v", dir, err)
 	}
-	c, err := fleet.Dial(ctx, f.addr, f.namespace, g.logger())
-	if err != nil {
-		return nil, nil, err
-	}
-	return c, st, nil
+	f.storeAt = dir
+	return fleet.Dial(ctx, fleet.Config{HostPort: f.addr, Namespace: f.namespace, Logger: g.logger()}, st)
 }
 
 // resultStoreDir is --store, else results/ in the cache directory.
@@ -79,7 +73,7 @@ func resultStoreDir(g *globals, flag string) (string, error) {
 // --detach, follows it to the end and writes its outputs as a local run
 // does.
 func runPortfolioTemporal(ctx context.Context, g *globals, f *portfolioFlags, services []portfolio.Service, failOn map[probe.Verdict]bool) error {
-	c, st, err := f.tf.open(ctx, g)
+	c, err := f.tf.open(ctx, g)
 	if err != nil {
 		return err
 	}
@@ -114,7 +108,7 @@ func runPortfolioTemporal(ctx context.Context, g *globals, f *portfolioFlags, se
 	}
 	static.StartToClose = max(static.StartToClose, perAttempt)
 	sandboxT.StartToClose = max(sandboxT.StartToClose, perAttempt)
-	started, err := fleet.Start(ctx, c, st, services, digests, fleet.StartOptions{Settings: s, Sandbox: sandboxTier, RetryFailed: f.retryFailed,
+	started, err := c.Start(ctx, services, digests, fleet.StartOptions{Settings: s, Sandbox: sandboxTier, RetryFailed: f.retryFailed,
 		Concurrency: f.concurrency, Batch: f.batch, Static: static, SandboxT: sandboxT})
 	if err != nil {
 		return err
@@ -124,7 +118,7 @@ func runPortfolioTemporal(ctx context.Context, g *globals, f *portfolioFlags, se
 	}
 	fmt.Fprintf(g.stderr, "portfolio: workflow %s (run %s) on %s; Ctrl-C leaves it running ('codegenie portfolio status %s')\n", started.ID, started.RunID, f.tf.addr, started.ID)
 	prog := newPortfolioProgress(g.stderr, g.stderrTTY && os.Getenv("CI") == "", os.Getenv("CI") != "", len(services))
-	snap, err := follow(ctx, g, c, st, started.ID, prog)
+	snap, err := c.Follow(ctx, started.ID, fleet.FollowOptions{Observe: prog.observe, Notify: func(n fleet.Notice) { printNotice(g.stderr, n) }})
 	prog.finish()
 	if err != nil {
 		if errors.Is(err, context.Canceled) {
@@ -132,153 +126,33 @@ func runPortfolioTemporal(ctx context.Context, g *globals, f *portfolioFlags, se
 		}
 		return err
 	}
-	return reportSnapshot(ctx, g, st, snap, f.out, failOn)
+	return reportSnapshot(ctx, g, c, snap, f.out, failOn)
 }
 
-// follow polls a workflow until it closes, feeding each service's state
-// changes to prog. A server that does not answer (a restart) is waited
-// for.
-func follow(ctx context.Context, g *globals, c client.Client, st fleet.ResultStore, id string, prog *portfolioProgress) (*fleet.Snapshot, error) {
-	var seen []portfolio.State
-	var m *fleet.Manifest
-	down := time.Time{}
-	idle := &idleQueues{warned: map[string]bool{}}
-	tick := time.NewTicker(300 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		snap, err := fleet.Read(ctx, c, st, id)
-		switch {
-		case err == nil:
-			if !down.IsZero() {
-				fmt.Fprintf(g.stderr, "portfolio: the workflow answers again after %s\n", time.Since(down).Round(time.Second))
-				down = time.Time{}
-			}
-		case ctx.Err() != nil:
-			return nil, ctx.Err()
-		case !errors.Is(err, fleet.ErrNotAnswering):
-			return nil, err
-		default:
-			if down.IsZero() {
-				down = time.Now()
-				fmt.Fprintf(g.stderr, "portfolio: %v; retrying\n", err)
-			}
-			idle.check(ctx, g, c, nil)
-		}
-		if err == nil {
-			if m == nil {
-				if m, err = fleet.LoadManifest(ctx, st, snap.Manifest); err != nil {
-					return nil, err
-				}
-				seen = make([]portfolio.State, len(m.Services))
-			}
-			if err := observeSnapshot(ctx, st, m, snap, seen, prog); err != nil {
-				return nil, err
-			}
-			idle.check(ctx, g, c, snap)
-			if snap.Closed {
-				return snap, nil
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-tick.C:
-		}
-	}
-}
-
-// idleQueues warns, once per queue, when a tier has work waiting and no
-// worker polls its task queue: a portfolio would otherwise wait silently.
-type idleQueues struct {
-	last   time.Time
-	warned map[string]bool
-}
-
-func (q *idleQueues) check(ctx context.Context, g *globals, c client.Client, snap *fleet.Snapshot) {
-	if time.Since(q.last) < 5*time.Second {
-		return
-	}
-	q.last = time.Now()
-	waiting := map[portfolio.Tier]bool{portfolio.TierStatic: true} // the workflow's own tasks
-	for _, o := range snapOutcomes(snap) {
-		if o.State == portfolio.StateRunning {
-			waiting[o.Tier] = true
-		}
-	}
-	for tier := range waiting {
-		queue := fleet.Queue(tier)
-		kind := enumspb.TASK_QUEUE_TYPE_ACTIVITY
-		if tier == portfolio.TierStatic {
-			kind = enumspb.TASK_QUEUE_TYPE_WORKFLOW
-		}
-		resp, err := c.DescribeTaskQueue(ctx, queue, kind)
-		if err != nil || q.warned[queue] {
-			continue
-		}
-		// The server lists pollers seen in the last minutes; a live one
-		// polls at least once a long poll (about a minute).
-		live := slices.ContainsFunc(resp.GetPollers(), func(p *taskqueuepb.PollerInfo) bool {
-			return time.Since(p.GetLastAccessTime().AsTime()) < 2*time.Minute
-		})
-		if live {
-			continue
-		}
-		q.warned[queue] = true
-		how := "codegenie worker --tier static"
-		if tier == portfolio.TierSandbox {
+// printNotice says what a Notice is about on stderr.
+func printNotice(w io.Writer, n fleet.Notice) {
+	switch n.Kind {
+	case fleet.NoticeNotAnswering:
+		fmt.Fprintf(w, "portfolio: %v; retrying\n", n.Err)
+	case fleet.NoticeAnswersAgain:
+		fmt.Fprintf(w, "portfolio: the workflow answers again after %s\n", n.Down.Round(time.Second))
+	case fleet.NoticeNoPoller:
+		how := "codegenie worker --tier static'"
+		if n.Tier == portfolio.TierSandbox {
 			how = "codegenie worker --tier sandbox' beside a gate-control"
-		} else {
-			how += "'"
 		}
-		fmt.Fprintf(g.stderr, "portfolio: no worker polls the task queue %s, so its services wait: start '%s\n", queue, how)
+		fmt.Fprintf(w, "portfolio: no worker polls the task queue %s, so its services wait: start '%s\n", n.Queue, how)
+	case fleet.NoticeInvalid:
 	}
-}
-
-func snapOutcomes(s *fleet.Snapshot) []fleet.Outcome {
-	if s == nil {
-		return nil
-	}
-	return s.Outcomes
-}
-
-// observeSnapshot reports the services whose state changed since seen.
-func observeSnapshot(ctx context.Context, st fleet.ResultStore, m *fleet.Manifest, snap *fleet.Snapshot, seen []portfolio.State, prog *portfolioProgress) error {
-	for i, o := range snap.Outcomes {
-		if i >= len(seen) || o.State == seen[i] {
-			continue
-		}
-		final := o.State == portfolio.StateDone || o.State == portfolio.StateFailed
-		rec := portfolio.Record{Service: m.Services[i], State: o.State, Tier: o.Tier}
-		if final {
-			var err error
-			if rec, err = fleet.Record(ctx, st, m, i, o); err != nil {
-				return err
-			}
-			if seen[i] != portfolio.StateRunning {
-				// Polling missed its running state.
-				prog.observe(portfolio.Record{Service: m.Services[i], State: portfolio.StateRunning, Tier: o.Tier})
-			}
-		}
-		prog.observe(rec)
-		seen[i] = o.State
-	}
-	return nil
 }
 
 // reportSnapshot writes a workflow's outputs into out as a local run does.
-func reportSnapshot(ctx context.Context, g *globals, st fleet.ResultStore, snap *fleet.Snapshot, out string, failOn map[probe.Verdict]bool) error {
-	recs, src, err := fleet.Records(ctx, st, snap)
+func reportSnapshot(ctx context.Context, g *globals, c *fleet.Client, snap *fleet.Snapshot, out string, failOn map[probe.Verdict]bool) error {
+	r, err := c.Report(ctx, snap)
 	if err != nil {
 		return err
 	}
-	tiers := "static"
-	for _, r := range recs {
-		if r.Tier == portfolio.TierSandbox {
-			tiers = "static+sandbox"
-			break
-		}
-	}
-	return writePortfolio(g, out, tiers, recs, src, failOn)
+	return writePortfolio(g, out, r.Tiers, r.Records, r.SARIF, failOn)
 }
 
 func writeJSON(w io.Writer, v any) error {
@@ -299,10 +173,11 @@ counts by state and verdict, and how many results were reused, as JSON.`,
   codegenie portfolio status --temporal 127.0.0.1:7233 "$ID" | jq .by_state`,
 		Args: exactArgs(1, "the workflow ID that 'portfolio --temporal --detach' printed"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			snap, _, err := tf.read(cmd.Context(), g, args[0])
+			c, snap, err := tf.read(cmd.Context(), g, args[0])
 			if snap == nil {
 				return err
 			}
+			c.Close()
 			// A workflow that failed, or is paused, still has a status to
 			// print; the error follows it (exit 1).
 			type status struct {
@@ -356,14 +231,15 @@ verdict), 1 otherwise.`,
 			if err != nil {
 				return err
 			}
-			snap, st, err := tf.read(cmd.Context(), g, args[0])
+			c, snap, err := tf.read(cmd.Context(), g, args[0])
 			if err != nil {
 				return err
 			}
+			defer c.Close()
 			if !snap.Closed {
 				fmt.Fprintf(g.stderr, "portfolio: %s is still %s; reporting what has finished\n", snap.ID, snap.Status)
 			}
-			return reportSnapshot(cmd.Context(), g, st, snap, out, failOn)
+			return reportSnapshot(cmd.Context(), g, c, snap, out, failOn)
 		},
 	}
 	fl := cmd.Flags()
@@ -374,20 +250,23 @@ verdict), 1 otherwise.`,
 }
 
 // read reads a portfolio workflow back; an ID that names none is a usage
-// error.
-func (f *temporalFlags) read(ctx context.Context, g *globals, id string) (*fleet.Snapshot, *fleet.FSStore, error) {
-	c, st, err := f.open(ctx, g)
+// error. With a snapshot, the caller closes the client.
+func (f *temporalFlags) read(ctx context.Context, g *globals, id string) (*fleet.Client, *fleet.Snapshot, error) {
+	c, err := f.open(ctx, g)
 	if err != nil {
 		return nil, nil, err
 	}
-	defer c.Close()
-	snap, err := fleet.Read(ctx, c, st, id)
-	if errors.Is(err, fleet.ErrNoWorkflow) {
-		return nil, nil, &ExitError{Code: ExitUsage, Err: err}
+	snap, err := c.Read(ctx, id)
+	if snap == nil {
+		c.Close()
+		if errors.Is(err, fleet.ErrNoWorkflow) {
+			return nil, nil, &ExitError{Code: ExitUsage, Err: err}
+		}
+		return nil, nil, err
 	}
 	// A snapshot with an error is a workflow that did not complete: what
 	// is known of it, and why.
-	return snap, st, err
+	return c, snap, err
 }
 
 type workerFlags struct {
@@ -458,7 +337,7 @@ func runWorker(ctx context.Context, g *globals, f *workerFlags) error {
 			n = max(1, runtime.NumCPU()/2)
 		}
 	}
-	c, st, err := f.tf.open(ctx, g)
+	c, err := f.tf.open(ctx, g)
 	if err != nil {
 		return err
 	}
@@ -475,18 +354,17 @@ func runWorker(ctx context.Context, g *globals, f *workerFlags) error {
 	}
 	defer release()
 	log := slog.New(slog.NewTextHandler(g.stderr, nil))
-	a := &fleet.Activities{Store: st, Logger: log, Runner: func(s fleet.Settings) (*portfolio.Runner, error) {
+	a := &fleet.Activities{Store: c.Store, Logger: log, Runner: func(s fleet.Settings) (*portfolio.Runner, error) {
 		if s.Version != Version {
 			log.Warn("the portfolio's client is another version: results may differ from a local run", "client", s.Version, "worker", Version)
 		}
 		return portfolioRunner(g, s, sb)
 	}}
-	w := worker.New(c, fleet.Queue(tier), worker.Options{MaxConcurrentActivityExecutionSize: n, WorkerStopTimeout: f.drain})
-	fleet.Register(w, tier, a)
+	w := c.NewWorker(tier, a, fleet.WorkerOptions{Parallel: n, Drain: f.drain})
 	if err := w.Start(); err != nil {
 		return fmt.Errorf("starting the worker: %w", err)
 	}
-	log.Info("worker ready", "tier", tier, "queue", fleet.Queue(tier), "temporal", f.tf.addr, "namespace", f.tf.namespace, "parallel", n, "store", st.Dir())
+	log.Info("worker ready", "tier", tier, "queue", fleet.Queue(tier), "temporal", f.tf.addr, "namespace", f.tf.namespace, "parallel", n, "store", f.tf.storeAt)
 	<-ctx.Done()
 	log.Info("worker stopping: running activities may finish", "drain_timeout", f.drain)
 	w.Stop()

@@ -423,7 +423,7 @@ func workflowRun(t *testing.T, p *proc) (string, string) {
 // replay replays a workflow run's history against this build's workflow.
 func replay(t *testing.T, addr, id, runID string) {
 	t.Helper()
-	c, err := fleet.Dial(t.Context(), addr, "default", nil)
+	c, err := fleet.DialTemporal(t.Context(), fleet.Config{HostPort: addr})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -120,7 +120,8 @@ func runTemporal(b *testing.B, addr string, ss []portfolio.Service, digests []st
 	}
 	defer cl.Close()
 	start := time.Now()
-	started, err := Start(b.Context(), cl, st, ss, digests, StartOptions{})
+	fc := &Client{Temporal: cl, Store: st}
+	started, err := fc.Start(b.Context(), ss, digests, StartOptions{})
 	if err != nil {
 		b.Fatal(err)
 	}

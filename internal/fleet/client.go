@@ -23,16 +23,56 @@ import (
 	"github.com/codegenie/codegenie/internal/portfolio"
 )
 
-// Dial connects to a Temporal frontend. The SDK's own log lines go to
-// logger at warning level and above (nil: discarded).
-func Dial(ctx context.Context, hostPort, namespace string, logger *slog.Logger) (client.Client, error) {
+// Config is how a Client reaches a Temporal frontend.
+type Config struct {
+	// HostPort is the frontend, HOST:PORT.
+	HostPort string
+	// Namespace is the Temporal namespace ("default" when empty).
+	Namespace string
+	// Logger gets the SDK's own log lines at warning level and above (nil:
+	// discarded).
+	Logger *slog.Logger
+}
+
+// Client drives portfolio runs on a Temporal server and reads them back,
+// with the result store every worker shares: Start a run, Follow it to its
+// end, Report its records. It is what 'codegenie portfolio --temporal'
+// uses, and it needs no command layer. A Client is safe for concurrent
+// use; Close it when done.
+type Client struct {
+	// Temporal is the connection to the server.
+	Temporal client.Client
+	// Store is the result store that the workers share.
+	Store ResultStore
+}
+
+// Dial connects to a Temporal frontend and returns a Client that keeps its
+// results in st.
+func Dial(ctx context.Context, cfg Config, st ResultStore) (*Client, error) {
+	c, err := DialTemporal(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &Client{Temporal: c, Store: st}, nil
+}
+
+// Close closes the connection to the server.
+func (c *Client) Close() { c.Temporal.Close() }
+
+// DialTemporal connects to a Temporal frontend, for callers that need the
+// SDK's client itself (a replayer, a test).
+func DialTemporal(ctx context.Context, cfg Config) (client.Client, error) {
+	logger := cfg.Logger
 	if logger == nil {
 		logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
+	if cfg.Namespace == "" {
+		cfg.Namespace = "default"
+	}
 	quiet := slog.New(levelFilter{logger.Handler(), slog.LevelWarn})
-	c, err := client.DialContext(ctx, client.Options{HostPort: hostPort, Namespace: namespace, Logger: tlog.NewStructuredLogger(quiet)})
+	c, err := client.DialContext(ctx, client.Options{HostPort: cfg.HostPort, Namespace: cfg.Namespace, Logger: tlog.NewStructuredLogger(quiet)})
 	if err != nil {
-		return nil, fmt.Errorf("connecting to Temporal at %s (namespace %s): %w; is the server up ('temporal server start-dev')?", hostPort, namespace, err)
+		return nil, fmt.Errorf("connecting to Temporal at %s (namespace %s): %w; is the server up ('temporal server start-dev')?", cfg.HostPort, cfg.Namespace, err)
 	}
 	return c, nil
 }
@@ -99,7 +139,10 @@ type Started struct {
 // starting the same portfolio while it runs joins that run, and starting
 // it after it finished runs it again (each service then answered by its
 // bound result).
-func Start(ctx context.Context, c client.Client, st ResultStore, services []portfolio.Service, digests []string, o StartOptions) (Started, error) {
+func (c *Client) Start(ctx context.Context, services []portfolio.Service, digests []string, o StartOptions) (Started, error) {
+	if len(digests) != len(services) {
+		return Started{}, fmt.Errorf("%d digests for %d services", len(digests), len(services))
+	}
 	m := Manifest{Services: services, Digests: digests}
 	if m.Services == nil {
 		m.Services, m.Digests = []portfolio.Service{}, []string{}
@@ -108,7 +151,7 @@ func Start(ctx context.Context, c client.Client, st ResultStore, services []port
 	if err != nil {
 		return Started{}, err
 	}
-	md, err := st.Put(ctx, data)
+	md, err := c.Store.Put(ctx, data)
 	if err != nil {
 		return Started{}, err
 	}
@@ -122,7 +165,7 @@ func Start(ctx context.Context, c client.Client, st ResultStore, services []port
 	in.defaults()
 	idSum := sha256.Sum256(fmt.Appendf(nil, "%s\x00%v\x00%v", md, o.Sandbox, o.RetryFailed))
 	id := "codegenie-portfolio-" + hex.EncodeToString(idSum[:])[:20]
-	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+	run, err := c.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID:                       id,
 		TaskQueue:                QueueStatic,
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
@@ -161,8 +204,8 @@ var ErrNotAnswering = errors.New("the portfolio workflow does not answer")
 // Read reads a portfolio workflow back: its progress query while it runs,
 // its result once it completed. The outcome lists of its finished runs
 // come from the result store.
-func Read(ctx context.Context, c client.Client, st ResultStore, id string) (*Snapshot, error) {
-	d, err := c.DescribeWorkflow(ctx, id, "")
+func (c *Client) Read(ctx context.Context, id string) (*Snapshot, error) {
+	d, err := c.Temporal.DescribeWorkflow(ctx, id, "")
 	if err != nil {
 		var nf *serviceerror.NotFound
 		if errors.As(err, &nf) {
@@ -181,7 +224,7 @@ func Read(ctx context.Context, c client.Client, st ResultStore, id string) (*Sna
 	case enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING:
 		// A static worker answers the query; with none, it would wait.
 		qctx, cancel := context.WithTimeout(ctx, QueryTimeout)
-		v, err := c.QueryWorkflow(qctx, id, "", QueryProgress)
+		v, err := c.Temporal.QueryWorkflow(qctx, id, "", QueryProgress)
 		timedOut := qctx.Err() != nil
 		cancel()
 		if err != nil && timedOut && ctx.Err() == nil {
@@ -196,7 +239,7 @@ func Read(ctx context.Context, c client.Client, st ResultStore, id string) (*Sna
 	case enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED:
 		snap.Closed = true
 		var r Result
-		if err := c.GetWorkflow(ctx, id, snap.RunID).Get(ctx, &r); err != nil {
+		if err := c.Temporal.GetWorkflow(ctx, id, snap.RunID).Get(ctx, &r); err != nil {
 			return nil, fmt.Errorf("reading the portfolio workflow's result: %w", err)
 		}
 		p = Progress{Manifest: r.Manifest, Count: r.Count, Batches: r.Batches, Base: r.Count}
@@ -210,7 +253,7 @@ func Read(ctx context.Context, c client.Client, st ResultStore, id string) (*Sna
 	}
 	snap.Manifest = p.Manifest
 	for _, b := range p.Batches {
-		data, err := st.Get(ctx, b)
+		data, err := c.Store.Get(ctx, b)
 		if err != nil {
 			return nil, err
 		}
@@ -227,15 +270,15 @@ func Read(ctx context.Context, c client.Client, st ResultStore, id string) (*Sna
 	return snap, nil
 }
 
-// LoadManifest reads a manifest from the store.
-func LoadManifest(ctx context.Context, st ResultStore, digest string) (*Manifest, error) {
+// loadManifest reads a manifest from the store.
+func loadManifest(ctx context.Context, st ResultStore, digest string) (*Manifest, error) {
 	a := &Activities{Store: st}
 	return a.manifest(ctx, digest)
 }
 
-// Record is a service's record from its outcome: the stored record when
+// record is a service's record from its outcome: the stored record when
 // there is one, else what the outcome says.
-func Record(ctx context.Context, st ResultStore, m *Manifest, i int, o Outcome) (portfolio.Record, error) {
+func record(ctx context.Context, st ResultStore, m *Manifest, i int, o Outcome) (portfolio.Record, error) {
 	rec := portfolio.Record{Service: m.Services[i], Digest: m.Digests[i]}
 	if !o.Record.IsZero() {
 		data, err := Get(ctx, st, o.Record)
@@ -258,27 +301,41 @@ func Record(ctx context.Context, st ResultStore, m *Manifest, i int, o Outcome) 
 	return rec, nil
 }
 
-// Records returns every service's record, and a SARIF source for
-// portfolio.WriteOutputs that reads each log from the store.
-func Records(ctx context.Context, st ResultStore, snap *Snapshot) ([]portfolio.Record, portfolio.SARIFSource, error) {
-	m, err := LoadManifest(ctx, st, snap.Manifest)
+// Report is a portfolio run's records as far as it got, in service order,
+// and a SARIF source for portfolio.WriteOutputs that reads each log from
+// the store.
+type Report struct {
+	Records []portfolio.Record
+	SARIF   portfolio.SARIFSource
+	// Tiers is "static", or "static+sandbox" when a service reached the
+	// sandbox tier.
+	Tiers string
+}
+
+// Report reads every service's record of a snapshot from the store.
+func (c *Client) Report(ctx context.Context, snap *Snapshot) (*Report, error) {
+	m, err := loadManifest(ctx, c.Store, snap.Manifest)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	if len(snap.Outcomes) != len(m.Services) {
-		return nil, nil, fmt.Errorf("the workflow has %d outcomes for %d services", len(snap.Outcomes), len(m.Services))
+		return nil, fmt.Errorf("the workflow has %d outcomes for %d services", len(snap.Outcomes), len(m.Services))
 	}
 	recs := make([]portfolio.Record, len(m.Services))
-	src := sarifRefs{ctx: ctx, st: st, refs: map[string]Ref{}}
+	src := sarifRefs{ctx: ctx, st: c.Store, refs: map[string]Ref{}}
+	tiers := "static"
 	for i, o := range snap.Outcomes {
-		if recs[i], err = Record(ctx, st, m, i, o); err != nil {
-			return nil, nil, err
+		if recs[i], err = record(ctx, c.Store, m, i, o); err != nil {
+			return nil, err
 		}
 		if !o.SARIF.IsZero() {
 			src.refs[m.Services[i].ID] = o.SARIF
 		}
+		if recs[i].Tier == portfolio.TierSandbox {
+			tiers = "static+sandbox"
+		}
 	}
-	return recs, src, nil
+	return &Report{Records: recs, SARIF: src, Tiers: tiers}, nil
 }
 
 type sarifRefs struct {

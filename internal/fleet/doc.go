@@ -11,4 +11,9 @@
 // reuses it. Records and SARIF logs live in that store; the workflow's
 // history carries their digests, and continues as new every Batch services
 // so that it stays bounded.
+//
+// A Client is the API of a run: Dial a server, Start a portfolio, Follow it
+// to its end (each service's state changes, and Notices such as a queue no
+// worker polls), and Report its records; NewWorker runs a tier's
+// activities. The command layer only parses flags and prints.
 package fleet

@@ -210,8 +210,13 @@ func Portfolio(ctx workflow.Context, in Input) (Result, error) {
 			outs[i-in.Next].State = portfolio.StateSkipped
 		}
 	}
+	// The handler keeps this run's view: the last task appends this run's
+	// batch to in.Batches and moves in.Next, and a query of the closed run
+	// would otherwise list this run's outcomes twice, shifted onto the
+	// next run's services.
+	batches, base := in.Batches, in.Next
 	if err := workflow.SetQueryHandler(ctx, QueryProgress, func() (Progress, error) {
-		return Progress{Manifest: in.Manifest, Count: in.Count, Batches: in.Batches, Base: in.Next, Current: outs}, nil
+		return Progress{Manifest: in.Manifest, Count: in.Count, Batches: batches, Base: base, Current: outs}, nil
 	}); err != nil {
 		return Result{}, err
 	}
