@@ -76,13 +76,21 @@ func WithHandshakeTimeout(d time.Duration) Option { return func(p *Proxy) { p.ha
 // attempts are only counted, see Dropped.
 func WithMaxConns(n int) Option { return func(p *Proxy) { p.maxConns = n } }
 
+// WithMaxOpen sets how many client connections may be open at once
+// (default 512); a connection beyond it gets 503.
+func WithMaxOpen(n int) Option { return func(p *Proxy) { p.maxOpen = n } }
+
 // Defaults of a Proxy.
 const (
+	DefaultMaxOpen          = 512
 	DefaultHandshakeTimeout = time.Minute
 	DefaultDialTimeout      = 30 * time.Second
 	DefaultMaxConns         = 10_000
 	// MaxHeaderBytes bounds a request's line and headers.
 	MaxHeaderBytes = 64 << 10
+
+	maxResponseHeaderBytes = 1 << 20
+	maxInterim             = 8
 )
 
 // Proxy is an HTTP forward proxy that lets a build reach only what its Policy
@@ -98,6 +106,8 @@ type Proxy struct {
 	handshake time.Duration
 	dialWait  time.Duration
 	maxConns  int
+	maxOpen   int
+	clients   atomic.Int64
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -118,17 +128,25 @@ type record struct {
 	up, down atomic.Int64
 }
 
-// New returns a Proxy that enforces policy. The policy's rules are used as
-// given; make them with ParseRule.
+// New returns a Proxy that enforces policy. Rules' hosts are normalised as
+// ParseRule does; a rule whose host is not valid matches nothing.
 func New(policy Policy, opts ...Option) *Proxy {
+	allow := make([]Rule, 0, len(policy.Allow))
+	for _, r := range policy.Allow {
+		if h, err := normalizeHost(r.Host, true); err == nil {
+			r.Host = h // as ParseRule writes it
+		}
+		allow = append(allow, r)
+	}
 	p := &Proxy{
-		policy:    Policy{Allow: append([]Rule(nil), policy.Allow...), AllowPrivate: policy.AllowPrivate},
+		policy:    Policy{Allow: allow, AllowPrivate: policy.AllowPrivate},
 		resolver:  net.DefaultResolver,
 		dialer:    &net.Dialer{},
 		now:       time.Now,
 		handshake: DefaultHandshakeTimeout,
 		dialWait:  DefaultDialTimeout,
 		maxConns:  DefaultMaxConns,
+		maxOpen:   DefaultMaxOpen,
 		listeners: map[net.Listener]struct{}{},
 		open:      map[net.Conn]struct{}{},
 	}
@@ -182,9 +200,20 @@ func (p *Proxy) Serve(l net.Listener) error {
 			_ = c.Close()
 			return nil
 		}
+		// Counted here, in accept order, so that the connections over the
+		// limit are the latest.
+		over := p.clients.Add(1) > int64(p.maxOpen)
 		go func() {
 			defer p.wg.Done()
 			defer p.untrack(c)
+			defer p.clients.Add(-1)
+			if over {
+				r := p.newRecord(p.now(), "")
+				reason := fmt.Sprintf("more than %d connections open at once", p.maxOpen)
+				p.set(r, func(cn *Conn) { cn.Reason = reason })
+				reply(c, http.StatusServiceUnavailable, "egress proxy: "+reason)
+				return
+			}
 			p.serveConn(c)
 		}()
 	}
@@ -334,14 +363,14 @@ func (p *Proxy) serveConn(c net.Conn) {
 	br := bufio.NewReaderSize(hr, 4096)
 	for {
 		hr.budget, hr.read = MaxHeaderBytes-br.Buffered(), br.Buffered()
-		start := p.now()
-		_ = c.SetReadDeadline(start.Add(p.handshake))
+		waiting := p.now()
+		_ = c.SetReadDeadline(waiting.Add(p.handshake))
 		req, err := http.ReadRequest(br)
 		if err != nil {
 			if hr.read == 0 {
 				return // the client closed or idled without a request
 			}
-			r := p.newRecord(start, "")
+			r := p.newRecord(waiting, "")
 			status, reason := http.StatusBadRequest, "reading the request: "+err.Error()
 			var ne net.Error
 			switch {
@@ -359,6 +388,7 @@ func (p *Proxy) serveConn(c net.Conn) {
 		}
 		hr.budget = -1
 		_ = c.SetReadDeadline(time.Time{})
+		start := p.now()
 		if req.Method == http.MethodConnect {
 			p.connect(c, br, req, start)
 			lingerClose(c)
@@ -645,9 +675,11 @@ func (p *Proxy) forward(c net.Conn, req *http.Request, start time.Time) bool {
 		reply(c, http.StatusBadGateway, "egress proxy: sending the request: "+err.Error())
 		return fail("sending the request: " + err.Error())
 	}
-	ubr := bufio.NewReader(up)
+	// The destination's headers are bounded too; its body is not.
+	uhr := &headerReader{r: up, budget: maxResponseHeaderBytes}
+	ubr := bufio.NewReader(uhr)
 	var resp *http.Response
-	for {
+	for interim := 0; ; interim++ {
 		resp, err = http.ReadResponse(ubr, req)
 		if err != nil {
 			reply(c, http.StatusBadGateway, "egress proxy: reading the response: "+err.Error())
@@ -656,6 +688,10 @@ func (p *Proxy) forward(c net.Conn, req *http.Request, start time.Time) bool {
 		if resp.StatusCode >= 200 || resp.StatusCode == http.StatusSwitchingProtocols {
 			break
 		}
+		if interim == maxInterim {
+			reply(c, http.StatusBadGateway, "egress proxy: too many interim responses")
+			return fail("too many interim responses")
+		}
 		// An interim response (100 Continue, 103 Early Hints) goes to the
 		// client as it is, and the final one follows.
 		fmt.Fprintf(c, "HTTP/1.1 %s\r\n", resp.Status)
@@ -663,6 +699,7 @@ func (p *Proxy) forward(c net.Conn, req *http.Request, start time.Time) bool {
 		_ = resp.Header.Write(c)
 		io.WriteString(c, "\r\n")
 	}
+	uhr.budget = -1
 	defer func() { _ = resp.Body.Close() }()
 	if resp.StatusCode == http.StatusSwitchingProtocols {
 		reply(c, http.StatusBadGateway, "egress proxy: the destination switched protocols, which the proxy does not forward")

@@ -170,7 +170,11 @@ func getVia(t *testing.T, proxyAddr, rawURL string) (int, string) {
 	defer c.Close()
 	c.SetDeadline(time.Now().Add(waitFor))
 	fmt.Fprintf(c, "GET %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", rawURL)
-	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	br := bufio.NewReader(c)
+	resp, err := http.ReadResponse(br, nil)
+	for err == nil && resp.StatusCode < 200 { // interim responses
+		resp, err = http.ReadResponse(br, nil)
+	}
 	if err != nil {
 		t.Fatalf("reading the proxy's answer to GET %s: %v", rawURL, err)
 	}
@@ -811,5 +815,69 @@ func TestNetHTTPClientThroughProxy(t *testing.T) {
 	resp.Body.Close()
 	if string(b) != "tls ok" {
 		t.Errorf("body %q", b)
+	}
+}
+
+func TestMaxOpen(t *testing.T) {
+	t.Parallel()
+	p := New(Policy{}, WithMaxOpen(1))
+	paddr := startProxy(t, p)
+	first, err := net.Dial("tcp", paddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer first.Close()
+	io.WriteString(first, "CONNECT a.test:443 HTTP/1.1\r\n") // open, unfinished
+	c, err := net.Dial("tcp", paddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(waitFor))
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil || resp.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("second connection: %v %v, want 503", resp, err)
+	}
+	// The first one is still served.
+	io.WriteString(first, "\r\n")
+	first.SetDeadline(time.Now().Add(waitFor))
+	resp, err = http.ReadResponse(bufio.NewReader(first), &http.Request{Method: "CONNECT"})
+	if err != nil || resp.StatusCode != http.StatusForbidden {
+		t.Fatalf("first connection: %v %v, want 403", resp, err)
+	}
+}
+
+func TestForwardBoundsAndInterimResponses(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, answer string
+		status       int
+		body         string
+	}{
+		{"interim then final", "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\nKeep-Alive: x\r\n\r\nok", 200, "ok"},
+		{"endless interim", strings.Repeat("HTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\n", 20), 502, "too many interim responses"},
+		{"huge headers", "HTTP/1.1 200 OK\r\n" + strings.Repeat("X-Big: "+strings.Repeat("b", 1000)+"\r\n", 1200) + "\r\n", 502, "reading the response"},
+		{"unframed body", "HTTP/1.1 200 OK\r\n\r\nuntil close", 200, "until close"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			d := &recDialer{next: func(context.Context, string, string) (net.Conn, error) {
+				a, b := net.Pipe()
+				go func() {
+					defer b.Close()
+					if _, err := http.ReadRequest(bufio.NewReader(b)); err != nil {
+						return
+					}
+					io.WriteString(b, tc.answer)
+				}()
+				return a, nil
+			}}
+			p := New(Policy{Allow: []Rule{{Host: "H.test.", Port: 0}}}, WithDialer(d), WithResolver(resolveTo("h.test", "203.0.113.80"))) // normalised by New
+			paddr := startProxy(t, p)
+			status, body := getVia(t, paddr, "http://h.test/")
+			if status != tc.status || !strings.Contains(body, tc.body) {
+				t.Errorf("got %d %q, want %d with %q", status, body, tc.status, tc.body)
+			}
+		})
 	}
 }
