@@ -20,7 +20,8 @@ import (
 // Conn is one connection attempt through a Proxy, allowed or not: a CONNECT
 // tunnel, or one plain HTTP request.
 type Conn struct {
-	// Start is when the proxy began to read the attempt's request.
+	// Start is when the attempt's request had been read, or, for a
+	// request that could not be read, when the proxy began to wait for it.
 	Start time.Time
 	// Host and Port are the destination the client asked for, Host
 	// normalised (lower case, no trailing dot). Both are empty when the
