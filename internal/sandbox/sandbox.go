@@ -263,6 +263,10 @@ type Result struct {
 	Started  time.Time     `json:"started"`
 	Duration time.Duration `json:"duration"`
 	AuditID  string        `json:"audit_id,omitempty"`
+
+	// ImageFacts describe the last target's image of a Build spawn that
+	// booted it; nil when no image was built, or none was mounted.
+	ImageFacts *ImageFacts `json:"image_facts,omitempty"`
 }
 
 // UnsupportedError says why a backend cannot run on this host. It matches

@@ -373,6 +373,9 @@ func (b *Backend) spawnBuild(ctx context.Context, req sandbox.SpawnRequest) (san
 		}
 		res.NodeModules = br.imageNodeModules(ctx, br.targets[len(br.targets)-1].image, rootfs)
 	}
+	if boot != nil && boot.rootfs != "" && stopErr == nil && infraErr == nil {
+		res.ImageFacts = br.imageFacts(ctx, boot.image, boot.rootfs)
+	}
 	if br.tr != nil {
 		coll := br.tr.finish()
 		// Interpreters are read from images mounted now; that needs a

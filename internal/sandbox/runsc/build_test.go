@@ -228,6 +228,25 @@ func dumpTrace(t *testing.T, events []trace.Event) {
 	}
 }
 
+// checkFacts checks the facts of a build spawn's booted image: whole, of
+// a few layers and some MB, with /bin/sh or without.
+func checkFacts(t *testing.T, res sandbox.Result, shell bool) {
+	t.Helper()
+	f := res.ImageFacts
+	if f == nil {
+		t.Fatal("the spawn reported no image facts")
+	}
+	t.Logf("image facts: %d bytes, %d layers, %d packages %v, setuid %d %v, shells %d %v",
+		f.Bytes, f.Layers, f.Packages, f.PackageDBs, f.SetuidCount, f.Setuid, f.ShellCount, f.Shells)
+	if f.Incomplete != "" || f.Layers < 2 || f.Bytes < 1<<20 {
+		t.Errorf("facts %+v; want whole, at least 2 layers and 1 MiB", *f)
+	}
+	sh := slices.ContainsFunc(f.Shells, func(s sandbox.Shell) bool { return s.Path == "/bin/sh" })
+	if sh != shell || (f.ShellCount == 0) == shell {
+		t.Errorf("shells %v (%d); want /bin/sh %v", f.Shells, f.ShellCount, shell)
+	}
+}
+
 // TestBuildTwoStage builds the final target in one buildah run, which
 // builds the builder stage too (each step attributed to its stage from the
 // build output), and boots npm start.
@@ -257,6 +276,7 @@ func TestBuildTwoStage(t *testing.T) {
 			t.Errorf("%s: %+v; want built, with an image ID", name, p)
 		}
 	}
+	checkFacts(t, res, true)
 	if p := phase(res.Phases, "build:builder:step 2"); p.Failed || !strings.Contains(p.OutputTail, "building") {
 		t.Errorf("builder step: %+v; want its output", p)
 	}
@@ -333,6 +353,7 @@ func TestBuildDistroless(t *testing.T) {
 	if diff := cmp.Diff([]string{"pull:gcr.io/distroless/nodejs22-debian13", "build:0", "boot"}, phaseNames(res.Phases)); diff != "" {
 		t.Errorf("phases (-want +got):\n%s", diff)
 	}
+	checkFacts(t, res, false)
 	boot := phase(res.Phases, "boot")
 	if boot.TimedOut || boot.ExitCode == 0 || !boot.Failed || !strings.Contains(boot.OutputTail, "ENOENT") {
 		t.Errorf("boot: %+v; want a crash (spawnSync /bin/sh ENOENT)", boot)

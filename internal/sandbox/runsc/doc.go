@@ -320,6 +320,13 @@
 // sandbox.BootReport: why it ended, the port, and the times to listen and
 // to the first answer. Result.Stdout and Stderr are the boot's.
 //
+// Once the boot has ended, Result.ImageFacts describe the booted image
+// (imagefacts.go): its size and layer count from the vfs metadata of the
+// private and the shared base store, and its OS packages, setuid/setgid
+// files and shells from the mounted root filesystem, which the boot's
+// overlay never wrote. All host-side, read-only and bounded; nothing of
+// the image runs for them.
+//
 // # Requests and healthcheck
 //
 // With a trace, the boot is exercised from inside the sandbox
