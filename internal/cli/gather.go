@@ -42,6 +42,7 @@ type gatherFlags struct {
 	refreshImages bool
 	probePaths    []string
 	gc            gateControlFlags
+	deps          string
 }
 
 // gateControlFlags say where a command's sandbox is.
@@ -93,6 +94,7 @@ goes to stderr when stderr is a terminal.`,
   codegenie gather --all-images --no-sandbox --format json ./monorepo | jq '.images[] | {image, verdict: .assessments.distroless_readiness.verdict}'
   rc=0; codegenie gather --no-sandbox ./my-service || rc=$?; [ $rc -eq 0 ] || [ $rc -eq 3 ]
   codegenie gather --format sarif --out codegenie.sarif ./my-service
+  codegenie gather --no-sandbox --deps lockfile ./my-service
   codegenie gather --format json ./my-service | jq .assessments
   codegenie gather ./my-service || echo "not ready for distroless"
   CODEGENIE_REGISTRY_MIRRORS=docker.io=127.0.0.1:5000 codegenie gather ./my-service`,
@@ -116,6 +118,7 @@ goes to stderr when stderr is a terminal.`,
 	fl.StringVar(&f.target, "target", "", "the stage that ships (default: the compose file's build.target for this Dockerfile, else the last stage)")
 	fl.StringArrayVar(&f.probePaths, "probe-path", nil, "a URL path the traced boot requests once the service listens (repeatable), beyond / and the HEALTHCHECK's")
 	fl.BoolVar(&f.allImages, "all-images", false, "judge every Dockerfile of the repository too, each as its own image (adds images[] to the output)")
+	fl.StringVar(&f.deps, "deps", "none", depsUsage)
 	fl.BoolVar(&f.refreshImages, "refresh-images", false, fmt.Sprintf("resolve base-image tags anew instead of trusting digests resolved in the last %s", image.DefaultTTL))
 	return cmd
 }
@@ -238,6 +241,11 @@ func runGather(cmd *cobra.Command, g *globals, f *gatherFlags, dir string) error
 		opts.Images = &image.Memo{Resolver: opts.Images, Path: filepath.Join(opts.Cache.Dir(), image.MemoFile),
 			Config: mirrors.String(), Refresh: f.refreshImages, Logger: opts.Logger}
 	}
+	var releaseDeps func()
+	if opts.Deps, releaseDeps, err = depsFetcher(f.deps, opts.Cache); err != nil {
+		return err
+	}
+	defer releaseDeps()
 	ctx := cmd.Context()
 	if g.stderrTTY && os.Getenv("CI") == "" {
 		var stopStatus func()

@@ -53,6 +53,7 @@ type portfolioFlags struct {
 	batch          int
 	staticHB       time.Duration
 	sandboxHB      time.Duration
+	deps           string
 }
 
 func newCmdPortfolio(g *globals) *cobra.Command {
@@ -141,6 +142,7 @@ portfolio run again reuses each result.`,
   codegenie portfolio --list --from repos.txt | jq -r '.[] | select(.skip == null) | .id'
   printf 'file:///srv/git/shop.git\n# a comment\n../billing\n' > repos.txt && codegenie portfolio --list --from repos.txt
   codegenie portfolio --no-sandbox --out /tmp/pf ~/src/checkouts; xdg-open /tmp/pf/report.html
+  codegenie portfolio --no-sandbox --deps none ~/src/checkouts   # scan no dependency code, fetch nothing
   CI=1 codegenie portfolio --from repos.txt --fail-on blocked,unknown
   codegenie portfolio --retry-failed --out /tmp/pf ~/src/checkouts
   codegenie portfolio --migrate --out /tmp/pf ~/src/checkouts && ls /tmp/pf/patches
@@ -169,6 +171,7 @@ portfolio run again reuses each result.`,
 	fl.StringVar(&f.mirrors, "registry-mirror", os.Getenv("CODEGENIE_REGISTRY_MIRRORS"), "registry mirrors, REGISTRY=HOST[:PORT],... (env CODEGENIE_REGISTRY_MIRRORS)")
 	f.gc.register(fl, "gate-control for the sandbox tier")
 	fl.BoolVar(&f.gc.noSandbox, "no-sandbox", false, "run the static tier only: no sandbox, verdicts unconfirmed")
+	fl.StringVar(&f.deps, "deps", "lockfile", depsUsage+". Each distinct package version is fetched and scanned once per run")
 	f.tf.register(fl)
 	fl.BoolVar(&f.detach, "detach", false, "with --temporal: print the workflow's ID and leave it running")
 	fl.IntVar(&f.concurrency, "concurrency", fleet.DefaultConcurrency, "with --temporal: services in flight at once across the workers")
@@ -297,7 +300,7 @@ func writePortfolio(g *globals, out, tiers string, recs []portfolio.Record, src 
 // Temporal workers receive them.
 func (f *portfolioFlags) settings() fleet.Settings {
 	return fleet.Settings{Version: Version, LightTimeout: f.lightTimeout, HeavyTimeout: f.heavyTimeout, BootFor: f.boot.max, Settle: f.boot.settle, StepTimeout: f.boot.step,
-		ServiceTimeout: f.serviceTimeout, Mirrors: f.mirrors, NoCache: f.noCache, Migrate: f.migrate}
+		ServiceTimeout: f.serviceTimeout, Mirrors: f.mirrors, NoCache: f.noCache, Migrate: f.migrate, Deps: f.deps}
 }
 
 // portfolioRunner is the runner of a portfolio's settings, with sb as its
@@ -332,6 +335,11 @@ func portfolioRunner(g *globals, s fleet.Settings, sb sandbox.Client) (*portfoli
 		r.Options.Cache = c
 		r.Options.Images = &image.Memo{Resolver: r.Options.Images, Path: filepath.Join(c.Dir(), image.MemoFile),
 			Config: mirrors.String(), Logger: r.Options.Logger}
+	}
+	// The fetcher lives as long as the process: its per-package scan memo
+	// is what makes a portfolio scan each package version once.
+	if r.Options.Deps, _, err = depsFetcher(s.Deps, r.Options.Cache); err != nil {
+		return nil, err
 	}
 	if s.Migrate {
 		r.Migrate = portfolioMigrate(r.Options, s.HeavyTimeout)

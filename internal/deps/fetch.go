@@ -129,6 +129,10 @@ type Fetcher struct {
 	// Offline makes no request: only cached packages are used.
 	Offline bool
 	Limits  Limits
+	// Memo holds what callers derive from one cached package alone, keyed
+	// by its Key (probe.Dependencies.Memo): shared by every install of
+	// this Fetcher, so a portfolio scans each package version once.
+	Memo sync.Map
 
 	mu          sync.Mutex
 	locks       map[string]*sync.Mutex
@@ -473,3 +477,7 @@ func hexToSRI(algo, h string) (string, error) {
 	}
 	return algo + "-" + base64.StdEncoding.EncodeToString(d), nil
 }
+
+// RemoveCache removes a dependency cache folder, whose packages are
+// read-only.
+func RemoveCache(dir string) error { return removeAll(dir) }

@@ -49,6 +49,8 @@ type Settings struct {
 	Mirrors string `json:"mirrors,omitempty"`
 	NoCache bool   `json:"no_cache,omitempty"`
 	Migrate bool   `json:"migrate,omitempty"`
+	// Deps is --deps: "lockfile" or "none".
+	Deps string `json:"deps,omitempty"`
 }
 
 // Timeouts are an activity's timeouts and retry bound in one tier.

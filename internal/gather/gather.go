@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/codegenie/codegenie/internal/cache"
+	"github.com/codegenie/codegenie/internal/deps"
 	"github.com/codegenie/codegenie/internal/image"
 	"github.com/codegenie/codegenie/internal/pipeline"
 	"github.com/codegenie/codegenie/internal/probe"
@@ -56,6 +57,10 @@ type Options struct {
 	RequireImage bool
 	Logger       *slog.Logger
 	Progress     func(pipeline.Progress)
+	// Deps, when set, provides node_modules from the lockfile (gather
+	// --deps lockfile): the pinned tarballs, fetched and verified into its
+	// cache, are mounted where an install puts them.
+	Deps *deps.Fetcher
 }
 
 // ErrNoDockerfile is the input error of a repository with no Dockerfile,
@@ -93,6 +98,11 @@ func Run(ctx context.Context, dir string, o Options) (*Outcome, error) {
 		Progress:     o.Progress,
 	}
 	pctx := &probe.Context{Sandbox: o.Sandbox, Logger: o.Logger, Task: o.Task, RegistryMirrors: o.RegistryMirrors, BootFor: o.BootFor, Settle: o.Settle, StepTimeout: o.StepTimeout, ProbePaths: o.ProbePaths}
+	if o.Deps != nil {
+		if err := mountDependencies(ctx, repo, o.Deps, pctx); err != nil {
+			return nil, err
+		}
+	}
 	sel, hasSel := o.Registry.ImageSelector(o.Task)
 	switch {
 	case hasSel:

@@ -157,4 +157,7 @@ type Context struct {
 	// Handoff reads what probes of earlier phases handed on; nil outside
 	// a pipeline run.
 	Handoff Handoff
+	// Dependencies is set when node_modules is mounted from a lockfile
+	// install rather than the repository's own.
+	Dependencies *Dependencies
 }

@@ -54,7 +54,68 @@ type Repo struct {
 	globs sync.Map // pattern → []string, for probes sharing patterns
 	// derived holds Analyzer results (derivedKey → *derivedEntry).
 	derived sync.Map
+	// mounts are sorted by Path; byPath indexes them. See Mount.
+	mounts []Mount
+	byPath map[string]Mount
 }
+
+// Mount is a host folder shown inside a repository view at Path, as if it
+// were there: a dependency unpacked elsewhere, seen at its node_modules
+// path. Files under Path come from Dir only; a deeper mount wins over a
+// shallower one, and any mount over the repository's own files.
+type Mount struct {
+	// Path is repository-relative and slash-separated (node_modules/a).
+	Path string
+	// Dir is the host folder.
+	Dir string
+	// Key names Dir's content (a package's integrity), so that results
+	// derived from it alone can be reused wherever it is mounted; "" for
+	// none.
+	Key string
+}
+
+// AddMounts adds mounts to the view. It must be called before anything
+// lists or reads the repository, and is not safe for concurrent use.
+func (r *Repo) AddMounts(ms ...Mount) error {
+	for _, m := range ms {
+		if m.Path == "" || path.Clean(m.Path) != m.Path || path.IsAbs(m.Path) || m.Path == ".." || strings.HasPrefix(m.Path, "../") {
+			return fmt.Errorf("mount path %q is not a clean repository-relative path", m.Path)
+		}
+		if !filepath.IsAbs(m.Dir) {
+			return fmt.Errorf("mount %s: folder %q is not absolute", m.Path, m.Dir)
+		}
+		if r.byPath == nil {
+			r.byPath = make(map[string]Mount)
+		}
+		if _, dup := r.byPath[m.Path]; dup {
+			return fmt.Errorf("two mounts at %s", m.Path)
+		}
+		r.mounts = append(r.mounts, m)
+		r.byPath[m.Path] = m
+	}
+	sort.SliceStable(r.mounts, func(i, j int) bool { return r.mounts[i].Path < r.mounts[j].Path })
+	return nil
+}
+
+// MountOf returns the deepest mount that holds rel, and rel's path inside
+// its folder.
+func (r *Repo) MountOf(rel string) (Mount, string, bool) {
+	if len(r.byPath) == 0 {
+		return Mount{}, "", false
+	}
+	for i := len(rel) - 1; i > 0; i-- {
+		if rel[i] != '/' {
+			continue
+		}
+		if m, ok := r.byPath[rel[:i]]; ok {
+			return m, rel[i+1:], true
+		}
+	}
+	return Mount{}, "", false
+}
+
+// Mounts returns the view's mounts, sorted by Path.
+func (r *Repo) Mounts() []Mount { return r.mounts }
 
 // OpenRepo checks that dir is a readable directory and returns its view.
 func OpenRepo(dir string) (*Repo, error) {
@@ -78,13 +139,25 @@ func OpenRepo(dir string) (*Repo, error) {
 }
 
 // Abs returns the host path of the repository-relative path rel.
-func (r *Repo) Abs(rel string) string { return filepath.Join(r.Root, filepath.FromSlash(rel)) }
+func (r *Repo) Abs(rel string) string {
+	if m, inside, ok := r.MountOf(rel); ok {
+		return filepath.Join(m.Dir, filepath.FromSlash(inside))
+	}
+	return filepath.Join(r.Root, filepath.FromSlash(rel))
+}
 
 // Open opens rel for reading through the repository root: a symlink that
 // leads outside the repository is refused with ErrPathEscapes, so no probe
 // reads (or quotes) a host file. Only a regular file is opened, without
 // blocking; anything else is refused with ErrNotRegular.
 func (r *Repo) Open(rel string) (*os.File, error) {
+	if m, inside, ok := r.MountOf(rel); ok {
+		f, err := regfile.OpenInRoot(m.Dir, filepath.FromSlash(inside))
+		if errors.Is(err, ErrNotRegular) {
+			return nil, &fs.PathError{Op: "open", Path: rel, Err: errors.Unwrap(err)}
+		}
+		return f, err
+	}
 	f, err := regfile.OpenInRoot(r.Root, filepath.FromSlash(rel))
 	if err == nil {
 		return f, nil
@@ -240,14 +313,44 @@ func (r *Repo) walk() ([]string, error) {
 		if err != nil {
 			return err
 		}
-		files = append(files, filepath.ToSlash(rel))
+		if rel = filepath.ToSlash(rel); !r.mounted(rel) {
+			files = append(files, rel)
+		}
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
+	for _, m := range r.mounts {
+		err := filepath.WalkDir(m.Dir, func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return fmt.Errorf("listing %s (mounted at %s): %w", m.Dir, m.Path, err)
+			}
+			if d.IsDir() {
+				return nil
+			}
+			inside, err := filepath.Rel(m.Dir, p)
+			if err != nil {
+				return err
+			}
+			rel := m.Path + "/" + filepath.ToSlash(inside)
+			if owner, _, _ := r.MountOf(rel); owner.Path == m.Path {
+				files = append(files, rel)
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
 	sort.Strings(files)
 	return files, nil
+}
+
+// mounted reports whether a mount hides the repository's own rel.
+func (r *Repo) mounted(rel string) bool {
+	_, _, ok := r.MountOf(rel)
+	return ok
 }
 
 // Glob returns the files matching pattern, sorted. Callers must not

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -124,5 +125,66 @@ func TestOpenEscapes(t *testing.T) {
 				t.Errorf("Open(%q) = %v, escapes %v, want %v", tt.rel, err, got, tt.escape)
 			}
 		})
+	}
+}
+
+// TestMounts: a mounted folder is listed, read and globbed at its path; a
+// deeper mount wins over a shallower one and both over the repository's
+// own files.
+func TestMounts(t *testing.T) {
+	root, a, b := t.TempDir(), t.TempDir(), t.TempDir()
+	write := func(dir, rel, body string) {
+		t.Helper()
+		p := filepath.Join(dir, filepath.FromSlash(rel))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(root, "index.js", "app")
+	write(root, "node_modules/a/stale.js", "hidden")
+	write(a, "index.js", "a")
+	write(a, "node_modules/b/old.js", "hidden by the deeper mount")
+	write(b, "index.js", "b")
+	r, err := OpenRepo(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.AddMounts(Mount{Path: "node_modules/a", Dir: a, Key: "ka"}, Mount{Path: "node_modules/a/node_modules/b", Dir: b}); err != nil {
+		t.Fatal(err)
+	}
+	files, err := r.Files()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"index.js", "node_modules/a/index.js", "node_modules/a/node_modules/b/index.js"}
+	if strings.Join(files, ",") != strings.Join(want, ",") {
+		t.Errorf("Files = %v, want %v", files, want)
+	}
+	for rel, body := range map[string]string{"node_modules/a/index.js": "a", "node_modules/a/node_modules/b/index.js": "b", "index.js": "app"} {
+		got, err := r.ReadFile(rel)
+		if err != nil || string(got) != body {
+			t.Errorf("ReadFile(%s) = %q, %v; want %q", rel, got, err, body)
+		}
+	}
+	if !r.Exists("node_modules/a/index.js") || r.Exists("node_modules/a/stale.js") {
+		t.Error("Exists does not follow the mounts")
+	}
+	if m, inside, ok := r.MountOf("node_modules/a/lib/x.js"); !ok || m.Key != "ka" || inside != "lib/x.js" {
+		t.Errorf("MountOf = %+v %q %v", m, inside, ok)
+	}
+	g, err := r.Glob("node_modules/**/*.js")
+	if err != nil || len(g) != 2 {
+		t.Errorf("Glob = %v, %v", g, err)
+	}
+	if _, err := r.ReadFile("node_modules/a/../../../etc/passwd"); err == nil {
+		t.Error("a path climbing out of a mount was read")
+	}
+	for _, bad := range []Mount{{Path: "../x", Dir: a}, {Path: "node_modules/c", Dir: "rel"}, {Path: "node_modules/a", Dir: a}} {
+		if err := r.AddMounts(bad); err == nil {
+			t.Errorf("AddMounts(%+v) accepted", bad)
+		}
 	}
 }

@@ -26,6 +26,9 @@ const (
 	ReasonDependenciesNotInstalled probe.Reason = "dependencies_not_installed"
 	ReasonParseErrors              probe.Reason = "parse_errors"
 	ReasonFilesTooLarge            probe.Reason = "files_too_large"
+	// ReasonDependenciesUnavailable: a lockfile install (gather --deps
+	// lockfile) could not provide some pinned packages.
+	ReasonDependenciesUnavailable probe.Reason = "dependencies_unavailable"
 )
 
 // Warning IDs.
@@ -43,6 +46,9 @@ const (
 	WarnDependencyNotInstalled = "child_process.dependency_not_installed"
 	WarnInvalidPackageJSON     = "child_process.invalid_package_json"
 	WarnOutsideRepository      = "child_process.outside_repository"
+	WarnDependencyNotFetched   = "child_process.dependency_not_fetched"
+	WarnDependencyIntegrity    = "child_process.dependency_integrity_mismatch"
+	WarnDependencyRefused      = "child_process.dependency_refused"
 )
 
 const warnPrefix = Name + "."
@@ -62,6 +68,9 @@ var Warnings = []probe.WarningDesc{
 	{ID: WarnDependencyNotInstalled, Summary: "a production dependency is not installed under node_modules, so its code was not scanned"},
 	{ID: WarnInvalidPackageJSON, Summary: "a package.json could not be read, so the production dependencies it declares were not followed"},
 	{ID: WarnOutsideRepository, Summary: "a symlink points outside the repository; its target was not scanned"},
+	{ID: WarnDependencyNotFetched, Summary: "a production dependency the lockfile pins could not be fetched (registry unreachable or refusing) and is not in the dependency cache, so its code was not scanned"},
+	{ID: WarnDependencyIntegrity, Summary: "a production dependency's tarball does not match the lockfile's integrity hash; it was neither unpacked nor scanned"},
+	{ID: WarnDependencyRefused, Summary: "a production dependency's tarball was refused (a path out of the package, a device, or over a size cap), so its code was not scanned"},
 }
 
 // Kind classifies what a child_process call needs at run time.
@@ -247,6 +256,13 @@ func (*Probe) Run(ctx context.Context, repo *probe.Repo, pctx *probe.Context) (p
 		return probe.Output{}, err
 	}
 	s := newSession(repo, files)
+	if d := pctx.Dependencies; d != nil {
+		s.memo = d.Memo
+		s.unavailable = make(map[string]bool)
+		for _, u := range d.Unavailable {
+			s.unavailable[u.Name] = true
+		}
+	}
 	tasks := s.appTasks()
 	if err := s.resolveDependencies(); err != nil {
 		return probe.Output{}, err
@@ -261,6 +277,9 @@ func (*Probe) Run(ctx context.Context, repo *probe.Repo, pctx *probe.Context) (p
 		return probe.Output{}, err
 	}
 	out := s.output(tasks, results)
+	if d := pctx.Dependencies; d != nil && len(d.Unavailable) > 0 {
+		unavailable(&out, d)
+	}
 	facts := out.Facts.(*Facts)
 	facts.Graph = graph
 	if graph != nil && len(graph.Escapes) > 0 {
@@ -306,11 +325,14 @@ func (s *session) output(tasks []task, results []result) probe.Output {
 		issues = append(issues, issue{ReasonInvalidPackageJSON, fmt.Sprintf("%d package.json files could not be read; their dependencies were not followed", len(s.invalid))})
 	}
 	switch {
-	case s.declared > 0 && !s.nodeModules:
+	case s.declared > 0 && !s.nodeModules && len(s.unavailable) == 0:
 		warnings = append(warnings, probe.Warning{ID: WarnDependencyNotInstalled, Message: fmt.Sprintf("package.json declares %d production dependencies but node_modules is absent; they were not scanned", s.declared)})
 		issues = append(issues, issue{ReasonDependenciesNotInstalled, "node_modules is absent, so production dependencies were not scanned"})
 	case len(s.missing) > 0:
 		for _, m := range s.missing {
+			if s.unavailable[m.Name] {
+				continue // reported with why the install could not provide it
+			}
 			warnings = append(warnings, probe.Warning{ID: WarnDependencyNotInstalled, Message: fmt.Sprintf("%s (required by %s) is not installed under node_modules", m.Name, m.RequiredBy)})
 		}
 		issues = append(issues, issue{ReasonDependenciesNotInstalled, fmt.Sprintf("%d production dependencies are not installed", len(s.missing))})
@@ -402,6 +424,30 @@ func (s *session) output(tasks []task, results []result) probe.Output {
 		out.Confidence, out.Reason, out.Detail = probe.Medium, issues[0].reason, strings.Join(details, "; ")
 	}
 	return out
+}
+
+// unavailable reports the packages a lockfile install could not provide,
+// lowering the confidence: their code was not read. The output is not
+// cached, since why a package is missing (offline, a bad tarball) is not
+// among the declared inputs.
+func unavailable(out *probe.Output, d *probe.Dependencies) {
+	for _, u := range d.Unavailable {
+		id := WarnDependencyNotFetched
+		switch u.Kind {
+		case "integrity_mismatch":
+			id = WarnDependencyIntegrity
+		case "unsafe_archive", "too_large":
+			id = WarnDependencyRefused
+		}
+		out.Warnings = append(out.Warnings, probe.Warning{ID: id, Message: fmt.Sprintf("%s@%s (%s, from %s): %s", u.Name, u.Version, u.Path, d.Lockfile, u.Error)})
+	}
+	detail := fmt.Sprintf("%d of the %d production packages %s pins could not be provided, so their code was not scanned", len(d.Unavailable), len(d.Unavailable)+d.Installed, d.Lockfile)
+	if out.Confidence == probe.High {
+		out.Confidence, out.Reason, out.Detail = probe.Medium, ReasonDependenciesUnavailable, detail
+	} else {
+		out.Detail += "; " + detail
+	}
+	out.Uncacheable = true
 }
 
 // warningFor returns the warning a finding raises, or "" for node.

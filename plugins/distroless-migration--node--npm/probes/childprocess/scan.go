@@ -37,6 +37,13 @@ type session struct {
 	symlinks    bool // a symlink was followed: the output is uncacheable
 
 	scannedPackages int
+
+	// memo holds the scan results of files in mounted packages, by the
+	// package's content key (probe.Dependencies.Memo); nil for none.
+	memo *sync.Map
+	// unavailable are the names of pinned packages a lockfile install
+	// could not provide: they are reported as such, not as not installed.
+	unavailable map[string]bool
 }
 
 func newSession(repo *probe.Repo, files []string) *session {
@@ -177,6 +184,31 @@ func (s *session) scanAll(ctx context.Context, tasks []task) ([]result, error) {
 // scanFile reads one file, searches it, and parses it when it names
 // child_process in a string literal.
 func (s *session) scanFile(ctx context.Context, sc *scanner, t *task) (result, error) {
+	if s.memo != nil && t.origin == OriginDependency {
+		// A mounted package's files are content-addressed by its key: a
+		// result found for them once holds wherever it is mounted.
+		if m, inside, ok := s.repo.MountOf(t.path); ok && m.Key != "" {
+			k := memoKey{m.Key, inside, t.lang}
+			if v, ok := s.memo.Load(k); ok {
+				return v.(result), nil
+			}
+			r, err := s.scanFileUncached(ctx, sc, t)
+			if err == nil {
+				s.memo.Store(k, r)
+			}
+			return r, err
+		}
+	}
+	return s.scanFileUncached(ctx, sc, t)
+}
+
+// memoKey names a file of a mounted package by content.
+type memoKey struct {
+	pkg, file string
+	lang      language
+}
+
+func (s *session) scanFileUncached(ctx context.Context, sc *scanner, t *task) (result, error) {
 	var r result
 	f, err := openNoFollow(s.repo.Abs(t.path))
 	if isSymlinkErr(err) {

@@ -106,6 +106,11 @@ func (s *scoper) scope(f *Finding) {
 		f.Chain = steps
 		return
 	}
+	if f.Origin == OriginDependency && packageTestFile(f.File) {
+		// A package's tests ship with it but run only if loaded.
+		f.Scope, f.ScopeNote = ScopeNotReachable, "a test file of its package (test/, __tests__/, *.test.*, *.spec.*) that the module graph does not reach"
+		return
+	}
 	var why []string
 	switch {
 	case !ships && len(s.set.Unresolved) > 0:
@@ -141,4 +146,30 @@ func first(s []string, n int) []string {
 		return append(append([]string{}, s[:n]...), fmt.Sprintf("and %d more", len(s)-n))
 	}
 	return s
+}
+
+// packageTestFile reports whether rel, a file under node_modules, is a
+// test of its package: under a test/, tests/ or __tests__/ folder of the
+// package, or named *.test.* or *.spec.*.
+func packageTestFile(rel string) bool {
+	i := strings.LastIndex(rel, "node_modules/")
+	if i < 0 {
+		return false
+	}
+	inside := rel[i+len("node_modules/"):]
+	if strings.HasPrefix(inside, "@") {
+		_, inside, _ = strings.Cut(inside, "/")
+	}
+	_, inside, ok := strings.Cut(inside, "/")
+	if !ok {
+		return false
+	}
+	segs := strings.Split(inside, "/")
+	for _, d := range segs[:len(segs)-1] {
+		if d == "test" || d == "tests" || d == "__tests__" {
+			return true
+		}
+	}
+	base := segs[len(segs)-1]
+	return strings.Contains(base, ".test.") || strings.Contains(base, ".spec.")
 }

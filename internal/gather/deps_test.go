@@ -1,0 +1,175 @@
+package gather
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/codegenie/codegenie/internal/deps"
+	"github.com/codegenie/codegenie/internal/deps/depstest"
+	"github.com/codegenie/codegenie/internal/probe"
+	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/probes/childprocess"
+)
+
+// lockedService writes a service whose package-lock.json pins pkgs
+// (install path → tarball) served by reg, with an .npmrc naming reg.
+func lockedService(t *testing.T, reg *depstest.Registry, app string, rootDeps map[string]string, pkgs map[string][]byte, names map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	packages := map[string]any{"": map[string]any{"name": "svc", "version": "1.0.0", "dependencies": rootDeps}}
+	for p, tgz := range pkgs {
+		name := names[p]
+		packages[p] = map[string]any{"version": "1.0.0", "resolved": reg.Add(name, "1.0.0", tgz), "integrity": depstest.Integrity(tgz)}
+	}
+	lock, _ := json.Marshal(map[string]any{"name": "svc", "version": "1.0.0", "lockfileVersion": 3, "packages": packages})
+	pj, _ := json.Marshal(map[string]any{"name": "svc", "version": "1.0.0", "main": "index.js", "dependencies": rootDeps})
+	for name, body := range map[string]string{
+		"package.json":      string(pj),
+		"package-lock.json": string(lock),
+		".npmrc":            "registry=" + reg.URL + "\n",
+		"index.js":          app,
+		"Dockerfile":        "FROM node:22\nWORKDIR /app\nCOPY package*.json ./\nRUN npm ci --omit=dev\nCOPY . .\nCMD [\"node\", \"index.js\"]\n",
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+func childProcessFacts(t *testing.T, out *Outcome) (*probe.Result, *childprocess.Facts) {
+	t.Helper()
+	for i := range out.Context.Probes {
+		r := &out.Context.Probes[i]
+		if r.Probe == childprocess.Name {
+			var f childprocess.Facts
+			if err := json.Unmarshal(r.Facts, &f); err != nil {
+				t.Fatal(err)
+			}
+			return r, &f
+		}
+	}
+	t.Fatal("no child_process result")
+	return nil, nil
+}
+
+// TestDepsLockfileFindsShellInDependency: a dependency that shells out
+// when required, fetched from the lockfile, is a blocker with its import
+// chain; its test file that shells out too does not count; warm equals
+// cold.
+func TestDepsLockfileFindsShellInDependency(t *testing.T) {
+	reg := depstest.NewRegistry(t)
+	shelly := depstest.Package(t, "shelly", "1.0.0", map[string]string{"inner": "^1.0.0"}, map[string]string{
+		"index.js":         "module.exports = require('inner')\n",
+		"test/run.js":      "require('child_process').execSync('rm -rf /tmp/x')\n",
+		"lib/a.spec.js":    "require('child_process').exec('make')\n",
+		"README.md":        "# shelly\n",
+		"bin/cli.js":       "#!/usr/bin/env node\n",
+		"lib/untouched.js": "module.exports = 1\n",
+	})
+	inner := depstest.Package(t, "inner", "1.0.0", nil, map[string]string{
+		"index.js": "const { execSync } = require('child_process')\nmodule.exports = execSync('ls').toString()\n",
+	})
+	dir := lockedService(t, reg, "const s = require('shelly')\nconsole.log(s)\n",
+		map[string]string{"shelly": "^1.0.0"},
+		map[string][]byte{"node_modules/shelly": shelly, "node_modules/inner": inner},
+		map[string]string{"node_modules/shelly": "shelly", "node_modules/inner": "inner"})
+
+	o := options(t)
+	o.Task = "distroless-migration"
+	o.Deps = &deps.Fetcher{Dir: t.TempDir()}
+	var cold, warm bytes.Buffer
+	for _, buf := range []*bytes.Buffer{&cold, &warm} {
+		out, err := Run(t.Context(), dir, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := out.Encode(buf); err != nil {
+			t.Fatal(err)
+		}
+		if buf != &cold {
+			continue
+		}
+		res, facts := childProcessFacts(t, out)
+		if res.Confidence != probe.High {
+			t.Errorf("confidence %s (%s: %s), want high", res.Confidence, res.Reason, res.Detail)
+		}
+		var found bool
+		tests := 0
+		for _, f := range facts.Findings {
+			switch f.File {
+			case "node_modules/inner/index.js":
+				found = true
+				if f.Kind != childprocess.KindShell || f.Scope != childprocess.ScopeReachable || f.Package != "inner" {
+					t.Errorf("inner's execSync: %+v", f)
+				}
+				want := "index.js:1 → node_modules/shelly/index.js:1 → node_modules/inner/index.js:2"
+				if got := strings.Join(f.Chain, " → "); got != want {
+					t.Errorf("chain %q, want %q", got, want)
+				}
+			case "node_modules/shelly/test/run.js", "node_modules/shelly/lib/a.spec.js":
+				tests++
+				if f.Scope != childprocess.ScopeNotReachable {
+					t.Errorf("a package's test file counts: %+v", f)
+				}
+			}
+		}
+		if !found || tests != 2 {
+			t.Fatalf("the dependency's execSync, or its two test files' calls, were not found: %+v", facts.Findings)
+		}
+		a := out.Context.Assessments["distroless_readiness"]
+		var blocker bool
+		for _, b := range a.Blockers {
+			if b.ID == childprocess.WarnShellInDependency && b.Kind == probe.ShellAtRuntime {
+				blocker = true
+			}
+		}
+		if !blocker {
+			t.Errorf("no shell_at_runtime blocker for the dependency: %+v", a)
+		}
+	}
+	if !bytes.Equal(cold.Bytes(), warm.Bytes()) {
+		t.Errorf("warm context differs from cold")
+	}
+	if n := reg.TotalServed(); n != 2 {
+		t.Errorf("%d tarballs fetched, want 2 (each once)", n)
+	}
+}
+
+// TestDepsLockfileOffline: a package that cannot be fetched is named, with
+// a registered warning and medium confidence.
+func TestDepsLockfileOffline(t *testing.T) {
+	reg := depstest.NewRegistry(t)
+	a := depstest.Package(t, "a", "1.0.0", nil, map[string]string{"index.js": "module.exports = 1\n"})
+	dir := lockedService(t, reg, "require('a')\n", map[string]string{"a": "^1.0.0"},
+		map[string][]byte{"node_modules/a": a}, map[string]string{"node_modules/a": "a"})
+	o := options(t)
+	o.Task = "distroless-migration"
+	o.Deps = &deps.Fetcher{Dir: t.TempDir(), Offline: true}
+	out, err := Run(t.Context(), dir, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, _ := childProcessFacts(t, out)
+	if res.Confidence != probe.Medium || res.Reason != childprocess.ReasonDependenciesUnavailable {
+		t.Errorf("confidence %s, reason %s; want medium, %s", res.Confidence, res.Reason, childprocess.ReasonDependenciesUnavailable)
+	}
+	var warned bool
+	for _, w := range res.Warnings {
+		if w.ID == childprocess.WarnDependencyNotFetched && strings.Contains(w.Message, "a@1.0.0") {
+			warned = true
+		}
+		if w.ID == childprocess.WarnDependencyNotInstalled {
+			t.Errorf("also reported as not installed: %s", w.Message)
+		}
+	}
+	if !warned {
+		t.Errorf("no %s warning naming a@1.0.0: %+v", childprocess.WarnDependencyNotFetched, res.Warnings)
+	}
+	if reg.TotalServed() != 0 {
+		t.Error("an offline run fetched")
+	}
+}

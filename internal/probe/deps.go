@@ -1,0 +1,33 @@
+package probe
+
+import "sync"
+
+// Dependencies says that a repository's node_modules is not its own but
+// mounted from a lockfile install (gather --deps lockfile: see package
+// deps), and what that install could not provide.
+type Dependencies struct {
+	// Lockfile is the lockfile the packages came from.
+	Lockfile string
+	// Installed counts the packages mounted.
+	Installed int
+	// Unavailable are pinned packages that were not mounted, sorted by
+	// Path.
+	Unavailable []UnavailableDependency
+	// Memo, when set, holds what probes derive from one mounted package's
+	// content alone, keyed by Mount.Key and the probe's own key: shared by
+	// every repository a process gathers (a portfolio), so each distinct
+	// package version is scanned once. Values must not be modified.
+	Memo *sync.Map
+}
+
+// UnavailableDependency is a pinned package that could not be provided.
+type UnavailableDependency struct {
+	Name    string
+	Version string
+	// Path is where an install would have put it (node_modules/a).
+	Path string
+	// Kind says why: unreachable, integrity_mismatch, unsafe_archive,
+	// too_large, registry_error or no_integrity.
+	Kind  string
+	Error string
+}
