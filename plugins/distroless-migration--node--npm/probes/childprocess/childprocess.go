@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/codegenie/codegenie/internal/probe"
+	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/imagedeps"
 	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/images"
 )
 
@@ -29,6 +30,9 @@ const (
 	// ReasonDependenciesUnavailable: a lockfile install (gather --deps
 	// lockfile) could not provide some pinned packages.
 	ReasonDependenciesUnavailable probe.Reason = "dependencies_unavailable"
+	// ReasonImageDependenciesPartial: on a traced run, part of the image's
+	// node_modules could not be read back (imagedeps.Ref).
+	ReasonImageDependenciesPartial probe.Reason = "image_dependencies_partial"
 )
 
 // Warning IDs.
@@ -142,6 +146,10 @@ type Facts struct {
 	MissingDependencies []MissingDependency `json:"missing_dependencies,omitempty"`
 	// Graph is the judged image's module graph the scopes come from.
 	Graph *Graph `json:"graph,omitempty"`
+	// ImageNodeModules is set on a traced run: the dependencies scanned
+	// are those the built image holds, read back from it, not the
+	// checkout's (package imagedeps).
+	ImageNodeModules *imagedeps.Ref `json:"image_node_modules,omitempty"`
 }
 
 // Finding is one use of child_process.
@@ -215,7 +223,10 @@ type Probe struct{}
 // New returns the probe.
 func New() *Probe { return &Probe{} }
 
-var _ probe.Probe = (*Probe)(nil)
+var (
+	_ probe.Probe = (*Probe)(nil)
+	_ probe.Keyed = (*Probe)(nil)
+)
 
 // appExts are the application's source extensions; depExts are those Node
 // loads from a dependency.
@@ -240,7 +251,8 @@ func (*Probe) Desc() probe.Desc {
 	}
 	return probe.Desc{
 		Name:           Name,
-		Version:        "5",
+		Version:        "6",
+		After:          []string{imagedeps.Source},
 		Heaviness:      probe.Light,
 		CacheStrategy:  probe.CacheContent,
 		PerImage:       true,
@@ -249,8 +261,26 @@ func (*Probe) Desc() probe.Desc {
 	}
 }
 
-// Run scans the application and its installed production dependencies.
+// KeySettings names, on a traced run, the blob of the image's node_modules
+// the scan reads: it is content-addressed, so the key covers its bytes.
+func (*Probe) KeySettings(pctx *probe.Context) []string {
+	if ref := imagedeps.Earlier(pctx); ref != nil {
+		return []string{"image_node_modules=" + ref.Digest}
+	}
+	return nil
+}
+
+// Run scans the application and its installed production dependencies:
+// on a traced run, those the built image holds.
 func (*Probe) Run(ctx context.Context, repo *probe.Repo, pctx *probe.Context) (probe.Output, error) {
+	in, err := imagedeps.Read(ctx, repo, pctx)
+	if err != nil {
+		return probe.Output{}, err
+	}
+	if in != nil {
+		defer func() { _ = in.Close() }()
+		repo = in.Repo
+	}
 	files, err := repo.Files()
 	if err != nil {
 		return probe.Output{}, err
@@ -263,6 +293,7 @@ func (*Probe) Run(ctx context.Context, repo *probe.Repo, pctx *probe.Context) (p
 			s.unavailable[u.Name] = true
 		}
 	}
+	s.image = in
 	tasks := s.appTasks()
 	if err := s.resolveDependencies(); err != nil {
 		return probe.Output{}, err
@@ -276,8 +307,9 @@ func (*Probe) Run(ctx context.Context, repo *probe.Repo, pctx *probe.Context) (p
 	if err != nil {
 		return probe.Output{}, err
 	}
+	sc.image = in
 	out := s.output(tasks, results)
-	if d := pctx.Dependencies; d != nil && len(d.Unavailable) > 0 {
+	if d := pctx.Dependencies; d != nil && len(d.Unavailable) > 0 && in == nil {
 		unavailable(&out, d)
 	}
 	facts := out.Facts.(*Facts)
@@ -325,6 +357,13 @@ func (s *session) output(tasks []task, results []result) probe.Output {
 		issues = append(issues, issue{ReasonInvalidPackageJSON, fmt.Sprintf("%d package.json files could not be read; their dependencies were not followed", len(s.invalid))})
 	}
 	switch {
+	case s.image != nil:
+		// The image is what ships: a dependency it lacks is not code
+		// that can run. What could not be read back is said instead.
+		facts.ImageNodeModules = s.image.Ref
+		if d := s.image.Partial(); d != "" {
+			issues = append(issues, issue{ReasonImageDependenciesPartial, d})
+		}
 	case s.declared > 0 && !s.nodeModules && len(s.unavailable) == 0:
 		warnings = append(warnings, probe.Warning{ID: WarnDependencyNotInstalled, Message: fmt.Sprintf("package.json declares %d production dependencies but node_modules is absent; they were not scanned", s.declared)})
 		issues = append(issues, issue{ReasonDependenciesNotInstalled, "node_modules is absent, so production dependencies were not scanned"})

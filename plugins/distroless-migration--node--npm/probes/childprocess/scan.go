@@ -16,6 +16,7 @@ import (
 	"syscall"
 
 	"github.com/codegenie/codegenie/internal/probe"
+	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/imagedeps"
 )
 
 // needle is the module name every recognised use contains.
@@ -35,6 +36,8 @@ type session struct {
 	invalid     []invalidJSON
 	outside     []string
 	symlinks    bool // a symlink was followed: the output is uncacheable
+	// image is the traced image's node_modules, on a traced run.
+	image *imagedeps.Installed
 
 	scannedPackages int
 

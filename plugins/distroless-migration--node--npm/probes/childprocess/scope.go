@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/codegenie/codegenie/internal/probe"
+	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/imagedeps"
 	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/images"
 	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/modgraph"
 )
@@ -49,6 +50,8 @@ type Graph struct {
 type scoper struct {
 	set *images.FileSet
 	g   *modgraph.Graph
+	// image is the traced image's node_modules, on a traced run.
+	image *imagedeps.Installed
 }
 
 func newScoper(ctx context.Context, repo *probe.Repo, pctx *probe.Context) (*scoper, *Graph, error) {
@@ -81,6 +84,9 @@ func (s *scoper) scope(f *Finding) {
 		return
 	}
 	ships, known := s.set.Ships(f.File)
+	if s.image != nil && s.image.Holds(f.File) {
+		ships, known = true, true // read back from the built image
+	}
 	if !ships && known && s.set.ContextGuessed && (s.g == nil || len(s.g.Entries) == 0) {
 		// The context was guessed, and the entrypoint is not in it: the
 		// guess may be wrong, so "not in the image" is not known.

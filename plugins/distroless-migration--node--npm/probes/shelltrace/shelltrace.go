@@ -19,6 +19,7 @@ package shelltrace
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"path"
@@ -31,6 +32,7 @@ import (
 	"github.com/codegenie/codegenie/internal/sandbox"
 	"github.com/codegenie/codegenie/internal/trace"
 	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/dockerfile"
+	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/imagedeps"
 	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/images"
 	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/probes/nodeproject"
 )
@@ -99,6 +101,10 @@ type Facts struct {
 	// Boot is why and when the boot ended; nil when the image did not
 	// start.
 	Boot *Boot `json:"boot,omitempty"`
+	// NodeModules is the built image's node_modules as read back for the
+	// dependency scans (package imagedeps); nil when the build failed.
+	NodeModules *imagedeps.Ref `json:"node_modules,omitempty"`
+	blob        []byte
 }
 
 // Boot is how the traced boot ended (sandbox.BootReport).
@@ -211,6 +217,7 @@ var (
 	_ probe.Probe       = (*Probe)(nil)
 	_ probe.ImageLister = (*Probe)(nil)
 	_ probe.Keyed       = (*Probe)(nil)
+	_ probe.BlobUser    = (*Probe)(nil)
 )
 
 // KeySettings puts the boot time, the probe paths and the registry mirrors
@@ -264,7 +271,7 @@ func (*Probe) Desc() probe.Desc {
 	inputs = append(inputs, "**/*.js", "**/*.cjs", "**/*.mjs", "**/*.ts", "**/*.json", "**/*.sh", ".dockerignore")
 	return probe.Desc{
 		Name:           Name,
-		Version:        "3", // 3: login shells, busybox by argv[0], shells by content (issue 22)
+		Version:        "4", // 4: the image's node_modules handed on (issue 20)
 		Heaviness:      probe.Heavy,
 		PerImage:       true,
 		RunsLast:       true,
@@ -313,8 +320,25 @@ func low(r probe.Reason, warn, detail string, facts *Facts) probe.Output {
 		Warnings: []probe.Warning{{ID: warn, Message: detail}}}
 }
 
-// Run builds and boots the image in the sandbox and analyses the trace.
+// Blobs names the blob of the image's node_modules (probe.BlobUser).
+func (*Probe) Blobs(facts json.RawMessage) []string {
+	if ref := imagedeps.RefOf(facts); ref != nil {
+		return []string{ref.Digest}
+	}
+	return nil
+}
+
+// Run builds and boots the image in the sandbox, analyses the trace, and
+// hands the image's node_modules on to the dependency scans.
 func (p *Probe) Run(ctx context.Context, repo *probe.Repo, pctx *probe.Context) (probe.Output, error) {
+	out, err := p.run(ctx, repo, pctx)
+	if f, ok := out.Facts.(*Facts); ok && err == nil && f.blob != nil {
+		out.Blobs = [][]byte{f.blob}
+	}
+	return out, err
+}
+
+func (p *Probe) run(ctx context.Context, repo *probe.Repo, pctx *probe.Context) (probe.Output, error) {
 	facts := &Facts{Invocations: []Invocation{}}
 	f, final, err := pick(ctx, repo, pctx)
 	if err != nil {
@@ -340,7 +364,7 @@ func (p *Probe) Run(ctx context.Context, repo *probe.Repo, pctx *probe.Context) 
 		CaptureTrace: true,
 		Build: &sandbox.BuildSpec{
 			Dockerfile: f.Path, Targets: facts.Targets, Boot: true, BootFor: bootFor, Settle: settle(pctx), StepTimeout: stepTimeout(pctx),
-			RegistryMirrors: pctx.RegistryMirrors, ProbePaths: p.probePaths(pctx),
+			RegistryMirrors: pctx.RegistryMirrors, ProbePaths: p.probePaths(pctx), ReadNodeModules: true,
 		},
 	}
 	if d, ok := ctx.Deadline(); ok {
@@ -361,6 +385,12 @@ func (p *Probe) Run(ctx context.Context, repo *probe.Repo, pctx *probe.Context) 
 	}
 	res, err := pctx.Sandbox.Spawn(spawnCtx, req)
 	facts.Backend, facts.AuditID, facts.Complete = res.Backend, res.AuditID, res.TraceComplete
+	if res.NodeModules != nil {
+		var eerr error
+		if facts.blob, facts.NodeModules, eerr = imagedeps.Encode(res.NodeModules); eerr != nil {
+			return low(ReasonSandboxBootFailed, WarnSandboxBootFailed, eerr.Error(), facts), nil
+		}
+	}
 	for _, ph := range res.Phases {
 		facts.Phases = append(facts.Phases, Phase{Name: ph.Name, ExitCode: ph.ExitCode, Failed: ph.Failed, TimedOut: ph.TimedOut,
 			DurationMS: ph.Duration.Milliseconds(), OutputTail: tail(ph.OutputTail, 2000)})

@@ -1,0 +1,3 @@
+exports.shelly = function shelly() {
+  return require('shelly');
+};
