@@ -61,23 +61,25 @@ func depSource(name string) bool {
 	return false
 }
 
+// maxWalkDepth bounds how deep readNodeModules descends below a root.
+const maxWalkDepth = 128
+
 // readNodeModules reads the dependency code of an image from its root
 // filesystem, mounted host-side: the files of every nodeModulesRoots
 // directory that the scans read (sandbox.FileSet), through an os.Root, so
-// that no path leads out of the image. Symlinks are counted, not
-// followed; FIFOs and devices are skipped; a file over
+// that no path leads out of the image. Each folder is opened as a root of
+// its own from its parent's, so that every lookup is one name. Symlinks
+// are counted, not followed; FIFOs and devices are skipped; a file over
 // sandbox.MaxFileSetFile is named, not read; the set stops at
 // sandbox.MaxFileSetBytes and MaxFileSetFiles. ctx ends the walk.
 func readNodeModules(ctx context.Context, rootfs, workdir string, env []string) (*sandbox.FileSet, error) {
 	workdir = path.Clean("/" + workdir)
-	set := &sandbox.FileSet{Workdir: workdir}
+	w := &modulesWalk{ctx: ctx, set: &sandbox.FileSet{Workdir: workdir}}
 	root, err := os.OpenRoot(rootfs)
 	if err != nil {
 		return nil, fmt.Errorf("opening the image's root filesystem: %w", err)
 	}
 	defer root.Close()
-	fsys := root.FS()
-	var total int64
 	for _, r := range nodeModulesRoots(workdir, env) {
 		rel := strings.TrimPrefix(r, "/")
 		fi, err := root.Lstat(rel)
@@ -85,70 +87,112 @@ func readNodeModules(ctx context.Context, rootfs, workdir string, env []string) 
 		case err != nil:
 			continue // absent, or its path leaves the image
 		case fi.Mode()&fs.ModeSymlink != 0:
-			set.Symlinks++
+			w.set.Symlinks++
 			continue
 		case !fi.IsDir():
 			continue
 		}
-		set.Roots = append(set.Roots, r)
-		err = fs.WalkDir(fsys, rel, func(p string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return nil // an unreadable folder: what it holds is not read
-			}
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			switch t := d.Type(); {
-			case t&fs.ModeSymlink != 0:
-				set.Symlinks++
-				return nil
-			case d.IsDir(), !t.IsRegular():
-				return nil
-			}
-			if set.Truncated {
-				return fs.SkipAll
-			}
-			fi, err := d.Info()
-			if err != nil {
-				return nil
-			}
-			f := sandbox.File{Path: "/" + p, Exec: fi.Mode()&0o111 != 0}
-			limit := int64(sandbox.MaxFileSetFile)
-			switch {
-			case depSource(p):
-				if fi.Size() > sandbox.MaxFileSetFile {
-					set.TooLarge = append(set.TooLarge, f.Path)
-					return nil
-				}
-			case f.Exec:
-				limit = sandbox.ShebangHead
-				f.Head = fi.Size() > sandbox.ShebangHead
-			default:
-				return nil
-			}
-			if len(set.Files) >= sandbox.MaxFileSetFiles || total+min(fi.Size(), limit) > sandbox.MaxFileSetBytes {
-				set.Truncated = true
-				return fs.SkipAll
-			}
-			data, err := readFileHead(root, p, limit)
-			if err != nil {
-				return nil
-			}
-			if !depSource(p) && !strings.HasPrefix(string(data), "#!") {
-				return nil // a binary, or a script without #!
-			}
-			f.Data = data
-			total += int64(len(data))
-			set.Files = append(set.Files, f)
-			return nil
-		})
+		dir, err := root.OpenRoot(rel)
+		if err != nil {
+			continue
+		}
+		w.set.Roots = append(w.set.Roots, r)
+		err = w.dir(dir, r, 0)
+		dir.Close()
 		if err != nil {
 			return nil, err
 		}
 	}
+	set := w.set
 	sort.Slice(set.Files, func(i, j int) bool { return set.Files[i].Path < set.Files[j].Path })
 	sort.Strings(set.TooLarge)
 	return set, nil
+}
+
+// modulesWalk is one readNodeModules.
+type modulesWalk struct {
+	ctx   context.Context
+	set   *sandbox.FileSet
+	total int64
+}
+
+// dir reads the folder dir, at image path at, and those below it.
+func (w *modulesWalk) dir(dir *os.Root, at string, depth int) error {
+	if err := w.ctx.Err(); err != nil {
+		return err
+	}
+	if depth > maxWalkDepth || w.set.Truncated {
+		return nil
+	}
+	f, err := dir.Open(".")
+	if err != nil {
+		return nil // an unreadable folder: what it holds is not read
+	}
+	names, err := f.Readdirnames(-1)
+	f.Close()
+	if err != nil {
+		return nil
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		if w.set.Truncated {
+			return nil
+		}
+		fi, err := dir.Lstat(name)
+		if err != nil {
+			continue
+		}
+		p := at + "/" + name
+		switch t := fi.Mode().Type(); {
+		case t&fs.ModeSymlink != 0:
+			w.set.Symlinks++
+		case fi.IsDir():
+			sub, err := dir.OpenRoot(name)
+			if err != nil {
+				continue
+			}
+			err = w.dir(sub, p, depth+1)
+			sub.Close()
+			if err != nil {
+				return err
+			}
+		case t.IsRegular():
+			w.file(dir, name, p, fi)
+		}
+	}
+	return nil
+}
+
+// file reads one regular file when the scans need it.
+func (w *modulesWalk) file(dir *os.Root, name, p string, fi fs.FileInfo) {
+	f := sandbox.File{Path: p, Exec: fi.Mode()&0o111 != 0}
+	limit := int64(sandbox.MaxFileSetFile)
+	switch {
+	case depSource(name):
+		if fi.Size() > sandbox.MaxFileSetFile {
+			w.set.TooLarge = append(w.set.TooLarge, p)
+			return
+		}
+	case f.Exec:
+		limit = sandbox.ShebangHead
+		f.Head = fi.Size() > sandbox.ShebangHead
+	default:
+		return
+	}
+	if len(w.set.Files) >= sandbox.MaxFileSetFiles || w.total+min(fi.Size(), limit) > sandbox.MaxFileSetBytes {
+		w.set.Truncated = true
+		return
+	}
+	data, err := readFileHead(dir, name, limit)
+	if err != nil {
+		return
+	}
+	if !depSource(name) && !strings.HasPrefix(string(data), "#!") {
+		return // a binary, or a script without #!
+	}
+	f.Data = data
+	w.total += int64(len(data))
+	w.set.Files = append(w.set.Files, f)
 }
 
 // readFileHead reads at most limit bytes of the regular file name in root,
