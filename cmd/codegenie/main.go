@@ -4,16 +4,25 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
+	"path/filepath"
 	"os/signal"
 	"syscall"
 
 	"golang.org/x/term"
 
 	"github.com/codegenie/codegenie/internal/cli"
+	"github.com/codegenie/codegenie/internal/sandbox/runsc"
 )
 
 func main() {
+	if filepath.Base(os.Args[0]) == runsc.ShimName {
+		// gate-control's build steps run this executable as their OCI
+		// runtime (runsc.RunRuntimeShim): it returns only on error.
+		fmt.Fprintln(os.Stderr, runsc.RunRuntimeShim(os.Args))
+		os.Exit(1)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	s := cli.Streams{
 		Out: os.Stdout, Err: os.Stderr,

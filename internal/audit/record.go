@@ -50,6 +50,9 @@ type Record struct {
 	Trace *TraceSummary `json:"trace,omitempty"`
 	// DurationMS is how long the spawn ran, in milliseconds.
 	DurationMS int64 `json:"duration_ms,omitempty"`
+	// Egress is what a finished build spawn's egress proxy let through
+	// and refused.
+	Egress *EgressSummary `json:"egress,omitempty"`
 	// Peer names the connection that a request refused before
 	// authentication came from, as the kernel reports it, such as
 	// "unix:uid=0" or "tcp:192.0.2.1".
@@ -71,6 +74,18 @@ type Record struct {
 	Checkpoint *Checkpoint `json:"checkpoint,omitempty"`
 	// Prev is the hex SHA-256 of the previous record's line, or Genesis.
 	Prev string `json:"prev"`
+}
+
+// EgressSummary is a build spawn's network use through its egress proxy.
+type EgressSummary struct {
+	// Allow is the allow-list the proxy enforced.
+	Allow []string `json:"allow,omitempty"`
+	// Conns counts the connections asked for, Up and Down their bytes.
+	Conns int   `json:"conns"`
+	Up    int64 `json:"up,omitempty"`
+	Down  int64 `json:"down,omitempty"`
+	// Refused are the refused destinations, "HOST:PORT in PHASE".
+	Refused []string `json:"refused,omitempty"`
 }
 
 // TraceSummary counts what a spawn's trace held.

@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/codegenie/codegenie/internal/buildnet"
 	"github.com/codegenie/codegenie/internal/sandbox"
 	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/probes/shelltrace"
 )
@@ -31,6 +32,42 @@ func (f *bootFlags) validate() error {
 	}
 	if f.settle >= f.max {
 		return usageErr("--settle %s must be shorter than --boot-for %s", f.settle, f.max)
+	}
+	return nil
+}
+
+// netFlags say what the sandboxed builds may reach over the network, and
+// with which CA bundle and secrets (buildnet.Settings).
+type netFlags struct {
+	egress  []string
+	private bool
+	ca      string
+	secrets []string
+}
+
+// register adds --build-egress, --build-egress-private, --build-ca and
+// --build-secret.
+func (f *netFlags) register(fl *pflag.FlagSet) {
+	fl.StringArrayVar(&f.egress, "build-egress", nil, `a destination HOST[:PORT] that build steps may reach through gate-control's egress proxy, besides the defaults: the npm registry, the registries the repository's .npmrc, .yarnrc.yml and pnpm settings name, and the apt/apk mirrors the base images' own sources name (repeatable); "none" keeps builds offline. Boots stay offline`)
+	fl.BoolVar(&f.private, "build-egress-private", false, "let build steps reach loopback, private, link-local and metadata addresses through the egress proxy (refused otherwise, whatever the name resolves to)")
+	fl.StringVar(&f.ca, "build-ca", "", "PEM CA bundle that every build step trusts besides its image's own (NODE_EXTRA_CA_CERTS, npm and yarn cafile, SSL_CERT_FILE, CURL_CA_BUNDLE), for networks that inspect TLS; the image's trust store is not changed")
+	fl.StringArrayVar(&f.secrets, "build-secret", nil, "a build secret, id=NAME,src=FILE, for RUN --mount=type=secret,id=NAME (repeatable); its bytes appear in no output, cache or log")
+}
+
+// settings reads the flags and the files they name.
+func (f *netFlags) settings() (*buildnet.Settings, error) {
+	s, err := buildnet.Parse(f.egress, f.private, f.ca, f.secrets)
+	if err != nil {
+		return nil, usageErr("%v", err)
+	}
+	return s, nil
+}
+
+// serveArgs are what a private gate-control needs to allow these
+// settings: its default cap allows any public host.
+func (f *netFlags) serveArgs() []string {
+	if f.private {
+		return []string{"--egress-allow-private"}
 	}
 	return nil
 }

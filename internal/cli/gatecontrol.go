@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/codegenie/codegenie/internal/audit"
+	"github.com/codegenie/codegenie/internal/egress"
 	"github.com/codegenie/codegenie/internal/gatecontrol"
 	"github.com/codegenie/codegenie/internal/gatecontrol/auth"
 	"github.com/codegenie/codegenie/internal/sandbox/runsc"
@@ -65,6 +66,9 @@ type serveFlags struct {
 	cfg     gatecontrol.Config
 	backend string
 	runsc   runsc.Config
+	// egressAllow and egressPrivate are the egress cap.
+	egressAllow   []string
+	egressPrivate bool
 }
 
 func newCmdGateControlServe(g *globals) *cobra.Command {
@@ -93,11 +97,19 @@ The TLS listener (--listen) requires client certificates that verify against
 
 --memory, --cpus, --pids, --output-bytes, --disk and --timeout are caps: a
 request may ask for less, gets the cap when it asks for none, and is refused
-(limit_exceeds_cap, audited) when it asks for more.`,
+(limit_exceeds_cap, audited) when it asks for more.
+
+--egress-allow caps the network a build may ask for: its RUN steps reach only
+what the request allows (gather and migrate --build-egress), through an egress
+proxy that this process runs for the build, and a request that asks for a
+destination the cap does not cover is refused. The default, "*", is any public
+host; loopback, private, link-local and metadata addresses need
+--egress-allow-private as well. "none" gives no build a network.`,
 		Example: `  sudo codegenie gate-control serve
   sudo codegenie gate-control serve --rootfs /srv/rootfs --max-concurrent 4
   sudo codegenie gate-control serve --socket '' --listen :7443 \
-      --tls-cert server.pem --tls-key server-key.pem --tls-client-ca clients-ca.pem`,
+      --tls-cert server.pem --tls-key server-key.pem --tls-client-ca clients-ca.pem
+  sudo codegenie gate-control serve --egress-allow registry.npmjs.org,deb.debian.org`,
 		Args: exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runServe(cmd.Context(), g, &f)
@@ -144,6 +156,8 @@ request may ask for less, gets the cap when it asks for none, and is refused
 	fl.Float64Var(&l.CPUs, "cpus", runsc.DefaultCPUs, "cap on a spawn's CPUs (and what it gets when it asks for none)")
 	fl.Int64Var(&l.PIDs, "pids", runsc.DefaultPIDs, "cap on a spawn's processes (and what it gets when it asks for none)")
 	fl.Int64Var(&l.OutputBytes, "output-bytes", runsc.DefaultOutputBytes, "cap on each output stream of a spawn, in bytes (and what it gets when it asks for none)")
+	fl.StringSliceVar(&f.egressAllow, "egress-allow", []string{"*"}, `cap on what a build's RUN steps may reach through the egress proxy: HOST[:PORT] (repeatable, or comma-separated), "*" for any public host, "none" for no network`)
+	fl.BoolVar(&f.egressPrivate, "egress-allow-private", false, "let builds that ask for it reach loopback, private, link-local and metadata addresses through the egress proxy")
 	fl.Int64Var(&l.DiskBytes, "disk", runsc.DefaultDiskBytes, "cap on what a spawn may write (build storage, writable workspace), in bytes (and what it gets when it asks for none)")
 	return cmd
 }
@@ -152,6 +166,11 @@ func runServe(ctx context.Context, g *globals, f *serveFlags) error {
 	if f.backend != runsc.Name {
 		return usageErr("unknown --backend %q: want %s", f.backend, runsc.Name)
 	}
+	eg, err := egress.ParseCap(f.egressAllow, f.egressPrivate)
+	if err != nil {
+		return usageErr("%v", err)
+	}
+	f.cfg.EgressCap, f.runsc.EgressCap = eg, eg
 	// Check the flags before the backend exists: making it creates the
 	// state directory. A typed nil stands in for it here.
 	pre := f.cfg
@@ -170,6 +189,8 @@ func runServe(ctx context.Context, g *globals, f *serveFlags) error {
 	// Traced builds snapshot each step through this same executable.
 	if exe, err := os.Executable(); err == nil {
 		f.runsc.StepHook = append([]string{exe}, stepHookArgs...)
+		// ... and reach the network, when allowed, through it too.
+		f.runsc.Shim = exe
 	} else {
 		logger.Warn("no step hook: traced builds with a builder stage commit a layer per step", "err", err)
 	}

@@ -36,6 +36,7 @@ type gatherFlags struct {
 	heavyTimeout  time.Duration
 	mirrors       string
 	boot          bootFlags
+	net           netFlags
 	dockerfile    string
 	target        string
 	allImages     bool
@@ -49,6 +50,8 @@ type gatherFlags struct {
 type gateControlFlags struct {
 	addr, key, ca, cert, certKey string
 	noSandbox                    bool
+	// serveArgs are more flags for a private gate-control.
+	serveArgs []string
 }
 
 // register adds the gate-control flags; purpose says what the command
@@ -114,6 +117,7 @@ goes to stderr when stderr is a terminal.`,
 	f.gc.register(fl, "gate-control to run sandboxes through")
 	fl.BoolVar(&f.gc.noSandbox, "no-sandbox", false, "run no sandbox: probes that need one report sandbox_unavailable")
 	f.boot.register(fl, "the traced boot")
+	f.net.register(fl)
 	fl.StringVar(&f.dockerfile, "dockerfile", "", "the Dockerfile of the image to judge, relative to PATH (default: Dockerfile at PATH's root, else the only one)")
 	fl.StringVar(&f.target, "target", "", "the stage that ships (default: the compose file's build.target for this Dockerfile, else the last stage)")
 	fl.StringArrayVar(&f.probePaths, "probe-path", nil, "a URL path the traced boot requests once the service listens (repeatable), beyond / and the HEALTHCHECK's")
@@ -153,7 +157,7 @@ func sandboxFor(g *globals, f *gateControlFlags, heavyTimeout time.Duration) (sa
 		}
 		// The private gate-control's timeout cap follows --heavy-timeout,
 		// so the one setting reaches the spawn unrefused.
-		l := client.NewLazy(client.PrivateConfig{Stderr: stderr, ServeArgs: []string{"--timeout", heavyTimeout.String()}})
+		l := client.NewLazy(client.PrivateConfig{Stderr: stderr, ServeArgs: append([]string{"--timeout", heavyTimeout.String()}, f.serveArgs...)})
 		return l, func() {
 			if err := l.Close(); err != nil {
 				g.logger().Warn("stopping the private gate-control", "err", err)
@@ -210,12 +214,18 @@ func runGather(cmd *cobra.Command, g *globals, f *gatherFlags, dir string) error
 	if err != nil {
 		return usageErr("%v", err)
 	}
+	bn, err := f.net.settings()
+	if err != nil {
+		return err
+	}
+	f.gc.serveArgs = f.net.serveArgs()
 	sb, release, err := sandboxFor(g, &f.gc, f.heavyTimeout)
 	if err != nil {
 		return err
 	}
 	defer release()
 	opts := gather.Options{
+		BuildNet:        bn,
 		Registry:        builtin.NewRegistry(),
 		Version:         Version,
 		Images:          &image.Remote{Mirrors: mirrors},

@@ -35,6 +35,7 @@ type migrateFlags struct {
 	noCache     bool
 	mirrors     string
 	boot        bootFlags
+	net         netFlags
 	timeout     time.Duration
 	probePaths  []string
 	gc          gateControlFlags
@@ -91,6 +92,7 @@ Exit codes:
 	fl.BoolVar(&f.noCache, "no-cache", false, "gather without the cache")
 	fl.StringVar(&f.mirrors, "registry-mirror", os.Getenv("CODEGENIE_REGISTRY_MIRRORS"), "registry mirrors, REGISTRY=HOST[:PORT],... (env CODEGENIE_REGISTRY_MIRRORS)")
 	f.boot.register(fl, "each gate boot")
+	f.net.register(fl)
 	fl.DurationVar(&f.timeout, "timeout", pipeline.DefaultHeavyTimeout, "timeout of each gate spawn (build and boot)")
 	fl.StringArrayVar(&f.probePaths, "probe-path", nil, "a URL path the gate boots request and compare (repeatable), beyond / and the HEALTHCHECK's")
 	f.gc.register(fl, "gate-control that runs the gates")
@@ -113,7 +115,12 @@ func runMigrate(cmd *cobra.Command, g *globals, f *migrateFlags, dir string) err
 	if err != nil {
 		return usageErr("%v", err)
 	}
+	bn, err := f.net.settings()
+	if err != nil {
+		return err
+	}
 	f.gc.noSandbox = f.noGates
+	f.gc.serveArgs = f.net.serveArgs()
 	sb, release, err := sandboxFor(g, &f.gc, f.timeout)
 	if err != nil {
 		return err
@@ -143,6 +150,7 @@ func runMigrate(cmd *cobra.Command, g *globals, f *migrateFlags, dir string) err
 		RegistryMirrors: mirrorMap(mirrors),
 		ProbePaths:      f.probePaths,
 		Timeout:         f.timeout,
+		BuildNet:        bn,
 	}
 	ctx := cmd.Context()
 	if g.stderrTTY && os.Getenv("CI") == "" {

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/codegenie/codegenie/internal/egress"
 	"github.com/codegenie/codegenie/internal/sandbox"
 )
 
@@ -81,10 +82,43 @@ func (s *Server) capLimits(req sandbox.SpawnRequest) (sandbox.SpawnRequest, erro
 	case req.Timeout == 0:
 		req.Timeout = s.cfg.DefaultTimeout
 	}
+	over = append(over, s.capEgress(req)...)
 	if len(over) > 0 {
 		return sandbox.SpawnRequest{}, fmt.Errorf("%w: %s", errLimitExceedsCap, strings.Join(over, "; "))
 	}
 	return req, nil
+}
+
+// capEgress says what of a build's egress the server's cap refuses.
+func (s *Server) capEgress(req sandbox.SpawnRequest) []string {
+	if req.Build == nil {
+		return nil
+	}
+	e, c := req.Build.Egress, s.cfg.EgressCap
+	var over []string
+	var want []egress.Rule
+	for _, a := range e.Allow {
+		r, err := egress.ParseRule(a)
+		if err != nil {
+			over = append(over, fmt.Sprintf("egress rule %q: %v", a, err))
+			continue
+		}
+		want = append(want, r)
+	}
+	if _, refused := c.Filter(want); len(refused) > 0 {
+		names := make([]string, len(refused))
+		for i, r := range refused {
+			names[i] = r.String()
+		}
+		over = append(over, fmt.Sprintf("egress to %s is over the cap %s (gate-control serve --egress-allow)", strings.Join(names, ", "), c))
+	}
+	if e.BaseMirrors && !c.Any && len(c.Rules) == 0 {
+		over = append(over, "egress to the base images' mirrors is over the cap none (gate-control serve --egress-allow)")
+	}
+	if e.Private && !c.Private {
+		over = append(over, "egress to private addresses is over the cap (gate-control serve --egress-allow-private)")
+	}
+	return over
 }
 
 // capsString is the caps for the log.

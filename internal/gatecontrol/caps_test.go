@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/codegenie/codegenie/internal/egress"
 	"github.com/codegenie/codegenie/internal/sandbox"
 )
 
@@ -106,5 +107,47 @@ func TestConfigValidateCaps(t *testing.T) {
 		if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "caps") {
 			t.Errorf("%s: Validate = %v, want an error about the caps", name, err)
 		}
+	}
+}
+
+// TestEgressIsCapped: a build's egress is held to the server's
+// --egress-allow and --egress-allow-private, as its limits are.
+func TestEgressIsCapped(t *testing.T) {
+	t.Parallel()
+	build := func(e sandbox.Egress) sandbox.SpawnRequest {
+		return sandbox.SpawnRequest{Role: sandbox.RoleProbe, Build: &sandbox.BuildSpec{Dockerfile: "Dockerfile", Targets: []string{""}, Egress: e}}
+	}
+	npmOnly, err := egress.ParseCap([]string{"registry.npmjs.org"}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	anyHost, err := egress.ParseCap([]string{"*"}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		cap  egress.Cap
+		e    sandbox.Egress
+		over string // "" when admitted
+	}{
+		{name: "offline under no cap", e: sandbox.Egress{}},
+		{name: "online under no cap", e: sandbox.Egress{Allow: []string{"registry.npmjs.org"}}, over: "egress to registry.npmjs.org is over the cap none"},
+		{name: "the npm registry under npm only", cap: npmOnly, e: sandbox.Egress{Allow: []string{"registry.npmjs.org"}}},
+		{name: "another host under npm only", cap: npmOnly, e: sandbox.Egress{Allow: []string{"registry.npmjs.org", "evil.example"}}, over: "egress to evil.example is over the cap registry.npmjs.org"},
+		{name: "any host under *", cap: anyHost, e: sandbox.Egress{Allow: []string{"evil.example:8443"}, BaseMirrors: true}},
+		{name: "private under *", cap: anyHost, e: sandbox.Egress{Allow: []string{"x.example"}, Private: true}, over: "--egress-allow-private"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := &Server{cfg: Config{EgressCap: tc.cap, MaxTimeout: time.Hour, DefaultTimeout: time.Minute, MaxLimits: withDefaultCaps(sandbox.Limits{})}}
+			_, err := s.capLimits(build(tc.e))
+			switch {
+			case tc.over == "" && err != nil:
+				t.Fatalf("refused: %v", err)
+			case tc.over != "" && (err == nil || !errors.Is(err, errLimitExceedsCap) || !strings.Contains(err.Error(), tc.over)):
+				t.Fatalf("err %v; want limit_exceeds_cap naming %q", err, tc.over)
+			}
+		})
 	}
 }

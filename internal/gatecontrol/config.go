@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/codegenie/codegenie/internal/audit"
+	"github.com/codegenie/codegenie/internal/egress"
 	"github.com/codegenie/codegenie/internal/sandbox"
 )
 
@@ -127,6 +128,10 @@ type Config struct {
 	// DefaultMaxCPUs, DefaultMaxPIDs, DefaultMaxOutputBytes and
 	// DefaultMaxDiskBytes.
 	MaxLimits sandbox.Limits
+	// EgressCap caps what a build's egress may ask for; the zero value
+	// allows no build a network. gate-control serve's default is any
+	// public destination ("*"), never a private address.
+	EgressCap egress.Cap
 	// DrainTimeout is how long Run lets in-flight spawns finish after its
 	// context is done, before it cancels them. Default DefaultDrainTimeout.
 	DrainTimeout time.Duration

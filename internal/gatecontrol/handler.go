@@ -169,6 +169,7 @@ func (s *Server) run(ctx, client context.Context, req sandbox.SpawnRequest, rec 
 	if req.CaptureTrace {
 		fin.Trace = summarize(res)
 	}
+	fin.Egress = summarizeEgress(res.Egress)
 	switch {
 	case err != nil:
 		fin.Reason = truncate(err.Error(), maxAuditReason)
@@ -284,4 +285,33 @@ func ranShell(ev *trace.Event) bool {
 		return false
 	}
 	return false
+}
+
+// Bounds of an audit record's egress summary.
+const (
+	maxAuditEgressRules   = 64
+	maxAuditEgressRefused = 32
+)
+
+// summarizeEgress is what the audit log keeps of a build's egress: nil
+// when the build was offline.
+func summarizeEgress(rep *sandbox.EgressReport) *audit.EgressSummary {
+	if rep == nil {
+		return nil
+	}
+	sum := &audit.EgressSummary{Conns: len(rep.Conns) + rep.Dropped}
+	for i, a := range rep.Allow {
+		if i == maxAuditEgressRules {
+			break
+		}
+		sum.Allow = append(sum.Allow, truncate(a, maxAuditArgBytes))
+	}
+	for _, c := range rep.Conns {
+		sum.Up += c.Up
+		sum.Down += c.Down
+		if !c.Allowed && len(sum.Refused) < maxAuditEgressRefused {
+			sum.Refused = append(sum.Refused, truncate(fmt.Sprintf("%s:%d in %s", c.Host, c.Port, c.Phase), maxAuditArgBytes))
+		}
+	}
+	return sum
 }

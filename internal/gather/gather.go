@@ -5,6 +5,8 @@
 package gather
 
 import (
+	"github.com/codegenie/codegenie/internal/buildnet"
+
 	"context"
 	"errors"
 	"fmt"
@@ -55,8 +57,11 @@ type Options struct {
 	// (ErrNoDockerfile, in an *InputError) for a task that judges images:
 	// with no image there is no verdict to give.
 	RequireImage bool
-	Logger       *slog.Logger
-	Progress     func(pipeline.Progress)
+	// BuildNet is the builds' network (gather --build-egress); nil is
+	// offline.
+	BuildNet *buildnet.Settings
+	Logger   *slog.Logger
+	Progress func(pipeline.Progress)
 	// Deps, when set, provides node_modules from the lockfile (gather
 	// --deps lockfile): the pinned tarballs, fetched and verified into its
 	// cache, are mounted where an install puts them.
@@ -97,7 +102,7 @@ func Run(ctx context.Context, dir string, o Options) (*Outcome, error) {
 		Logger:       o.Logger,
 		Progress:     o.Progress,
 	}
-	pctx := &probe.Context{Sandbox: o.Sandbox, Logger: o.Logger, Task: o.Task, RegistryMirrors: o.RegistryMirrors, BootFor: o.BootFor, Settle: o.Settle, StepTimeout: o.StepTimeout, ProbePaths: o.ProbePaths}
+	pctx := &probe.Context{Sandbox: o.Sandbox, Logger: o.Logger, Task: o.Task, RegistryMirrors: o.RegistryMirrors, BootFor: o.BootFor, Settle: o.Settle, StepTimeout: o.StepTimeout, ProbePaths: o.ProbePaths, BuildNet: o.BuildNet}
 	if o.Deps != nil {
 		if err := mountDependencies(ctx, repo, o.Deps, pctx); err != nil {
 			return nil, err

@@ -4,6 +4,8 @@
 package migrate
 
 import (
+	"github.com/codegenie/codegenie/internal/buildnet"
+
 	"bytes"
 	"context"
 	"errors"
@@ -45,6 +47,8 @@ type Options struct {
 	RegistryMirrors map[string]string
 	ProbePaths      []string
 	Timeout         time.Duration
+	// BuildNet is the gate builds' network; nil is offline.
+	BuildNet *buildnet.Settings
 	// Scratch is where the rewritten workspace is made; empty is the
 	// system's temporary directory.
 	Scratch string
@@ -132,7 +136,7 @@ func Run(ctx context.Context, dir string, o Options) (*Migration, error) {
 		return nil, fmt.Errorf("the rewritten Dockerfile does not parse: %w", err)
 	}
 	spec := gates.Spec{Migrated: work, Original: out.Context.Repo, Dockerfile: newFile, Target: m.Result.StageTarget, OriginalTarget: m.Result.OriginalTarget,
-		BootFor: o.BootFor, Settle: o.Settle, StepTimeout: o.StepTimeout, RegistryMirrors: o.RegistryMirrors, ProbePaths: probePaths(o.ProbePaths, m.Result.ProbePaths), Timeout: o.Timeout}
+		BootFor: o.BootFor, Settle: o.Settle, StepTimeout: o.StepTimeout, RegistryMirrors: o.RegistryMirrors, ProbePaths: probePaths(o.ProbePaths, m.Result.ProbePaths), Timeout: o.Timeout, BuildNet: o.BuildNet}
 	m.Gates, err = gates.Run(ctx, o.Sandbox, spec, parsed, m.Result.Stage)
 	if err != nil {
 		return nil, err

@@ -1,6 +1,8 @@
 package probe
 
 import (
+	"github.com/codegenie/codegenie/internal/buildnet"
+
 	"context"
 	"fmt"
 	"log/slog"
@@ -160,4 +162,7 @@ type Context struct {
 	// Dependencies is set when node_modules is mounted from a lockfile
 	// install rather than the repository's own.
 	Dependencies *Dependencies
+	// BuildNet is what the builds of probes that build an image may reach
+	// over the network (and their CA bundle and secrets); nil is offline.
+	BuildNet *buildnet.Settings
 }

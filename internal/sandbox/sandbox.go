@@ -99,6 +99,11 @@ type BuildSpec struct {
 	// target's node_modules host-side from its image, bounded, into
 	// Result.NodeModules (see FileSet).
 	ReadNodeModules bool `json:"read_node_modules,omitempty"`
+	// Egress is what the RUN steps may reach; the zero value is offline.
+	// Boots stay offline.
+	Egress Egress `json:"egress,omitzero"`
+	// Secrets are build secrets (RUN --mount=type=secret).
+	Secrets []Secret `json:"secrets,omitempty"`
 }
 
 // DefaultSettle is BuildSpec.Settle when it is zero.
@@ -218,6 +223,9 @@ func (r *SpawnRequest) Validate() error {
 		if len(b.ProbePaths) > MaxProbePaths {
 			return fmt.Errorf("%w: more than %d probe paths", ErrInvalidRequest, MaxProbePaths)
 		}
+		if err := b.validateEgress(); err != nil {
+			return err
+		}
 		for _, p := range b.ProbePaths {
 			if !strings.HasPrefix(p, "/") || len(p) > 256 || strings.ContainsFunc(p, func(r rune) bool { return r <= ' ' || r == 0x7f }) {
 				return fmt.Errorf("%w: probe path %q is not an absolute URL path", ErrInvalidRequest, p)
@@ -267,6 +275,9 @@ type Result struct {
 	// ImageFacts describe the last target's image of a Build spawn that
 	// booted it; nil when no image was built, or none was mounted.
 	ImageFacts *ImageFacts `json:"image_facts,omitempty"`
+	// Egress is what a build's egress proxy saw; nil when the build was
+	// offline.
+	Egress *EgressReport `json:"egress,omitempty"`
 }
 
 // UnsupportedError says why a backend cannot run on this host. It matches

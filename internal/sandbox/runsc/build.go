@@ -194,6 +194,11 @@ type buildRun struct {
 	// act is when the boot last execed, from the live trace; nil
 	// without a trace.
 	act *activity
+	// baseIDs are the image IDs of the pulled bases.
+	baseIDs []string
+	// eg is the build's egress proxy and runtime shim; nil when the
+	// build is offline.
+	eg *egressRun
 }
 
 // targetRun is the outcome of one buildah bud.
@@ -321,6 +326,18 @@ func (b *Backend) spawnBuild(ctx context.Context, req sandbox.SpawnRequest) (san
 			if err := os.WriteFile(br.df, pinBases(bp.dockerfile, bp.stages, pinned), 0o600); err != nil {
 				return res, fmt.Errorf("copying the Dockerfile: %w", err)
 			}
+			for _, id := range pinned {
+				br.baseIDs = append(br.baseIDs, id)
+			}
+		}
+	}
+	if built {
+		if br.eg, err = br.startEgress(); err != nil {
+			return res, err
+		}
+		defer br.eg.close()
+		if err := br.writeSecrets(); err != nil {
+			return res, err
 		}
 	}
 	for i, target := range bp.targets {
@@ -403,10 +420,16 @@ func (b *Backend) spawnBuild(ctx context.Context, req sandbox.SpawnRequest) (san
 			}
 		}
 	}
+	if br.eg != nil {
+		br.eg.close()
+		res.Egress = br.eg.report(br.ranSteps(), br.stepLabel)
+		br.noteDenials(&res)
+	}
 	res.Duration = time.Since(res.Started)
 	for i := range res.Phases {
 		res.Phases[i].OutputTail = br.scrub(res.Phases[i].OutputTail)
 	}
+	br.scrubSecrets(&res)
 	if stopErr != nil {
 		res.ExitCode = -1
 		return res, stopErr
@@ -476,6 +499,10 @@ func (br *buildRun) budArgs(target, tag string) []string {
 		args = append(args, "--layers")
 	} else {
 		args = append(args, "--layers=false")
+	}
+	args = br.eg.budArgs(args)
+	for _, sec := range br.req.Build.Secrets {
+		args = append(args, "--secret", "id="+sec.ID+",src="+br.secretPath(sec.ID))
 	}
 	args = append(args, "-f", br.df)
 	if target != "" {

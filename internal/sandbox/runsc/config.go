@@ -1,6 +1,8 @@
 package runsc
 
 import (
+	"github.com/codegenie/codegenie/internal/egress"
+
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -103,6 +105,15 @@ type Config struct {
 	// commits no layer per step. Empty: traced builds that read another
 	// stage's files commit a layer per step (--layers) instead.
 	StepHook []string
+	// Shim is the absolute path of a program whose main runs
+	// RunRuntimeShim when it is run under the name ShimName: builds with
+	// egress or a CA bundle run their steps through it (gate-control's
+	// own executable). Empty: such builds are refused.
+	Shim string
+	// EgressCap is gate-control's cap on egress (gatecontrol.Config's):
+	// the base images' mirrors that a build's BaseMirrors adds pass it
+	// too. The zero value lets no mirror in.
+	EgressCap egress.Cap
 }
 
 // Validate reports whether c, with its defaults applied, is usable. It does
@@ -128,6 +139,9 @@ func (c Config) Validate() error {
 	}
 	if len(c.StepHook) > 0 && !filepath.IsAbs(c.StepHook[0]) {
 		errs = append(errs, fmt.Errorf("step hook program %q is not absolute", c.StepHook[0]))
+	}
+	if c.Shim != "" && !filepath.IsAbs(c.Shim) {
+		errs = append(errs, fmt.Errorf("runtime shim program %q is not absolute", c.Shim))
 	}
 	if c.Buildah != "" && !filepath.IsAbs(c.Buildah) {
 		errs = append(errs, fmt.Errorf("buildah path %q is not absolute", c.Buildah))

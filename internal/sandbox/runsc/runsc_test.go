@@ -57,6 +57,15 @@ func newBackend(t testing.TB, cfg Config) *Backend {
 		}
 		cfg.StepHook = append([]string{exe}, testStepHookArgs...)
 	}
+	if cfg.Shim == "" {
+		// As gate-control does: this binary is the runtime shim too
+		// (TestMain).
+		exe, err := os.Executable()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Shim = exe
+	}
 	b, err := New(cfg)
 	if ue, ok := errors.AsType[*sandbox.UnsupportedError](err); ok {
 		t.Skipf("gVisor backend unsupported here: %v", ue)

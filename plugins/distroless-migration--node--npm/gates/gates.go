@@ -8,6 +8,8 @@
 package gates
 
 import (
+	"github.com/codegenie/codegenie/internal/buildnet"
+
 	"context"
 	"errors"
 	"fmt"
@@ -106,6 +108,8 @@ type Spec struct {
 	RegistryMirrors map[string]string
 	ProbePaths      []string
 	Timeout         time.Duration
+	// BuildNet is the builds' network; nil is offline.
+	BuildNet *buildnet.Settings
 }
 
 // Report is every gate's outcome.
@@ -139,6 +143,7 @@ func Run(ctx context.Context, client sandbox.Client, spec Spec, file *dockerfile
 			Build: &sandbox.BuildSpec{Dockerfile: spec.Dockerfile, Targets: []string{target}, Boot: true, BootFor: spec.BootFor, Settle: spec.Settle, StepTimeout: spec.StepTimeout,
 				RegistryMirrors: spec.RegistryMirrors, ProbePaths: spec.ProbePaths},
 		}
+		req.Build.Egress, req.Build.Secrets, _ = spec.BuildNet.For(dir)
 		if fn := sandbox.ProgressFrom(ctx); fn != nil {
 			src := "gates: " + what
 			ctx = sandbox.WithProgress(ctx, func(p sandbox.Progress) { p.Source = src; fn(p) })

@@ -53,6 +53,10 @@ const (
 	// ReasonImageUnavailable: a base image could not be pulled; the
 	// detail names the reference and the registries or mirrors tried.
 	ReasonImageUnavailable probe.Reason = "image_unavailable"
+	// ReasonEgressDenied: a build step failed after the egress proxy
+	// refused one of its connections; the detail names the host, the
+	// step and the flag that allows it.
+	ReasonEgressDenied probe.Reason = "egress_denied"
 )
 
 // Warning IDs.
@@ -67,6 +71,7 @@ const (
 	WarnShellInBuild       = "shell_invocation_trace.shell_in_build"
 	WarnInterpreterUnknown = "shell_invocation_trace.interpreter_unknown"
 	WarnImageUnavailable   = "shell_invocation_trace.image_unavailable"
+	WarnEgressDenied       = "shell_invocation_trace.egress_denied"
 )
 
 // Warnings are the warnings this probe raises.
@@ -81,6 +86,7 @@ var Warnings = []probe.WarningDesc{
 	{ID: WarnShellInBuild, Summary: "a traced build step ran a shell"},
 	{ID: WarnInterpreterUnknown, Summary: "a script ran whose interpreter could not be read, so it may have been a shell"},
 	{ID: WarnImageUnavailable, Summary: "a base image could not be pulled from its registry or any mirror, so nothing was built"},
+	{ID: WarnEgressDenied, Summary: "the build's egress proxy refused a connection that a build step asked for (--build-egress allows a host)"},
 }
 
 // DefaultBootFor is the longest the boot runs when it neither exits nor
@@ -105,6 +111,66 @@ type Facts struct {
 	// dependency scans (package imagedeps); nil when the build failed.
 	NodeModules *imagedeps.Ref `json:"node_modules,omitempty"`
 	blob        []byte
+	// Egress is what the build reached through the egress proxy; nil
+	// when the build was offline.
+	Egress *Egress `json:"egress,omitempty"`
+	// EgressNotes say what of the repository's registry settings could
+	// not be read.
+	EgressNotes []string `json:"egress_notes,omitempty"`
+}
+
+// Egress is what the build's egress proxy saw (sandbox.EgressReport).
+type Egress struct {
+	// Allow is the allow-list the proxy enforced.
+	Allow []string `json:"allow,omitempty"`
+	// Conns are the connections the build's steps asked for.
+	Conns   []sandbox.EgressConn `json:"conns,omitempty"`
+	Dropped int                  `json:"dropped,omitempty"`
+}
+
+// String summarises the egress, for people: "egress: 14 connections to
+// registry.npmjs.org (2.1 MB down), 1 refused (evil.example:443)".
+func (e *Egress) String() string {
+	if e == nil {
+		return ""
+	}
+	hosts := map[string]bool{}
+	var down int64
+	var ok int
+	var refused []string
+	for _, c := range e.Conns {
+		if !c.Allowed {
+			refused = append(refused, fmt.Sprintf("%s:%d", c.Host, c.Port))
+			continue
+		}
+		ok++
+		hosts[c.Host] = true
+		down += c.Down
+	}
+	names := make([]string, 0, len(hosts))
+	for h := range hosts {
+		names = append(names, h)
+	}
+	sort.Strings(names)
+	s := fmt.Sprintf("egress: %d connection(s)", ok)
+	if len(names) > 0 {
+		s += fmt.Sprintf(" to %s (%s down)", strings.Join(names, ", "), bytesString(down))
+	}
+	if len(refused) > 0 {
+		s += fmt.Sprintf(", %d refused (%s)", len(refused), strings.Join(slices.Compact(refused), ", "))
+	}
+	return s
+}
+
+// bytesString is a byte count for people.
+func bytesString(n int64) string {
+	switch {
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
 }
 
 // Boot is how the traced boot ended (sandbox.BootReport).
@@ -236,7 +302,7 @@ func (p *Probe) KeySettings(pctx *probe.Context) []string {
 	for _, reg := range regs {
 		s = append(s, "mirror="+reg+"="+pctx.RegistryMirrors[reg])
 	}
-	return s
+	return append(s, "build_net="+pctx.BuildNet.Key())
 }
 
 // stepTimeout is the run's bound on one build step.
@@ -367,6 +433,7 @@ func (p *Probe) run(ctx context.Context, repo *probe.Repo, pctx *probe.Context) 
 			RegistryMirrors: pctx.RegistryMirrors, ProbePaths: p.probePaths(pctx), ReadNodeModules: true,
 		},
 	}
+	req.Build.Egress, req.Build.Secrets, facts.EgressNotes = pctx.BuildNet.For(repo.Root)
 	if d, ok := ctx.Deadline(); ok {
 		req.Timeout = time.Until(d)
 	}
@@ -390,6 +457,9 @@ func (p *Probe) run(ctx context.Context, repo *probe.Repo, pctx *probe.Context) 
 		if facts.blob, facts.NodeModules, eerr = imagedeps.Encode(res.NodeModules); eerr != nil {
 			return low(ReasonSandboxBootFailed, WarnSandboxBootFailed, eerr.Error(), facts), nil
 		}
+	}
+	if e := res.Egress; e != nil {
+		facts.Egress = &Egress{Allow: e.Allow, Conns: e.Conns, Dropped: e.Dropped}
 	}
 	for _, ph := range res.Phases {
 		facts.Phases = append(facts.Phases, Phase{Name: ph.Name, ExitCode: ph.ExitCode, Failed: ph.Failed, TimedOut: ph.TimedOut,
@@ -434,6 +504,10 @@ func (p *Probe) run(ctx context.Context, repo *probe.Repo, pctx *probe.Context) 
 		}
 		line := stepLine(f, ph.Name)
 		out := low(ReasonBuildFailed, WarnBuildFailed, fmt.Sprintf("%s failed with exit %d: %s", ph.Name, ph.ExitCode, lastLines(ph.OutputTail, 5)), facts)
+		if d := deniedIn(res.Egress, ph.Name); d != nil {
+			out = low(ReasonEgressDenied, WarnEgressDenied, fmt.Sprintf("%s failed with exit %d after the build's egress proxy refused %s:%d (%s); allow it with --build-egress %s",
+				ph.Name, ph.ExitCode, d.Host, d.Port, d.Reason, egressFlag(*d)), facts)
+		}
 		if line > 0 {
 			out.Warnings[0].Evidence = []probe.Evidence{{File: f.Path, Line: line}}
 			out.Evidence = out.Warnings[0].Evidence
@@ -453,6 +527,14 @@ func (p *Probe) run(ctx context.Context, repo *probe.Repo, pctx *probe.Context) 
 	out := analyze(res, f, repo, facts)
 	if facts.Boot != nil {
 		out.Detail = strings.TrimPrefix(out.Detail+"; "+facts.Boot.String(), "; ")
+	}
+	if facts.Egress != nil {
+		out.Detail = strings.TrimPrefix(out.Detail+"; "+facts.Egress.String(), "; ")
+		for _, d := range res.Egress.Denied() {
+			out.Warnings = append(out.Warnings, probe.Warning{ID: WarnEgressDenied,
+				Message:  fmt.Sprintf("the build's egress proxy refused %s:%d in %s (%s); allow it with --build-egress %s", d.Host, d.Port, d.Phase, d.Reason, egressFlag(d)),
+				Evidence: stepEvidence(f, d.Phase)})
+		}
 	}
 	if bootFailed == nil {
 		return out, nil
@@ -754,4 +836,33 @@ func cause(f *dockerfile.File, tree *trace.Tree, inv trace.Invocation, sc script
 		return Cause{Kind: "base_image_entrypoint", Detail: parent}
 	}
 	return Cause{Kind: "unknown", Detail: parent}
+}
+
+// deniedIn is the first connection the egress proxy refused in the failed
+// phase (a step), or in any step when the phase is a whole target; nil
+// when none was.
+func deniedIn(rep *sandbox.EgressReport, phase string) *sandbox.EgressConn {
+	for _, d := range rep.Denied() {
+		if d.Phase == phase || !strings.Contains(phase, ":step ") {
+			return &d
+		}
+	}
+	return nil
+}
+
+// egressFlag is the --build-egress value that allows c.
+func egressFlag(c sandbox.EgressConn) string {
+	if c.Port == 80 || c.Port == 443 {
+		return c.Host
+	}
+	return fmt.Sprintf("%s:%d", c.Host, c.Port)
+}
+
+// stepEvidence is the Dockerfile line of a build step phase; nil when it
+// has none.
+func stepEvidence(f *dockerfile.File, phase string) []probe.Evidence {
+	if line := stepLine(f, phase); line > 0 {
+		return []probe.Evidence{{File: f.Path, Line: line}}
+	}
+	return nil
 }

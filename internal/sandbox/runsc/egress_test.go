@@ -1,0 +1,122 @@
+package runsc
+
+import (
+	"encoding/json"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/codegenie/codegenie/internal/sandbox"
+)
+
+// TestBuildEgress builds with a route through the egress proxy: a RUN step
+// reaches an allowed listener on this machine through it (npm, which reads
+// the proxy variables the shim sets), and a direct connection that ignores
+// the proxy finds nothing; a destination the rules do not name is refused,
+// and nothing reaches it; the report attributes each connection to its
+// step; the CA bundle is readable in the step and absent from the image;
+// a build secret's canary appears nowhere in the result.
+func TestBuildEgress(t *testing.T) {
+	b := newBackend(t, Config{})
+	m := mirrors(t)
+	var served atomic.Int64
+	allowed := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		served.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"name":"egress-probe","dist-tags":{"latest":"1.0.0"},"versions":{"1.0.0":{"name":"egress-probe","version":"1.0.0"}}}`))
+	}))
+	defer allowed.Close()
+	// The listener the rules do not name: it must see no connection.
+	var reached atomic.Int64
+	denied, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer denied.Close()
+	go func() {
+		for {
+			c, err := denied.Accept()
+			if err != nil {
+				return
+			}
+			reached.Add(1)
+			_ = c.Close()
+		}
+	}()
+	allowedPort := allowed.Listener.Addr().(*net.TCPAddr).Port
+	deniedPort := denied.Addr().(*net.TCPAddr).Port
+	const canary = "cg-canary-7f3a9c2e51d4"
+	ca, err := os.ReadFile("/etc/ssl/certs/ca-certificates.crt")
+	if err != nil {
+		t.Skipf("no host CA bundle to pass (%v)", err)
+	}
+	ws := workspace(t, map[string]string{
+		"Dockerfile": "FROM node:22\n" +
+			// Through the proxy, to the allowed listener.
+			"RUN npm view --registry http://127.0.0.1:" + strconv.Itoa(allowedPort) + "/ egress-probe version\n" +
+			// Around the proxy: the namespace has no such listener.
+			"RUN node -e 'require(\"http\").get(\"http://127.0.0.1:" + strconv.Itoa(allowedPort) + "/\").on(\"error\", e => { console.log(\"direct:\", e.code); })' \n" +
+			"RUN head -c 27 \"$NODE_EXTRA_CA_CERTS\"; echo\n" +
+			"RUN --mount=type=secret,id=tok cat /run/secrets/tok; echo\n" +
+			// Through the proxy, to a destination no rule names.
+			"RUN npm view --fetch-retries=0 --registry http://127.0.0.1:" + strconv.Itoa(deniedPort) + "/ egress-probe version\n",
+	})
+	req := buildRequest(ws, m, "")
+	req.Build.Boot = false
+	req.Build.Egress = sandbox.Egress{Allow: []string{"127.0.0.1:" + strconv.Itoa(allowedPort)}, Private: true, CA: ca}
+	req.Build.Secrets = []sandbox.Secret{{ID: "tok", Data: []byte(canary)}}
+	res, err := b.Spawn(t.Context(), req)
+	logResult(t, res)
+	if err != nil {
+		t.Fatalf("Spawn: %v", err)
+	}
+	if res.ExitCode == 0 {
+		t.Fatalf("the build passed; want the last step to fail: its destination is not allowed")
+	}
+	step := func(n int) sandbox.PhaseResult { return phase(res.Phases, sandbox.BuildPhase("0", n)) }
+	if p := step(2); p.Failed || !strings.Contains(p.OutputTail, "1.0.0") {
+		t.Errorf("the allowed step: %+v; want the listener's answer, 1.0.0", p)
+	}
+	if served.Load() == 0 {
+		t.Error("the allowed listener saw no request")
+	}
+	if p := step(3); !strings.Contains(p.OutputTail, "direct: ECONNREFUSED") {
+		t.Errorf("the direct connection: %q; want ECONNREFUSED (no route but the proxy)", p.OutputTail)
+	}
+	if p := step(4); !strings.Contains(p.OutputTail, "-----BEGIN CERTIFICATE-----") {
+		t.Errorf("the CA step: %q; want the bundle's first line", p.OutputTail)
+	}
+	last := step(6)
+	if !last.Failed || !strings.Contains(last.OutputTail, "codegenie: the build's egress proxy refused 127.0.0.1:"+strconv.Itoa(deniedPort)+" in build:0:step 6") {
+		t.Errorf("the refused step: %+v; want Failed, and the proxy's note", last)
+	}
+	if reached.Load() != 0 {
+		t.Errorf("the refused destination saw %d connections; want none", reached.Load())
+	}
+	if res.Egress == nil {
+		t.Fatal("no egress report")
+	}
+	var okConn, deniedConn bool
+	for _, c := range res.Egress.Conns {
+		switch {
+		case c.Allowed && c.Port == allowedPort && c.Phase == sandbox.BuildPhase("0", 2) && c.Down > 0 && c.Up > 0:
+			okConn = true
+		case !c.Allowed && c.Port == deniedPort && c.Phase == sandbox.BuildPhase("0", 6) && c.Reason != "":
+			deniedConn = true
+		}
+	}
+	if !okConn || !deniedConn {
+		t.Errorf("egress conns %+v; want the allowed one in step 2 with bytes both ways, the refused one in step 6 with a reason", res.Egress.Conns)
+	}
+	if p := step(5); strings.Contains(p.OutputTail, canary) || !strings.Contains(p.OutputTail, "<secret tok>") {
+		t.Errorf("the secret step's output %q: want the canary scrubbed to <secret tok>", p.OutputTail)
+	}
+	if b, err := json.Marshal(res); err != nil || strings.Contains(string(b), canary) {
+		t.Error("the canary is in the result")
+	}
+}
