@@ -1,0 +1,180 @@
+package nodenpm_test
+
+import (
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/codegenie/codegenie/internal/builtin"
+	"github.com/codegenie/codegenie/internal/buildnet"
+	"github.com/codegenie/codegenie/internal/gather"
+	"github.com/codegenie/codegenie/internal/image"
+	"github.com/codegenie/codegenie/internal/migrate"
+	"github.com/codegenie/codegenie/internal/probe"
+	nodenpm "github.com/codegenie/codegenie/plugins/distroless-migration--node--npm"
+	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/gates"
+	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/probes/shelltrace"
+)
+
+// hostCA is the host's trust store. This machine's HTTPS presents a CA that
+// only it holds (ENVIRONMENT.md), as a TLS-inspecting corporate network
+// does: the builds get it with --build-ca.
+const hostCA = "/etc/ssl/certs/ca-certificates.crt"
+
+// depsNet is the build network of the real-dependency tests: the defaults
+// (the npm registry, the repository's registries, the base images'
+// mirrors) and the host's CA bundle.
+func depsNet(t *testing.T) *buildnet.Settings {
+	t.Helper()
+	if _, err := os.Stat(hostCA); err != nil {
+		t.Skipf("no host CA bundle at %s: this machine reaches no registry over HTTPS from a sandbox without it (%v)", hostCA, err)
+	}
+	bn, err := buildnet.Parse(nil, false, hostCA, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bn
+}
+
+// TestDepsE2E: services with real npm dependencies, installed during the
+// sandboxed build from the npm registry through gate-control's egress
+// proxy, are traced to a confirmed verdict, and migrate with every gate
+// passed. The proxy's report names what the build reached.
+func TestDepsE2E(t *testing.T) {
+	e := setupTrace(t)
+	bn := depsNet(t)
+	mirrors := map[string]string{"docker.io": e.registry.Host, "gcr.io": e.registry.Host}
+	for _, tc := range []struct {
+		name string
+		// verdict is the traced verdict before the migration.
+		verdict probe.Verdict
+	}{
+		// npm start: the boot runs sh, which a rewrite removes.
+		{name: "express", verdict: probe.ReadyAfterRewrite},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			copyTree(t, filepath.Join("testdata", "deps", tc.name), dir)
+			out, err := gather.Run(t.Context(), dir, gather.Options{
+				Registry: builtin.NewRegistry(), Version: "test", Task: nodenpm.Task,
+				Sandbox: e.sandbox, Images: &image.Remote{Mirrors: e.mirrors}, RegistryMirrors: mirrors,
+				BootFor: 3 * time.Minute, HeavyTimeout: 10 * time.Minute, BuildNet: bn,
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, facts := traceResult(t, out)
+			if r.Confidence == probe.Low {
+				t.Fatalf("trace: low, %s: %s", r.Reason, r.Detail)
+			}
+			if facts.Egress == nil {
+				t.Fatal("no egress facts: the build was offline")
+			}
+			var registry bool
+			for _, c := range facts.Egress.Conns {
+				if !c.Allowed {
+					t.Errorf("refused: %+v", c)
+				}
+				if c.Host == buildnet.DefaultRegistry && c.Down > 0 && strings.HasPrefix(c.Phase, "build:build:step ") {
+					registry = true
+				}
+			}
+			if !registry {
+				t.Errorf("no connection to %s from a build step with bytes down: %+v", buildnet.DefaultRegistry, facts.Egress.Conns)
+			}
+			t.Logf("%s", facts.Egress)
+			a := out.Context.Assessments["distroless_readiness"]
+			if a.Verdict != tc.verdict || !a.Confirmed {
+				t.Fatalf("verdict %s (confirmed %v), want %s confirmed; blockers %+v", a.Verdict, a.Confirmed, tc.verdict, a.Blockers)
+			}
+
+			o := migrateOptions(e)
+			o.BuildNet = bn
+			o.Timeout = 10 * time.Minute
+			m, err := migrate.Run(t.Context(), dir, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m.Result.Refused() {
+				t.Fatalf("refused: %+v", m.Result.Refusals)
+			}
+			for _, g := range m.Gates.Gates {
+				want := gates.Passed
+				if g.Gate == "healthcheck" {
+					want = gates.Skipped // no HEALTHCHECK
+				}
+				if g.Status != want {
+					t.Errorf("gate %s: %s (%s), want %s", g.Gate, g.Status, g.Detail, want)
+				}
+			}
+			if !m.Proven {
+				t.Fatal("not proven")
+			}
+		})
+	}
+}
+
+
+// TestEgressDeniedE2E: a build step that asks for a destination no rule
+// allows (a listener on this machine: loopback, refused by default whatever
+// the rules say) fails, and the trace says egress_denied with the host, the
+// step and the flag; the listener sees no connection.
+func TestEgressDeniedE2E(t *testing.T) {
+	e := setupTrace(t)
+	bn := depsNet(t)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	var reached atomic.Int64
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			reached.Add(1)
+			_ = c.Close()
+		}
+	}()
+	port := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
+	dir := t.TempDir()
+	for name, body := range map[string]string{
+		"package.json": `{"name":"denied","version":"1.0.0","scripts":{"start":"node server.js"}}`,
+		"server.js":    `require("http").createServer((q, s) => s.end("ok")).listen(3000);`,
+		".npmrc":       "registry=http://127.0.0.1:" + port + "/\n",
+		"Dockerfile": "FROM node:22-slim\nWORKDIR /app\nCOPY . .\n" +
+			"RUN npm view --fetch-retries=0 left-pad version\n" +
+			"CMD [\"node\", \"server.js\"]\n",
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out, err := gather.Run(t.Context(), dir, gather.Options{
+		Registry: builtin.NewRegistry(), Version: "test", Task: nodenpm.Task,
+		Sandbox: e.sandbox, Images: &image.Remote{Mirrors: e.mirrors},
+		RegistryMirrors: map[string]string{"docker.io": e.registry.Host, "gcr.io": e.registry.Host},
+		BootFor:         3 * time.Minute, BuildNet: bn,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, facts := traceResult(t, out)
+	if r.Reason != shelltrace.ReasonEgressDenied || !strings.Contains(r.Detail, "127.0.0.1:"+port) || !strings.Contains(r.Detail, "build:0:step 4") ||
+		!strings.Contains(r.Detail, "--build-egress 127.0.0.1:"+port) {
+		t.Fatalf("trace: %s %s: %s; want egress_denied naming 127.0.0.1:%s, the step and the flag", r.Confidence, r.Reason, r.Detail, port)
+	}
+	if facts.Egress == nil || len(facts.Egress.Conns) == 0 {
+		t.Fatalf("no egress facts: %+v", facts.Egress)
+	}
+	if n := reached.Load(); n != 0 {
+		t.Errorf("the refused listener saw %d connections", n)
+	}
+}
