@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/codegenie/codegenie/internal/builtin"
 	"github.com/codegenie/codegenie/internal/buildnet"
+	"github.com/codegenie/codegenie/internal/builtin"
 	"github.com/codegenie/codegenie/internal/gather"
 	"github.com/codegenie/codegenie/internal/image"
 	"github.com/codegenie/codegenie/internal/migrate"
@@ -118,7 +118,6 @@ func TestDepsE2E(t *testing.T) {
 		})
 	}
 }
-
 
 // TestEgressDeniedE2E: a build step that asks for a destination no rule
 // allows (a listener on this machine: loopback, refused by default whatever

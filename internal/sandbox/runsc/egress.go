@@ -242,16 +242,6 @@ func topLayerDir(root, id string) (string, bool) {
 	return "", false
 }
 
-// egressDenial is the first refused connection of a failed build, for the
-// failure's reason; nil when none was refused.
-func egressDenial(rep *sandbox.EgressReport) *sandbox.EgressConn {
-	d := rep.Denied()
-	if len(d) == 0 {
-		return nil
-	}
-	return &d[0]
-}
-
 // secretPath is where a build secret's bytes wait for buildah, 0600 in
 // the spawn's own directory.
 func (br *buildRun) secretPath(id string) string {
