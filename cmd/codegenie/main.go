@@ -6,8 +6,8 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 
 	"golang.org/x/term"
