@@ -7,10 +7,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/codegenie/codegenie/internal/builtin"
 	"github.com/codegenie/codegenie/internal/cache"
 	"github.com/codegenie/codegenie/internal/gather"
 	"github.com/codegenie/codegenie/internal/probe"
 	"github.com/codegenie/codegenie/internal/strictjson"
+	nodenpm "github.com/codegenie/codegenie/plugins/distroless-migration--node--npm"
 	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/probes/childprocess"
 )
 
@@ -150,3 +152,27 @@ func TestTracedImageDependencies(t *testing.T) {
 }
 
 func traceDir(name string) string { return "testdata/trace/" + name }
+
+// TestUntracedDependenciesAsBefore: without a sandbox nothing is handed
+// on, and child_process reads the checkout as it always has: the fixture's
+// dependency, which only the built image holds, is not installed.
+func TestUntracedDependenciesAsBefore(t *testing.T) {
+	out, err := gather.Run(t.Context(), traceDir("image-dep-shell"), gather.Options{
+		Registry: builtin.NewRegistry(), Version: "test", Task: nodenpm.Task,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, f := childProcessResult(t, out)
+	if f.ImageNodeModules != nil {
+		t.Errorf("image node_modules %+v without a trace", f.ImageNodeModules)
+	}
+	if r.Reason != childprocess.ReasonDependenciesNotInstalled {
+		t.Errorf("reason %q, want %s: the checkout has no node_modules", r.Reason, childprocess.ReasonDependenciesNotInstalled)
+	}
+	for _, rec := range out.Records {
+		if rec.Result.Probe == childprocess.Name && rec.Phase != "light" {
+			t.Errorf("child_process ran in phase %q without a sandbox, want light", rec.Phase)
+		}
+	}
+}
