@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"io/fs"
 	"net"
 	"net/http"
 	"net/url"
@@ -133,6 +134,8 @@ type Fetcher struct {
 	// by its Key (probe.Dependencies.Memo): shared by every install of
 	// this Fetcher, so a portfolio scans each package version once.
 	Memo sync.Map
+
+	listings sync.Map // Key → []string
 
 	mu          sync.Mutex
 	locks       map[string]*sync.Mutex
@@ -481,3 +484,31 @@ func hexToSRI(algo, h string) (string, error) {
 // RemoveCache removes a dependency cache folder, whose packages are
 // read-only.
 func RemoveCache(dir string) error { return removeAll(dir) }
+
+// List returns the regular files of an installed package, relative to its
+// folder and slash-separated, listing each Key once per Fetcher: a cached
+// package never changes.
+func (f *Fetcher) List(in Installed) ([]string, error) {
+	if v, ok := f.listings.Load(in.Key); ok {
+		return v.([]string), nil
+	}
+	files := []string{}
+	err := filepath.WalkDir(in.Dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.Type().IsRegular() {
+			rel, err := filepath.Rel(in.Dir, p)
+			if err != nil {
+				return err
+			}
+			files = append(files, filepath.ToSlash(rel))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("listing %s@%s in the dependency cache: %w", in.Name, in.Version, err)
+	}
+	f.listings.Store(in.Key, files)
+	return files, nil
+}

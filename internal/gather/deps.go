@@ -34,7 +34,11 @@ func mountDependencies(ctx context.Context, repo *probe.Repo, f *deps.Fetcher, p
 	}
 	mounts := make([]probe.Mount, len(res.Installed))
 	for i, in := range res.Installed {
-		mounts[i] = probe.Mount{Path: in.Path, Dir: in.Dir, Key: in.Key}
+		files, err := f.List(in)
+		if err != nil {
+			return err
+		}
+		mounts[i] = probe.Mount{Path: in.Path, Dir: in.Dir, Key: in.Key, Files: files}
 	}
 	if err := repo.AddMounts(mounts...); err != nil {
 		return err

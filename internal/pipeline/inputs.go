@@ -189,6 +189,12 @@ func (d *digests) get(key string, fn func() (string, error)) (string, error) {
 }
 
 func (d *digests) file(rel string) (string, error) {
+	if m, inside, ok := d.repo.MountOf(rel); ok && m.Key != "" {
+		// A mounted folder with a key is content-addressed by it (a
+		// dependency, verified against its integrity and kept read-only):
+		// its files are keyed by the key and their path, unread.
+		return "mount:" + m.Key + "/" + inside, nil
+	}
 	return d.get("file:"+rel, func() (string, error) {
 		abs := d.repo.Abs(rel)
 		// A symlink is keyed by where it points, never followed: one that

@@ -13,7 +13,7 @@ import (
 
 // benchServices generates synthetic repositories and returns the first n
 // judged services (and the skipped ones among them).
-func benchServices(b *testing.B, n int) []Service {
+func benchServices(b testing.TB, n int) []Service {
 	b.Helper()
 	root := b.TempDir()
 	portfoliotest.Generate(b, root, n)
@@ -40,11 +40,11 @@ func benchServices(b *testing.B, n int) []Service {
 	return out
 }
 
-func benchOptions(b *testing.B, c *cache.Cache) gather.Options {
+func benchOptions(b testing.TB, c *cache.Cache) gather.Options {
 	return gather.Options{Registry: builtin.NewRegistry(), Version: "bench", Task: "distroless-migration", Cache: c}
 }
 
-func openCache(b *testing.B) *cache.Cache {
+func openCache(b testing.TB) *cache.Cache {
 	c, err := cache.Open(b.TempDir())
 	if err != nil {
 		b.Fatal(err)

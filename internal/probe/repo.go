@@ -69,9 +69,14 @@ type Mount struct {
 	// Dir is the host folder.
 	Dir string
 	// Key names Dir's content (a package's integrity), so that results
-	// derived from it alone can be reused wherever it is mounted; "" for
-	// none.
+	// derived from it alone can be reused wherever it is mounted, and its
+	// files are keyed by it rather than read; "" for none. A keyed Dir
+	// must not change.
 	Key string
+	// Files, when set, lists Dir's regular files (slash-separated,
+	// relative to Dir), so that the view need not walk Dir: a keyed folder
+	// is listed once per process, not once per repository.
+	Files []string
 }
 
 // AddMounts adds mounts to the view. It must be called before anything
@@ -322,6 +327,15 @@ func (r *Repo) walk() ([]string, error) {
 		return nil, err
 	}
 	for _, m := range r.mounts {
+		if m.Files != nil {
+			for _, f := range m.Files {
+				rel := m.Path + "/" + f
+				if owner, _, _ := r.MountOf(rel); owner.Path == m.Path {
+					files = append(files, rel)
+				}
+			}
+			continue
+		}
 		err := filepath.WalkDir(m.Dir, func(p string, d fs.DirEntry, err error) error {
 			if err != nil {
 				return fmt.Errorf("listing %s (mounted at %s): %w", m.Dir, m.Path, err)

@@ -102,3 +102,25 @@ func TestScopesNoEntrypoint(t *testing.T) {
 		}
 	}
 }
+
+func TestPackageTestFile(t *testing.T) {
+	for rel, want := range map[string]bool{
+		"node_modules/a/test/run.js":                     true,
+		"node_modules/a/tests/run.js":                    true,
+		"node_modules/a/lib/__tests__/x.js":              true,
+		"node_modules/a/lib/x.test.js":                   true,
+		"node_modules/a/x.spec.mjs":                      true,
+		"node_modules/@s/n/test/run.js":                  true,
+		"node_modules/a/node_modules/b/test/index.js":    true,
+		"node_modules/a/index.js":                        false,
+		"node_modules/test/index.js":                     false, // a package named test
+		"node_modules/@s/test/index.js":                  false,
+		"node_modules/a/lib/testing.js":                  false,
+		"test/app.test.js":                               false, // the application's own
+		"node_modules/a/node_modules/test/lib/helper.js": false,
+	} {
+		if got := packageTestFile(rel); got != want {
+			t.Errorf("packageTestFile(%q) = %v, want %v", rel, got, want)
+		}
+	}
+}
