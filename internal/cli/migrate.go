@@ -65,6 +65,12 @@ HEALTHCHECK, and answers requests as the original image does. A migration is
 done only when every gate passes. --no-gates skips them: the output then says
 "unproven".
 
+The gates' builds also measure both images, read from the built image and
+never run: size (uncompressed layers), layer count, OS packages (dpkg or apk
+database), setuid/setgid files and shells. The output shows them before and
+after (JSON: .gates.images; SARIF: the run's "images" property); an original
+that does not build here is "unknown", never zero.
+
 --write applies the rewrite to PATH atomically, and only when nothing was
 refused and every gate passed (or with --no-gates).
 
@@ -282,6 +288,12 @@ func printMigration(w io.Writer, m *migrate.Migration) {
 			fmt.Fprintf(w, "               %s\n", e)
 		}
 	}
+	if im := m.Gates.Images; im != nil {
+		fmt.Fprintln(w, "image, original → rewritten (as the gates built them):")
+		for _, l := range im.Lines() {
+			fmt.Fprintf(w, "  %s\n", l)
+		}
+	}
 	switch {
 	case !m.Gates.Passed:
 		var failed, inconclusive []string
@@ -360,5 +372,8 @@ func encodeMigrationSARIF(w io.Writer, m *migrate.Migration) error {
 		}
 	}
 	props := map[string]any{"verdict_before": m.Before, "proven": m.Proven, "migrated": m.Migrated, "target": res.Target.Pinned()}
+	if m.Gates != nil && m.Gates.Images != nil {
+		props["images"] = m.Gates.Images
+	}
 	return report.EncodeFindings(w, Version, m.Repo, rules, findings, props)
 }

@@ -128,7 +128,8 @@ counts as unknown); ready_after_rewrite may be listed too.
 verdict is ready_after_rewrite: the rewrite is kept as a patch in patches/
 (nothing is written to the checkouts), and with the sandbox tier the gates
 prove it there; portfolio.json and report.html show each migration, its gates
-and its diff.
+and its diff, and what it does to the image (size, OS packages, setuid files,
+shells, before and after), summed in the totals ("images").
 
 --temporal HOST:PORT runs the portfolio on Temporal workers instead of this
 process ('codegenie worker --tier static|sandbox', ADR-0009): one durable
@@ -569,6 +570,7 @@ func portfolioMigrate(shared gather.Options, timeout time.Duration) portfolio.Mi
 			for _, g := range m.Gates.Gates {
 				out.Gates = append(out.Gates, portfolio.GateOutcome{Gate: g.Gate, Status: string(g.Status), Detail: g.Detail})
 			}
+			out.Images = m.Gates.Images
 		}
 		return out, nil
 	}

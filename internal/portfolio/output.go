@@ -52,6 +52,9 @@ type Totals struct {
 	ByVerdict map[string]int `json:"by_verdict"`
 	// Migrated counts the services --migrate rewrote and proved.
 	Migrated int `json:"migrated,omitempty"`
+	// Images sum what the migrations do to the images; nil when no
+	// migration's gates ran.
+	Images *ImageTotals `json:"images,omitempty"`
 }
 
 // KindSummary is one blocker kind across the portfolio.
@@ -146,6 +149,7 @@ func NewDocument(version, tiers string, now time.Time, recs []Record) *Document 
 		}
 		d.Services = append(d.Services, e)
 	}
+	d.Totals.Images = imageTotals(d.Services)
 	for _, k := range kinds {
 		d.Blockers = append(d.Blockers, *k)
 	}

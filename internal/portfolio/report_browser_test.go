@@ -16,6 +16,8 @@ import (
 	"github.com/codegenie/codegenie/internal/cache"
 	"github.com/codegenie/codegenie/internal/gather"
 	"github.com/codegenie/codegenie/internal/probe"
+	"github.com/codegenie/codegenie/internal/report"
+	"github.com/codegenie/codegenie/internal/sandbox"
 )
 
 const chromiumPath = "/usr/bin/chromium"
@@ -313,7 +315,12 @@ func TestReportShowsMigration(t *testing.T) {
 	patch := "--- a/Dockerfile\n+++ b/Dockerfile\n@@ -1 +1 @@\n-FROM node:22\n+FROM gcr.io/distroless/nodejs22-debian13 </script><b>x</b>\n"
 	s := Service{ID: "shop:Dockerfile", Repo: "shop", Dockerfile: "Dockerfile", Context: "."}
 	rec := Record{Service: s, State: StateDone, Result: &Result{Verdict: probe.ReadyAfterRewrite},
-		Migration: &Migration{Patch: patch, Migrated: true, Proven: true, Gates: []GateOutcome{{Gate: "no_shell", Status: "passed", Detail: "no shell"}}}}
+		Migration: &Migration{Patch: patch, Migrated: true, Proven: true, Gates: []GateOutcome{{Gate: "no_shell", Status: "passed", Detail: "no shell"}},
+			Images: &report.ImageChange{
+				Before: &sandbox.ImageFacts{Bytes: 316_000_000, Layers: 9, Packages: 1065, PackageDBs: []string{"dpkg"}, SetuidCount: 1, Setuid: []string{"/bin/su"},
+					ShellCount: 1, Shells: []sandbox.Shell{{Path: "/bin/sh", Target: "</script><b>dash</b>"}}},
+				After: &sandbox.ImageFacts{Bytes: 211_000_000, Layers: 4, Packages: 16, PackageDBs: []string{"dpkg"}},
+			}}}
 	d := NewDocument("test", "static+sandbox", time.Now(), []Record{rec})
 	if d.Totals.Migrated != 1 || d.Services[0].Patch == "" {
 		t.Fatalf("document: migrated %d, patch %q", d.Totals.Migrated, d.Services[0].Patch)
@@ -343,6 +350,18 @@ func TestReportShowsMigration(t *testing.T) {
 	}
 	if got := eval[string](t, ctx, `document.querySelector("#total-migrated b").textContent`); got != "1" {
 		t.Errorf("migrated total %q, want 1", got)
+	}
+	for sel, want := range map[string]string{
+		"#total-image-size b":                        "316 MB → 211 MB",
+		"#total-image-packages b":                    "1,065 → 16",
+		"#images-summary":                            "1 service (1 migrated): 316 MB → 211 MB, 1,065 → 16 OS packages",
+		".images-table tr[data-fact=size]":           "size316 MB211 MB",
+		".images-table tr[data-fact=shells] .before": "1 (/bin/sh -> </script><b>dash</b>)",
+		".images-table tr[data-fact=shells] .after":  "none",
+	} {
+		if got := eval[string](t, ctx, `document.querySelector("`+strings.ReplaceAll(sel, `"`, `\"`)+`").textContent`); !strings.Contains(got, want) {
+			t.Errorf("%s shows %q, want %q", sel, got, want)
+		}
 	}
 	if n := eval[int](t, ctx, `document.querySelectorAll("pre.diff b").length`); n != 0 {
 		t.Error("the patch became markup")

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/codegenie/codegenie/internal/probe"
+	"github.com/codegenie/codegenie/internal/report"
 )
 
 // Service is one unit of work: one Dockerfile of one repository, built for
@@ -132,6 +133,9 @@ type Migration struct {
 	// Refused are the blockers the recipe could not remove.
 	Refused []string      `json:"refused,omitempty"`
 	Gates   []GateOutcome `json:"gates,omitempty"`
+	// Images are the original and the rewritten image's facts, from the
+	// gates' builds; nil when the gates did not run.
+	Images *report.ImageChange `json:"images,omitempty"`
 	// Error says why the migration could not run.
 	Error string `json:"error,omitempty"`
 	// MS is its wall time in milliseconds.

@@ -15,6 +15,8 @@ import (
 	"github.com/codegenie/codegenie/internal/image"
 	"github.com/codegenie/codegenie/internal/migrate"
 	"github.com/codegenie/codegenie/internal/probe"
+	"github.com/codegenie/codegenie/internal/report"
+	"github.com/codegenie/codegenie/internal/sandbox"
 	nodenpm "github.com/codegenie/codegenie/plugins/distroless-migration--node--npm"
 	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/dockerfile"
 	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/gates"
@@ -115,6 +117,7 @@ func TestMigrateE2E(t *testing.T) {
 					t.Errorf("gate %s: %s (%s %v), want %s", o.Gate, o.Status, o.Detail, o.Evidence, want)
 				}
 			}
+			checkImages(t, m.Gates.Images, tc.inconclusive["same_behaviour"] == "")
 			if len(tc.inconclusive) > 0 {
 				if m.Proven || m.Gates.Passed {
 					t.Fatalf("proven %v, passed %v with inconclusive gates", m.Proven, m.Gates.Passed)
@@ -146,6 +149,40 @@ func TestMigrateE2E(t *testing.T) {
 				t.Fatalf("gather on the migrated service: %s (confirmed %v), blockers %+v", a.Verdict, a.Confirmed, a.Blockers)
 			}
 		})
+	}
+}
+
+// checkImages checks the facts of the gates' images: the rewritten one
+// has no shell, and no more OS packages or setuid files than the
+// original, which (built from a node stand-in) has a shell; an original
+// that could not be built is unknown, not zeros.
+func checkImages(t *testing.T, im *report.ImageChange, originalBuilt bool) {
+	t.Helper()
+	if im == nil {
+		t.Fatal("the gates report no image facts")
+	}
+	t.Logf("images, original → rewritten:\n  %s", strings.Join(im.Lines(), "\n  "))
+	a, b := im.After, im.Before
+	if a == nil || a.Incomplete != "" || !report.Sized(a) {
+		t.Fatalf("the rewritten image's facts %+v (%s); want them whole", a, im.AfterUnknown)
+	}
+	if a.ShellCount != 0 || len(a.Shells) != 0 {
+		t.Errorf("the rewritten image has shells %v", a.Shells)
+	}
+	if !originalBuilt {
+		if b != nil || !strings.Contains(im.BeforeUnknown, "not built here") {
+			t.Errorf("before %+v (%q); want unknown: the original was not built here", b, im.BeforeUnknown)
+		}
+		return
+	}
+	if b == nil || b.Incomplete != "" || !report.Sized(b) {
+		t.Fatalf("the original image's facts %+v (%s); want them whole", b, im.BeforeUnknown)
+	}
+	if !slices.ContainsFunc(b.Shells, func(s sandbox.Shell) bool { return s.Path == "/bin/sh" }) {
+		t.Errorf("the original image's shells %v; want /bin/sh", b.Shells)
+	}
+	if a.Packages > b.Packages || a.SetuidCount > b.SetuidCount {
+		t.Errorf("after %d packages, %d setuid; want no more than before (%d, %d)", a.Packages, a.SetuidCount, b.Packages, b.SetuidCount)
 	}
 }
 

@@ -18,6 +18,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/codegenie/codegenie/internal/report"
 	"github.com/codegenie/codegenie/internal/sandbox"
 	"github.com/codegenie/codegenie/internal/trace"
 	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/dockerfile"
@@ -123,6 +124,9 @@ type Report struct {
 	// Spawns are how long each gate spawn took, by image.
 	MigratedMS int64 `json:"migrated_ms"`
 	OriginalMS int64 `json:"original_ms,omitempty"`
+	// Images are the original and the rewritten image's facts (size,
+	// layers, OS packages, setuid files, shells), before and after.
+	Images *report.ImageChange `json:"images,omitempty"`
 }
 
 // Run spawns the gate builds and boots and checks every gate. file is the
@@ -180,6 +184,7 @@ func Run(ctx context.Context, client sandbox.Client, spec Spec, file *dockerfile
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
+	rep.Images = images(ev)
 	rep.Passed = true
 	for _, g := range All {
 		o := g.Check(ev)

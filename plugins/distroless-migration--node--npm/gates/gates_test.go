@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/codegenie/codegenie/internal/sandbox"
 	"github.com/codegenie/codegenie/internal/trace"
 	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/dockerfile"
@@ -238,6 +240,62 @@ func TestRunInconclusive(t *testing.T) {
 			}
 			if !strings.Contains(all, tc.detail) {
 				t.Errorf("details %q do not say %q", all, tc.detail)
+			}
+		})
+	}
+}
+
+// TestRunImages: the report carries both images' facts; an original that
+// did not build, or no original, is unknown with its reason, never zeros.
+func TestRunImages(t *testing.T) {
+	withFacts := func(r sandbox.Result, f sandbox.ImageFacts) sandbox.Result {
+		r.ImageFacts = &f
+		return r
+	}
+	before := sandbox.ImageFacts{Bytes: 316_000_000, Layers: 9, Packages: 65, PackageDBs: []string{"dpkg"}, SetuidCount: 1, Setuid: []string{"/bin/su"},
+		ShellCount: 1, Shells: []sandbox.Shell{{Path: "/bin/sh", Target: "dash"}}}
+	after := sandbox.ImageFacts{Bytes: 211_000_000, Layers: 4, Packages: 16, PackageDBs: []string{"dpkg"}}
+	noBuild := booted()
+	noBuild.Phases = []sandbox.PhaseResult{{Name: "pull:node:22-alpine", Failed: true, ExitCode: 125, OutputTail: "no such image\n"}}
+	for _, tc := range []struct {
+		name           string
+		orig, migrated sandbox.Result
+		original       string
+		wantBefore     *sandbox.ImageFacts
+		unknown        string
+	}{
+		{"both built", withFacts(booted(), before), withFacts(booted(), after), "/o", &before, ""},
+		{"the original did not build", noBuild, withFacts(booted(), after), "/o", nil, "the image was not built here: pull:node:22-alpine failed with exit 125"},
+		{"no original", booted(), withFacts(booted(), after), "", nil, ErrNoOriginal.Error()},
+		{"no facts reported", booted(), withFacts(booted(), after), "/o", nil, "the sandbox reported no facts of the image"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fc := &fakeClient{results: []sandbox.Result{tc.orig, tc.migrated}}
+			rep, err := Run(t.Context(), fc, Spec{Migrated: "/m", Original: tc.original, Dockerfile: "Dockerfile"}, parse(t, withHealth), 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			im := rep.Images
+			if im == nil || im.After == nil {
+				t.Fatalf("images %+v; want the rewritten image's facts", im)
+			}
+			if diff := cmp.Diff(&after, im.After); diff != "" || im.AfterUnknown != "" {
+				t.Errorf("after (-want +got):\n%s%s", diff, im.AfterUnknown)
+			}
+			if diff := cmp.Diff(tc.wantBefore, im.Before); diff != "" {
+				t.Errorf("before (-want +got):\n%s", diff)
+			}
+			if !strings.Contains(im.BeforeUnknown, tc.unknown) || (tc.unknown == "") != (im.BeforeUnknown == "") {
+				t.Errorf("before unknown %q; want %q", im.BeforeUnknown, tc.unknown)
+			}
+			text := strings.Join(im.Lines(), "\n")
+			t.Logf("\n%s", text)
+			wantSize := "size           316 MB → 211 MB (-33%)"
+			if tc.wantBefore == nil {
+				wantSize = "size           unknown → 211 MB\n"
+			}
+			if !strings.Contains(text, wantSize) {
+				t.Errorf("lines\n%s\nwant %q", text, wantSize)
 			}
 		})
 	}
