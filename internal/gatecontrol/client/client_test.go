@@ -392,6 +392,29 @@ func TestConfigValidate(t *testing.T) {
 	}
 }
 
+// TestImageFactsCrossTheAPI: a build spawn's image facts reach the client
+// whole through gate-control's strictly decoded answers, plain and
+// streamed, over both transports.
+func TestImageFactsCrossTheAPI(t *testing.T) {
+	t.Parallel()
+	s := startServer(t, nil, "", true)
+	for name, c := range map[string]*Client{"unix": s.unixClient(t), "tls": s.tlsClient(t)} {
+		for _, stream := range []bool{false, true} {
+			ctx := t.Context()
+			if stream {
+				ctx = sandbox.WithProgress(ctx, func(sandbox.Progress) {})
+			}
+			res, err := c.Spawn(ctx, request(t.TempDir(), "facts"))
+			if err != nil {
+				t.Fatalf("%s (stream %v): %v", name, stream, err)
+			}
+			if diff := cmp.Diff(fakebackend.ImageFacts(), res.ImageFacts); diff != "" {
+				t.Errorf("%s (stream %v): image facts (-want +got):\n%s", name, stream, diff)
+			}
+		}
+	}
+}
+
 // TestProgressStream: a spawn whose context asks for progress gets the
 // backend's reports through gate-control, over both transports, in order,
 // on the same authenticated request, then its outcome; errors keep their

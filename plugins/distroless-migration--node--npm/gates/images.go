@@ -1,6 +1,8 @@
 package gates
 
 import (
+	"strings"
+
 	"github.com/codegenie/codegenie/internal/report"
 	"github.com/codegenie/codegenie/internal/sandbox"
 )
@@ -25,6 +27,8 @@ func images(ev *Evidence) *report.ImageChange {
 // facts are a gate spawn's image facts, or why there are none.
 func facts(res sandbox.Result, err error) (*sandbox.ImageFacts, string) {
 	if ok, why := builtResult(res, err); !ok {
+		// The failing phase and its exit; its output is in the gates.
+		why, _, _ = strings.Cut(why, ": ")
 		return nil, "the image was not built here: " + why
 	}
 	if res.ImageFacts == nil {

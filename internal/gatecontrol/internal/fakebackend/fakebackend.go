@@ -19,6 +19,13 @@ import (
 // Name is the backend name the fake's Results carry.
 const Name = "fake"
 
+// ImageFacts are the facts the "facts" command reports, every field set.
+func ImageFacts() *sandbox.ImageFacts {
+	return &sandbox.ImageFacts{Bytes: 146_103_296, Layers: 3, Packages: 65, PackageDBs: []string{sandbox.PackageDBDpkg},
+		Setuid: []string{"/bin/su"}, SetuidCount: 1, Shells: []sandbox.Shell{{Path: "/bin/sh", Target: "dash"}, {Path: "/usr/bin/dash"}},
+		ShellCount: 2, Incomplete: "a note"}
+}
+
 // Backend is a fake sandbox.Client and gatecontrol SpawnReaper. Commands:
 //
 //	true, false, exit N   exit 0, 1 or N
@@ -26,6 +33,7 @@ const Name = "fake"
 //	sleep DURATION        wait (a Go duration), honouring the timeout and ctx
 //	block                 wait until Release, the timeout, or ctx
 //	shell                 exit 0 with a trace of one sh exec (when traced)
+//	facts                 exit 0 with ImageFacts, as a build spawn reports them
 //	progress N            report a phase, build steps 1..N of N and a
 //	                      boot countdown (sandbox.ReportProgress), exit 0
 //	unsupported           fail with a *sandbox.UnsupportedError
@@ -175,6 +183,8 @@ func (b *Backend) Spawn(ctx context.Context, req sandbox.SpawnRequest) (sandbox.
 		}
 		sandbox.ReportProgress(ctx, sandbox.Progress{Kind: sandbox.ProgressShells, Phase: sandbox.PhaseBoot, Shells: 1})
 		sandbox.ReportProgress(ctx, sandbox.Progress{Kind: sandbox.ProgressBoot, Phase: sandbox.PhaseBoot, BootLeft: time.Second, Shells: 1})
+	case "facts":
+		res.ImageFacts = ImageFacts()
 	case "unsupported":
 		return sandbox.Result{}, &sandbox.UnsupportedError{Backend: Name, Reason: "the fake was told so"}
 	case "fail":
