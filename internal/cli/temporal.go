@@ -34,24 +34,57 @@ type temporalFlags struct {
 func (f *temporalFlags) register(fl *pflag.FlagSet) {
 	fl.StringVar(&f.addr, "temporal", os.Getenv("CODEGENIE_TEMPORAL"), "Temporal frontend HOST:PORT: run on Temporal workers instead of this process (env CODEGENIE_TEMPORAL)")
 	fl.StringVar(&f.namespace, "namespace", envOr("CODEGENIE_TEMPORAL_NAMESPACE", "default"), "Temporal namespace (env CODEGENIE_TEMPORAL_NAMESPACE)")
-	fl.StringVar(&f.store, "store", os.Getenv("CODEGENIE_RESULT_STORE"), "the result store every worker and client shares: a directory on a shared filesystem (env CODEGENIE_RESULT_STORE; default: results/ in the cache directory)")
+	fl.StringVar(&f.store, "store", os.Getenv("CODEGENIE_RESULT_STORE"), "the result store every worker and client shares: a directory on a shared filesystem (or file:///path), or s3://bucket/prefix?endpoint=URL&region=R with credentials from the AWS environment (env CODEGENIE_RESULT_STORE; default: results/ in the cache directory)")
 }
 
-// open dials Temporal and opens the result store.
+// open dials Temporal and opens the result store; closeClient closes both.
 func (f *temporalFlags) open(ctx context.Context, g *globals) (*fleet.Client, error) {
 	if f.addr == "" {
 		return nil, usageErr("--temporal HOST:PORT is required (or CODEGENIE_TEMPORAL)")
 	}
-	dir, err := resultStoreDir(g, f.store)
+	st, at, err := openResultStore(ctx, g, f.store)
 	if err != nil {
 		return nil, err
 	}
-	st, err := fleet.OpenFSStore(dir)
+	f.storeAt = at
+	c, err := fleet.Dial(ctx, fleet.Config{HostPort: f.addr, Namespace: f.namespace, Logger: g.logger()}, st)
 	if err != nil {
-		return nil, usageErr("--store %s: %v", dir, err)
+		closeStore(st)
+		return nil, err
 	}
-	f.storeAt = dir
-	return fleet.Dial(ctx, fleet.Config{HostPort: f.addr, Namespace: f.namespace, Logger: g.logger()}, st)
+	return c, nil
+}
+
+// openResultStore opens --store (results/ in the cache directory when it
+// is empty), and says where it is.
+func openResultStore(ctx context.Context, g *globals, flag string) (fleet.ResultStore, string, error) {
+	loc, err := resultStoreDir(g, flag)
+	if err != nil {
+		return nil, "", err
+	}
+	st, err := fleet.OpenStore(ctx, loc)
+	if err != nil {
+		return nil, "", usageErr("--store: %v", err)
+	}
+	at := loc
+	switch s := st.(type) {
+	case *fleet.FSStore:
+		at = s.Dir()
+	case *fleet.BlobStore:
+		at = s.String()
+	}
+	return st, at, nil
+}
+
+func closeStore(st fleet.ResultStore) {
+	if c, ok := st.(io.Closer); ok {
+		_ = c.Close()
+	}
+}
+
+func closeClient(c *fleet.Client) {
+	c.Close()
+	closeStore(c.Store)
 }
 
 // resultStoreDir is --store, else results/ in the cache directory.
@@ -77,7 +110,7 @@ func runPortfolioTemporal(ctx context.Context, g *globals, f *portfolioFlags, se
 	if err != nil {
 		return err
 	}
-	defer c.Close()
+	defer closeClient(c)
 	s := f.settings()
 	sandboxTier := !f.gc.noSandbox
 	// The digests cover the pipeline configuration a worker's runner
@@ -177,7 +210,7 @@ counts by state and verdict, and how many results were reused, as JSON.`,
 			if snap == nil {
 				return err
 			}
-			c.Close()
+			closeClient(c)
 			// A workflow that failed, or is paused, still has a status to
 			// print; the error follows it (exit 1).
 			type status struct {
@@ -235,7 +268,7 @@ verdict), 1 otherwise.`,
 			if err != nil {
 				return err
 			}
-			defer c.Close()
+			defer closeClient(c)
 			if !snap.Closed {
 				fmt.Fprintf(g.stderr, "portfolio: %s is still %s; reporting what has finished\n", snap.ID, snap.Status)
 			}
@@ -258,7 +291,7 @@ func (f *temporalFlags) read(ctx context.Context, g *globals, id string) (*fleet
 	}
 	snap, err := c.Read(ctx, id)
 	if snap == nil {
-		c.Close()
+		closeClient(c)
 		if errors.Is(err, fleet.ErrNoWorkflow) {
 			return nil, nil, &ExitError{Code: ExitUsage, Err: err}
 		}
@@ -341,7 +374,7 @@ func runWorker(ctx context.Context, g *globals, f *workerFlags) error {
 	if err != nil {
 		return err
 	}
-	defer c.Close()
+	defer closeClient(c)
 	var sb sandbox.Client
 	release := func() {}
 	if tier == portfolio.TierSandbox {

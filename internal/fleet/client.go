@@ -56,7 +56,8 @@ func Dial(ctx context.Context, cfg Config, st ResultStore) (*Client, error) {
 	return &Client{Temporal: c, Store: st}, nil
 }
 
-// Close closes the connection to the server.
+// Close closes the connection to the server. The store stays open: it is
+// the caller's.
 func (c *Client) Close() { c.Temporal.Close() }
 
 // DialTemporal connects to a Temporal frontend, for callers that need the

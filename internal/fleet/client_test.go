@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/codegenie/codegenie/internal/builtin"
 	"github.com/codegenie/codegenie/internal/fleet/fleettest"
 	"github.com/codegenie/codegenie/internal/gather"
@@ -150,5 +152,38 @@ func checkRun(t *testing.T, run fleetRun, n int) {
 	}
 	if int(run.runs) != n-1 {
 		t.Errorf("the pipeline ran %d times, want %d", run.runs, n-1)
+	}
+}
+
+// TestClientRunsWithAnS3Store runs a portfolio with its results in a real
+// S3 server: the records, SARIF logs and bindings live in the bucket, and
+// the same portfolio again is answered from them.
+func TestClientRunsWithAnS3Store(t *testing.T) {
+	srv := fleettest.Start(t, t.TempDir())
+	s3 := fleettest.StartS3(t, t.TempDir())
+	s3.SetEnv(t)
+	st := openS3Store(t, s3, "fleet")
+	run := runFleet(t, Config{HostPort: srv.Addr}, st, 7)
+	checkRun(t, run, 7)
+	if n, err := st.Keys(t.Context()); err != nil || n != 6 {
+		t.Errorf("the bucket binds %d results (%v), want 6: one per judged service", n, err)
+	}
+	// Another host's client of the same bucket reads the run back.
+	other := openS3Store(t, s3, "fleet")
+	c, err := Dial(t.Context(), Config{HostPort: srv.Addr}, other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	snap, err := c.Read(t.Context(), run.snap.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := c.Report(t.Context(), snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(run.report.Records, rep.Records); diff != "" {
+		t.Errorf("another client's report differs (-first +other):\n%s", diff)
 	}
 }
