@@ -1,6 +1,7 @@
 package nodenpm_test
 
 import (
+	"encoding/json"
 	"net"
 	"os"
 	"path/filepath"
@@ -51,11 +52,18 @@ func TestDepsE2E(t *testing.T) {
 	mirrors := map[string]string{"docker.io": e.registry.Host, "gcr.io": e.registry.Host}
 	for _, tc := range []struct {
 		name string
-		// verdict is the traced verdict before the migration.
+		// verdict is the traced verdict before the migration; a
+		// blocked service is not migrated.
 		verdict probe.Verdict
+		// blocker names a blocker the verdict must hold.
+		blocker string
 	}{
 		// npm start: the boot runs sh, which a rewrite removes.
 		{name: "express", verdict: probe.ReadyAfterRewrite},
+		// An npm workspace, installed from the root lockfile.
+		{name: "workspace", verdict: probe.ReadyAfterRewrite},
+		// physical-cpu-count, from the registry, runs sh when required.
+		{name: "shell-on-require", verdict: probe.Blocked, blocker: "physical-cpu-count"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -91,6 +99,16 @@ func TestDepsE2E(t *testing.T) {
 			a := out.Context.Assessments["distroless_readiness"]
 			if a.Verdict != tc.verdict || !a.Confirmed {
 				t.Fatalf("verdict %s (confirmed %v), want %s confirmed; blockers %+v", a.Verdict, a.Confirmed, tc.verdict, a.Blockers)
+			}
+			if tc.blocker != "" {
+				b, err := json.Marshal(a.Blockers)
+				if err != nil || !strings.Contains(string(b), tc.blocker) {
+					t.Fatalf("blockers %s: want one naming %s", b, tc.blocker)
+				}
+				t.Logf("blockers: %s", b)
+			}
+			if tc.verdict == probe.Blocked {
+				return
 			}
 
 			o := migrateOptions(e)

@@ -1,0 +1,2 @@
+const ms = require("ms");
+module.exports = { minute: () => ms(60 * 1000) };
