@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/codegenie/codegenie/internal/probe"
 	"github.com/codegenie/codegenie/internal/sandbox"
@@ -146,5 +147,42 @@ func TestHandoff(t *testing.T) {
 	}
 	if r := byName(bare)["reader"]; r.Phase != "light" || !strings.Contains(string(r.Result.Facts), "(none)") {
 		t.Errorf("without a sandbox: reader phase %q facts %s", r.Phase, r.Result.Facts)
+	}
+}
+
+// deadlines reports how far its context's deadline is.
+type deadlines struct{ far atomic.Bool }
+
+func (d *deadlines) Desc() probe.Desc {
+	return probe.Desc{Name: "deadlines", Version: "1", Heaviness: probe.Light, CacheStrategy: probe.CacheNone,
+		After: []string{"hander"}, NewFacts: func() any { return new(readFacts) }}
+}
+
+func (d *deadlines) Run(ctx context.Context, _ *probe.Repo, _ *probe.Context) (probe.Output, error) {
+	dl, ok := ctx.Deadline()
+	d.far.Store(ok && time.Until(dl) > 30*time.Minute)
+	return probe.Output{Confidence: probe.High, Facts: &readFacts{}}, nil
+}
+
+// TestAfterPhaseGetsTheHeavyTimeout: a light probe that waits for a heavy
+// one's handoff scans what it handed on (a whole image's node_modules),
+// so it gets the heavy timeout, not the light one.
+func TestAfterPhaseGetsTheHeavyTimeout(t *testing.T) {
+	repo := repoWith(t, map[string]string{"package.json": "{}"})
+	d := &deadlines{}
+	p := newPipeline(t, false, d, &handing{blob: "x"})
+	p.LightTimeout, p.HeavyTimeout = time.Second, time.Hour
+	if _, err := p.Run(t.Context(), repo, &probe.Context{Sandbox: nopSandbox{}}); err != nil {
+		t.Fatal(err)
+	}
+	if !d.far.Load() {
+		t.Error("the after-phase probe ran with the light timeout")
+	}
+	// Without the sandbox it stays light, with the light timeout.
+	if _, err := p.Run(t.Context(), mustReopen(t, repo), &probe.Context{}); err != nil {
+		t.Fatal(err)
+	}
+	if d.far.Load() {
+		t.Error("a light probe got the heavy timeout")
 	}
 }

@@ -133,7 +133,10 @@ func (p *Pipeline) Run(ctx context.Context, repo *probe.Repo, pctx *probe.Contex
 	pc := *pctx
 	pc.Handoff = h
 	pctx = &pc
-	run := &run{p: p, repo: repo, pctx: pctx, digests: newDigests(repo, p.Cache), handoff: h}
+	run := &run{p: p, repo: repo, pctx: pctx, digests: newDigests(repo, p.Cache), handoff: h, after: map[string]bool{}}
+	for _, pr := range after {
+		run.after[pr.Desc().Name] = true
+	}
 	records := make([]Record, 0, len(light)+len(last)+len(after))
 	lightLimit := p.LightLimit
 	if lightLimit <= 0 {
@@ -183,6 +186,10 @@ type run struct {
 	pctx    *probe.Context
 	digests *digests
 	handoff *handoff
+	// after names the probes of the after phase: they read what a heavy
+	// probe handed on (a traced image's node_modules), so they get the
+	// heavy timeout.
+	after map[string]bool
 }
 
 // phase runs probes with at most limit at once. It returns when all have
@@ -301,8 +308,9 @@ func (r *run) blobsKept(pr probe.Probe, res *probe.Result) bool {
 func (r *run) invoke(ctx context.Context, pr probe.Probe, d *probe.Desc) probe.Output {
 	// The run's setting (gather --light-timeout, --heavy-timeout) wins; a
 	// descriptor's Timeout is the probe's default when the run sets none.
+	heavy := d.Heaviness == probe.Heavy || r.after[d.Name]
 	timeout := r.p.LightTimeout
-	if d.Heaviness == probe.Heavy {
+	if heavy {
 		timeout = r.p.HeavyTimeout
 	}
 	if timeout <= 0 {
@@ -310,7 +318,7 @@ func (r *run) invoke(ctx context.Context, pr probe.Probe, d *probe.Desc) probe.O
 	}
 	if timeout <= 0 {
 		timeout = DefaultLightTimeout
-		if d.Heaviness == probe.Heavy {
+		if heavy {
 			timeout = DefaultHeavyTimeout
 		}
 	}
