@@ -45,8 +45,9 @@ func noNotInstalled(t *testing.T, r probe.Result) {
 
 // TestTracedImageDependencies: the dependency code a traced build
 // installs, which the repository does not hold, is scanned from the built
-// image. A dependency that runs a shell when required is a blocker with
-// its import chain, though the boot never required it; its test files,
+// image. A dependency that runs a shell when required, directly or through
+// another, is a blocker with its import chain, though the boot never
+// required it; its test files,
 // which nothing loads, are not; and a warm gather is byte-identical and
 // never touches the sandbox.
 func TestTracedImageDependencies(t *testing.T) {
@@ -68,10 +69,8 @@ func TestTracedImageDependencies(t *testing.T) {
 			t.Fatalf("the trace read no node_modules from the image: %+v", tf.NodeModules)
 		}
 		t.Logf("image node_modules read back: %d files, %d bytes, roots %q", tf.NodeModules.Files, tf.NodeModules.Bytes, tf.NodeModules.Roots)
-		for _, i := range bootShells(tf) {
-			if strings.Contains(strings.Join(i.Argv, " "), "ls") {
-				t.Fatalf("the boot ran shelly's shell (%+v): the fixture must not reach it", i)
-			}
+		if b := bootShells(tf); len(b) != 0 {
+			t.Fatalf("the boot ran a shell (%+v): the fixture must not reach shelly or deep", b)
 		}
 		r, f := childProcessResult(t, out)
 		noNotInstalled(t, r)
@@ -93,6 +92,17 @@ func TestTracedImageDependencies(t *testing.T) {
 		want := []string{"app.js:2", "lib.js:2", "node_modules/shelly/index.js:1"}
 		if !slices.Equal(got.Chain, want) {
 			t.Errorf("chain %q, want %q", got.Chain, want)
+		}
+		// deep runs a shell too, reached only through wrapper.
+		var deep *childprocess.Finding
+		for i, fd := range f.Findings {
+			if fd.File == "node_modules/deep/index.js" && fd.Kind == childprocess.KindShell {
+				deep = &f.Findings[i]
+			}
+		}
+		wantDeep := []string{"app.js:2", "lib.js:5", "node_modules/wrapper/index.js:1", "node_modules/deep/index.js:1"}
+		if deep == nil || deep.Package != "deep" || deep.Scope != childprocess.ScopeReachable || !slices.Equal(deep.Chain, wantDeep) {
+			t.Errorf("deep's finding %+v: want a reachable shell with chain %q", deep, wantDeep)
 		}
 		a := out.Context.Assessments["distroless_readiness"]
 		blocked := false

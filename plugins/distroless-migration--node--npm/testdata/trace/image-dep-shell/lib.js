@@ -1,3 +1,6 @@
 exports.shelly = function shelly() {
   return require('shelly');
 };
+exports.wrapped = function wrapped() {
+  return require('wrapper');
+};
