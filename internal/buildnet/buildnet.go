@@ -162,3 +162,29 @@ func (s *Settings) Key() string {
 	}
 	return strings.Join(parts, ";")
 }
+
+// FlagValues are the settings as --build-egress values: "none", or the
+// extra destinations.
+func (s *Settings) FlagValues() []string {
+	if s == nil {
+		return nil
+	}
+	if s.Offline {
+		return []string{"none"}
+	}
+	return slices.Clone(s.Allow)
+}
+
+// FromValues rebuilds settings from values FlagValues and the other
+// fields gave (a Temporal worker's copy of the run's settings).
+func FromValues(egress []string, private bool, ca []byte, secrets []sandbox.Secret) *Settings {
+	s := &Settings{Private: private, CA: ca, Secrets: secrets}
+	for _, e := range egress {
+		if e == "none" {
+			s.Offline = true
+			continue
+		}
+		s.Allow = append(s.Allow, e)
+	}
+	return s
+}

@@ -70,3 +70,18 @@ func TestParseRefuses(t *testing.T) {
 		t.Errorf("a secret without src: %v", err)
 	}
 }
+
+// TestValuesRoundTrip: a Temporal worker's copy of the settings keys the
+// cache as the client's does.
+func TestValuesRoundTrip(t *testing.T) {
+	for _, args := range [][]string{nil, {"none"}, {"a.example", "b.example:8443"}} {
+		s, err := Parse(args, true, "", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		back := FromValues(s.FlagValues(), s.Private, s.CA, s.Secrets)
+		if back.Key() != s.Key() {
+			t.Errorf("%v: key %q after the round trip, want %q", args, back.Key(), s.Key())
+		}
+	}
+}

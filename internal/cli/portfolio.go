@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"github.com/codegenie/codegenie/internal/buildnet"
+
 	"context"
 	"encoding/json"
 	"errors"
@@ -31,6 +33,9 @@ import (
 )
 
 type portfolioFlags struct {
+	net netFlags
+	// bn is net's settings, read once the flags are checked.
+	bn             *buildnet.Settings
 	from           string
 	list           bool
 	out            string
@@ -169,6 +174,7 @@ portfolio run again reuses each result.`,
 	fl.DurationVar(&f.lightTimeout, "light-timeout", pipeline.DefaultLightTimeout, "timeout of each light probe")
 	fl.DurationVar(&f.heavyTimeout, "heavy-timeout", pipeline.DefaultHeavyTimeout, "timeout of each heavy probe")
 	f.boot.register(fl, "the traced boot")
+	f.net.register(fl)
 	fl.StringVar(&f.mirrors, "registry-mirror", os.Getenv("CODEGENIE_REGISTRY_MIRRORS"), "registry mirrors, REGISTRY=HOST[:PORT],... (env CODEGENIE_REGISTRY_MIRRORS)")
 	f.gc.register(fl, "gate-control for the sandbox tier")
 	fl.BoolVar(&f.gc.noSandbox, "no-sandbox", false, "run the static tier only: no sandbox, verdicts unconfirmed")
@@ -211,6 +217,13 @@ func runPortfolio(cmd *cobra.Command, g *globals, f *portfolioFlags, args []stri
 	if _, err := image.ParseMirrors(f.mirrors); err != nil {
 		return usageErr("%v", err)
 	}
+	if f.bn, err = f.net.settings(); err != nil {
+		return err
+	}
+	if f.tf.addr != "" && len(f.bn.Secrets) > 0 {
+		return usageErr("--build-secret works in a local run only: a secret never travels in a Temporal workflow's history")
+	}
+	f.gc.serveArgs = f.net.serveArgs()
 	if len(sources) == 0 {
 		return usageErr("no repositories: pass PATHs or --from FILE; see 'codegenie portfolio --help'")
 	}
@@ -300,8 +313,12 @@ func writePortfolio(g *globals, out, tiers string, recs []portfolio.Record, src 
 // settings are the flags that configure each service's pipeline, as the
 // Temporal workers receive them.
 func (f *portfolioFlags) settings() fleet.Settings {
-	return fleet.Settings{Version: Version, LightTimeout: f.lightTimeout, HeavyTimeout: f.heavyTimeout, BootFor: f.boot.max, Settle: f.boot.settle, StepTimeout: f.boot.step,
+	s := fleet.Settings{Version: Version, LightTimeout: f.lightTimeout, HeavyTimeout: f.heavyTimeout, BootFor: f.boot.max, Settle: f.boot.settle, StepTimeout: f.boot.step,
 		ServiceTimeout: f.serviceTimeout, Mirrors: f.mirrors, NoCache: f.noCache, Migrate: f.migrate, Deps: f.deps}
+	if f.bn != nil {
+		s.BuildEgress, s.BuildPrivate, s.BuildCA, s.BuildSecrets = f.bn.FlagValues(), f.bn.Private, f.bn.CA, f.bn.Secrets
+	}
+	return s
 }
 
 // portfolioRunner is the runner of a portfolio's settings, with sb as its
@@ -324,6 +341,7 @@ func portfolioRunner(g *globals, s fleet.Settings, sb sandbox.Client) (*portfoli
 			LightTimeout:    s.LightTimeout,
 			HeavyTimeout:    s.HeavyTimeout,
 			Logger:          g.logger(),
+			BuildNet:        buildnet.FromValues(s.BuildEgress, s.BuildPrivate, s.BuildCA, s.BuildSecrets),
 		},
 		Sandbox:        sb,
 		ServiceTimeout: s.ServiceTimeout,
@@ -549,6 +567,7 @@ func portfolioMigrate(shared gather.Options, timeout time.Duration) portfolio.Mi
 			RegistryMirrors: shared.RegistryMirrors,
 			ProbePaths:      o.ProbePaths,
 			Timeout:         timeout,
+			BuildNet:        shared.BuildNet,
 		}
 		if shared.Images != nil {
 			opts.Digest = shared.Images.Digest

@@ -1,6 +1,8 @@
 package fleet
 
 import (
+	"github.com/codegenie/codegenie/internal/sandbox"
+
 	"errors"
 	"fmt"
 	"time"
@@ -51,6 +53,14 @@ type Settings struct {
 	Migrate bool   `json:"migrate,omitempty"`
 	// Deps is --deps: "lockfile" or "none".
 	Deps string `json:"deps,omitempty"`
+	// BuildEgress, BuildPrivate and BuildCA are --build-egress,
+	// --build-egress-private and --build-ca's bundle.
+	BuildEgress  []string `json:"build_egress,omitempty"`
+	BuildPrivate bool     `json:"build_private,omitempty"`
+	BuildCA      []byte   `json:"build_ca,omitempty"`
+	// BuildSecrets are --build-secret, for a local run only: they never
+	// travel in a workflow's history.
+	BuildSecrets []sandbox.Secret `json:"-"`
 }
 
 // Timeouts are an activity's timeouts and retry bound in one tier.

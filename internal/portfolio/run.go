@@ -85,7 +85,7 @@ func Settings(o gather.Options, sandbox, migrate bool) string {
 	if sandbox {
 		tiers = "static+sandbox"
 	}
-	return fmt.Sprintf("v=%s task=%s tiers=%s light=%s heavy=%s boot=%s settle=%s step=%s mirrors=%v migrate=%v deps=%v", o.Version, o.Task, tiers, o.LightTimeout, o.HeavyTimeout, o.BootFor, o.Settle, o.StepTimeout, o.RegistryMirrors, migrate, o.Deps != nil)
+	return fmt.Sprintf("v=%s task=%s tiers=%s light=%s heavy=%s boot=%s settle=%s step=%s mirrors=%v migrate=%v deps=%v net=%s", o.Version, o.Task, tiers, o.LightTimeout, o.HeavyTimeout, o.BootFor, o.Settle, o.StepTimeout, o.RegistryMirrors, migrate, o.Deps != nil, o.BuildNet.Key())
 }
 
 // Digester computes services' inputs digests under one Settings, reading
