@@ -203,6 +203,11 @@ func Read(ctx context.Context, repo *probe.Repo, pctx *probe.Context) (*Installe
 		}
 	}
 	for _, m := range mounts {
+		// A folder the image does not have stands as an empty one: it
+		// still hides the checkout's, and lists as nothing.
+		if err := os.MkdirAll(m.Dir, 0o700); err != nil {
+			return nil, err
+		}
 		in.Prefixes = append(in.Prefixes, m.Path)
 	}
 	// Packages mounted from a lockfile (gather --deps lockfile) stay
