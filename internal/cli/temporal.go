@@ -27,13 +27,24 @@ import (
 // result store.
 type temporalFlags struct {
 	addr, namespace, store string
+	tlsCA, tlsCert, tlsKey string
+	tlsServerName          string
 	// storeAt is the store open opened.
 	storeAt string
 }
 
+// apiKeyEnv names the environment variable of the Temporal API key. It is
+// not a flag, so that it shows in no process list, and it is never
+// printed.
+const apiKeyEnv = "CODEGENIE_TEMPORAL_API_KEY"
+
 func (f *temporalFlags) register(fl *pflag.FlagSet) {
 	fl.StringVar(&f.addr, "temporal", os.Getenv("CODEGENIE_TEMPORAL"), "Temporal frontend HOST:PORT: run on Temporal workers instead of this process (env CODEGENIE_TEMPORAL)")
 	fl.StringVar(&f.namespace, "namespace", envOr("CODEGENIE_TEMPORAL_NAMESPACE", "default"), "Temporal namespace (env CODEGENIE_TEMPORAL_NAMESPACE)")
+	fl.StringVar(&f.tlsCA, "temporal-tls-ca", os.Getenv("CODEGENIE_TEMPORAL_TLS_CA"), "PEM file of the CAs that sign the Temporal server's certificate; turns TLS on (env CODEGENIE_TEMPORAL_TLS_CA; default with TLS: the system's CAs)")
+	fl.StringVar(&f.tlsCert, "temporal-tls-cert", os.Getenv("CODEGENIE_TEMPORAL_TLS_CERT"), "PEM client certificate for mutual TLS with Temporal, with --temporal-tls-key (env CODEGENIE_TEMPORAL_TLS_CERT)")
+	fl.StringVar(&f.tlsKey, "temporal-tls-key", os.Getenv("CODEGENIE_TEMPORAL_TLS_KEY"), "PEM key of --temporal-tls-cert (env CODEGENIE_TEMPORAL_TLS_KEY)")
+	fl.StringVar(&f.tlsServerName, "temporal-tls-server-name", "", "the name the Temporal server's certificate must hold (default: the host of --temporal)")
 	fl.StringVar(&f.store, "store", os.Getenv("CODEGENIE_RESULT_STORE"), "the result store every worker and client shares: a directory on a shared filesystem (or file:///path), or s3://bucket/prefix?endpoint=URL&region=R with credentials from the AWS environment (env CODEGENIE_RESULT_STORE; default: results/ in the cache directory)")
 }
 
@@ -47,7 +58,13 @@ func (f *temporalFlags) open(ctx context.Context, g *globals) (*fleet.Client, er
 		return nil, err
 	}
 	f.storeAt = at
-	c, err := fleet.Dial(ctx, fleet.Config{HostPort: f.addr, Namespace: f.namespace, Logger: g.logger()}, st)
+	cfg := fleet.Config{HostPort: f.addr, Namespace: f.namespace, Logger: g.logger(), TLSCAFile: f.tlsCA, TLSCertFile: f.tlsCert, TLSKeyFile: f.tlsKey,
+		TLSServerName: f.tlsServerName, APIKey: os.Getenv(apiKeyEnv)}
+	if err := cfg.Validate(); err != nil {
+		closeStore(st)
+		return nil, usageErr("--temporal: %v (--temporal-tls-cert and --temporal-tls-key go together)", err)
+	}
+	c, err := fleet.Dial(ctx, cfg, st)
 	if err != nil {
 		closeStore(st)
 		return nil, err
@@ -329,6 +346,12 @@ It is a client of gate-control, as gather is: pass --gate-control (its socket
 or HOST:PORT), or, as root, it starts a private gate-control child. It holds
 no sandbox privilege itself.
 
+With a managed Temporal service, or any server behind TLS, give
+--temporal-tls-ca (and --temporal-tls-cert and --temporal-tls-key for mutual
+TLS), and the API key, if it takes one, in the environment variable
+CODEGENIE_TEMPORAL_API_KEY (sent only over TLS, never printed). The client
+commands take the same flags.
+
 Every worker and the client share --store, the content-addressed result
 store: each finished service's record and SARIF log are kept there and bound
 to the service's inputs digest, so a retried activity, or the same portfolio
@@ -336,7 +359,9 @@ run again, reuses the result instead of doing the work. Each activity is one
 line on stderr.`,
 		Example: `  temporal server start-dev --ip 127.0.0.1 --port 7233 --headless --db-filename /var/lib/codegenie/temporal.db &
   codegenie worker --temporal 127.0.0.1:7233 --tier static --store /srv/codegenie/results
-  sudo codegenie worker --temporal 127.0.0.1:7233 --tier sandbox --gate-control /run/codegenie/gate-control.sock --store /srv/codegenie/results`,
+  sudo codegenie worker --temporal 127.0.0.1:7233 --tier sandbox --gate-control /run/codegenie/gate-control.sock --store /srv/codegenie/results
+  CODEGENIE_TEMPORAL_API_KEY="$(cat /run/secrets/temporal-key)" codegenie worker --temporal ns.tmprl.example:7233 --namespace ns \
+    --temporal-tls-ca /etc/ssl/certs/ca-certificates.crt --tier static --store 's3://results/codegenie?region=eu-west-1'`,
 		Args: exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error { return runWorker(cmd.Context(), g, &f) },
 	}

@@ -92,3 +92,56 @@ func TestTemporalStoreRefusesUnsupportedSchemes(t *testing.T) {
 		t.Errorf("exit %d: %s", r.code, r.stderr)
 	}
 }
+
+// TestTemporalPortfolioOverTLS runs a worker and a portfolio through a TLS
+// terminator of the test's own in front of the dev server, which takes
+// only clients with a certificate from the test's CA; an API key in the
+// environment is never printed. Without the client certificate the
+// portfolio command fails and says how to connect.
+func TestTemporalPortfolioOverTLS(t *testing.T) {
+	work := t.TempDir()
+	srv := fleettest.Start(t, work)
+	pki := fleettest.NewPKI(t, work)
+	proxy := fleettest.StartTLSProxy(t, pki, srv.Addr)
+	const key = "cg-cli-api-key-93b2"
+	t.Setenv(apiKeyEnv, key)
+	tlsArgs := []string{"--temporal", proxy.Addr, "--temporal-tls-ca", pki.CAFile, "--temporal-tls-cert", pki.ClientCertFile, "--temporal-tls-key", pki.ClientKeyFile}
+	store := filepath.Join(work, "results")
+	src := filepath.Join(work, "src")
+	portfoliotest.GenerateFrom(t, src, 2, []string{"npm-start-plain"})
+	ctx, cancel := context.WithCancel(t.Context())
+	var wg sync.WaitGroup
+	var w result
+	wg.Go(func() {
+		w = execute(t, ctx, append([]string{"--cache-dir", filepath.Join(work, "wcache"), "worker", "--tier", "static", "--store", store}, tlsArgs...)...)
+	})
+	run := execute(t, t.Context(), append(append([]string{"--cache-dir", filepath.Join(work, "ccache"), "portfolio", "--no-sandbox", "--store", store,
+		"--static-heartbeat", waitLimit.String(), "--out", filepath.Join(work, "out")}, tlsArgs...), src)...)
+	cancel()
+	wg.Wait()
+	if run.code != 0 && run.code != ExitNotReady {
+		t.Fatalf("portfolio over TLS: exit %d\n%s", run.code, run.stderr)
+	}
+	if doc := readDocument(t, filepath.Join(work, "out")); doc.Totals.Services != 2 {
+		t.Errorf("%d services, want 2", doc.Totals.Services)
+	}
+	if w.code != 0 || !strings.Contains(w.stderr, "msg=done") {
+		t.Errorf("the worker: exit %d\n%s", w.code, w.stderr)
+	}
+	noCert := execute(t, t.Context(), "portfolio", "status", "--temporal", proxy.Addr, "--temporal-tls-ca", pki.CAFile, "--store", store, "any-id")
+	if noCert.code == 0 || !strings.Contains(noCert.stderr, "TLS") {
+		t.Errorf("without a client certificate: exit %d\n%s", noCert.code, noCert.stderr)
+	}
+	half := execute(t, t.Context(), "portfolio", "status", "--temporal", proxy.Addr, "--temporal-tls-cert", pki.ClientCertFile, "--store", store, "any-id")
+	if half.code != ExitUsage || !strings.Contains(half.stderr, "--temporal-tls-key") {
+		t.Errorf("a certificate without its key: exit %d\n%s", half.code, half.stderr)
+	}
+	for name, r := range map[string]result{"worker": w, "portfolio": run, "no certificate": noCert, "half": half} {
+		if strings.Contains(r.stdout+r.stderr, key) {
+			t.Errorf("%s printed the API key", name)
+		}
+	}
+	if proxy.Relayed.Load() == 0 {
+		t.Error("the terminator relayed no connection")
+	}
+}

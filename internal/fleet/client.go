@@ -3,12 +3,16 @@ package fleet
 import (
 	"context"
 	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
+	"os"
 	"strings"
 	"time"
 
@@ -29,9 +33,83 @@ type Config struct {
 	HostPort string
 	// Namespace is the Temporal namespace ("default" when empty).
 	Namespace string
+	// TLSCAFile is a PEM file of the CAs that sign the server's
+	// certificate (empty: the system's). TLSCertFile and TLSKeyFile are a
+	// client certificate and its key, for mutual TLS: both or neither. TLS
+	// is on when any of them, or APIKey, is set.
+	TLSCAFile, TLSCertFile, TLSKeyFile string
+	// TLSServerName is the name the server's certificate must hold
+	// (default: HostPort's host).
+	TLSServerName string
+	// APIKey is sent as a bearer token on every call, over TLS only. It is
+	// never printed: String and GoString leave it out.
+	APIKey string
 	// Logger gets the SDK's own log lines at warning level and above (nil:
 	// discarded).
 	Logger *slog.Logger
+}
+
+// String describes the connection without its API key.
+func (c Config) String() string {
+	s := fmt.Sprintf("%s (namespace %s", c.HostPort, c.Namespace)
+	if c.tlsOn() {
+		s += ", TLS"
+	}
+	if c.APIKey != "" {
+		s += ", API key"
+	}
+	return s + ")"
+}
+
+// GoString is String, so that %#v does not print the API key either.
+func (c Config) GoString() string { return "fleet.Config{" + c.String() + "}" }
+
+func (c Config) tlsOn() bool {
+	return c.TLSCAFile != "" || c.TLSCertFile != "" || c.TLSKeyFile != "" || c.TLSServerName != "" || c.APIKey != ""
+}
+
+// Validate reports a Config that cannot connect, saying what to fix.
+func (c Config) Validate() error {
+	if c.HostPort == "" {
+		return errors.New("no Temporal frontend: give its HOST:PORT")
+	}
+	if _, _, err := net.SplitHostPort(c.HostPort); err != nil {
+		return fmt.Errorf("the Temporal frontend %q is not HOST:PORT: %w", c.HostPort, err)
+	}
+	if (c.TLSCertFile == "") != (c.TLSKeyFile == "") {
+		return errors.New("a TLS client certificate needs both its certificate file and its key file")
+	}
+	return nil
+}
+
+// tlsConfig is the connection's TLS configuration; nil without TLS.
+func (c Config) tlsConfig() (*tls.Config, error) {
+	if !c.tlsOn() {
+		return nil, nil
+	}
+	host, _, _ := net.SplitHostPort(c.HostPort)
+	t := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: host}
+	if c.TLSServerName != "" {
+		t.ServerName = c.TLSServerName
+	}
+	if c.TLSCAFile != "" {
+		pem, err := os.ReadFile(c.TLSCAFile)
+		if err != nil {
+			return nil, fmt.Errorf("reading the Temporal CA file: %w", err)
+		}
+		t.RootCAs = x509.NewCertPool()
+		if !t.RootCAs.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("the Temporal CA file %s holds no PEM certificate", c.TLSCAFile)
+		}
+	}
+	if c.TLSCertFile != "" {
+		cert, err := tls.LoadX509KeyPair(c.TLSCertFile, c.TLSKeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("loading the Temporal client certificate %s and key %s: %w", c.TLSCertFile, c.TLSKeyFile, err)
+		}
+		t.Certificates = []tls.Certificate{cert}
+	}
+	return t, nil
 }
 
 // Client drives portfolio runs on a Temporal server and reads them back,
@@ -63,6 +141,9 @@ func (c *Client) Close() { c.Temporal.Close() }
 // DialTemporal connects to a Temporal frontend, for callers that need the
 // SDK's client itself (a replayer, a test).
 func DialTemporal(ctx context.Context, cfg Config) (client.Client, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
 	logger := cfg.Logger
 	if logger == nil {
 		logger = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -70,10 +151,23 @@ func DialTemporal(ctx context.Context, cfg Config) (client.Client, error) {
 	if cfg.Namespace == "" {
 		cfg.Namespace = "default"
 	}
-	quiet := slog.New(levelFilter{logger.Handler(), slog.LevelWarn})
-	c, err := client.DialContext(ctx, client.Options{HostPort: cfg.HostPort, Namespace: cfg.Namespace, Logger: tlog.NewStructuredLogger(quiet)})
+	tc, err := cfg.tlsConfig()
 	if err != nil {
-		return nil, fmt.Errorf("connecting to Temporal at %s (namespace %s): %w; is the server up ('temporal server start-dev')?", cfg.HostPort, cfg.Namespace, err)
+		return nil, err
+	}
+	quiet := slog.New(levelFilter{logger.Handler(), slog.LevelWarn})
+	o := client.Options{HostPort: cfg.HostPort, Namespace: cfg.Namespace, Logger: tlog.NewStructuredLogger(quiet),
+		ConnectionOptions: client.ConnectionOptions{TLS: tc}}
+	if cfg.APIKey != "" {
+		o.Credentials = client.NewAPIKeyStaticCredentials(cfg.APIKey)
+	}
+	c, err := client.DialContext(ctx, o)
+	if err != nil {
+		hint := "is the server up ('temporal server start-dev')?"
+		if tc != nil {
+			hint = "does it serve TLS, with a certificate that the CA file signs for " + tc.ServerName + ", and take this client certificate or API key?"
+		}
+		return nil, fmt.Errorf("connecting to Temporal at %s: %w; %s", cfg, err, hint)
 	}
 	return c, nil
 }
