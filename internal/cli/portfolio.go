@@ -20,6 +20,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/codegenie/codegenie/internal/builtin"
+	"github.com/codegenie/codegenie/internal/deps"
 	"github.com/codegenie/codegenie/internal/fleet"
 	"github.com/codegenie/codegenie/internal/gather"
 	"github.com/codegenie/codegenie/internal/image"
@@ -272,6 +273,12 @@ func runPortfolio(cmd *cobra.Command, g *globals, f *portfolioFlags, args []stri
 	r, err := portfolioRunner(g, f.settings(), sb)
 	if err != nil {
 		return err
+	}
+	if f.noCache && r.Options.Deps != nil {
+		// No cache to keep the packages in: the portfolio folder keeps
+		// them, so a rerun does not fetch them again.
+		_ = deps.RemoveCache(r.Options.Deps.Dir)
+		r.Options.Deps = &deps.Fetcher{Dir: filepath.Join(f.out, "deps")}
 	}
 	r.Store, r.StaticWorkers, r.SandboxWorkers, r.RetryFailed = st, f.staticN, f.sandboxN, f.retryFailed
 	prog := newPortfolioProgress(g.stderr, g.stderrTTY && os.Getenv("CI") == "", os.Getenv("CI") != "", len(services))

@@ -1,0 +1,59 @@
+package cli
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/codegenie/codegenie/internal/deps/depstest"
+)
+
+// TestGatherDepsLockfile: --deps lockfile fetches the pinned tarball into
+// CACHE/deps and the dependency's shell call is a blocker; --deps none
+// fetches nothing; a bad mode is a usage error.
+func TestGatherDepsLockfile(t *testing.T) {
+	t.Parallel()
+	reg := depstest.NewRegistry(t)
+	tgz := depstest.Package(t, "shelly", "1.0.0", nil, map[string]string{"index.js": "require('child_process').execSync('ls')\n"})
+	url := reg.Add("shelly", "1.0.0", tgz)
+	dir := t.TempDir()
+	lock, _ := json.Marshal(map[string]any{"lockfileVersion": 3, "packages": map[string]any{
+		"":                    map[string]any{"name": "svc", "dependencies": map[string]string{"shelly": "^1.0.0"}},
+		"node_modules/shelly": map[string]any{"version": "1.0.0", "resolved": url, "integrity": depstest.Integrity(tgz)},
+	}})
+	for name, body := range map[string]string{
+		"package.json":      `{"name": "svc", "version": "1.0.0", "main": "index.js", "dependencies": {"shelly": "^1.0.0"}}`,
+		"package-lock.json": string(lock),
+		".npmrc":            "registry=" + reg.URL + "\n",
+		"index.js":          "require('shelly')\n",
+		"Dockerfile":        "FROM node:22\nWORKDIR /app\nCOPY . .\nRUN npm ci --omit=dev\nCMD [\"node\", \"index.js\"]\n",
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cacheDir := t.TempDir()
+	none := execute(t, t.Context(), "--cache-dir", cacheDir, "gather", "--no-sandbox", "--format", "json", dir)
+	if reg.TotalServed() != 0 || strings.Contains(none.stdout, "node_modules/shelly/index.js") {
+		t.Errorf("without --deps: %d fetches; the dependency was scanned", reg.TotalServed())
+	}
+	r := execute(t, t.Context(), "--cache-dir", cacheDir, "gather", "--no-sandbox", "--deps", "lockfile", "--format", "json", dir)
+	if r.code != ExitNotReady {
+		t.Fatalf("exit %d, want %d (blocked): %s", r.code, ExitNotReady, r.stderr)
+	}
+	if !strings.Contains(r.stdout, `"shell_at_runtime"`) || !strings.Contains(r.stdout, "node_modules/shelly/index.js") {
+		t.Errorf("no shell_at_runtime blocker in the dependency:\n%s", r.stdout)
+	}
+	if entries, err := os.ReadDir(filepath.Join(cacheDir, "deps")); err != nil || len(entries) != 1 || !strings.HasPrefix(entries[0].Name(), "sha512-") {
+		t.Errorf("CACHE/deps holds %v (%v), want the one package by its sha512", entries, err)
+	}
+	if reg.TotalServed() != 1 {
+		t.Errorf("%d fetches, want 1", reg.TotalServed())
+	}
+	bad := execute(t, t.Context(), "gather", "--no-sandbox", "--deps", "install", dir)
+	if bad.code != ExitUsage || !strings.Contains(bad.stderr, "want none or lockfile") {
+		t.Errorf("--deps install: exit %d, %q", bad.code, bad.stderr)
+	}
+}
