@@ -3,6 +3,7 @@ package deps_test
 import (
 	"archive/tar"
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"net"
@@ -292,5 +293,44 @@ func TestNoLockfile(t *testing.T) {
 	_, err := (&deps.Fetcher{Dir: t.TempDir()}).Install(context.Background(), t.TempDir())
 	if !errors.Is(err, deps.ErrNoLockfile) {
 		t.Errorf("got %v, want ErrNoLockfile", err)
+	}
+}
+
+// TestCaps: a tarball over the compressed-size cap is refused before it is
+// read, one with too many entries while it is unpacked; neither is kept.
+func TestCaps(t *testing.T) {
+	reg := depstest.NewRegistry(t)
+	var noise strings.Builder
+	for range 300 {
+		noise.WriteString(rand.Text()) // incompressible enough to stay large
+	}
+	big := depstest.Package(t, "big", "1.0.0", nil, map[string]string{"index.js": noise.String()})
+	var many []depstest.Entry
+	for i := range 50 {
+		many = append(many, depstest.Entry{Name: "package/f" + strings.Repeat("0", i%3) + string(rune('a'+i%26)) + ".js", Body: "x"})
+	}
+	crowd := depstest.Tarball(t, many...)
+	dir := writeRepo(t, reg.URL, map[string]deps.Package{
+		"node_modules/big":   {Version: "1.0.0", Integrity: depstest.Integrity(big), Resolved: reg.Add("big", "1.0.0", big)},
+		"node_modules/crowd": {Version: "1.0.0", Integrity: depstest.Integrity(crowd), Resolved: reg.Add("crowd", "1.0.0", crowd)},
+	})
+	cache := t.TempDir()
+	f := &deps.Fetcher{Dir: cache, Limits: deps.Limits{Compressed: int64(len(crowd)) + 1, Files: 20}}
+	res, err := f.Install(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Installed) != 0 || len(res.Missing) != 2 {
+		t.Fatalf("installed %+v, missing %+v", res.Installed, res.Missing)
+	}
+	for _, m := range res.Missing {
+		want := map[string]string{"big": "compressed size", "crowd": "file count"}[m.Name]
+		if m.Kind != deps.KindTooLarge || !strings.Contains(m.Error, want) {
+			t.Errorf("%s: %s %q, want too_large naming the %s", m.Name, m.Kind, m.Error, want)
+		}
+	}
+	entries, err := os.ReadDir(cache)
+	if err != nil || len(entries) != 0 {
+		t.Errorf("the cache keeps %v after refusals (%v)", entries, err)
 	}
 }

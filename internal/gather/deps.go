@@ -47,6 +47,11 @@ func mountDependencies(ctx context.Context, repo *probe.Repo, f *deps.Fetcher, p
 	for _, m := range res.Missing {
 		d.Unavailable = append(d.Unavailable, probe.UnavailableDependency{Name: m.Name, Version: m.Version, Path: m.Path, Kind: string(m.Kind), Error: m.Error})
 	}
+	for _, in := range res.Installed {
+		if in.IntegrityFromRegistry {
+			d.RegistryVerified = append(d.RegistryVerified, in.Name+"@"+in.Version)
+		}
+	}
 	pctx.Dependencies = d
 	return nil
 }

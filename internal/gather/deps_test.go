@@ -173,3 +173,46 @@ func TestDepsLockfileOffline(t *testing.T) {
 		t.Error("an offline run fetched")
 	}
 }
+
+// TestDepsLockfileYarnBerry: a berry lockfile records no tarball hash, so
+// the package comes from the registry .yarnrc.yml names, verified against
+// the registry's hash, and says so.
+func TestDepsLockfileYarnBerry(t *testing.T) {
+	reg := depstest.NewRegistry(t)
+	tgz := depstest.Package(t, "@s/shelly", "1.2.3", nil, map[string]string{"index.js": "require('child_process').exec('ls')\n"})
+	reg.Add("@s/shelly", "1.2.3", tgz)
+	dir := t.TempDir()
+	for name, body := range map[string]string{
+		"package.json": `{"name": "svc", "version": "1.0.0", "main": "index.js", "dependencies": {"@s/shelly": "^1.2.0"}}`,
+		"yarn.lock": "__metadata:\n  version: 8\n  cacheKey: 10c0\n\n\"@s/shelly@npm:^1.2.0\":\n  version: 1.2.3\n  resolution: \"@s/shelly@npm:1.2.3\"\n  checksum: 10c0/abcd\n  languageName: node\n  linkType: hard\n\n" +
+			"\"svc@workspace:.\":\n  version: 0.0.0-use.local\n  resolution: \"svc@workspace:.\"\n  dependencies:\n    \"@s/shelly\": \"npm:^1.2.0\"\n  languageName: unknown\n  linkType: soft\n",
+		".yarnrc.yml": "nodeLinker: node-modules\nnpmScopes:\n  s:\n    npmRegistryServer: \"" + reg.URL + "\"\n",
+		"index.js":    "require('@s/shelly')\n",
+		"Dockerfile":  "FROM node:22\nWORKDIR /app\nCOPY . .\nRUN yarn install --immutable\nCMD [\"node\", \"index.js\"]\n",
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	o := options(t)
+	o.Task = "distroless-migration"
+	o.Deps = &deps.Fetcher{Dir: t.TempDir()}
+	out, err := Run(t.Context(), dir, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, facts := childProcessFacts(t, out)
+	var found, warned bool
+	for _, f := range facts.Findings {
+		found = found || (f.File == "node_modules/@s/shelly/index.js" && f.Scope == childprocess.ScopeReachable)
+	}
+	for _, w := range res.Warnings {
+		warned = warned || (w.ID == childprocess.WarnDependencyHashFromRegistry && strings.Contains(w.Message, "@s/shelly@1.2.3"))
+	}
+	if !found || !warned {
+		t.Errorf("found %v, warned %v: %+v %+v", found, warned, facts.Findings, res.Warnings)
+	}
+	if reg.Served(depstest.TarballPath("@s/shelly", "1.2.3")) != 1 {
+		t.Error("the scoped tarball was not fetched from the scope's registry")
+	}
+}

@@ -13,6 +13,11 @@ type Dependencies struct {
 	// Unavailable are pinned packages that were not mounted, sorted by
 	// Path.
 	Unavailable []UnavailableDependency
+	// RegistryVerified names (name@version) the mounted packages whose
+	// lockfile records no tarball hash (yarn berry's hashes yarn's own
+	// archive): they were verified against the hash the registry
+	// publishes, a weaker check.
+	RegistryVerified []string
 	// Memo, when set, holds what probes derive from one mounted package's
 	// content alone, keyed by Mount.Key and the probe's own key: shared by
 	// every repository a process gathers (a portfolio), so each distinct

@@ -37,22 +37,23 @@ const (
 
 // Warning IDs.
 const (
-	WarnShellInApp             = "child_process.shell_in_app"
-	WarnShellInDependency      = "child_process.shell_in_dependency"
-	WarnMaybeShellInApp        = "child_process.maybe_shell_in_app"
-	WarnMaybeShellInDependency = "child_process.maybe_shell_in_dependency"
-	WarnBinaryInApp            = "child_process.binary_in_app"
-	WarnBinaryInDependency     = "child_process.binary_in_dependency"
-	WarnDynamicInApp           = "child_process.dynamic_in_app"
-	WarnDynamicInDependency    = "child_process.dynamic_in_dependency"
-	WarnParseError             = "child_process.parse_error"
-	WarnFileTooLarge           = "child_process.file_too_large"
-	WarnDependencyNotInstalled = "child_process.dependency_not_installed"
-	WarnInvalidPackageJSON     = "child_process.invalid_package_json"
-	WarnOutsideRepository      = "child_process.outside_repository"
-	WarnDependencyNotFetched   = "child_process.dependency_not_fetched"
-	WarnDependencyIntegrity    = "child_process.dependency_integrity_mismatch"
-	WarnDependencyRefused      = "child_process.dependency_refused"
+	WarnShellInApp                 = "child_process.shell_in_app"
+	WarnShellInDependency          = "child_process.shell_in_dependency"
+	WarnMaybeShellInApp            = "child_process.maybe_shell_in_app"
+	WarnMaybeShellInDependency     = "child_process.maybe_shell_in_dependency"
+	WarnBinaryInApp                = "child_process.binary_in_app"
+	WarnBinaryInDependency         = "child_process.binary_in_dependency"
+	WarnDynamicInApp               = "child_process.dynamic_in_app"
+	WarnDynamicInDependency        = "child_process.dynamic_in_dependency"
+	WarnParseError                 = "child_process.parse_error"
+	WarnFileTooLarge               = "child_process.file_too_large"
+	WarnDependencyNotInstalled     = "child_process.dependency_not_installed"
+	WarnInvalidPackageJSON         = "child_process.invalid_package_json"
+	WarnOutsideRepository          = "child_process.outside_repository"
+	WarnDependencyNotFetched       = "child_process.dependency_not_fetched"
+	WarnDependencyIntegrity        = "child_process.dependency_integrity_mismatch"
+	WarnDependencyRefused          = "child_process.dependency_refused"
+	WarnDependencyHashFromRegistry = "child_process.dependency_hash_from_registry"
 )
 
 const warnPrefix = Name + "."
@@ -74,6 +75,7 @@ var Warnings = []probe.WarningDesc{
 	{ID: WarnOutsideRepository, Summary: "a symlink points outside the repository; its target was not scanned"},
 	{ID: WarnDependencyNotFetched, Summary: "a production dependency the lockfile pins could not be fetched (registry unreachable or refusing) and is not in the dependency cache, so its code was not scanned"},
 	{ID: WarnDependencyIntegrity, Summary: "a production dependency's tarball does not match the lockfile's integrity hash; it was neither unpacked nor scanned"},
+	{ID: WarnDependencyHashFromRegistry, Summary: "the lockfile records no tarball hash for a production dependency (yarn berry hashes its own archive), so its tarball was verified against the hash the registry publishes"},
 	{ID: WarnDependencyRefused, Summary: "a production dependency's tarball was refused (a path out of the package, a device, or over a size cap), so its code was not scanned"},
 }
 
@@ -311,6 +313,11 @@ func (*Probe) Run(ctx context.Context, repo *probe.Repo, pctx *probe.Context) (p
 	out := s.output(tasks, results)
 	if d := pctx.Dependencies; d != nil && len(d.Unavailable) > 0 && in == nil {
 		unavailable(&out, d)
+	}
+	if d := pctx.Dependencies; d != nil && in == nil {
+		for _, p := range d.RegistryVerified {
+			out.Warnings = append(out.Warnings, probe.Warning{ID: WarnDependencyHashFromRegistry, Message: fmt.Sprintf("%s: %s records no tarball hash for it; it was verified against the registry's own", p, d.Lockfile)})
+		}
 	}
 	facts := out.Facts.(*Facts)
 	facts.Graph = graph
