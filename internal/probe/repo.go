@@ -108,6 +108,8 @@ func (r *Repo) MountOf(rel string) (Mount, string, bool) {
 	if len(r.byPath) == 0 {
 		return Mount{}, "", false
 	}
+	// A path that climbs (node_modules/a/../../x) names what it cleans to.
+	rel = path.Clean(rel)
 	for i := len(rel) - 1; i > 0; i-- {
 		if rel[i] != '/' {
 			continue

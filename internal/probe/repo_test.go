@@ -182,6 +182,12 @@ func TestMounts(t *testing.T) {
 	if _, err := r.ReadFile("node_modules/a/../../../etc/passwd"); err == nil {
 		t.Error("a path climbing out of a mount was read")
 	}
+	if abs := r.Abs("node_modules/a/../../../etc/passwd"); strings.HasPrefix(abs, a) || !strings.HasPrefix(abs, filepath.Dir(root)) {
+		t.Errorf("Abs of a path climbing out of a mount = %s", abs)
+	}
+	if _, inside, ok := r.MountOf("node_modules/a/lib/../index.js"); !ok || inside != "index.js" {
+		t.Errorf("MountOf an unclean path inside: %q, %v", inside, ok)
+	}
 	for _, bad := range []Mount{{Path: "../x", Dir: a}, {Path: "node_modules/c", Dir: "rel"}, {Path: "node_modules/a", Dir: a}} {
 		if err := r.AddMounts(bad); err == nil {
 			t.Errorf("AddMounts(%+v) accepted", bad)
