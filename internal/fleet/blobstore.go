@@ -173,11 +173,44 @@ func (s *BlobStore) checkConditionalWrite(ctx context.Context) error {
 func (s *BlobStore) Put(ctx context.Context, data []byte) (string, error) {
 	sum := sha256.Sum256(data)
 	h := hex.EncodeToString(sum[:])
-	// Content-addressed: an object already there holds these bytes.
-	if _, err := s.writeOnce(ctx, blobObject(h), data); err != nil {
-		return "", err
+	// Content-addressed: an object already there holds these bytes. A
+	// refused write whose object cannot be read yet is another writer's
+	// still in flight (versitygw refuses before it publishes), which may
+	// yet fail: written again until one is there.
+	for b := newBackoff(); ; {
+		wrote, err := s.writeOnce(ctx, blobObject(h), data)
+		if err != nil {
+			return "", err
+		}
+		if wrote {
+			return digestPrefix + h, nil
+		}
+		held, err := s.bucket.Exists(ctx, blobObject(h))
+		if err != nil {
+			return "", fmt.Errorf("reading the result store %s: %w", s.where, err)
+		}
+		if held {
+			return digestPrefix + h, nil
+		}
+		if err := b.wait(ctx); err != nil {
+			return "", err
+		}
 	}
-	return digestPrefix + h, nil
+}
+
+// backoff spaces the tries of a write that waits for another writer's.
+type backoff struct{ d time.Duration }
+
+func newBackoff() *backoff { return &backoff{d: 20 * time.Millisecond} }
+
+func (b *backoff) wait(ctx context.Context) error {
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(b.d):
+	}
+	b.d = min(2*b.d, time.Second)
+	return nil
 }
 
 // Get implements ResultStore.
@@ -206,7 +239,7 @@ func (s *BlobStore) Bind(ctx context.Context, key, digest string) (string, error
 	if _, err := hexOf(digest); err != nil {
 		return "", err
 	}
-	for {
+	for b := newBackoff(); ; {
 		wrote, err := s.writeOnce(ctx, blobKey(key), []byte(digest))
 		if err != nil {
 			return "", err
@@ -215,6 +248,15 @@ func (s *BlobStore) Bind(ctx context.Context, key, digest string) (string, error
 			return digest, nil
 		}
 		got, held, err := s.readKey(ctx, key)
+		if gcerrors.Code(err) == gcerrors.NotFound {
+			// Refused, yet not readable: another binder's write is in
+			// flight. Its binding is read once it lands, or, if it
+			// failed, this one is written.
+			if err := b.wait(ctx); err != nil {
+				return "", err
+			}
+			continue
+		}
 		if err != nil {
 			return "", err
 		}
