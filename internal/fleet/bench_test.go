@@ -1,10 +1,12 @@
 package fleet
 
 import (
+	"fmt"
 	"io"
 	"log/slog"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -87,11 +89,18 @@ func runLocal(b *testing.B, ss []portfolio.Service, workers int) time.Duration {
 // fresh result store and a cold cache.
 func runTemporal(b *testing.B, addr string, ss []portfolio.Service, digests []string, workers int) time.Duration {
 	b.Helper()
-	quiet := tlog.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))
 	st, err := OpenFSStore(b.TempDir())
 	if err != nil {
 		b.Fatal(err)
 	}
+	return runTemporalWith(b, addr, st, ss, digests, workers)
+}
+
+// runTemporalWith is runTemporal with its results in st, which must be
+// empty.
+func runTemporalWith(b *testing.B, addr string, st ResultStore, ss []portfolio.Service, digests []string, workers int) time.Duration {
+	b.Helper()
+	quiet := tlog.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))
 	c := benchCache(b)
 	a := &Activities{Store: st, Runner: func(Settings) (*portfolio.Runner, error) {
 		return &portfolio.Runner{Options: benchOptions(c)}, nil
@@ -170,4 +179,47 @@ func BenchmarkFleet1000(b *testing.B) {
 	b.ReportMetric(over, "overhead-ms/service")
 	b.ReportMetric(over/20, "ratio-to-20ms-goal")
 	b.ReportMetric(one/three, "speedup-1-to-3")
+}
+
+// BenchmarkFleet1000S3 runs 1,000 synthetic services through the static
+// tier on Temporal with three workers, side by side: results in a shared
+// directory, and in a real S3 server on loopback (versitygw). Each case
+// starts with a cold cache and an empty store. It reports each case's
+// median wall time and the object store's overhead per service.
+func BenchmarkFleet1000S3(b *testing.B) {
+	srv := fleettest.Start(b, b.TempDir())
+	s3 := fleettest.StartS3(b, b.TempDir())
+	for _, kv := range s3.Env() {
+		k, v, _ := strings.Cut(kv, "=")
+		b.Setenv(k, v)
+	}
+	ss, digests := benchPortfolio(b, 1000)
+	judged := 0
+	for _, s := range ss {
+		if s.Skip == "" {
+			judged++
+		}
+	}
+	var dir, obj []time.Duration
+	round := 0
+	for b.Loop() {
+		dir = append(dir, runTemporal(b, srv.Addr, ss, digests, 3))
+		st, err := OpenStore(b.Context(), s3.URL(fmt.Sprintf("bench/%d", round)))
+		if err != nil {
+			b.Fatal(err)
+		}
+		obj = append(obj, runTemporalWith(b, srv.Addr, st, ss, digests, 3))
+		_ = st.(*BlobStore).Close()
+		round++
+	}
+	med := func(ds []time.Duration) float64 {
+		s := slices.Clone(ds)
+		slices.Sort(s)
+		return float64(s[len(s)/2].Microseconds()) / 1000
+	}
+	d, o := med(dir), med(obj)
+	b.ReportMetric(d, "dir3-ms")
+	b.ReportMetric(o, "s3-3-ms")
+	b.ReportMetric((o-d)/float64(judged), "s3-overhead-ms/service")
+	b.ReportMetric(o/d, "s3/dir")
 }
