@@ -33,11 +33,15 @@ type Settings struct {
 	CA []byte
 	// Secrets are build secrets (--build-secret).
 	Secrets []sandbox.Secret
+	// Boot are HOST[:PORT] destinations the booted service may reach
+	// through a proxy of its own (--boot-egress); empty keeps boots
+	// offline.
+	Boot []string
 }
 
 // Parse checks the flag values and reads the files they name: allow is
 // --build-egress (HOST[:PORT], or "none"), ca a PEM file, secrets
-// id=NAME,src=FILE values.
+// id=NAME,src=FILE values. ParseBoot adds --boot-egress.
 func Parse(allow []string, private bool, ca string, secrets []string) (*Settings, error) {
 	s := &Settings{Private: private}
 	for _, a := range allow {
@@ -77,6 +81,22 @@ func Parse(allow []string, private bool, ca string, secrets []string) (*Settings
 	return s, nil
 }
 
+// ParseBoot checks --boot-egress values (HOST[:PORT]) and adds them.
+func (s *Settings) ParseBoot(values []string) error {
+	for _, v := range values {
+		for _, f := range strings.Split(v, ",") {
+			if f = strings.TrimSpace(f); f == "" {
+				continue
+			}
+			if _, err := egress.ParseRule(f); err != nil {
+				return fmt.Errorf("--boot-egress %q: %w (want HOST or HOST:PORT)", f, err)
+			}
+			s.Boot = append(s.Boot, f)
+		}
+	}
+	return nil
+}
+
 // parseSecret reads one id=NAME,src=FILE value.
 func parseSecret(v string) (sandbox.Secret, error) {
 	var id, src string
@@ -114,6 +134,8 @@ func (s *Settings) For(repo string) (e sandbox.Egress, secrets []sandbox.Secret,
 		return sandbox.Egress{}, nil, nil
 	}
 	e.CA, secrets = s.CA, s.Secrets
+	e.Boot = slices.Clone(s.Boot)
+	e.Private = s.Private
 	if s.Offline {
 		return e, secrets, nil
 	}
@@ -160,6 +182,11 @@ func (s *Settings) Key() string {
 	for _, sec := range s.Secrets {
 		parts = append(parts, "secret="+sec.ID)
 	}
+	if len(s.Boot) > 0 {
+		boot := slices.Clone(s.Boot)
+		slices.Sort(boot)
+		parts = append(parts, "boot="+strings.Join(boot, ","))
+	}
 	return strings.Join(parts, ";")
 }
 
@@ -177,8 +204,8 @@ func (s *Settings) FlagValues() []string {
 
 // FromValues rebuilds settings from values FlagValues and the other
 // fields gave (a Temporal worker's copy of the run's settings).
-func FromValues(egress []string, private bool, ca []byte, secrets []sandbox.Secret) *Settings {
-	s := &Settings{Private: private, CA: ca, Secrets: secrets}
+func FromValues(egress []string, private bool, ca []byte, secrets []sandbox.Secret, boot []string) *Settings {
+	s := &Settings{Private: private, CA: ca, Secrets: secrets, Boot: boot}
 	for _, e := range egress {
 		if e == "none" {
 			s.Offline = true

@@ -79,7 +79,10 @@ func TestValuesRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		back := FromValues(s.FlagValues(), s.Private, s.CA, s.Secrets)
+		if err := s.ParseBoot([]string{"api.example"}); err != nil {
+			t.Fatal(err)
+		}
+		back := FromValues(s.FlagValues(), s.Private, s.CA, s.Secrets, s.Boot)
 		if back.Key() != s.Key() {
 			t.Errorf("%v: key %q after the round trip, want %q", args, back.Key(), s.Key())
 		}

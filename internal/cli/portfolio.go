@@ -324,6 +324,7 @@ func (f *portfolioFlags) settings() fleet.Settings {
 		ServiceTimeout: f.serviceTimeout, Mirrors: f.mirrors, NoCache: f.noCache, Migrate: f.migrate, Deps: f.deps}
 	if f.bn != nil {
 		s.BuildEgress, s.BuildPrivate, s.BuildCA, s.BuildSecrets = f.bn.FlagValues(), f.bn.Private, f.bn.CA, f.bn.Secrets
+		s.BootEgress = f.bn.Boot
 	}
 	return s
 }
@@ -348,7 +349,7 @@ func portfolioRunner(g *globals, s fleet.Settings, sb sandbox.Client) (*portfoli
 			LightTimeout:    s.LightTimeout,
 			HeavyTimeout:    s.HeavyTimeout,
 			Logger:          g.logger(),
-			BuildNet:        buildnet.FromValues(s.BuildEgress, s.BuildPrivate, s.BuildCA, s.BuildSecrets),
+			BuildNet:        buildnet.FromValues(s.BuildEgress, s.BuildPrivate, s.BuildCA, s.BuildSecrets, s.BootEgress),
 		},
 		Sandbox:        sb,
 		ServiceTimeout: s.ServiceTimeout,

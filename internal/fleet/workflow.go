@@ -58,6 +58,8 @@ type Settings struct {
 	BuildEgress  []string `json:"build_egress,omitempty"`
 	BuildPrivate bool     `json:"build_private,omitempty"`
 	BuildCA      []byte   `json:"build_ca,omitempty"`
+	// BootEgress is --boot-egress.
+	BootEgress []string `json:"boot_egress,omitempty"`
 	// BuildSecrets are --build-secret, for a local run only: they never
 	// travel in a workflow's history.
 	BuildSecrets []sandbox.Secret `json:"-"`

@@ -3,6 +3,7 @@ package gatecontrol
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -97,7 +98,7 @@ func (s *Server) capEgress(req sandbox.SpawnRequest) []string {
 	e, c := req.Build.Egress, s.cfg.EgressCap
 	var over []string
 	var want []egress.Rule
-	for _, a := range e.Allow {
+	for _, a := range append(slices.Clone(e.Allow), e.Boot...) {
 		r, err := egress.ParseRule(a)
 		if err != nil {
 			over = append(over, fmt.Sprintf("egress rule %q: %v", a, err))

@@ -3,6 +3,7 @@ package sandbox
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -27,6 +28,11 @@ type Egress struct {
 	// SSL_CERT_FILE, CURL_CA_BUNDLE): for networks that inspect TLS. The
 	// image's trust store is not changed.
 	CA []byte `json:"ca,omitempty"`
+	// Boot are HOST[:PORT] destinations the booted service may reach,
+	// through a proxy of its own (its HTTP_PROXY and HTTPS_PROXY, which
+	// only proxy-aware clients read); empty keeps the boot offline, as it
+	// is by default.
+	Boot []string `json:"boot,omitempty"`
 }
 
 // Online reports whether the build gets a route to the network.
@@ -63,7 +69,10 @@ func (b *BuildSpec) validateEgress() error {
 	if len(e.Allow) > MaxEgressRules {
 		return fmt.Errorf("%w: more than %d egress rules", ErrInvalidRequest, MaxEgressRules)
 	}
-	for _, r := range e.Allow {
+	if len(e.Boot) > MaxEgressRules {
+		return fmt.Errorf("%w: more than %d boot egress rules", ErrInvalidRequest, MaxEgressRules)
+	}
+	for _, r := range append(slices.Clone(e.Allow), e.Boot...) {
 		if r == "" || len(r) > maxEgressRuleSz || strings.ContainsFunc(r, func(c rune) bool { return c <= ' ' || c == 0x7f || c == '/' || c == '@' }) {
 			return fmt.Errorf("%w: egress rule %q is not HOST[:PORT]", ErrInvalidRequest, r)
 		}

@@ -368,7 +368,7 @@ func (b *Backend) runContainer(ctx context.Context, sp *spawnDir, c container, r
 	if err := writeSpec(sp.bundle(), buildSpec(c.spec)); err != nil {
 		return nil, err
 	}
-	args := b.globalFlags(sp.root(), c.spec.network, c.upper)
+	args := b.globalFlags(sp.root(), c.spec.network || c.spec.netns != "", c.upper)
 	args = append(args, "--log="+sp.log(), "--log-format=json")
 	if c.podInit != "" {
 		args = append(args, "--pod-init-config="+c.podInit)

@@ -131,6 +131,15 @@ func (br *buildRun) boot(ctx context.Context, image string) (*bootRun, error) {
 	if err := os.WriteFile(hosts, []byte(hostsFile(b.cfg.Hostname)), 0o644); err != nil {
 		return bt, err
 	}
+	eg, egEnv, egCA, err := br.startBootEgress()
+	if err != nil {
+		return bt, err
+	}
+	if eg != nil {
+		defer eg.close()
+		br.bootEg = eg
+		bt.env = mergeEnv(bt.env, egEnv)
+	}
 	c := container{
 		spec: specInput{
 			args:     bt.argv,
@@ -143,11 +152,15 @@ func (br *buildRun) boot(ctx context.Context, image string) (*bootRun, error) {
 			limits:   br.plan.limits,
 			enforce:  b.enforce,
 			hosts:    hosts,
+			ca:       egCA,
 		},
 		timeout: br.plan.bootFor,
 		output:  br.plan.limits.OutputBytes,
 		// The boot writes to the build's disk: one limit for the spawn.
 		upper: br.bh.path("o"),
+	}
+	if eg != nil {
+		c.spec.netns = eg.ns.Path
 	}
 	if br.tr != nil {
 		c.podInit = br.tr.config
@@ -174,6 +187,7 @@ func (br *buildRun) boot(ctx context.Context, image string) (*bootRun, error) {
 		}
 		if node := nodeFor(view, bt.env, bt.cwd); node.state == lookupFound {
 			rd.rr = &requestRun{plan: planRequests(cfg, br.req.Build.ProbePaths), node: node}
+			rd.rr.plan.Connect = eg != nil
 		}
 		c.ready = rd.ready
 		// c as it runs: the requests and the healthcheck run in it.

@@ -199,6 +199,8 @@ type buildRun struct {
 	// eg is the build's egress proxy and runtime shim; nil when the
 	// build is offline.
 	eg *egressRun
+	// bootEg is the boot's egress proxy; nil when the boot is offline.
+	bootEg *egressRun
 }
 
 // targetRun is the outcome of one buildah bud.
@@ -424,6 +426,10 @@ func (b *Backend) spawnBuild(ctx context.Context, req sandbox.SpawnRequest) (san
 		br.eg.close()
 		res.Egress = br.eg.report(br.ranSteps(), br.stepLabel)
 		br.noteDenials(&res)
+	}
+	if br.bootEg != nil {
+		br.bootEg.close()
+		res.Egress = mergeEgress(res.Egress, br.bootEg.report(nil, nil))
 	}
 	res.Duration = time.Since(res.Started)
 	for i := range res.Phases {

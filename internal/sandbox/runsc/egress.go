@@ -360,3 +360,71 @@ func egressFlagValue(c sandbox.EgressConn) string {
 	}
 	return fmt.Sprintf("%s:%d", c.Host, c.Port)
 }
+
+// startBootEgress starts the boot's own egress proxy when the request
+// names boot destinations (Egress.Boot); nil when the boot is offline. It
+// returns what the boot's spec and environment get: the namespace, the
+// proxy variables, and the CA bundle (mounted in the sandbox's own /dev).
+func (br *buildRun) startBootEgress() (*egressRun, []string, string, error) {
+	e := br.req.Build.Egress
+	if len(e.Boot) == 0 {
+		return nil, nil, "", nil
+	}
+	rules, err := egressRules(sandbox.Egress{Allow: e.Boot})
+	if err != nil {
+		return nil, nil, "", err
+	}
+	er := &egressRun{served: make(chan struct{})}
+	for _, r := range rules {
+		er.allow = append(er.allow, r.String())
+	}
+	sort.Strings(er.allow)
+	if err := os.MkdirAll(br.bh.path("bn"), 0o700); err != nil {
+		return nil, nil, "", fmt.Errorf("creating the boot's network namespace: %w", err)
+	}
+	ns, l, err := egress.NewNetns(br.bh.path("bn"))
+	if err != nil {
+		return nil, nil, "", fmt.Errorf("creating the boot's network namespace: %w", err)
+	}
+	er.ns = ns
+	er.proxy = egress.New(egress.Policy{Allow: rules, AllowPrivate: e.Private})
+	go func() {
+		defer close(er.served)
+		_ = er.proxy.Serve(l)
+	}()
+	ca := ""
+	if len(e.CA) > 0 {
+		ca = br.bh.path("boot-ca.pem")
+		if err := os.WriteFile(ca, e.CA, 0o644); err != nil {
+			er.close()
+			return nil, nil, "", fmt.Errorf("writing the boot's CA bundle: %w", err)
+		}
+	}
+	// Node 24 reads the proxy variables itself when NODE_USE_ENV_PROXY is
+	// set; older Node only through a proxy-aware client.
+	// The service's own loopback (itself; the readiness requests) is
+	// not proxied.
+	env := append(egressEnv(l.Addr().String(), ca != ""), "NODE_USE_ENV_PROXY=1",
+		"NO_PROXY=localhost,127.0.0.1,::1", "no_proxy=localhost,127.0.0.1,::1")
+	return er, env, ca, nil
+}
+
+// mergeEgress adds the boot's connections (phase "boot") to the build's
+// report.
+func mergeEgress(build, boot *sandbox.EgressReport) *sandbox.EgressReport {
+	if boot == nil {
+		return build
+	}
+	if build == nil {
+		build = &sandbox.EgressReport{}
+	}
+	for _, a := range boot.Allow {
+		build.Allow = append(build.Allow, "boot:"+a)
+	}
+	for _, c := range boot.Conns {
+		c.Phase = sandbox.PhaseBoot
+		build.Conns = append(build.Conns, c)
+	}
+	build.Dropped += boot.Dropped
+	return build
+}

@@ -120,3 +120,88 @@ func TestBuildEgress(t *testing.T) {
 		t.Error("the canary is in the result")
 	}
 }
+
+// TestBootEgress: a boot given destinations reaches them through a proxy
+// of its own, named by its HTTP_PROXY, and nothing else; its connections
+// are in the report under the boot's phase; the boot still ends once the
+// service has answered and settled. A boot without them stays offline.
+func TestBootEgress(t *testing.T) {
+	b := newBackend(t, Config{})
+	m := mirrors(t)
+	var served atomic.Int64
+	// On 127.0.0.2: a loopback address the boot's NO_PROXY (its own
+	// loopback, 127.0.0.1) does not name, as a real API's would not be.
+	l, err := net.Listen("tcp", "127.0.0.2:0")
+	if err != nil {
+		t.Skipf("no 127.0.0.2 on this host's loopback: %v", err)
+	}
+	api := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		served.Add(1)
+		_, _ = w.Write([]byte("config"))
+	}))
+	_ = api.Listener.Close()
+	api.Listener = l
+	api.Start()
+	defer api.Close()
+	target := api.Listener.Addr().String()
+	// The service fetches its configuration at start through the proxy
+	// (an absolute-URI request to HTTP_PROXY, as proxy-aware clients
+	// send), then tries the same address directly, then listens.
+	// The service fetches its configuration at start with plain
+	// http.get, which Node sends through HTTP_PROXY when
+	// NODE_USE_ENV_PROXY is set (the boot's egress sets both); then it
+	// tries the same address with a raw socket, which no proxy setting
+	// touches; then it listens.
+	server := `const http = require("http"), net = require("net");
+const listen = () => http.createServer((q, s) => s.end("ok")).listen(8080, () => console.log("listening"));
+http.get("http://` + target + `/config", (r) => {
+  let body = "";
+  r.on("data", (d) => (body += d));
+  r.on("end", () => {
+    console.log("fetched:", r.statusCode, body);
+    const [h, p] = "` + target + `".split(":");
+    net.connect({ host: h, port: Number(p) }).on("connect", () => console.log("direct: connected")).on("error", (e) => console.log("direct:", e.code));
+    listen();
+  });
+}).on("error", (e) => {
+  console.log("fetched:", e.code);
+  listen();
+});
+`
+	ws := workspace(t, map[string]string{
+		"Dockerfile": "FROM node:22-slim\nWORKDIR /app\nCOPY server.js ./\nEXPOSE 8080\nCMD [\"node\", \"server.js\"]\n",
+		"server.js":  server,
+	})
+	for _, online := range []bool{true, false} {
+		req := buildRequest(ws, m, "")
+		if online {
+			req.Build.Egress = sandbox.Egress{Boot: []string{target}, Private: true}
+		}
+		before := served.Load()
+		res, err := b.Spawn(t.Context(), req)
+		logResult(t, res)
+		if err != nil || res.ExitCode != 0 {
+			t.Fatalf("online %v: Spawn: %v, exit %d, output %q %q", online, err, res.ExitCode, res.Stdout, res.Stderr)
+		}
+		out := string(res.Stdout)
+		boot := phase(res.Phases, sandbox.PhaseBoot)
+		if boot.Boot == nil || boot.Boot.Ended != sandbox.BootAnsweredAndSettled {
+			t.Errorf("online %v: boot %+v; want it answered and settled", online, boot.Boot)
+		}
+		if !online {
+			if res.Egress != nil || served.Load() != before || !strings.Contains(out, "fetched: ECONNREFUSED") {
+				t.Errorf("offline boot: egress %+v, served %d, output %q; want no proxy and nothing served", res.Egress, served.Load()-before, out)
+			}
+			continue
+		}
+		if !strings.Contains(out, "fetched: 200 config") || !strings.Contains(out, "direct: ECONNREFUSED") {
+			t.Errorf("online boot output %q; want the answer through the proxy, and no direct route", out)
+		}
+		if served.Load() != before+1 {
+			t.Errorf("the API saw %d requests; want 1 (through the proxy)", served.Load()-before)
+		}
+		if res.Egress == nil || len(res.Egress.Conns) != 1 || res.Egress.Conns[0].Phase != sandbox.PhaseBoot || !res.Egress.Conns[0].Allowed {
+			t.Errorf("egress %+v; want one allowed connection in the boot", res.Egress)
+		}
+	}
+}

@@ -46,7 +46,8 @@ import (
 const requestScript = `const fs=require('fs'),http=require('http');
 const plan=JSON.parse(process.argv[1]);const until=Date.now()+plan.wait_ms;
 function listening(){const ports=[];for(const f of ['/proc/net/tcp','/proc/net/tcp6']){try{for(const l of fs.readFileSync(f,'utf8').split('\n').slice(1)){const c=l.trim().split(/\s+/);if(c[3]==='0A'){ports.push(parseInt(c[1].split(':').pop(),16));}}}catch(e){}}return ports;}
-(async()=>{let port;while(Date.now()<until){const l=listening();port=plan.ports.length?plan.ports.find(p=>l.includes(p)):l[0];if(port)break;await new Promise(r=>setTimeout(r,100));}
+function connects(p){return new Promise(r=>{const s=require('net').connect({host:'127.0.0.1',port:p});const t=setTimeout(()=>{s.destroy();r(false);},500);s.on('connect',()=>{clearTimeout(t);s.destroy();r(true);});s.on('error',()=>{clearTimeout(t);r(false);});});}
+(async()=>{let port;while(Date.now()<until){const l=listening();port=plan.ports.length?plan.ports.find(p=>l.includes(p)):l[0];if(!port&&plan.connect){for(const p of plan.ports){if(await connects(p)){port=p;break;}}}if(port)break;await new Promise(r=>setTimeout(r,100));}
 if(!port){console.log(JSON.stringify({noport:true}));return;}
 console.log(JSON.stringify({listen:port,at:Date.now()}));
 for(const p of plan.paths){const start=Date.now();const a=await new Promise(res=>{const q=http.get({host:'127.0.0.1',port,path:p,timeout:Math.max(Math.min(plan.timeout_ms,until-Date.now()),1000)},r=>{const h=require('crypto').createHash('sha256');r.on('data',d=>h.update(d));r.on('end',()=>res({status:r.statusCode,type:String(r.headers['content-type']||''),sha256:h.digest('hex')}));});q.on('error',()=>res({status:0}));q.on('timeout',()=>{q.destroy();res({status:0});});});
@@ -54,7 +55,11 @@ console.log(JSON.stringify({path:p,port,start,end:Date.now(),...a}));}})();`
 
 // requestPlan is what the client does.
 type requestPlan struct {
-	Ports     []int    `json:"ports"`
+	Ports []int `json:"ports"`
+	// Connect finds the port listening by connecting to it, as well as
+	// in /proc/net/tcp: a boot on the host network stack (its egress
+	// namespace) lists its sockets there no more.
+	Connect   bool     `json:"connect,omitempty"`
 	Paths     []string `json:"paths"`
 	WaitMS    int64    `json:"wait_ms"`
 	TimeoutMS int64    `json:"timeout_ms"`

@@ -73,6 +73,8 @@ type ociLinux struct {
 
 type ociNS struct {
 	Type string `json:"type"`
+	// Path joins an existing namespace (a boot's egress namespace).
+	Path string `json:"path,omitempty"`
 }
 
 type ociResources struct {
@@ -153,6 +155,12 @@ type specInput struct {
 	// hosts, when set, is a host file mounted read-only at /etc/hosts, as
 	// container runtimes provide one (a booted image resolves localhost).
 	hosts string
+	// netns, when set, is the network namespace the sandbox joins, with
+	// runsc's host network mode: a boot's egress namespace, whose only
+	// route is its proxy.
+	netns string
+	// ca, when set, is a CA bundle mounted read-only at buildCAPath.
+	ca string
 }
 
 func buildSpec(in specInput) ociSpec {
@@ -164,9 +172,12 @@ func buildSpec(in specInput) ociSpec {
 		// never reach the host directory.
 		wsOpts = []string{"rbind", "rw"}
 	}
-	ns := []ociNS{{"pid"}, {"ipc"}, {"uts"}, {"mount"}}
-	if !in.network {
-		ns = append(ns, ociNS{"network"})
+	ns := []ociNS{{Type: "pid"}, {Type: "ipc"}, {Type: "uts"}, {Type: "mount"}}
+	switch {
+	case in.netns != "":
+		ns = append(ns, ociNS{Type: "network", Path: in.netns})
+	case !in.network:
+		ns = append(ns, ociNS{Type: "network"})
 	}
 	s := ociSpec{
 		Version: "1.0.2",
@@ -199,6 +210,9 @@ func buildSpec(in specInput) ociSpec {
 	}
 	if in.hosts != "" {
 		s.Mounts = append(s.Mounts, ociMount{Destination: "/etc/hosts", Type: "bind", Source: in.hosts, Options: []string{"rbind", "ro"}})
+	}
+	if in.ca != "" {
+		s.Mounts = append(s.Mounts, ociMount{Destination: buildCAPath, Type: "bind", Source: in.ca, Options: []string{"rbind", "ro", "nosuid", "nodev", "noexec"}})
 	}
 	if in.cgroupPath != "" {
 		s.Linux.CgroupsPath = in.cgroupPath
