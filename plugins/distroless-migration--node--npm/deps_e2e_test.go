@@ -13,6 +13,8 @@ import (
 
 	"github.com/codegenie/codegenie/internal/buildnet"
 	"github.com/codegenie/codegenie/internal/builtin"
+	"github.com/codegenie/codegenie/internal/cache"
+	"github.com/codegenie/codegenie/internal/gatecontrol/client"
 	"github.com/codegenie/codegenie/internal/gather"
 	"github.com/codegenie/codegenie/internal/image"
 	"github.com/codegenie/codegenie/internal/migrate"
@@ -96,6 +98,10 @@ func TestDepsE2E(t *testing.T) {
 				t.Errorf("no connection to %s from a build step with bytes down: %+v", buildnet.DefaultRegistry, facts.Egress.Conns)
 			}
 			t.Logf("%s", facts.Egress)
+			// The dependency code that ships was read from the image.
+			if b, err := json.Marshal(out.Context.Probes); err != nil || strings.Contains(string(b), "dependency_not_installed") {
+				t.Errorf("a traced run says dependency_not_installed (%v)", err)
+			}
 			a := out.Context.Assessments["distroless_readiness"]
 			if a.Verdict != tc.verdict || !a.Confirmed {
 				t.Fatalf("verdict %s (confirmed %v), want %s confirmed; blockers %+v", a.Verdict, a.Confirmed, tc.verdict, a.Blockers)
@@ -193,5 +199,93 @@ func TestEgressDeniedE2E(t *testing.T) {
 	}
 	if n := reached.Load(); n != 0 {
 		t.Errorf("the refused listener saw %d connections", n)
+	}
+}
+
+// TestBuildSecretCanary: a build secret's bytes, read by a RUN step that
+// prints them, appear nowhere outside the build: not in gather's result,
+// its JSON, the cache, or gate-control's audit log.
+func TestBuildSecretCanary(t *testing.T) {
+	e := setupTrace(t)
+	const canary = "cg-canary-5b1e0f9d7a3c44e2"
+	dir := t.TempDir()
+	secretFile := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(secretFile, []byte(canary+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for name, body := range map[string]string{
+		"package.json": `{"name":"secret","version":"1.0.0"}`,
+		"server.js":    `require("http").createServer((q, s) => s.end("ok")).listen(3000);`,
+		"Dockerfile": "FROM node:22-slim\nWORKDIR /app\nCOPY . .\n" +
+			"RUN --mount=type=secret,id=token echo \"token is $(cat /run/secrets/token)\"\n" +
+			"EXPOSE 3000\nCMD [\"node\", \"server.js\"]\n",
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bn, err := buildnet.Parse([]string{"none"}, false, "", []string{"id=token,src=" + secretFile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A gate-control of its own, whose audit log the test reads.
+	audit := filepath.Join(t.TempDir(), "audit.log")
+	gc := client.NewLazy(client.PrivateConfig{Executable: e.bin, Stderr: os.Stderr, AuditLog: audit})
+	defer gc.Close()
+	cacheDir := t.TempDir()
+	c, err := cache.Open(cacheDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := gather.Run(t.Context(), dir, gather.Options{
+		Registry: builtin.NewRegistry(), Version: "test", Task: nodenpm.Task, Cache: c,
+		Sandbox: gc, Images: &image.Remote{Mirrors: e.mirrors},
+		RegistryMirrors: map[string]string{"docker.io": e.registry.Host, "gcr.io": e.registry.Host},
+		BootFor:         3 * time.Minute, BuildNet: bn,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, facts := traceResult(t, out)
+	if r.Confidence == probe.Low {
+		t.Fatalf("trace: low, %s: %s", r.Reason, r.Detail)
+	}
+	var printed bool
+	for _, p := range facts.Phases {
+		printed = printed || strings.Contains(p.OutputTail, "token is <secret token>")
+	}
+	if !printed {
+		t.Errorf("no step output with the scrubbed secret: %+v", facts.Phases)
+	}
+	if err := gc.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(b), canary) {
+		t.Error("the canary is in gather's result")
+	}
+	for _, root := range []string{cacheDir, filepath.Dir(audit)} {
+		err := filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+			if err != nil || d.IsDir() {
+				return err
+			}
+			data, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			if strings.Contains(string(data), canary) {
+				t.Errorf("the canary is in %s", p)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if a, err := os.ReadFile(audit); err != nil || len(a) == 0 {
+		t.Errorf("no audit log to search (%v)", err)
 	}
 }
