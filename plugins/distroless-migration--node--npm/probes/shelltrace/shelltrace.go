@@ -503,7 +503,7 @@ func (p *Probe) run(ctx context.Context, repo *probe.Repo, pctx *probe.Context) 
 			return out, nil
 		}
 		line := stepLine(f, ph.Name)
-		out := low(ReasonBuildFailed, WarnBuildFailed, fmt.Sprintf("%s failed with exit %d: %s", ph.Name, ph.ExitCode, lastLines(ph.OutputTail, 5)), facts)
+		out := low(ReasonBuildFailed, WarnBuildFailed, fmt.Sprintf("%s failed with exit %d: %s%s", ph.Name, ph.ExitCode, lastLines(ph.OutputTail, 5), networkHint(res.Egress, ph.OutputTail)), facts)
 		if d := deniedIn(res.Egress, ph.Name); d != nil {
 			out = low(ReasonEgressDenied, WarnEgressDenied, fmt.Sprintf("%s failed with exit %d after the build's egress proxy refused %s:%d (%s); allow it with --build-egress %s",
 				ph.Name, ph.ExitCode, d.Host, d.Port, d.Reason, egressFlag(*d)), facts)
@@ -865,4 +865,33 @@ func stepEvidence(f *dockerfile.File, phase string) []probe.Evidence {
 		return []probe.Evidence{{File: f.Path, Line: line}}
 	}
 	return nil
+}
+
+// tlsFailures are what clients print when they do not trust a TLS
+// certificate: npm and Node, OpenSSL and curl, git, pip.
+var tlsFailures = []string{"SELF_SIGNED_CERT_IN_CHAIN", "UNABLE_TO_GET_ISSUER_CERT", "unable to get local issuer certificate",
+	"self-signed certificate in certificate chain", "certificate verify failed", "server certificate verification failed", "CERTIFICATE_VERIFY_FAILED"}
+
+// networkFailures are what package managers print when they reach no
+// network; npm's "Exit handler never called!" is how npm 10 ends then.
+var networkFailures = []string{"ENOTFOUND", "EAI_AGAIN", "ECONNREFUSED", "ENETUNREACH", "Exit handler never called", "Could not resolve host",
+	"Temporary failure resolving", "Could not resolve", "getaddrinfo"}
+
+// networkHint says, after a failed step's last lines, the likely cause
+// when they show a network failure: a build that ran offline, or a TLS
+// certificate that the build does not trust (a network that inspects
+// TLS). A package manager's crash text is then never the whole reason.
+func networkHint(rep *sandbox.EgressReport, output string) string {
+	has := func(list []string) bool {
+		return slices.ContainsFunc(list, func(s string) bool { return strings.Contains(output, s) })
+	}
+	switch {
+	case has(tlsFailures):
+		return "; a client did not trust a TLS certificate: on a network that inspects TLS, pass its CA bundle with --build-ca FILE"
+	case rep == nil && has(networkFailures):
+		return "; the build ran with no network (--build-egress none, or a gate-control that allows none): a step that installs packages needs the egress proxy"
+	case rep != nil && has(networkFailures):
+		return "; the build reached the network only through the egress proxy: see the trace facts' egress for what it connected to"
+	}
+	return ""
 }

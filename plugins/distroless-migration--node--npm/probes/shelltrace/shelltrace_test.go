@@ -254,3 +254,23 @@ func TestStepTimeoutKeepsTheShellsSeen(t *testing.T) {
 		t.Errorf("step timeout %v, want the run's", req.Build.StepTimeout)
 	}
 }
+
+func TestNetworkHint(t *testing.T) {
+	online := &sandbox.EgressReport{Allow: []string{"registry.npmjs.org"}}
+	for _, tc := range []struct {
+		name, output string
+		rep          *sandbox.EgressReport
+		want         string
+	}{
+		{"offline npm", "npm error Exit handler never called!\n", nil, "the build ran with no network"},
+		{"offline apt", "W: Temporary failure resolving 'deb.debian.org'\n", nil, "the build ran with no network"},
+		{"TLS", "npm error code SELF_SIGNED_CERT_IN_CHAIN\n", online, "--build-ca FILE"},
+		{"online refused", "npm error code ECONNREFUSED\n", online, "only through the egress proxy"},
+		{"a plain failure", "error: cannot find module 'x'\n", online, ""},
+	} {
+		got := networkHint(tc.rep, tc.output)
+		if tc.want == "" && got != "" || !strings.Contains(got, tc.want) {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
