@@ -3,6 +3,7 @@ package nodenpm_test
 import (
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -116,6 +117,13 @@ func TestRecipeRemovesEveryBlocker(t *testing.T) {
 			}
 			if len(res.Files) == 0 {
 				t.Fatal("verdict ready_after_rewrite, but the recipe changes nothing")
+			}
+			// Copying a files stage's root would bring its whole system,
+			// its shell among it, into the distroless image.
+			for _, l := range strings.Split(string(res.Files[0].New), "\n") {
+				if f := strings.Fields(l); len(f) == 4 && strings.EqualFold(f[0], "COPY") && strings.HasPrefix(f[1], "--from=") && path.Clean(f[2]) == "/" {
+					t.Fatalf("the rewrite copies a stage's whole root: %q", l)
+				}
 			}
 			migrated := t.TempDir()
 			copyTree(t, dir, migrated)

@@ -447,19 +447,20 @@ func (r *rewriter) appDir(rule string) (string, error) {
 
 // collected is what a chain of stages sets up that the runtime needs.
 type collected struct {
-	madeDirs []string // directories under the WORKDIR that a RUN mkdir made
-	args     []string // ARG instructions, verbatim (ENV may use them)
-	envs     []string // ENV instructions, verbatim
-	lastUser string   // the last USER, verbatim
-	users    bool     // a RUN adds users or groups
-	outside  []string // COPY and ADD destinations outside the WORKDIR
-	prune    string   // the step that prunes dev dependencies
+	madeDirs []string      // directories under the WORKDIR that a RUN mkdir made
+	args     []string      // ARG instructions, verbatim (ENV may use them)
+	envs     []string      // ENV instructions, verbatim
+	lastUser string        // the last USER, verbatim
+	users    bool          // a RUN adds users or groups
+	outside  []outsideCopy // what COPY and ADD put outside the WORKDIR
+	prune    string        // the step that prunes dev dependencies
 }
 
 func (r *rewriter) collect(stages []int) collected {
 	var c collected
 	// The stages are a FROM chain, root first: WORKDIR and ENV carry on.
 	wd, production := "/", false
+	var pkgDirs []string // directories a COPY put a package.json in
 	for _, i := range stages {
 		for _, in := range r.d.Stages[i].Instructions {
 			switch in.Command {
@@ -480,8 +481,14 @@ func (r *rewriter) collect(stages []int) collected {
 				}
 			case "copy", "add":
 				if len(in.Args) > 0 {
-					if dest := resolvePath(wd, in.Args[len(in.Args)-1]); !within(dest, r.wd) {
-						c.outside = append(c.outside, dest)
+					raw := in.Args[len(in.Args)-1]
+					dest := resolvePath(wd, raw)
+					srcs := in.Args[:len(in.Args)-1]
+					if in.From == "" && slices.ContainsFunc(srcs, isManifest) {
+						pkgDirs = append(pkgDirs, copyDir(dest, raw, srcs))
+					}
+					if !within(dest, r.wd) {
+						c.outside = append(c.outside, outsideFor(dest, raw, srcs, r.wd)...)
 					}
 				}
 			case "run":
@@ -512,6 +519,15 @@ func (r *rewriter) collect(stages []int) collected {
 						} else if isInstall(cmd) {
 							c.prune = ""
 						}
+						// An install finds its project by walking up from
+						// the WORKDIR to a package.json: one that a COPY put
+						// above the WORKDIR gets its node_modules there.
+						if isInstall(cmd) {
+							if root := projectRoot(wd, pkgDirs); root != "" && !within(root, r.wd) {
+								nm := path.Join(root, "node_modules")
+								c.outside = append(c.outside, outsideCopy{src: nm, dest: nm})
+							}
+						}
 					}
 				}
 			}
@@ -528,7 +544,7 @@ func (r *rewriter) copies(b *strings.Builder, files string, c collected) {
 		fmt.Fprintf(b, "COPY --from=%s /etc/passwd /etc/group /etc/\n", files)
 	}
 	for _, o := range dedupe(c.outside) {
-		fmt.Fprintf(b, "COPY --from=%s %s %s\n", files, o, o)
+		fmt.Fprintf(b, "COPY --from=%s %s %s\n", files, o.src, o.dest)
 	}
 	for _, a := range c.args {
 		b.WriteString(a)
@@ -538,6 +554,65 @@ func (r *rewriter) copies(b *strings.Builder, files string, c collected) {
 	}
 	if c.lastUser != "" {
 		b.WriteString(c.lastUser)
+	}
+}
+
+// outsideCopy is one COPY --from line for what a files stage put outside
+// its WORKDIR.
+type outsideCopy struct{ src, dest string }
+
+// outsideFor names what COPY srcs raw put at dest, outside the WORKDIR wd.
+// A destination that holds the WORKDIR ("/", or /srv above /srv/app) is
+// never copied whole: that would copy the files stage's own system (its
+// shell among it) over the target's. Each source is copied by name instead,
+// into that directory; a source that is a directory, whose contents land
+// there unnamed, keeps the whole destination.
+func outsideFor(dest, raw string, srcs []string, wd string) []outsideCopy {
+	intoDir := strings.HasSuffix(raw, "/") || len(srcs) > 1 || slices.ContainsFunc(srcs, isGlob)
+	if !intoDir || !within(wd, dest) {
+		return []outsideCopy{{src: dest, dest: dest}}
+	}
+	var out []outsideCopy
+	for _, s := range srcs {
+		base := path.Base(s)
+		if strings.HasSuffix(s, "/") || base == "." || base == "/" || base == ".." {
+			return []outsideCopy{{src: dest, dest: dest}}
+		}
+		out = append(out, outsideCopy{src: path.Join(dest, base), dest: strings.TrimSuffix(dest, "/") + "/"})
+	}
+	return out
+}
+
+// copyDir is the directory a COPY of srcs to raw (resolved: dest) writes
+// its files into.
+func copyDir(dest, raw string, srcs []string) string {
+	if strings.HasSuffix(raw, "/") || len(srcs) > 1 || slices.ContainsFunc(srcs, isGlob) || slices.Contains(srcs, ".") {
+		return dest
+	}
+	return path.Dir(dest)
+}
+
+// isManifest reports a COPY source that brings a package.json.
+func isManifest(s string) bool {
+	if s == "." || strings.HasSuffix(s, "/") {
+		return true
+	}
+	ok, err := path.Match(path.Base(s), "package.json")
+	return err == nil && ok
+}
+
+func isGlob(s string) bool { return strings.ContainsAny(s, "*?[") }
+
+// projectRoot is the nearest directory at or above wd that a COPY put a
+// package.json in, the way npm finds its project; "" when none did.
+func projectRoot(wd string, pkgDirs []string) string {
+	for d := path.Clean(wd); ; d = path.Dir(d) {
+		if slices.Contains(pkgDirs, d) {
+			return d
+		}
+		if d == "/" {
+			return ""
+		}
 	}
 }
 
@@ -1118,7 +1193,7 @@ func (r *rewriter) split(start, health []string) error {
 
 func within(p, dir string) bool {
 	p, dir = path.Clean(p), path.Clean(dir)
-	return p == dir || strings.HasPrefix(p, dir+"/")
+	return p == dir || dir == "/" || strings.HasPrefix(p, dir+"/")
 }
 
 // pruneFor is the step that drops dev dependencies after an install that
@@ -1174,8 +1249,8 @@ func nodeMajorOf(ref string) int {
 	return m
 }
 
-func dedupe(s []string) []string {
-	var out []string
+func dedupe[T comparable](s []T) []T {
+	var out []T
 	for _, x := range s {
 		if !slices.Contains(out, x) {
 			out = append(out, x)
