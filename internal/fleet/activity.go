@@ -24,6 +24,10 @@ import (
 type Manifest struct {
 	Services []portfolio.Service `json:"services"`
 	Digests  []string            `json:"digests"`
+	// Sources, when set, name each service's code as workers fetch it (a
+	// zero Source is read at its Dir); Dir is then the client's path, and
+	// a worker reads its own checkout of the source instead.
+	Sources []Source `json:"sources,omitempty"`
 }
 
 // RunnerFunc returns the runner that judges services under a portfolio's
@@ -38,6 +42,9 @@ type Activities struct {
 	Runner RunnerFunc
 	// Logger gets one line per activity; nil is quiet.
 	Logger *slog.Logger
+	// Checkouts is this worker's checkout cache, for portfolios whose
+	// services name a git URL and a commit; nil refuses them.
+	Checkouts *Checkouts
 
 	mu        sync.Mutex
 	manifests map[string]*Manifest
@@ -129,10 +136,20 @@ func (a *Activities) judge(ctx context.Context, in TierInput, tier portfolio.Tie
 		// Temporal's retries of this activity are attempts too.
 		rec.Attempts += int(activity.GetInfo(ctx).Attempt) - 1
 	}
+	if len(m.Sources) > 0 && !m.Sources[in.Index].IsZero() && svc.Fail == "" && svc.Skip == "" {
+		dir, release, err := a.Checkouts.Acquire(ctx, m.Sources[in.Index])
+		if err != nil {
+			return Outcome{}, err
+		}
+		defer release()
+		// Judged in this worker's checkout, recorded as the client named it.
+		rec.Service.Dir = dir
+	}
 	rec, sarif, err := r.Judge(ctx, rec, tier, in.Last)
 	if err != nil {
 		return Outcome{}, err
 	}
+	rec.Service.Dir = svc.Dir
 	o, err = a.finish(ctx, key, rec, sarif)
 	if err != nil {
 		return Outcome{}, err
@@ -281,7 +298,7 @@ func (a *Activities) manifest(ctx context.Context, digest string) (*Manifest, er
 		return nil, err
 	}
 	m = &Manifest{}
-	if err := json.Unmarshal(data, m); err != nil || len(m.Digests) != len(m.Services) {
+	if err := json.Unmarshal(data, m); err != nil || len(m.Digests) != len(m.Services) || len(m.Sources) != 0 && len(m.Sources) != len(m.Services) {
 		return nil, badInput("the manifest %s does not decode (%v)", digest, err)
 	}
 	a.mu.Lock()

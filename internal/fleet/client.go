@@ -220,6 +220,9 @@ type StartOptions struct {
 	Batch       int
 	Static      Timeouts
 	SandboxT    Timeouts
+	// Sources name each service's code for workers that share no path
+	// with the client (see Resolve); nil reads each at its Dir.
+	Sources []Source
 }
 
 // Started is a started (or, for the same portfolio still running,
@@ -238,7 +241,10 @@ func (c *Client) Start(ctx context.Context, services []portfolio.Service, digest
 	if len(digests) != len(services) {
 		return Started{}, fmt.Errorf("%d digests for %d services", len(digests), len(services))
 	}
-	m := Manifest{Services: services, Digests: digests}
+	if o.Sources != nil && len(o.Sources) != len(services) {
+		return Started{}, fmt.Errorf("%d sources for %d services", len(o.Sources), len(services))
+	}
+	m := Manifest{Services: services, Digests: digests, Sources: o.Sources}
 	if m.Services == nil {
 		m.Services, m.Digests = []portfolio.Service{}, []string{}
 	}

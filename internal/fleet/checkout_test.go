@@ -1,0 +1,373 @@
+package fleet
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/codegenie/codegenie/internal/fleet/fleettest"
+)
+
+func TestCheckURL(t *testing.T) {
+	for _, c := range []struct {
+		url        string
+		local, ok  bool
+		wantInText string
+	}{
+		{"https://git.example.org/shop.git", false, true, ""},
+		{"http://127.0.0.1:8080/shop.git", false, true, ""},
+		{"git://127.0.0.1/shop.git", false, true, ""},
+		{"ssh://git@example.org/shop.git", false, true, ""},
+		{"git@example.org:team/shop.git", false, true, ""},
+		{"file:///srv/git/shop.git", false, false, "--allow-local-git"},
+		{"file:///srv/git/shop.git", true, true, ""},
+		{"/srv/git/shop.git", false, false, "local path"},
+		{"./shop", false, false, "local path"},
+		{"/srv/git/shop.git", true, true, ""},
+		{"ext::sh -c touch% /tmp/pwned", false, false, "remote helper"},
+		{"ext::sh -c touch% /tmp/pwned", true, false, "remote helper"},
+		{"fd::3", true, false, "remote helper"},
+		{"-uhelp", true, false, "starts with '-'"},
+		{"https://", false, false, "no host"},
+		{"gopher://example.org/x", false, false, "transport"},
+		{"", false, false, "empty"},
+	} {
+		err := CheckURL(c.url, c.local)
+		if (err == nil) != c.ok || err != nil && !strings.Contains(err.Error(), c.wantInText) {
+			t.Errorf("CheckURL(%q, local=%v) = %v; want ok=%v (saying %q)", c.url, c.local, err, c.ok, c.wantInText)
+		}
+	}
+}
+
+func errType(err error) string {
+	var ae *temporal.ApplicationError
+	if errors.As(err, &ae) {
+		return ae.Type()
+	}
+	return ""
+}
+
+func retryable(err error) bool {
+	var ae *temporal.ApplicationError
+	return errors.As(err, &ae) && !ae.NonRetryable()
+}
+
+// hostileHome gives git a global configuration that would leave a marker
+// if a fetch ran a hook, a filter or an fsmonitor: the fetch must read
+// none of it.
+func hostileHome(t *testing.T) (marker string) {
+	home := t.TempDir()
+	marker = filepath.Join(home, "ran")
+	hooks := filepath.Join(home, "hooks")
+	if err := os.MkdirAll(hooks, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	script := "#!/bin/sh\necho \"$0\" >> " + marker + "\ncat\n"
+	for _, h := range []string{"post-checkout", "reference-transaction", "post-index-change", "fsmon"} {
+		if err := os.WriteFile(filepath.Join(hooks, h), []byte(script), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg := "[core]\n\thooksPath = " + hooks + "\n\tfsmonitor = " + filepath.Join(hooks, "fsmon") +
+		"\n[filter \"evil\"]\n\tsmudge = " + filepath.Join(hooks, "fsmon") + " smudge\n\tclean = " + filepath.Join(hooks, "fsmon") + " clean\n\trequired = true\n"
+	if err := os.WriteFile(filepath.Join(home, ".gitconfig"), []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("HOME", home)
+	t.Setenv("XDG_CONFIG_HOME", home)
+	t.Setenv("GIT_CONFIG_GLOBAL", filepath.Join(home, ".gitconfig"))
+	return marker
+}
+
+func TestCheckoutsFetchRunsNothingOfTheRepository(t *testing.T) {
+	srv := fleettest.StartGit(t, t.TempDir())
+	files := map[string]string{
+		".gitattributes":          "* filter=evil\n*.txt text eol=crlf ident\n",
+		"package.json":            `{"name":"shop","scripts":{"postinstall":"touch /tmp/x"}}`,
+		"src/index.js":            "console.log('$Id$')\n",
+		"notes.txt":               "line one\nline two\n",
+		"bin/start*":              "#!/bin/sh\nexec node src/index.js\n",
+		"services/api/Dockerfile": "FROM node:22\n",
+	}
+	commit := srv.Repo(t, "shop", files)
+	marker := hostileHome(t)
+	c := &Checkouts{Root: t.TempDir(), MaxBytes: 1 << 30}
+	dir, release, err := c.Acquire(t.Context(), Source{URL: srv.URL("shop"), Commit: commit})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	for p, want := range files {
+		exec := strings.HasSuffix(p, "*")
+		p = strings.TrimSuffix(p, "*")
+		fi, err := os.Stat(filepath.Join(dir, filepath.FromSlash(p)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, _ := os.ReadFile(filepath.Join(dir, filepath.FromSlash(p)))
+		if string(got) != want {
+			t.Errorf("%s = %q, want the committed bytes %q (no filter, eol or ident conversion)", p, got, want)
+		}
+		if (fi.Mode()&0o111 != 0) != exec {
+			t.Errorf("%s has mode %v", p, fi.Mode())
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, ".git")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the checkout keeps a .git: %v", err)
+	}
+	if data, err := os.ReadFile(marker); err == nil {
+		t.Errorf("the fetch ran a hook, filter or fsmonitor of git's global configuration:\n%s", data)
+	}
+	// A subfolder of the repository.
+	sub, release2, err := c.Acquire(t.Context(), Source{URL: srv.URL("shop"), Commit: commit, Subdir: "services/api"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release2()
+	if _, err := os.Stat(filepath.Join(sub, "Dockerfile")); err != nil || c.Fetches() != 1 {
+		t.Errorf("the subfolder's checkout: %v, %d fetches (want the same one)", err, c.Fetches())
+	}
+	if _, _, err := c.Acquire(t.Context(), Source{URL: srv.URL("shop"), Commit: commit, Subdir: "../x"}); errType(err) != errBadInput {
+		t.Errorf("a subfolder out of the repository: %v", err)
+	}
+}
+
+func TestCheckoutsShareOneFetch(t *testing.T) {
+	srv := fleettest.StartGit(t, t.TempDir())
+	commit := srv.Repo(t, "shop", map[string]string{"a": "1"})
+	c := &Checkouts{Root: t.TempDir(), MaxBytes: 1 << 30}
+	var wg sync.WaitGroup
+	dirs := make([]string, 16)
+	errs := make([]error, 16)
+	for i := range dirs {
+		wg.Go(func() {
+			var release func()
+			dirs[i], release, errs[i] = c.Acquire(t.Context(), Source{URL: srv.URL("shop"), Commit: commit})
+			if release != nil {
+				release()
+			}
+		})
+	}
+	wg.Wait()
+	for i := range dirs {
+		if errs[i] != nil || dirs[i] != dirs[0] {
+			t.Fatalf("activity %d: %s, %v (want %s)", i, dirs[i], errs[i], dirs[0])
+		}
+	}
+	if n := c.Fetches(); n != 1 {
+		t.Errorf("%d fetches for 16 activities of one commit, want 1", n)
+	}
+}
+
+func TestCheckoutsPruneLeastRecentlyUsed(t *testing.T) {
+	srv := fleettest.StartGit(t, t.TempDir())
+	big := strings.Repeat("x", 64<<10)
+	c1 := srv.Repo(t, "shop", map[string]string{"a": big + "1"})
+	c2 := srv.Repo(t, "shop", map[string]string{"a": big + "2"})
+	c3 := srv.Repo(t, "shop", map[string]string{"a": big + "3"})
+	c := &Checkouts{Root: t.TempDir(), MaxBytes: 150 << 10}
+	get := func(commit string) (string, func()) {
+		t.Helper()
+		d, r, err := c.Acquire(t.Context(), Source{URL: srv.URL("shop"), Commit: commit})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d, r
+	}
+	d1, r1 := get(c1)
+	d2, r2 := get(c2)
+	r2()
+	// c1 is held, c2 is not: fetching c3 prunes c2, though c1 is older.
+	d3, r3 := get(c3)
+	defer r3()
+	for _, d := range []string{d1, d3} {
+		if _, err := os.Stat(filepath.Join(d, "a")); err != nil {
+			t.Errorf("a checkout in use or newest was pruned: %v", err)
+		}
+	}
+	if _, err := os.Stat(d2); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the least recently used checkout that nobody holds was kept: %v", err)
+	}
+	r1()
+	// Used again, c2 is fetched again; c1, now free and oldest, goes.
+	d2b, r2b := get(c2)
+	defer r2b()
+	if d2b != d2 || c.Fetches() != 4 {
+		t.Errorf("c2 again: %s, %d fetches; want %s, 4", d2b, c.Fetches(), d2)
+	}
+	if _, err := os.Stat(d1); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the least recently used free checkout was kept: %v", err)
+	}
+}
+
+func TestCheckoutsRefuse(t *testing.T) {
+	base := t.TempDir()
+	srv := fleettest.StartGit(t, base)
+	commit := srv.Repo(t, "shop", map[string]string{"a": "1"})
+	c := &Checkouts{Root: t.TempDir()}
+	ctx := t.Context()
+	pwned := filepath.Join(t.TempDir(), "pwned")
+	for _, src := range []Source{
+		{URL: "file://" + filepath.Join(base, "shop.git"), Commit: commit},
+		{URL: filepath.Join(base, "shop.git"), Commit: commit},
+		{URL: "ext::sh -c touch% " + pwned, Commit: commit},
+	} {
+		if _, _, err := c.Acquire(ctx, src); errType(err) != ErrTypeGitRefused || retryable(err) {
+			t.Errorf("%s: %v; want a non-retryable %s", src.URL, err, ErrTypeGitRefused)
+		}
+	}
+	// Even with local transports allowed, a command transport is not.
+	local := &Checkouts{Root: t.TempDir(), AllowLocal: true}
+	if _, _, err := local.Acquire(ctx, Source{URL: "ext::sh -c touch% " + pwned, Commit: commit}); errType(err) != ErrTypeGitRefused {
+		t.Errorf("ext:: with local transports allowed: %v", err)
+	}
+	if _, err := os.Stat(pwned); err == nil {
+		t.Error("a command transport ran")
+	}
+	d, release, err := local.Acquire(ctx, Source{URL: "file://" + filepath.Join(base, "shop.git"), Commit: commit})
+	if err != nil {
+		t.Fatalf("file:// with local transports allowed: %v", err)
+	}
+	release()
+	if b, _ := os.ReadFile(filepath.Join(d, "a")); string(b) != "1" {
+		t.Errorf("file:// fetched %q", b)
+	}
+	if _, _, err := c.Acquire(ctx, Source{URL: srv.URL("shop"), Commit: "main"}); errType(err) != errBadInput {
+		t.Errorf("a branch name for a commit: %v", err)
+	}
+	if _, _, err := (*Checkouts)(nil).Acquire(ctx, Source{URL: srv.URL("shop"), Commit: commit}); errType(err) != ErrTypeNoCheckouts {
+		t.Errorf("a worker without a checkout cache: %v", err)
+	}
+	missing := strings.Repeat("ab", 20)
+	if _, _, err := c.Acquire(ctx, Source{URL: srv.URL("shop"), Commit: missing}); errType(err) != ErrTypeGitNoCommit || retryable(err) {
+		t.Errorf("a commit the server does not have: %v; want a non-retryable %s", err, ErrTypeGitNoCommit)
+	}
+	// The server down: retryable, typed; up again, the fetch works.
+	srv.Stop()
+	_, _, err = c.Acquire(ctx, Source{URL: srv.URL("shop"), Commit: commit})
+	if errType(err) != ErrTypeGitUnreachable || !retryable(err) {
+		t.Errorf("the git server down: %v; want a retryable %s", err, ErrTypeGitUnreachable)
+	}
+	srv.Start(t)
+	if _, release, err := c.Acquire(ctx, Source{URL: srv.URL("shop"), Commit: commit}); err != nil {
+		t.Errorf("the git server back: %v", err)
+	} else {
+		release()
+	}
+	if ents, _ := os.ReadDir(c.Root); len(ents) != 1 {
+		t.Errorf("the cache holds %d entries after failed fetches, want 1: %v", len(ents), ents)
+	}
+}
+
+func TestResolve(t *testing.T) {
+	srv := fleettest.StartGit(t, t.TempDir())
+	commit := srv.Repo(t, "shop", map[string]string{"services/api/Dockerfile": "FROM node:22\n", ".gitignore": "node_modules/\n"})
+	client := filepath.Join(t.TempDir(), "shop")
+	fleettest.Git(t, filepath.Dir(client), "clone", "-q", srv.URL("shop"), client)
+	ctx := t.Context()
+	st, err := OpenFSStore(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := Resolve(ctx, client, false, st)
+	if err != nil || src != (Source{URL: srv.URL("shop"), Commit: commit}) {
+		t.Fatalf("Resolve = %+v, %v; want %s at %s", src, err, srv.URL("shop"), commit)
+	}
+	src, err = Resolve(ctx, filepath.Join(client, "services", "api"), false, st)
+	if err != nil || src.Subdir != "services/api" {
+		t.Fatalf("Resolve of a subfolder = %+v, %v", src, err)
+	}
+	if _, err := Resolve(ctx, t.TempDir(), false, st); err == nil || !strings.Contains(err.Error(), "not a git checkout") {
+		t.Errorf("Resolve of a folder outside git: %v", err)
+	}
+	// Dirty: refused, or snapshotted.
+	write := func(p, body string) {
+		full := filepath.Join(client, filepath.FromSlash(p))
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(full, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("services/api/Dockerfile", "FROM node:24\n")
+	write("new.js", "x\n")
+	write("node_modules/ignored/index.js", "ignored\n")
+	if err := os.Symlink("services/api/Dockerfile", filepath.Join(client, "link")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Resolve(ctx, client, false, st); !errors.Is(err, ErrDirty) || !strings.Contains(err.Error(), "--allow-dirty") {
+		t.Fatalf("a dirty checkout: %v; want ErrDirty naming --allow-dirty", err)
+	}
+	snap, err := Resolve(ctx, client, true, st)
+	if err != nil || snap.Snapshot == "" || snap.URL != "" {
+		t.Fatalf("a dirty checkout with allowDirty = %+v, %v; want a snapshot", snap, err)
+	}
+	again, _ := Resolve(ctx, client, true, st)
+	if again != snap {
+		t.Errorf("the same tree snapshotted twice: %s and %s", snap.Snapshot, again.Snapshot)
+	}
+	c := &Checkouts{Root: t.TempDir(), Store: st}
+	dir, release, err := c.Acquire(ctx, snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	for p, want := range map[string]string{"services/api/Dockerfile": "FROM node:24\n", "new.js": "x\n", ".gitignore": "node_modules/\n", "link": "FROM node:24\n"} {
+		if b, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(p))); err != nil || string(b) != want {
+			t.Errorf("the snapshot's %s = %q, %v; want %q", p, b, err, want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "node_modules")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the snapshot holds an ignored folder: %v", err)
+	}
+	// A commit that is on no remote branch is refused like a dirty tree.
+	fleettest.Git(t, client, "add", "-A")
+	fleettest.Git(t, client, "commit", "-q", "-m", "local")
+	if _, err := Resolve(ctx, client, false, st); !errors.Is(err, ErrDirty) || !strings.Contains(err.Error(), "no remote-tracking branch") {
+		t.Errorf("an unpushed commit: %v", err)
+	}
+}
+
+func TestUnpackSnapshotStaysInside(t *testing.T) {
+	st, _ := OpenFSStore(t.TempDir())
+	outside := t.TempDir()
+	// A symbolic link to outside, then a file through it.
+	client := t.TempDir()
+	if err := os.Symlink(outside, filepath.Join(client, "out")); err != nil {
+		t.Fatal(err)
+	}
+	fleettest.Git(t, client, "init", "-q", "--template=")
+	src, err := snapshot(t.Context(), &Checkouts{AllowLocal: true}, client, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _ := st.Get(t.Context(), src.Snapshot)
+	// Append an entry "out/evil" by building a second snapshot by hand.
+	evil := filepath.Join(t.TempDir(), "evil")
+	if err := os.MkdirAll(filepath.Join(evil, "out"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(evil, "out", "evil"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fleettest.Git(t, evil, "init", "-q", "--template=")
+	src2, err := snapshot(t.Context(), &Checkouts{AllowLocal: true}, evil, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data2, _ := st.Get(t.Context(), src2.Snapshot)
+	// The first tar's entries without its end, then the second's.
+	joined := append(data[:len(data)-1024:len(data)-1024], data2...)
+	if err := unpackSnapshot(joined, filepath.Join(t.TempDir(), "tree")); err == nil {
+		t.Error("a snapshot wrote through a symbolic link out of its tree")
+	}
+	if _, err := os.Stat(filepath.Join(outside, "evil")); err == nil {
+		t.Error("a file was written outside the tree")
+	}
+}
