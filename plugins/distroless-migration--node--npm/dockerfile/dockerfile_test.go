@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -286,5 +287,29 @@ ENTRYPOINT ["entrypoint.sh"]
 	}
 	if got, ok := f.SourceOf(0, "/src/package.json", isDir); !ok || got != "package.json" {
 		t.Errorf("SourceOf(0, /src/package.json) = %q, %v", got, ok)
+	}
+}
+
+func TestSplitInit(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		argv, init, cmd []string
+	}{
+		{[]string{"/sbin/tini", "--", "yarn", "start"}, []string{"/sbin/tini", "--"}, []string{"yarn", "start"}},
+		{[]string{"tini", "-s", "-g", "--", "node", "a.js"}, []string{"tini", "-s", "-g", "--"}, []string{"node", "a.js"}},
+		{[]string{"tini", "-p", "SIGTERM", "node", "a.js"}, []string{"tini", "-p", "SIGTERM"}, []string{"node", "a.js"}},
+		{[]string{"/usr/bin/dumb-init", "./entrypoint.sh"}, []string{"/usr/bin/dumb-init"}, []string{"./entrypoint.sh"}},
+		{[]string{"dumb-init", "--rewrite", "15:2", "--", "node", "a.js"}, []string{"dumb-init", "--rewrite", "15:2", "--"}, []string{"node", "a.js"}},
+		{[]string{"/sbin/docker-init", "--", "node"}, []string{"/sbin/docker-init", "--"}, []string{"node"}},
+		{[]string{"gosu", "node", "npm", "start"}, []string{"gosu", "node"}, []string{"npm", "start"}},
+		{[]string{"su-exec", "app:app", "node", "s.js"}, []string{"su-exec", "app:app"}, []string{"node", "s.js"}},
+		{[]string{"tini", "--"}, []string{"tini", "--"}, []string{}},
+		{[]string{"node", "tini.js"}, nil, []string{"node", "tini.js"}},
+	}
+	for _, tt := range tests {
+		init, cmd := SplitInit(tt.argv)
+		if !slices.Equal(init, tt.init) || !slices.Equal(cmd, tt.cmd) {
+			t.Errorf("SplitInit(%q) = %q, %q; want %q, %q", tt.argv, init, cmd, tt.init, tt.cmd)
+		}
 	}
 }

@@ -104,3 +104,58 @@ func argvOf(in Instruction) []string {
 	}
 	return in.Args
 }
+
+// Init wrappers run a command as their child: they forward signals to it
+// and reap orphaned processes (tini, dumb-init, docker run --init's
+// docker-init, catatonit), or switch user first (su-exec, gosu). The
+// command they wrap is the service's start.
+var initWrappers = map[string]bool{"tini": true, "tini-static": true, "dumb-init": true, "docker-init": true, "catatonit": true}
+
+// userWrappers take a user before the command: gosu USER CMD...
+var userWrappers = map[string]bool{"su-exec": true, "gosu": true}
+
+// SplitInit splits argv into an init wrapper with its options and the
+// command it runs. init is nil when argv[0] is no init wrapper. A wrapper
+// with nothing after its options has an empty cmd.
+func SplitInit(argv []string) (init, cmd []string) {
+	if len(argv) == 0 {
+		return nil, argv
+	}
+	name := path.Base(argv[0])
+	switch {
+	case userWrappers[name]:
+		i := 1
+		for i < len(argv) && strings.HasPrefix(argv[i], "-") {
+			i++
+		}
+		if i < len(argv) {
+			i++ // the user
+		}
+		return argv[:i], argv[i:]
+	case initWrappers[name]:
+		for i := 1; i < len(argv); i++ {
+			if argv[i] == "--" {
+				return argv[:i+1], argv[i+1:]
+			}
+			if !strings.HasPrefix(argv[i], "-") {
+				return argv[:i], argv[i:]
+			}
+			if initValueFlag[name+" "+argv[i]] {
+				i++
+			}
+		}
+		return argv, nil
+	}
+	return nil, argv
+}
+
+// IsUserWrapper reports whether an init wrapper's name switches user.
+func IsUserWrapper(word string) bool { return userWrappers[path.Base(word)] }
+
+// initValueFlag are wrapper options that take a separate value.
+var initValueFlag = map[string]bool{"tini -p": true, "tini -e": true, "tini-static -p": true, "tini-static -e": true,
+	"dumb-init -r": true, "dumb-init --rewrite": true}
+
+// IsInit reports whether word names an init wrapper that forwards signals
+// and reaps (tini, dumb-init), not one that only switches user.
+func IsInit(word string) bool { return initWrappers[path.Base(word)] }

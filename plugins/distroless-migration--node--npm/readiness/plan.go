@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/codegenie/codegenie/internal/probe"
+	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/dockerfile"
 	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/httpcheck"
 )
 
@@ -69,6 +70,17 @@ type Start struct {
 	// Program is set when the service starts a program that is not node
 	// (its argv), which the rewrite writes as an exec-form ENTRYPOINT.
 	Program []string `json:"program,omitempty"`
+	// AppendArgs is set when the arguments the container is given follow
+	// Args, as an entrypoint script's exec node app.js "$@" did: the
+	// rewrite puts node and Args in ENTRYPOINT and CmdArgs, the arguments
+	// the script was given by default, in CMD, so that docker run's
+	// arguments replace CmdArgs and reach the app.
+	AppendArgs bool     `json:"append_args,omitempty"`
+	CmdArgs    []string `json:"cmd_args,omitempty"`
+	// Init is the init wrapper (tini, dumb-init) that ran the command; the
+	// rewrite drops it and the generated launcher takes its job (signals
+	// reach the command, which is not pid 1).
+	Init string `json:"init,omitempty"`
 	// From says where the command comes from, for the change's reason.
 	From string `json:"from,omitempty"`
 }
@@ -81,6 +93,11 @@ func (a *Assessor) Plan(results []probe.Result) (*Plan, error) {
 		return nil, err
 	}
 	p := &Plan{Assessment: as, Start: b.rewriteStart}
+	if p.Start != nil && b.init != nil && dockerfile.IsInit(b.init[0]) {
+		st := *p.Start
+		st.Init = baseName(b.init[0])
+		p.Start = &st
+	}
 	for _, bl := range as.Blockers {
 		p.Actions = append(p.Actions, Action{Blocker: bl, Edit: b.edits[blockerKey(bl)]})
 	}

@@ -285,6 +285,9 @@ type builder struct {
 	// cmdArgv is the judged image's CMD, which an entrypoint's exec "$@"
 	// runs.
 	cmdArgv []string
+	// startArgv is the judged image's start command (ENTRYPOINT then
+	// CMD) without its init wrapper, and init the wrapper (tini --).
+	startArgv, init []string
 	// start is the chain of a container that starts node or another
 	// program directly, with its evidence, checked once everything else
 	// is known (startProgram).
@@ -460,6 +463,7 @@ func (b *builder) dockerfiles(f *dockerfileprobe.Facts) {
 		return
 	}
 	b.startBinaries = startBinaries(d)
+	b.init, b.startArgv = dockerfile.SplitInit(d.Start(d.Final).Argv)
 	b.envBinaries = envBinaries(d)
 	if cmd, ok := d.Effective(d.Final, "cmd"); ok {
 		b.cmdArgv = cmd.Args
@@ -822,6 +826,9 @@ func startBinaries(d *dockerfile.File) map[string]string {
 			cmds = shellcmd.Analyze(strings.Join(in.Args, " ")).Commands
 		}
 		for _, cmd := range cmds {
+			if init, rest := dockerfile.SplitInit(cmd); init != nil && !dockerfile.IsUserWrapper(init[0]) {
+				cmd = rest // the rewrite drops the init; the wrapped command is judged on its own
+			}
 			if len(cmd) > 0 {
 				if c == "healthcheck" && httpcheck.IsClient(cmd) {
 					continue // replaced by a Node check
@@ -1186,16 +1193,38 @@ func (b *builder) executables(f *entrypoints.Facts) {
 				Title: fmt.Sprintf("%s is a %s wrapper", name, e.Shebang), Fix: "run the package's JS entry directly: CMD " + quoteArgv(DistrolessCmd(e.NodeArgv)), Evidence: evs})
 		case e.InterpreterKind == "shell" && e.Script != nil && e.Script.DefaultsOnly && e.Origin == "entrypoint":
 			exec := e.Script.Exec
+			scriptArgs := b.scriptArgs(e.Command)
 			if len(exec) == 1 && exec[0] == `"$@"` {
-				exec = b.cmdArgv
+				exec = scriptArgs
+			}
+			if e.RepoPath != "" && e.Script.ExecLine > 0 {
+				// The script's own lines: its defaults and its exec.
+				for _, l := range e.Script.Lines {
+					evs = append(evs, probe.Evidence{File: e.RepoPath, Line: l})
+				}
 			}
 			bl := probe.Blocker{ID: entrypoints.WarnShellShebang, Kind: probe.ShellAtRuntime, Rule: RuleEntrypointToEnv,
 				Title: fmt.Sprintf("%s is a shell script (%s) that only sets defaults and execs %s", name, e.Shebang, strings.Join(e.Script.Exec, " ")), Evidence: evs}
-			if len(exec) > 0 && isNodeWord(exec[0]) {
+			fixed, appends := cutDollarAt(exec)
+			switch {
+			case slices.Contains(fixed, `"$@"`):
+				bl.Rule, bl.WhyNot = RuleScriptLogic, `the script passes its arguments ("$@") before other words, which ENTRYPOINT and CMD cannot express`
+			case appends && len(fixed) > 0 && isNodeWord(fixed[0]):
+				// exec node app.js "$@": node app.js stays fixed, and the
+				// script's arguments (what docker run passes) follow it.
+				st := b.nodeStart(fixed, e.Script.Env, "the entrypoint script "+e.Command)
+				if st.Program != nil || st.Bin != "" {
+					bl.Rule, bl.WhyNot = RuleScriptLogic, "the script execs "+strings.Join(exec, " ")+", which is not a node script with its arguments"
+					break
+				}
+				st.AppendArgs, st.CmdArgs = true, scriptArgs
+				bl.Fix = "drop the script; " + appendFix(st)
+				b.setStart(st, true)
+			case len(exec) > 0 && isNodeWord(exec[0]):
 				bl.Fix = "drop the ENTRYPOINT; " + cmdFix(exec, e.Script.Env)
 				st := b.nodeStart(exec, e.Script.Env, "the entrypoint script "+e.Command)
 				b.setStart(st, true)
-			} else {
+			default:
 				bl.Rule, bl.WhyNot = RuleScriptLogic, "the script only sets defaults, but what it execs is not node ("+strings.Join(exec, " ")+")"
 			}
 			b.Add(bl)
@@ -1271,6 +1300,12 @@ func (b *builder) runtime(f *noderuntime.Facts) {
 	for _, u := range f.Binaries {
 		if u.Origin == "healthcheck" && (u.Binary == "curl" || u.Binary == "wget") {
 			continue // the dockerfile rules above replace the check
+		}
+		if dockerfile.IsInit(u.Binary) && u.Origin != "healthcheck" {
+			b.Add(probe.Blocker{ID: noderuntime.WarnMissingBinary, Kind: probe.MissingBinary, Rule: RuleInitWrapper,
+				Title: fmt.Sprintf("the %s runs the init %s, which distroless lacks; it forwards signals to the command it wraps", u.Origin, u.Binary),
+				Fix:   "drop " + u.Binary + ": the generated launcher runs the wrapped command as its child and forwards SIGTERM, SIGINT and SIGHUP to it", Evidence: ev(u.Dockerfile, u.Line)})
+			continue
 		}
 		runtimeBins[u.Binary] = true
 		b.Add(probe.Blocker{ID: noderuntime.WarnMissingBinary, Kind: probe.MissingBinary, Rule: RuleBinaryAtRuntime,
@@ -1551,4 +1586,38 @@ func dedupe(s []string) []string {
 		}
 	}
 	return out
+}
+
+// scriptArgs are the arguments the container passes an entrypoint script
+// (its "$@"): the words after it in the start command, which ENTRYPOINT
+// and CMD (without the init wrapper) give.
+func (b *builder) scriptArgs(script string) []string {
+	for i, w := range b.startArgv {
+		if w == script {
+			return append([]string{}, b.startArgv[i+1:]...)
+		}
+	}
+	return append([]string{}, b.cmdArgv...)
+}
+
+// cutDollarAt splits exec's trailing "$@" off: exec node app.js "$@" is
+// node app.js, to which the script's arguments are appended.
+func cutDollarAt(exec []string) (fixed []string, appends bool) {
+	if n := len(exec); n > 1 && exec[n-1] == `"$@"` {
+		return exec[:n-1], true
+	}
+	return exec, false
+}
+
+// appendFix is the ENTRYPOINT and CMD that run node's fixed arguments
+// with the arguments docker run gives (CMD when it gives none).
+func appendFix(st Start) string {
+	fix := "ENTRYPOINT " + quoteArgv(append([]string{dockerfile.DistrolessEntrypoint}, st.Args...))
+	if len(st.CmdArgs) > 0 {
+		fix += " and CMD " + quoteArgv(st.CmdArgs)
+	}
+	if len(st.Env) > 0 {
+		fix = "ENV " + strings.Join(st.Env, " ") + ", " + fix
+	}
+	return fix
 }

@@ -34,6 +34,7 @@ const (
 	RuleGlibcBuilder    = "glibc_builder"
 	RuleSameMajor       = "same_major_builder"
 	RuleBumpNode        = "bump_node"
+	RuleInitWrapper     = "init_wrapper"
 
 	RuleShellInCode     = "shell_in_code"
 	RuleBinaryAtRuntime = "binary_at_runtime"
@@ -55,9 +56,10 @@ var Rules = []Rule{
 	{Name: RuleHealthNode, Removable: true, Rewrite: "a curl or wget HEALTHCHECK becomes a generated Node script that makes the same requests and passes on the same answers, with the same interval, timeout and retries; an option it cannot carry makes the check a rewrite by hand, named"},
 	{Name: RuleMoveToBuilder, Removable: true, Rewrite: "a final-stage RUN step that only produces files (dependency installs, users, directories, permissions, certificates) moves to the builder, and its results are copied with COPY --from, ownership kept; dev dependencies are pruned there"},
 	{Name: RuleJSEntry, Removable: true, Rewrite: "a node_modules/.bin shim or a #!/usr/bin/env node file is replaced by the JavaScript file it runs"},
-	{Name: RuleEntrypointToEnv, Removable: true, Rewrite: "an entrypoint script that only sets defaults and execs node becomes ENV plus an exec-form command"},
+	{Name: RuleEntrypointToEnv, Removable: true, Rewrite: "an entrypoint script that only sets defaults and execs node becomes ENV plus an exec-form command; exec node app.js \"$@\" becomes ENTRYPOINT [\"/nodejs/bin/node\", \"app.js\"] with the script's default arguments as CMD, so that docker run's arguments reach the app as they did"},
 	{Name: RuleGlibcBuilder, Removable: true, Rewrite: "an alpine (musl) builder moves to node:<major>-bookworm-slim, so native addons match the glibc runtime"},
 	{Name: RuleSameMajor, Removable: true, Rewrite: "the builder and the runtime use the same Node major, so native addons match the runtime's ABI"},
+	{Name: RuleInitWrapper, Removable: true, Rewrite: "an init wrapper (tini, dumb-init, docker-init, catatonit) goes, and the command it wrapped is judged like any start; the generated Node launcher takes its place as pid 1, runs that command as its child and forwards SIGTERM, SIGINT and SIGHUP to it, so docker stop stops the service even when the app has no SIGTERM handler (ADR 0016)"},
 	{Name: RuleBumpNode, Removable: true, Rewrite: "a Node major with no distroless image is bumped to the nearest supported LTS (22, 24 or 26), with a warning"},
 
 	{Name: RuleShellInCode, WhyNot: "the app's own code (or a dependency's) runs /bin/sh at run time; only a code change (execFile or spawn with an argv) removes it"},

@@ -314,7 +314,7 @@ func (r *rewriter) change(rule, what string) {
 }
 
 // startRules are the rules whose rewrite is the start command.
-var startRules = []string{readiness.RuleScriptArgv, readiness.RuleNodeLauncher, readiness.RuleExecForm, readiness.RuleDropNodeArgv,
+var startRules = []string{readiness.RuleInitWrapper, readiness.RuleScriptArgv, readiness.RuleNodeLauncher, readiness.RuleExecForm, readiness.RuleDropNodeArgv,
 	readiness.RuleJSEntry, readiness.RuleEntrypointToEnv}
 
 func (r *rewriter) run() error {
@@ -771,13 +771,21 @@ func (r *rewriter) startLines() ([]string, error) {
 	switch {
 	case s.Program != nil:
 		return nil, r.refuse(readiness.RuleBinaryAtRuntime, "the service starts "+strings.Join(s.Program, " "), "it is not node, and a distroless node image runs node", 0)
-	case len(s.Steps) > 0 || s.Bin != "":
+	case len(s.Steps) > 0 || s.Bin != "" || s.Init != "":
 		var steps []step
 		for _, st := range s.Steps {
 			steps = append(steps, step{Args: readiness.DistrolessCmd(st)})
 		}
-		if s.Bin != "" {
+		switch {
+		case s.Bin != "":
 			steps = append(steps, step{Bin: s.Bin, Args: append([]string{}, s.Args...)})
+		case len(s.Steps) == 0:
+			// An init wrapper's command: the launcher, as pid 1, runs it as
+			// its child and forwards signals to it, as the init did.
+			steps = append(steps, step{Args: append([]string{}, s.Args...)})
+		}
+		if s.AppendArgs {
+			steps[len(steps)-1].PassArgs = true
 		}
 		for i := range steps {
 			if steps[i].Args == nil {
@@ -789,15 +797,27 @@ func (r *rewriter) startLines() ([]string, error) {
 		// puts the file.
 		out = append(out, fmt.Sprintf("COPY %s %s\n", LauncherName, path.Join(r.wd, LauncherName)))
 		args = []string{path.Join(r.wd, LauncherName)}
-		what := fmt.Sprintf("a generated launcher (%s) runs %s without a shell", LauncherName, s.From)
-		r.change(readiness.RuleNodeLauncher, what)
+		if len(s.Steps) > 0 || s.Bin != "" {
+			r.change(readiness.RuleNodeLauncher, fmt.Sprintf("a generated launcher (%s) runs %s without a shell", LauncherName, s.From))
+		}
 		if s.Bin != "" {
 			r.change(readiness.RuleScriptArgv, fmt.Sprintf("%s becomes %s, which runs %s's JS file from node_modules", s.From, LauncherName, s.Bin))
+		}
+		if s.Init != "" {
+			r.change(readiness.RuleInitWrapper, fmt.Sprintf("%s goes; %s runs %s as its child and forwards SIGTERM, SIGINT and SIGHUP to it", s.Init, LauncherName, s.From))
 		}
 	default:
 		args = s.Args
 	}
-	if !r.target.EntrypointNode {
+	entry := ""
+	switch {
+	case s.AppendArgs:
+		// exec node app.js "$@": node and its fixed arguments are the
+		// ENTRYPOINT, and docker run's arguments (else CMD) follow them.
+		entry = execForm(append([]string{r.target.Node}, args...))
+		out = append(out, "ENTRYPOINT "+entry+"\n")
+		args = s.CmdArgs
+	case !r.target.EntrypointNode:
 		out = append(out, "ENTRYPOINT "+execForm([]string{r.target.Node})+"\n")
 	}
 	if s.Dir != "" {
@@ -805,11 +825,22 @@ func (r *rewriter) startLines() ([]string, error) {
 		out = append(out, "WORKDIR "+path.Join(r.wd, s.Dir)+"\n")
 		r.change(readiness.RuleScriptArgv, fmt.Sprintf("the command runs in %s, as %s did", path.Join(r.wd, s.Dir), s.From))
 	}
-	out = append(out, "CMD "+execForm(args)+"\n")
+	if len(args) > 0 || !s.AppendArgs {
+		out = append(out, "CMD "+execForm(args)+"\n")
+	}
 	if len(s.Steps) == 0 && s.Bin == "" {
 		what := fmt.Sprintf("%s becomes CMD %s", s.From, execForm(args))
+		if s.AppendArgs {
+			what = fmt.Sprintf("%s becomes ENTRYPOINT %s", s.From, entry)
+			if len(args) > 0 {
+				what += " and CMD " + execForm(args)
+			}
+		}
 		if len(s.Env) > 0 {
 			what += " with ENV " + strings.Join(s.Env, " ")
+		}
+		if s.AppendArgs {
+			what += `; docker run's arguments follow the command, as the script's "$@" passed them`
 		}
 		for _, rule := range startRules {
 			if rule != readiness.RuleNodeLauncher {

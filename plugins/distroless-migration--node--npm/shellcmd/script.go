@@ -19,6 +19,10 @@ type Script struct {
 	Env []string `json:"env,omitempty"`
 	// Exec is the command it execs: "$@" for its arguments.
 	Exec []string `json:"exec,omitempty"`
+	// ExecLine is the line of the exec, and Lines the lines of the
+	// defaults and the exec, for evidence.
+	ExecLine int   `json:"exec_line,omitempty"`
+	Lines    []int `json:"lines,omitempty"`
 	// Reasons say what else the script does (a condition, a loop, a trap,
 	// a command before the exec).
 	Reasons []string `json:"reasons,omitempty"`
@@ -42,6 +46,7 @@ func AnalyzeScript(src string) Script {
 			s.Reasons = append(s.Reasons, "a redirection or background job at line "+itoa(st.Pos().Line()))
 			continue
 		}
+		s.Lines = append(s.Lines, int(st.Pos().Line()))
 		switch c := st.Cmd.(type) {
 		case *syntax.CallExpr:
 			s.call(c, last)
@@ -92,6 +97,7 @@ func (s *Script) call(c *syntax.CallExpr, last bool) {
 		return // shell options change nothing once the shell is gone
 	case argv[0] == "exec" && last && len(argv) > 1 && len(c.Assigns) == 0 && !strings.HasPrefix(argv[1], "-"):
 		s.Exec = argv[1:]
+		s.ExecLine = int(c.Pos().Line())
 	default:
 		s.Reasons = append(s.Reasons, "it runs "+argv[0]+" at line "+itoa(c.Pos().Line()))
 	}

@@ -16,9 +16,11 @@ func TestAnalyzeScript(t *testing.T) {
 		reason string // a word of the reason when not DefaultsOnly
 	}{
 		{"defaults then exec args", "#!/bin/sh\nset -e\n# defaults\nexport PORT=${PORT:-3000}\nNODE_ENV=\"production\"\nexport NODE_ENV\nexec \"$@\"\n",
-			Script{DefaultsOnly: true, Env: []string{"PORT=3000", "NODE_ENV=production"}, Exec: []string{`"$@"`}}, ""},
+			Script{DefaultsOnly: true, Env: []string{"PORT=3000", "NODE_ENV=production"}, Exec: []string{`"$@"`}, ExecLine: 7, Lines: []int{2, 4, 5, 6, 7}}, ""},
 		{"exec node", "#!/bin/sh\nexport LOG_LEVEL=info\nexec node server.js\n",
-			Script{DefaultsOnly: true, Env: []string{"LOG_LEVEL=info"}, Exec: []string{"node", "server.js"}}, ""},
+			Script{DefaultsOnly: true, Env: []string{"LOG_LEVEL=info"}, Exec: []string{"node", "server.js"}, ExecLine: 3, Lines: []int{2, 3}}, ""},
+		{"exec node with the arguments", "#!/bin/sh\nexport PORT=\"${PORT:-3000}\"\nexec node /app/app.js \"$@\"\n",
+			Script{DefaultsOnly: true, Env: []string{"PORT=3000"}, Exec: []string{"node", "/app/app.js", `"$@"`}, ExecLine: 3, Lines: []int{2, 3}}, ""},
 		{"secret files", "#!/bin/sh\nif [ -f \"$DB_PASSWORD_FILE\" ]; then\n  export DB_PASSWORD=$(cat \"$DB_PASSWORD_FILE\")\nfi\nexec \"$@\"\n", Script{}, "if"},
 		{"migration first", "#!/bin/sh\nnpx prisma migrate deploy\nexec node dist/main.js\n", Script{}, "runs npx"},
 		{"trap", "#!/bin/bash\ntrap 'kill $PID' TERM\nnode app.js &\nPID=$!\nwait $PID\n", Script{}, "background"},

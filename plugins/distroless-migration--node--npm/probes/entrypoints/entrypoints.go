@@ -240,9 +240,20 @@ func (r *resolver) executables(f *dockerfile.File, c npmscripts.Chain) []Executa
 		startLine = c.Start.Cmd.Line
 	}
 	// The ENTRYPOINT: the Dockerfile's own, or the base image's.
+	// An init wrapper's (tini -- ./entrypoint.sh) is the command it wraps.
+	entWord := func() string {
+		args := c.Start.Entrypoint.Args
+		if init, rest := dockerfile.SplitInit(args); init != nil {
+			if len(rest) == 0 {
+				return ""
+			}
+			return rest[0]
+		}
+		return args[0]
+	}
 	switch {
-	case c.Start.Entrypoint != nil && c.Start.Entrypoint.Form == dockerfile.FormExec && len(c.Start.Entrypoint.Args) > 0 && !isKnownTool(c.Start.Entrypoint.Args[0]):
-		add(r.inspect(f, c.Start.Entrypoint.Args[0], "entrypoint", c.Start.Entrypoint.Line, false))
+	case c.Start.Entrypoint != nil && c.Start.Entrypoint.Form == dockerfile.FormExec && len(c.Start.Entrypoint.Args) > 0 && entWord() != "" && !isKnownTool(entWord()):
+		add(r.inspect(f, entWord(), "entrypoint", c.Start.Entrypoint.Line, false))
 	case c.Start.Entrypoint == nil && c.Start.FromBase == dockerfile.BaseOfficialNode:
 		add(Executable{Dockerfile: f.Path, Command: dockerfile.NodeEntrypoint, Origin: "entrypoint", ResolvedBy: "base_image",
 			Kind: KindBaseImage, Shebang: "#!/bin/sh", Interpreter: "sh", InterpreterKind: "shell", File: f.Path, Line: f.Stages[final].Line})

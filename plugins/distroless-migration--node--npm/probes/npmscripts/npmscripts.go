@@ -64,7 +64,11 @@ type Chain struct {
 	Package string                  `json:"package,omitempty"`
 	Stage   int                     `json:"stage"`
 	Start   dockerfile.StartCommand `json:"start"`
-	// Program is the argv after docker-entrypoint.sh and a removable sh -c.
+	// Init is the init wrapper the start runs through (tini --, dumb-init,
+	// gosu USER), with its options; Program is the command it wraps.
+	Init []string `json:"init,omitempty"`
+	// Program is the argv after docker-entrypoint.sh, an init wrapper and
+	// a removable sh -c.
 	Program []string `json:"program,omitempty"`
 	// ViaShell is set when the start command goes through sh -c (shell
 	// form, or an exec-form ["sh", "-c", ...]) that a rewrite removes.
@@ -265,6 +269,15 @@ func resolve(f *dockerfile.File, pk *pkg, ps packages) (Chain, []probe.Warning) 
 		argv = argv[1:]
 		if len(argv) == 0 || strings.HasPrefix(argv[0], "-") {
 			argv = append([]string{"node"}, argv...)
+		}
+	}
+	// tini -- CMD...: the wrapped command is the start.
+	if init, rest := dockerfile.SplitInit(argv); init != nil {
+		c.Init, argv = init, rest
+		if len(argv) == 0 {
+			c.Launcher = "unknown"
+			c.Blockers = append(c.Blockers, "the init wrapper "+init[0]+" runs no command")
+			return c, ws
 		}
 	}
 	if c.Start.FromBase == dockerfile.BaseDistroless && len(argv) > 0 && argv[0] == dockerfile.DistrolessEntrypoint {
