@@ -340,7 +340,11 @@ func (w *walker) resolveAt(from string, imp Import) (string, bool) {
 				return t, true
 			}
 		}
-		if !w.declared(from, name) {
+		// Only the application's own code has aliases (tsconfig paths, a
+		// bundler's): a published package's bare name that is neither
+		// installed nor declared names no file at run time, it throws
+		// (mongodb's guarded require('aws4')).
+		if !w.declared(from, name) && PackageOf(from) == "" {
 			w.g.Dynamic = append(w.g.Dynamic, Site{File: from, Line: imp.Line})
 			w.g.Unresolved = appendOnce(w.g.Unresolved, "cannot resolve "+spec+" from "+from+" (not installed, not a declared dependency: an alias?)")
 		}

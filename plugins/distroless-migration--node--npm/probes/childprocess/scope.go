@@ -137,7 +137,11 @@ func (s *scoper) scope(f *Finding) {
 	if d, ok := s.g.DynamicIn(f.File); ok {
 		why = append(why, fmt.Sprintf("%s:%d loads a computed module name", d.File, d.Line))
 	}
-	if f.Origin == OriginDependency && s.g != nil && len(s.g.MissingPackages) > 0 {
+	// On a traced run the graph walked the image's own node_modules, read
+	// back whole: a package it lacks (an optional peer such as kerberos,
+	// a guarded require('aws4')) has no file there, so it can load
+	// nothing, and this file's reachability is known.
+	if f.Origin == OriginDependency && s.g != nil && len(s.g.MissingPackages) > 0 && !s.wholeImage() {
 		why = append(why, "node_modules lacks "+strings.Join(first(s.g.MissingPackages, 3), ", "))
 	}
 	if len(why) > 0 {
@@ -145,6 +149,11 @@ func (s *scoper) scope(f *Finding) {
 		return
 	}
 	f.Scope, f.ScopeNote = ScopeNotReachable, "not reachable from the entrypoint ("+strings.Join(s.g.Entries, ", ")+")"
+}
+
+// wholeImage reports a traced run whose image node_modules were all read.
+func (s *scoper) wholeImage() bool {
+	return s.image != nil && s.image.Ref != nil && s.image.Partial() == ""
 }
 
 func first(s []string, n int) []string {

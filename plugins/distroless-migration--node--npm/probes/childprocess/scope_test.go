@@ -1,9 +1,14 @@
 package childprocess
 
 import (
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/codegenie/codegenie/internal/probe"
+	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/imagedeps"
 )
 
 // scopeRepo ships src/ and node_modules/ through a builder stage; the
@@ -122,5 +127,54 @@ func TestPackageTestFile(t *testing.T) {
 		if got := packageTestFile(rel); got != want {
 			t.Errorf("packageTestFile(%q) = %v, want %v", rel, got, want)
 		}
+	}
+}
+
+// TestScopesMissingPackageInImage: a dependency that loads a package
+// node_modules lacks (an optional peer, required in a try block) leaves
+// the reachability of that dependency's other files open when
+// node_modules is the repository's; on a traced run, whose node_modules
+// is the image's and was read whole, the absent package holds no file, so
+// a file the entrypoint does not reach is not reachable.
+func TestScopesMissingPackageInImage(t *testing.T) {
+	t.Parallel()
+	files := map[string]string{}
+	for k, v := range scopeRepo {
+		files[k] = v
+	}
+	// kerberos is an optional peer, aws4 is not declared at all: both are
+	// required in try blocks, the way mongodb does.
+	files["node_modules/a/package.json"] = `{"name":"a","version":"1.0.0","main":"lib/main.js","peerDependencies":{"kerberos":"2"},"peerDependenciesMeta":{"kerberos":{"optional":true}}}`
+	files["node_modules/a/lib/main.js"] = "let k = null;\ntry {\n  k = require('kerberos');\n} catch (e) {\n  k = null;\n}\ntry {\n  k = require('aws4');\n} catch (e) {\n  k = null;\n}\nmodule.exports = () => k;\n"
+	files["node_modules/a/etc/prepare.js"] = "require('child_process').spawnSync('npm', ['run', 'build'], { shell: true });\n"
+	dir := t.TempDir()
+	writeRepo(t, dir, files)
+	repo, err := probe.OpenRepo(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, g, err := newScoper(t.Context(), repo, &probe.Context{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(g.MissingPackages, "kerberos") {
+		t.Fatalf("the graph's missing packages are %v, want kerberos among them", g.MissingPackages)
+	}
+	f := Finding{File: "node_modules/a/etc/prepare.js", Line: 1, Origin: OriginDependency}
+	sc.scope(&f)
+	if f.Scope != ScopeUnresolved || !strings.Contains(f.ScopeNote, "node_modules lacks aws4, kerberos") || strings.Contains(f.ScopeNote, "computed") {
+		t.Fatalf("from the repository's node_modules: scope %s (%s), want %s for the missing package", f.Scope, f.ScopeNote, ScopeUnresolved)
+	}
+	sc.image = &imagedeps.Installed{Ref: &imagedeps.Ref{Workdir: "/app", Roots: []string{"/app/node_modules"}}, AppDir: "/app", Prefixes: []string{"node_modules"}}
+	f = Finding{File: "node_modules/a/etc/prepare.js", Line: 1, Origin: OriginDependency}
+	sc.scope(&f)
+	if f.Scope != ScopeNotReachable {
+		t.Fatalf("from the image's node_modules, read whole: scope %s (%s), want %s", f.Scope, f.ScopeNote, ScopeNotReachable)
+	}
+	sc.image.Ref.Truncated = true
+	f = Finding{File: "node_modules/a/etc/prepare.js", Line: 1, Origin: OriginDependency}
+	sc.scope(&f)
+	if f.Scope != ScopeUnresolved {
+		t.Fatalf("from the image's node_modules, read in part: scope %s (%s), want %s", f.Scope, f.ScopeNote, ScopeUnresolved)
 	}
 }
