@@ -90,6 +90,10 @@ type Instruction struct {
 	// HealthcheckNone is set for HEALTHCHECK NONE.
 	HealthcheckNone bool   `json:"healthcheck_none,omitempty"`
 	Source          string `json:"source"`
+	// Unknown are the variables of COPY, ADD, WORKDIR and ENV words whose
+	// values the Dockerfile does not give; those words stay as written in
+	// Args, and every other word is expanded as buildkit expands it.
+	Unknown []UnknownVar `json:"unknown_vars,omitempty"`
 }
 
 // ParseError locates a Dockerfile that cannot be parsed.
@@ -144,28 +148,37 @@ func Parse(filePath string, data []byte) (f *File, err error) {
 		return nil, err
 	}
 	f = &File{Path: filePath, Builder: -1}
-	env := argEnv{}
+	lex := shell.NewLex(res.EscapeToken)
+	// The global scope: the ARGs before the first FROM, which FROM lines
+	// expand and a stage sees only the ones it declares again.
+	global := newScope()
+	for _, k := range platformArgs {
+		global.setUnknown(k, whyPlatform)
+	}
 	for _, a := range metaArgs {
 		for _, kv := range a.Args {
 			arg := Arg{Name: kv.Key}
 			if kv.Value != nil {
 				arg.Default, arg.HasDflt = *kv.Value, true
-				env[kv.Key] = *kv.Value
 			}
 			f.Args = append(f.Args, arg)
 		}
+		var in Instruction
+		expandInstruction(lex, res.EscapeToken, global, nil, &a, &in)
 	}
-	lex := shell.NewLex(res.EscapeToken)
 	names := map[string]int{}
 	// workdirs[i] is stage i's working directory at its end: each
 	// WORKDIR's path is checked against MaxPathBytes as it is made.
 	workdirs := make([]string, 0, len(stages))
+	// scopes[i] is stage i's variables at its end, which a stage built
+	// FROM it inherits.
+	scopes := make([]*scope, 0, len(stages))
 	for i, st := range stages {
 		s := Stage{Index: i, Name: st.Name, Base: st.BaseName, BaseStage: -1, Platform: st.Platform, Line: firstLine(st.Location)}
 		if end := lastLine(st.Location); end > s.Line {
 			s.EndLine = end
 		}
-		if r, _, err := lex.ProcessWord(st.BaseName, env); err == nil {
+		if r, _, err := lex.ProcessWord(st.BaseName, global); err == nil {
 			s.ResolvedBase = r
 		} else {
 			s.ResolvedBase = st.BaseName
@@ -177,11 +190,14 @@ func Parse(filePath string, data []byte) (f *File, err error) {
 			names[strings.ToLower(st.Name)] = i
 		}
 		wd := "/"
+		vars := newScope()
 		if s.BaseStage >= 0 {
 			wd = workdirs[s.BaseStage]
+			vars = scopes[s.BaseStage].clone()
 		}
 		for _, c := range st.Commands {
 			in := instruction(c)
+			expandInstruction(lex, res.EscapeToken, vars, global, c, &in)
 			if in.Command == "copy" && in.From != "" {
 				s.CopiesFrom = append(s.CopiesFrom, in.From)
 			}
@@ -193,6 +209,7 @@ func Parse(filePath string, data []byte) (f *File, err error) {
 			s.Instructions = append(s.Instructions, in)
 		}
 		workdirs = append(workdirs, wd)
+		scopes = append(scopes, vars)
 		f.Stages = append(f.Stages, s)
 	}
 	f.Final = len(f.Stages) - 1
@@ -401,19 +418,6 @@ func errMsg(err error) string {
 		return le.Unwrap().Error()
 	}
 	return err.Error()
-}
-
-// argEnv is the ARG environment for FROM substitution.
-type argEnv map[string]string
-
-func (e argEnv) Get(k string) (string, bool) { v, ok := e[k]; return v, ok }
-func (e argEnv) Keys() []string {
-	ks := make([]string, 0, len(e))
-	for k := range e {
-		ks = append(ks, k)
-	}
-	sort.Strings(ks)
-	return ks
 }
 
 // IsDockerfile reports whether a repository path names a Dockerfile:

@@ -225,7 +225,15 @@ func (b *setBuilder) stage(i, depth int) []mapping {
 
 func (b *setBuilder) copyOne(in dockerfile.Instruction, src, dest string, destDir bool, depth int) []mapping {
 	if strings.Contains(src, "$") {
-		b.unresolved = append(b.unresolved, "COPY source "+src+" uses a variable ("+b.f.Path+":"+strconv.Itoa(in.Line)+")")
+		// The model expanded every variable whose value the Dockerfile
+		// gives; one left is unknown, and says why.
+		msg := strings.ToUpper(in.Command) + " source " + src + " uses a variable"
+		for _, u := range in.Unknown {
+			if strings.Contains(src, u.Name) {
+				msg += "; " + u.Name + " is " + u.Why
+			}
+		}
+		b.unresolved = append(b.unresolved, msg+" ("+b.f.Path+":"+strconv.Itoa(in.Line)+")")
 		return nil
 	}
 	if strings.Contains(src, "://") {

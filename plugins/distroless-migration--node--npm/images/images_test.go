@@ -3,6 +3,7 @@ package images
 import (
 	"errors"
 	"sort"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -147,7 +148,7 @@ CMD ["dist/server.js"]
 func TestFileSetUnresolvedCopy(t *testing.T) {
 	t.Parallel()
 	repo := probetest.Repo(t, map[string]string{
-		"Dockerfile": "FROM node:22\nARG DIR=src\nCOPY ${DIR} /app\n",
+		"Dockerfile": "FROM node:22\nARG DIR\nCOPY ${DIR} /app\n",
 		"src/a.js":   "",
 		"other.js":   "",
 	})
@@ -156,7 +157,55 @@ func TestFileSetUnresolvedCopy(t *testing.T) {
 		t.Fatal(err)
 	}
 	if ships, known := set.Ships("other.js"); known || !ships && len(set.Unresolved) == 0 {
-		t.Errorf("Ships(other.js) = %v, %v with a COPY from a variable; want unknown", ships, known)
+		t.Errorf("Ships(other.js) = %v, %v with a COPY from an ARG without a default; want unknown", ships, known)
+	}
+	if len(set.Unresolved) != 1 || !strings.Contains(set.Unresolved[0], "DIR is an ARG without a default") {
+		t.Errorf("Unresolved = %q, want one that says DIR has no default", set.Unresolved)
+	}
+}
+
+// TestFileSetExpandsArgs: COPY sources, COPY --from paths and WORKDIR
+// expand ARG and ENV values as buildkit does, so a file set built through
+// variables is complete.
+func TestFileSetExpandsArgs(t *testing.T) {
+	t.Parallel()
+	repo := probetest.Repo(t, map[string]string{
+		"Dockerfile": `ARG APP_PATH=/srv/app
+FROM node:22 AS base
+ARG APP_PATH
+ARG DIR=src
+WORKDIR $APP_PATH
+ENV LIB=lib
+COPY ${DIR} ./src
+COPY $LIB ${APP_PATH}/lib
+
+FROM node:22-slim
+ARG APP_PATH
+WORKDIR ${APP_PATH:-/wrong}
+COPY --from=base $APP_PATH/src ./src
+COPY --from=base ${APP_PATH}/lib ./lib
+`,
+		"src/a.js": "",
+		"lib/b.js": "",
+		"other.js": "",
+	})
+	set, err := Files.Of(t.Context(), repo, &probe.Context{Image: probe.ImageRef{Dockerfile: "Dockerfile", Target: "1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(set.Unresolved) != 0 {
+		t.Errorf("Unresolved = %q, want none", set.Unresolved)
+	}
+	for rel, want := range map[string]string{"src/a.js": "/srv/app/src/a.js", "lib/b.js": "/srv/app/lib/b.js"} {
+		if got, ok := set.ImagePath(rel); !ok || got != want {
+			t.Errorf("ImagePath(%s) = %q, %v; want %q", rel, got, ok, want)
+		}
+	}
+	if ships, known := set.Ships("other.js"); ships || !known {
+		t.Errorf("Ships(other.js) = %v, %v; want false, true", ships, known)
+	}
+	if len(set.Generated) != 0 {
+		t.Errorf("Generated = %+v, want none: every --from path is the repository's", set.Generated)
 	}
 }
 
