@@ -22,6 +22,7 @@ import (
 	"github.com/codegenie/codegenie/internal/sandbox"
 	"github.com/codegenie/codegenie/internal/trace"
 	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/dockerfile"
+	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/failtail"
 )
 
 // Status is a gate's result.
@@ -495,10 +496,8 @@ func sameBehaviour(ev *Evidence) Outcome {
 	return Outcome{Status: Passed, Detail: fmt.Sprintf("%d request(s) answered the same by both images", len(same)), Evidence: same}
 }
 
+// lastLines is up to n lines of a failure's output that say why: see
+// failtail.Lines.
 func lastLines(s string, n int) string {
-	ls := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(ls) > n {
-		ls = ls[len(ls)-n:]
-	}
-	return strings.Join(ls, " | ")
+	return failtail.Lines(s, n)
 }

@@ -32,6 +32,7 @@ import (
 	"github.com/codegenie/codegenie/internal/sandbox"
 	"github.com/codegenie/codegenie/internal/trace"
 	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/dockerfile"
+	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/failtail"
 	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/imagedeps"
 	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/images"
 	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/probes/nodeproject"
@@ -720,12 +721,10 @@ func tail(s string, n int) string {
 	return s[len(s)-n:]
 }
 
+// lastLines is up to n lines of a failure's output that say why: see
+// failtail.Lines.
 func lastLines(s string, n int) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, " | ")
+	return failtail.Lines(s, n)
 }
 
 // stepLine maps "build:<stage>:step N" to the Dockerfile line of that
