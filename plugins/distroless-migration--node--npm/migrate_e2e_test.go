@@ -274,3 +274,89 @@ func TestMigratePlantedShell(t *testing.T) {
 	}
 	t.Fatal("no no_shell gate")
 }
+
+// TestMigrateInitSIGTERM: a service behind tini whose app has no SIGTERM
+// handler still stops on SIGTERM once migrated, because the generated
+// launcher, as pid 1, forwards it to the app (ADR-0016); and the entrypoint
+// script's "$@" still receives CMD's arguments. The app, once listening,
+// sends SIGTERM to pid 1 as docker stop does (SIGTERM_PID1, set by the
+// test); the boot must end because the service exited. The control boots
+// the same app as pid 1 without the launcher: the kernel drops the signal,
+// and the boot ends only once the service has answered and settled, which
+// shows the check can fail.
+func TestMigrateInitSIGTERM(t *testing.T) {
+	e := setupTrace(t)
+	dir := t.TempDir()
+	copyTree(t, filepath.Join("testdata", "migrate-e2e", "init-sigterm"), dir)
+	o := migrateOptions(e)
+	o.NoGates = true
+	m, err := migrate.Run(t.Context(), dir, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Result.Refused() {
+		t.Fatalf("refused: %+v", m.Result.Refusals)
+	}
+	if err := m.Write(dir); err != nil {
+		t.Fatal(err)
+	}
+	rewritten, err := os.ReadFile(filepath.Join(dir, "Dockerfile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const entry = `ENTRYPOINT ["/nodejs/bin/node", "/app/codegenie-launch.cjs"]`
+	if !strings.Contains(string(rewritten), entry+"\nCMD [\"--name\", \"init-sigterm\"]\n") || strings.Contains(string(rewritten), "tini") {
+		t.Fatalf("rewritten Dockerfile:\n%s\nwant %s and CMD's arguments, no tini", rewritten, entry)
+	}
+	boot := func(t *testing.T, dockerfile string) sandbox.PhaseResult {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(dir, "Dockerfile"), []byte(dockerfile+"ENV SIGTERM_PID1=1\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		res, err := e.sandbox.Spawn(t.Context(), sandbox.SpawnRequest{Role: sandbox.RoleGate, Workspace: sandbox.Workspace{Dir: dir}, Timeout: 5 * time.Minute, CaptureTrace: true,
+			Build: &sandbox.BuildSpec{Dockerfile: "Dockerfile", Targets: []string{""}, Boot: true, BootFor: 3 * time.Minute,
+				RegistryMirrors: map[string]string{"docker.io": e.registry.Host, "gcr.io": e.registry.Host}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range res.Phases {
+			if p.Name == sandbox.PhaseBoot {
+				return p
+			}
+		}
+		t.Fatalf("no boot: phases %+v, stderr %s", res.Phases, res.Stderr)
+		return sandbox.PhaseResult{}
+	}
+	t.Run("launcher", func(t *testing.T) {
+		p := boot(t, string(rewritten))
+		// 143 = 128 + SIGTERM: the app died of the forwarded signal and
+		// the launcher exited with its status, as tini does; a boot that
+		// ran on (answered and settled, or its maximum) would be 0 or -1.
+		if p.ExitCode != 143 || p.TimedOut {
+			t.Fatalf("boot exit %d (timed out %v), want 143: SIGTERM to pid 1 did not stop the service as tini did; boot %+v, output %s", p.ExitCode, p.TimedOut, p.Boot, p.OutputTail)
+		}
+		if p.Boot != nil && p.Boot.Ended != sandbox.BootExited {
+			t.Errorf("boot ended %q, want %q", p.Boot.Ended, sandbox.BootExited)
+		}
+		// The app is the launcher's child, not pid 1, so the default
+		// action of a signal applies to it on any kernel (Linux drops a
+		// default-action signal to a namespace's pid 1), and it got CMD's
+		// arguments as the script's "$@" gave them.
+		out := p.OutputTail
+		if !strings.Contains(out, "listening; pid ") || strings.Contains(out, "listening; pid 1;") || !strings.Contains(out, "; args: --name init-sigterm") {
+			t.Errorf("output %q, want the app not pid 1 and given CMD's arguments", out)
+		}
+		t.Logf("exit %d after %v", p.ExitCode, p.Duration)
+	})
+	t.Run("node as pid 1", func(t *testing.T) {
+		direct := strings.Replace(string(rewritten), entry, `ENTRYPOINT ["/nodejs/bin/node", "/app/server.js"]`, 1)
+		p := boot(t, direct)
+		if !strings.Contains(p.OutputTail, "listening; pid 1;") {
+			t.Fatalf("output %q, want the app as pid 1 without the launcher, or the check above proves nothing", p.OutputTail)
+		}
+		// gVisor delivers a default-action SIGTERM to pid 1 where Linux
+		// drops it, so here node as pid 1 may exit too; only its pid
+		// tells the two starts apart.
+		t.Logf("node as pid 1: exit %d", p.ExitCode)
+	})
+}

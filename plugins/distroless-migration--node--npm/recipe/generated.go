@@ -55,7 +55,7 @@ func launcher(steps []step, env []string) []byte {
 	b.WriteString("// each step runs with node itself (process.execPath), one after the other,\n")
 	b.WriteString("// and the first that fails stops the chain with its exit status.\n")
 	b.WriteString("'use strict';\n")
-	b.WriteString("const { spawn } = require('child_process');\nconst fs = require('fs');\nconst path = require('path');\n\n")
+	b.WriteString("const { spawn } = require('child_process');\nconst fs = require('fs');\nconst os = require('os');\nconst path = require('path');\n\n")
 	fmt.Fprintf(&b, "const steps = %s;\n", js)
 	if slices.ContainsFunc(steps, func(s step) bool { return s.PassArgs }) {
 		b.WriteString("// The launcher's own arguments (docker run's, else CMD's) follow the step's, as \"$@\" did.\n")
@@ -93,7 +93,8 @@ for (const sig of ['SIGTERM', 'SIGINT', 'SIGHUP']) {
     const code = await new Promise((resolve) => {
       child = spawn(process.execPath, args, { stdio: 'inherit' });
       child.on('error', (err) => { console.error(err.message); resolve(1); });
-      child.on('exit', (c, sig) => resolve(c === null ? 128 : c));
+      // Killed by a signal: 128 + its number, as a shell or an init reports it.
+      child.on('exit', (c, sig) => resolve(c === null ? 128 + (os.constants.signals[sig] || 0) : c));
     });
     child = null;
     if (code !== 0) process.exit(code);

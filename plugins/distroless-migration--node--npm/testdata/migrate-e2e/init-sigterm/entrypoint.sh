@@ -1,0 +1,3 @@
+#!/bin/sh
+export PORT="${PORT:-8080}"
+exec node /app/server.js "$@"
