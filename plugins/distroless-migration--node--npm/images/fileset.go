@@ -428,3 +428,62 @@ func (ig *ignore) excludes(rel string) bool {
 	}
 	return out
 }
+
+// nodeExts are the extensions node tries, in order, on a script path that
+// names no file (LOAD_AS_FILE), and then the index files of a directory
+// (LOAD_AS_DIRECTORY).
+var nodeExts = []string{".js", ".json", ".node"}
+
+// NodeScript resolves the image path p as node resolves the script it is
+// given: p itself, then p.js, p.json and p.node, then p/index.js,
+// p/index.json and p/index.node. It returns the image path node loads when
+// p is no file of the image and one of the others is: a repository file the
+// image holds, or a file a builder compiled into a generated directory from
+// a repository source of that name (src/main.ts for dist/main). ok is
+// false when p itself is a file of the image, or nothing resolves.
+func (s *FileSet) NodeScript(p string) (string, bool) {
+	if s == nil {
+		return "", false
+	}
+	p = path.Clean(p)
+	if _, ok := s.byImage[p]; ok {
+		return "", false
+	}
+	var cands []string
+	for _, e := range nodeExts {
+		cands = append(cands, p+e)
+	}
+	for _, e := range nodeExts {
+		cands = append(cands, path.Join(p, "index"+e))
+	}
+	for _, c := range cands {
+		if _, ok := s.byImage[c]; ok {
+			return c, true
+		}
+	}
+	// Compiled output: a source compiled into the generated directory
+	// that holds p, named as p is below it (dist/main from src/main.ts,
+	// dist/main/index.js from src/main/index.ts).
+	for _, g := range s.Generated {
+		rest, ok := under(p, g.ImagePath)
+		if !ok || rest == "" {
+			continue
+		}
+		asFile, asDir := false, false
+		for src, dir := range s.Compiled {
+			if dir != g.ImagePath {
+				continue
+			}
+			stem := "/" + strings.TrimSuffix(src, path.Ext(src))
+			asFile = asFile || strings.HasSuffix(stem, "/"+rest)
+			asDir = asDir || strings.HasSuffix(stem, "/"+rest+"/index")
+		}
+		switch {
+		case asFile:
+			return p + ".js", true
+		case asDir:
+			return path.Join(p, "index.js"), true
+		}
+	}
+	return "", false
+}

@@ -249,3 +249,51 @@ func TestFileSetGlobMatchesDirectory(t *testing.T) {
 		t.Error("other/y.js ships, but no COPY brings it in")
 	}
 }
+
+// TestNodeScript: a script path node is given resolves as node resolves it,
+// to a file the image holds or a compiled one, and never when the path is
+// itself a file of the image.
+func TestNodeScript(t *testing.T) {
+	t.Parallel()
+	repo := probetest.Repo(t, map[string]string{
+		"Dockerfile": `FROM node:22 AS build
+WORKDIR /app
+COPY src ./src
+RUN npx tsc
+
+FROM node:22-slim
+WORKDIR /app
+COPY lib ./lib
+COPY bin ./bin
+COPY --from=build /app/dist ./dist
+`,
+		"lib/a.js":          "",
+		"lib/a.json":        "",
+		"lib/b.node":        "",
+		"lib/c/index.js":    "",
+		"lib/d.json":        "",
+		"bin/run":           "",
+		"src/main.ts":       "",
+		"src/jobs/index.ts": "",
+	})
+	set, err := Files.Of(t.Context(), repo, &probe.Context{Image: probe.ImageRef{Dockerfile: "Dockerfile", Target: "1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p, want := range map[string]string{
+		"/app/lib/a":     "/app/lib/a.js", // .js before .json
+		"/app/lib/b":     "/app/lib/b.node",
+		"/app/lib/c":     "/app/lib/c/index.js",
+		"/app/lib/d":     "/app/lib/d.json",
+		"/app/dist/main": "/app/dist/main.js",
+		"/app/dist/jobs": "/app/dist/jobs/index.js",
+		"/app/bin/run":   "", // a file of the image: it runs itself
+		"/app/lib/none":  "",
+		"/app/dist/none": "",
+	} {
+		got, ok := set.NodeScript(p)
+		if got != want || ok != (want != "") {
+			t.Errorf("NodeScript(%s) = %q, %v; want %q", p, got, ok, want)
+		}
+	}
+}

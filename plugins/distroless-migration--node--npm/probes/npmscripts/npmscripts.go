@@ -151,7 +151,7 @@ func (*Probe) Run(ctx context.Context, repo *probe.Repo, pctx *probe.Context) (p
 			continue
 		}
 		pkg, err := loadPackage(repo, packageDir(ctx, repo, pctx, f, path.Dir(pf.Path)))
-		ps := packages{repo: repo, root: pkgRoot(pkg, path.Dir(pf.Path)), wd: f.Workdir(f.Final)}
+		ps := packages{repo: repo, root: pkgRoot(pkg, path.Dir(pf.Path)), wd: f.Workdir(f.Final), set: fileSet(ctx, repo, pctx)}
 		switch why := probe.UnreadReason(err); {
 		case why != "":
 			// A symlink out of the repository, or a FIFO: not read.
@@ -182,7 +182,7 @@ var Start = &probe.Analyzer[*Chain]{
 		}
 		f := files[0].File
 		pkg, _ := loadPackage(repo, packageDir(ctx, repo, pctx, f, path.Dir(files[0].Path)))
-		c, _ := resolve(f, pkg, packages{repo: repo, root: pkgRoot(pkg, path.Dir(files[0].Path)), wd: f.Workdir(f.Final)})
+		c, _ := resolve(f, pkg, packages{repo: repo, root: pkgRoot(pkg, path.Dir(files[0].Path)), wd: f.Workdir(f.Final), set: fileSet(ctx, repo, pctx)})
 		return &c, nil
 	},
 }
@@ -267,7 +267,13 @@ func resolve(f *dockerfile.File, pk *pkg, ps packages) (Chain, []probe.Warning) 
 	// first is an option or the arguments are empty.
 	if path.Base(argv[0]) == dockerfile.NodeEntrypoint {
 		argv = argv[1:]
-		if len(argv) == 0 || strings.HasPrefix(argv[0], "-") {
+		switch {
+		case len(argv) == 0 || strings.HasPrefix(argv[0], "-"):
+			argv = append([]string{"node"}, argv...)
+		case ps.nodeRuns(argv[0]):
+			// It also prepends node when the first is no command: a path
+			// that is no file of the image, which node resolves
+			// (/app/dist/main to /app/dist/main.js).
 			argv = append([]string{"node"}, argv...)
 		}
 	}
@@ -564,4 +570,13 @@ func onlyScriptCalls(reasons []string) bool {
 		}
 	}
 	return true
+}
+
+// fileSet is the judged image's file set; nil when it is unknown.
+func fileSet(ctx context.Context, repo *probe.Repo, pctx *probe.Context) *images.FileSet {
+	set, err := images.Files.Of(ctx, repo, pctx)
+	if err != nil {
+		return nil
+	}
+	return set
 }

@@ -10,6 +10,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/codegenie/codegenie/internal/probe"
+	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/images"
 	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/probes/nodeproject"
 	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/shellcmd"
 )
@@ -24,6 +25,23 @@ type packages struct {
 	repo *probe.Repo
 	root string
 	wd   string
+	// set is the judged image's file set; nil when it is unknown.
+	set *images.FileSet
+}
+
+// nodeRuns reports whether docker-entrypoint.sh runs node on word, the
+// first word of the command: a path (absolute, or below the working
+// directory) that is no file of the image but that node resolves to one.
+func (ps packages) nodeRuns(word string) bool {
+	if !strings.Contains(word, "/") || ps.set == nil {
+		return false
+	}
+	p := word
+	if !path.IsAbs(p) {
+		p = path.Join(ps.wd, p)
+	}
+	_, ok := ps.set.NodeScript(p)
+	return ok
 }
 
 // dir returns the folder of d, relative to the working directory, from
