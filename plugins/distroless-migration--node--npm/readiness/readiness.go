@@ -463,7 +463,11 @@ func (b *builder) dockerfiles(f *dockerfileprobe.Facts) {
 		return
 	}
 	b.startBinaries = startBinaries(d)
-	b.init, b.startArgv = dockerfile.SplitInit(d.Start(d.Final).Argv)
+	startArgv := d.Start(d.Final).Argv
+	if len(startArgv) > 0 && baseName(startArgv[0]) == dockerfile.NodeEntrypoint {
+		startArgv = startArgv[1:] // docker-entrypoint.sh execs its arguments
+	}
+	b.init, b.startArgv = dockerfile.SplitInit(startArgv)
 	b.envBinaries = envBinaries(d)
 	if cmd, ok := d.Effective(d.Final, "cmd"); ok {
 		b.cmdArgv = cmd.Args

@@ -763,6 +763,10 @@ func (r *rewriter) startLines() ([]string, error) {
 	if s == nil {
 		return nil, r.refuse(readiness.RuleUnclassified, "the service's start command is not known", "codegenie cannot tell what the container runs, so it cannot write its exec-form command", 0)
 	}
+	if r.has(readiness.RuleInitWrapper) && s.Init == "" {
+		// The init's job would go with it, unreplaced.
+		return nil, r.refuse(readiness.RuleUnclassified, "the start runs through an init wrapper that the plan does not name", "codegenie cannot tell which command the init wraps, so the launcher cannot take its place", 0)
+	}
 	var out []string
 	if len(s.Env) > 0 {
 		out = append(out, "ENV "+strings.Join(quoteEnv(s.Env), " ")+"\n")

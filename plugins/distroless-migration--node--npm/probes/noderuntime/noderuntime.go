@@ -70,6 +70,7 @@ var knownNative = map[string]bool{
 // services commonly rely on.
 var flaggedBinaries = map[string]string{
 	"tini": "use docker run --init or the orchestrator's init instead", "dumb-init": "use docker run --init instead",
+	"tini-static": "use docker run --init instead", "docker-init": "use docker run --init instead", "catatonit": "use docker run --init instead",
 	"curl": "write the health check in Node (HEALTHCHECK CMD [\"/nodejs/bin/node\", \"healthcheck.js\"])",
 	"wget": "write the health check in Node", "git": "keep a non-distroless image or drop the dependency",
 	"ffmpeg": "keep a non-distroless image or use a static build copied in", "bash": "remove the shell dependency",
