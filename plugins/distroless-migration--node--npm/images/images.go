@@ -111,7 +111,7 @@ func pick(pf Parsed, comp *ComposeFile, target, why string) (probe.ImageRef, err
 			why += "; " + s
 		}
 	}
-	cb, hasCompose := composeFor(comp, pf.Path)
+	cb, hasCompose := composeFor(comp, pf)
 	f := pf.File
 	switch {
 	case f == nil:
@@ -128,6 +128,11 @@ func pick(pf Parsed, comp *ComposeFile, target, why string) (probe.ImageRef, err
 		}
 		ref.Target = f.StageName(i)
 		add("target " + ref.Target + " from --target")
+	case hasCompose && cb.Target != "" && IsDevCompose(cb.File):
+		// A development compose file says what a developer runs, never
+		// what ships.
+		ref.Target = f.StageName(f.Final)
+		add(fmt.Sprintf("the last stage (%s); %s:%d names target %s, but a development compose file does not choose the judged target", ref.Target, cb.File, cb.Line, cb.Target))
 	case hasCompose && cb.Target != "":
 		if i, ok := f.StageRef(cb.Target); ok {
 			ref.Target = f.StageName(i)
@@ -144,44 +149,106 @@ func pick(pf Parsed, comp *ComposeFile, target, why string) (probe.ImageRef, err
 	return ref, nil
 }
 
-// composeFor finds the compose build of a Dockerfile; the first one with a
-// target wins, so a file that builds the same Dockerfile twice is read in
-// file order.
-func composeFor(comp *ComposeFile, dockerfilePath string) (ComposeBuild, bool) {
+// composeFor finds the compose build that says how a Dockerfile ships:
+// a main compose file's before another's, development files' last; among
+// builds of one rank, the one that builds the latest stage (no target is
+// the last stage), so a main file that builds both a dev and a prod stage
+// names prod; then file order.
+func composeFor(comp *ComposeFile, pf Parsed) (ComposeBuild, bool) {
 	var best ComposeBuild
-	bestRank := -1
+	bestRank, bestStage := -1, -1
 	for _, b := range comp.Builds {
-		if b.Dockerfile != dockerfilePath {
+		if b.Dockerfile != pf.Path {
 			continue
 		}
-		// The main compose file says what ships; override, dev and test
-		// files say what a developer runs. A build with a target beats one
-		// without in the same rank.
-		rank := 2 * composeRank(b.File)
-		if b.Target != "" {
-			rank++
+		stage := -1
+		if pf.File != nil {
+			stage = pf.File.Final
+			if b.Target != "" {
+				if i, ok := pf.File.StageRef(b.Target); ok {
+					stage = i
+				}
+			}
 		}
-		if rank > bestRank {
-			best, bestRank = b, rank
+		rank := composeRank(b.File)
+		if rank > bestRank || rank == bestRank && stage > bestStage {
+			best, bestRank, bestStage = b, rank, stage
 		}
 	}
 	return best, bestRank >= 0
 }
 
 // composeRank ranks a compose file: the main one (docker-compose.yml,
-// compose.yaml, a .prod one) above others, dev, test and override files last.
+// compose.yaml, a .prod one) above others, development files last.
 func composeRank(file string) int {
-	base := strings.ToLower(path.Base(file))
-	for _, w := range []string{"override", "dev", "test", "local", "debug", "e2e", "ci"} {
-		if strings.Contains(base, "."+w+".") || strings.Contains(base, "-"+w+".") || strings.Contains(base, "_"+w+".") {
-			return 0
-		}
+	if IsDevCompose(file) {
+		return 0
 	}
-	switch strings.TrimSuffix(strings.TrimSuffix(base, ".yml"), ".yaml") {
+	switch strings.TrimSuffix(strings.TrimSuffix(strings.ToLower(path.Base(file)), ".yml"), ".yaml") {
 	case "docker-compose", "compose":
 		return 2
 	}
 	return 1
+}
+
+// devComposeWords mark a compose file name as a development one
+// (docker-compose.dev.yml, compose.override.yaml, docker-compose-test.yml).
+var devComposeWords = []string{"override", "dev", "development", "test", "tests", "local", "debug", "e2e", "ci"}
+
+// devComposeDirs are folders whose compose files run tests, not the
+// service that ships.
+var devComposeDirs = map[string]bool{"test": true, "tests": true, "e2e": true, "__tests__": true, "integration-tests": true}
+
+// IsDevCompose reports whether a compose file is a development one: named
+// as an override, dev, test, local, debug, e2e or ci file, or kept under a
+// test or e2e folder. Such a file never chooses the judged target, and its
+// services' command, entrypoint and healthcheck are not the shipped
+// image's.
+func IsDevCompose(file string) bool {
+	base := strings.ToLower(path.Base(file))
+	for _, w := range devComposeWords {
+		if strings.Contains(base, "."+w+".") || strings.Contains(base, "-"+w+".") || strings.Contains(base, "_"+w+".") {
+			return true
+		}
+	}
+	for _, seg := range strings.Split(strings.ToLower(path.Dir(file)), "/") {
+		if devComposeDirs[seg] {
+			return true
+		}
+	}
+	return false
+}
+
+// ServiceFor returns the compose build whose service runs the judged
+// image: one that builds the same Dockerfile (f, at dockerfilePath) and the
+// same stage (a build.target that names it, or none when it is the last
+// stage), from a compose file that is not a development one; a main
+// compose file's first. Its command, entrypoint and healthcheck are the
+// judged image's as compose runs it; another service's are another
+// image's.
+func ServiceFor(builds []ComposeBuild, f *dockerfile.File, dockerfilePath string, stage int) (ComposeBuild, bool) {
+	var best ComposeBuild
+	bestRank := 0
+	for _, b := range builds {
+		if b.Dockerfile != dockerfilePath || f == nil {
+			continue
+		}
+		built := f.Final
+		if b.Target != "" {
+			i, ok := f.StageRef(b.Target)
+			if !ok {
+				continue // the build fails: it runs nothing
+			}
+			built = i
+		}
+		if built != stage {
+			continue
+		}
+		if r := composeRank(b.File); r > bestRank {
+			best, bestRank = b, r
+		}
+	}
+	return best, bestRank > 0
 }
 
 // Judged is the judged image: its Dockerfile as built for the target.
@@ -230,7 +297,7 @@ var Image = &probe.Analyzer[*Judged]{
 				continue
 			}
 			j := &Judged{Ref: ref, Parsed: pf}
-			if cb, ok := composeFor(comp, pf.Path); ok {
+			if cb, ok := composeFor(comp, pf); ok {
 				j.Context, j.ContextWhy = cb.Context, fmt.Sprintf("build.context of %s:%d", cb.File, cb.Line)
 			} else {
 				j.Context, j.ContextWhy = guessContext(repo, pf)

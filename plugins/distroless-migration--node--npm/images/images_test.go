@@ -10,6 +10,7 @@ import (
 
 	"github.com/codegenie/codegenie/internal/probe"
 	"github.com/codegenie/codegenie/internal/probe/probetest"
+	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/dockerfile"
 )
 
 func TestSelect(t *testing.T) {
@@ -33,6 +34,11 @@ func TestSelect(t *testing.T) {
 		{"compose target", map[string]string{"Dockerfile": twoStage, "docker-compose.yml": "services:\n  web:\n    build:\n      context: .\n      target: runtime\n"}, "", "", "Dockerfile#runtime", nil},
 		{"compose short syntax, no target", map[string]string{"web/Dockerfile": twoStage, "compose.yaml": "services:\n  web:\n    build: ./web\n"}, "", "", "web/Dockerfile#debug", nil},
 		{"compose names a missing stage", map[string]string{"Dockerfile": twoStage, "compose.yml": "services:\n  web:\n    build:\n      context: .\n      target: prod\n"}, "", "", "Dockerfile#debug", nil},
+		{"a dev compose file does not choose the target", map[string]string{"Dockerfile": twoStage, "docker-compose.dev.yml": "services:\n  web:\n    build:\n      context: .\n      target: runtime\n"}, "", "", "Dockerfile#debug", nil},
+		{"an override file does not choose the target", map[string]string{"Dockerfile": twoStage, "compose.override.yaml": "services:\n  web:\n    build:\n      context: .\n      target: build\n"}, "", "", "Dockerfile#debug", nil},
+		{"a compose file under e2e/ does not choose the target", map[string]string{"Dockerfile": twoStage, "e2e/docker-compose.yml": "services:\n  web:\n    build:\n      context: ..\n      target: runtime\n"}, "", "", "Dockerfile#debug", nil},
+		{"the main compose file beats a dev one", map[string]string{"Dockerfile": twoStage, "compose.dev.yaml": "services:\n  web:\n    build:\n      context: .\n      target: build\n", "compose.yaml": "services:\n  web:\n    build:\n      context: .\n      target: runtime\n"}, "", "", "Dockerfile#runtime", nil},
+		{"a main file's later stage beats its dev stage", map[string]string{"Dockerfile": twoStage, "compose.yaml": "services:\n  dev:\n    build:\n      context: .\n      target: build\n  web:\n    build:\n      context: .\n      target: runtime\n"}, "", "", "Dockerfile#runtime", nil},
 		{"--target beats compose", map[string]string{"Dockerfile": twoStage, "docker-compose.yml": "services:\n  web:\n    build:\n      context: .\n      target: runtime\n"}, "", "build", "Dockerfile#build", nil},
 		{"no Dockerfile", map[string]string{"package.json": "{}"}, "", "", "#", nil},
 	}
@@ -294,6 +300,49 @@ COPY --from=build /app/dist ./dist
 		got, ok := set.NodeScript(p)
 		if got != want || ok != (want != "") {
 			t.Errorf("NodeScript(%s) = %q, %v; want %q", p, got, ok, want)
+		}
+	}
+}
+
+// TestServiceFor: a compose service's command, entrypoint and healthcheck
+// are the judged image's only when it builds the same Dockerfile and
+// stage, from a compose file that is not a development one.
+func TestServiceFor(t *testing.T) {
+	t.Parallel()
+	f, err := dockerfile.Parse("Dockerfile", []byte("FROM node:22 AS dev\nFROM node:22 AS prod\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	builds := []ComposeBuild{
+		{File: "compose.yaml", Service: "dev", Dockerfile: "Dockerfile", Target: "dev", Command: []string{"npm", "run", "dev"}},
+		{File: "docker-compose.dev.yml", Service: "app", Dockerfile: "Dockerfile", Command: []string{"npm", "run", "watch"}},
+		{File: "other/compose.yaml", Service: "x", Dockerfile: "other/Dockerfile"},
+		{File: "compose.yaml", Service: "web", Dockerfile: "Dockerfile", Target: "prod", Command: []string{"node", "server.js"}},
+	}
+	for _, c := range []struct {
+		stage int
+		want  string
+	}{{1, "web"}, {0, "dev"}} {
+		got, ok := ServiceFor(builds, f, "Dockerfile", c.stage)
+		if !ok || got.Service != c.want {
+			t.Errorf("ServiceFor(stage %d) = %q, %v; want %q", c.stage, got.Service, ok, c.want)
+		}
+	}
+	// Only a development file builds the last stage: no service runs it.
+	if got, ok := ServiceFor(builds[1:2], f, "Dockerfile", 1); ok {
+		t.Errorf("ServiceFor took %s of a development compose file", got.Service)
+	}
+}
+
+func TestIsDevCompose(t *testing.T) {
+	t.Parallel()
+	for file, want := range map[string]bool{
+		"docker-compose.yml": false, "compose.yaml": false, "deploy/docker-compose.prod.yml": false,
+		"docker-compose.dev.yml": true, "compose.dev.yaml": true, "docker-compose.override.yml": true,
+		"docker-compose-test.yml": true, "test/docker-compose.yml": true, "e2e/compose.yaml": true, "packages/api/e2e/compose.yml": true,
+	} {
+		if got := IsDevCompose(file); got != want {
+			t.Errorf("IsDevCompose(%s) = %v, want %v", file, got, want)
 		}
 	}
 }

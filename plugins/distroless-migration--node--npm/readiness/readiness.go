@@ -311,11 +311,13 @@ type builder struct {
 	rewriteStart *Start
 }
 
-// composeFor finds the compose build of a Dockerfile.
+// composeFor finds the compose service that runs the judged image: the
+// same Dockerfile and target, in a compose file that is not a development
+// one (images.ServiceFor).
 func composeFor(f *dockerfileprobe.Facts, dockerfilePath string) (images.ComposeBuild, bool) {
-	for _, cb := range f.Compose {
-		if cb.Dockerfile == dockerfilePath {
-			return cb, true
+	for _, file := range f.Files {
+		if f.Image != nil && file.Path == dockerfilePath && file.Parsed != nil {
+			return images.ServiceFor(f.Compose, file.Parsed, dockerfilePath, f.Image.Stage)
 		}
 	}
 	return images.ComposeBuild{}, false

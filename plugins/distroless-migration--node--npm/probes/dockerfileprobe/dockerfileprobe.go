@@ -92,7 +92,7 @@ var _ probe.Probe = (*Probe)(nil)
 func (*Probe) Desc() probe.Desc {
 	return probe.Desc{
 		Name:           Name,
-		Version:        "2",
+		Version:        "3", // 3: ARG and ENV values expanded in COPY, ADD, WORKDIR and ENV (issue 21)
 		Heaviness:      probe.Light,
 		CacheStrategy:  probe.CacheContent,
 		PerImage:       true,

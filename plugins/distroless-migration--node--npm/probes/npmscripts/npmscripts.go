@@ -118,7 +118,7 @@ var _ probe.Probe = (*Probe)(nil)
 func (*Probe) Desc() probe.Desc {
 	return probe.Desc{
 		Name:           Name,
-		Version:        "3",
+		Version:        "4", // 4: docker-entrypoint.sh runs node on a path node resolves (issue 21)
 		Heaviness:      probe.Light,
 		PerImage:       true,
 		CacheStrategy:  probe.CacheContent,
