@@ -54,6 +54,7 @@ type portfolioFlags struct {
 	mirrors        string
 	gc             gateControlFlags
 	tf             temporalFlags
+	src            sourceFlags
 	detach         bool
 	concurrency    int
 	batch          int
@@ -155,7 +156,8 @@ portfolio run again reuses each result.`,
   codegenie portfolio --migrate --out /tmp/pf ~/src/checkouts && ls /tmp/pf/patches
   jq '.services[] | select(.verdict == "blocked") | .id' /tmp/pf/portfolio.json
   codegenie portfolio --temporal 127.0.0.1:7233 --out /tmp/pf ~/src/checkouts
-  ID=$(codegenie portfolio --temporal 127.0.0.1:7233 --detach ~/src/checkouts | jq -r .workflow_id)`,
+  ID=$(codegenie portfolio --temporal 127.0.0.1:7233 --detach ~/src/checkouts | jq -r .workflow_id)
+  codegenie portfolio --temporal 127.0.0.1:7233 --store s3://results/codegenie --workers-fetch --out /tmp/pf ~/src/checkouts`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runPortfolio(cmd, g, &f, args)
 		},
@@ -181,6 +183,7 @@ portfolio run again reuses each result.`,
 	fl.BoolVar(&f.gc.noSandbox, "no-sandbox", false, "run the static tier only: no sandbox, verdicts unconfirmed")
 	fl.StringVar(&f.deps, "deps", "lockfile", depsUsage+". Each distinct package version is fetched and scanned once per run")
 	f.tf.register(fl)
+	f.src.register(fl)
 	fl.BoolVar(&f.detach, "detach", false, "with --temporal: print the workflow's ID and leave it running")
 	fl.IntVar(&f.concurrency, "concurrency", fleet.DefaultConcurrency, "with --temporal: services in flight at once across the workers")
 	fl.IntVar(&f.batch, "batch", fleet.DefaultBatch, "with --temporal: services per workflow run before it continues as new (bounds its history)")

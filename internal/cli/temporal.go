@@ -48,6 +48,47 @@ func (f *temporalFlags) register(fl *pflag.FlagSet) {
 	fl.StringVar(&f.store, "store", os.Getenv("CODEGENIE_RESULT_STORE"), "the result store every worker and client shares: a directory on a shared filesystem (or file:///path), or s3://bucket/prefix?endpoint=URL&region=R with credentials from the AWS environment (env CODEGENIE_RESULT_STORE; default: results/ in the cache directory)")
 }
 
+// sourceFlags say how a fleet run names its services' code to workers.
+type sourceFlags struct {
+	fetch, allowDirty bool
+}
+
+func (f *sourceFlags) register(fl *pflag.FlagSet) {
+	fl.BoolVar(&f.fetch, "workers-fetch", false, "with --temporal: name each checkout to the workers by its remote URL and HEAD commit, which they fetch into their own checkout cache, instead of by its path here (for workers that share no filesystem with this host)")
+	fl.BoolVar(&f.allowDirty, "allow-dirty", false, "with --workers-fetch: a checkout with uncommitted changes or an unpushed HEAD goes to the workers as a snapshot of its files in --store, instead of being refused")
+}
+
+// sources resolves each service's checkout (once per folder) for workers
+// that fetch it; nil without --workers-fetch.
+func (f *sourceFlags) sources(ctx context.Context, st fleet.ResultStore, services []portfolio.Service) ([]fleet.Source, error) {
+	if !f.fetch {
+		if f.allowDirty {
+			return nil, usageErr("--allow-dirty needs --workers-fetch")
+		}
+		return nil, nil
+	}
+	out := make([]fleet.Source, len(services))
+	seen := map[string]fleet.Source{}
+	for i, svc := range services {
+		if svc.Skip != "" || svc.Fail != "" {
+			continue
+		}
+		src, ok := seen[svc.Dir]
+		if !ok {
+			var err error
+			if src, err = fleet.Resolve(ctx, svc.Dir, f.allowDirty, st); err != nil {
+				if errors.Is(err, fleet.ErrDirty) {
+					return nil, usageErr("%v", err)
+				}
+				return nil, fmt.Errorf("service %s: %w", svc.ID, err)
+			}
+			seen[svc.Dir] = src
+		}
+		out[i] = src
+	}
+	return out, nil
+}
+
 // open dials Temporal and opens the result store; closeClient closes both.
 func (f *temporalFlags) open(ctx context.Context, g *globals) (*fleet.Client, error) {
 	if f.addr == "" {
@@ -158,8 +199,12 @@ func runPortfolioTemporal(ctx context.Context, g *globals, f *portfolioFlags, se
 	}
 	static.StartToClose = max(static.StartToClose, perAttempt)
 	sandboxT.StartToClose = max(sandboxT.StartToClose, perAttempt)
+	sources, err := f.src.sources(ctx, c.Store, services)
+	if err != nil {
+		return err
+	}
 	started, err := c.Start(ctx, services, digests, fleet.StartOptions{Settings: s, Sandbox: sandboxTier, RetryFailed: f.retryFailed,
-		Concurrency: f.concurrency, Batch: f.batch, Static: static, SandboxT: sandboxT})
+		Concurrency: f.concurrency, Batch: f.batch, Static: static, SandboxT: sandboxT, Sources: sources})
 	if err != nil {
 		return err
 	}
@@ -326,6 +371,11 @@ type workerFlags struct {
 	heavyTimeout time.Duration
 	drain        time.Duration
 	gc           gateControlFlags
+	checkouts    string
+	cacheSize    int64
+	allowLocal   bool
+	credHelper   string
+	tokenFile    string
 }
 
 func newCmdWorker(g *globals) *cobra.Command {
@@ -339,7 +389,10 @@ runs, and runs them until SIGTERM or SIGINT.
 --tier static runs the workflow and the static tier (task queue
 codegenie-static). It needs no privilege and runs anywhere the services'
 checkouts are readable at the paths the client discovered them at (a shared
-filesystem, or the same host).
+filesystem, or the same host), or, for a portfolio run with --workers-fetch,
+anywhere that reaches the git server: it then fetches each repository's
+commit into --checkout-cache, running none of the repository's hooks or
+filters, with credentials from --git-credential-helper or --git-token-file.
 
 --tier sandbox runs the traced build and boot (task queue codegenie-sandbox).
 It is a client of gate-control, as gather is: pass --gate-control (its socket
@@ -359,6 +412,8 @@ run again, reuses the result instead of doing the work. Each activity is one
 line on stderr.`,
 		Example: `  temporal server start-dev --ip 127.0.0.1 --port 7233 --headless --db-filename /var/lib/codegenie/temporal.db &
   codegenie worker --temporal 127.0.0.1:7233 --tier static --store /srv/codegenie/results
+  codegenie worker --temporal 127.0.0.1:7233 --tier static --store 's3://results/codegenie?region=eu-west-1' \
+    --checkout-cache /var/cache/codegenie/checkouts --git-token-file /run/secrets/git-token
   sudo codegenie worker --temporal 127.0.0.1:7233 --tier sandbox --gate-control /run/codegenie/gate-control.sock --store /srv/codegenie/results
   CODEGENIE_TEMPORAL_API_KEY="$(cat /run/secrets/temporal-key)" codegenie worker --temporal ns.tmprl.example:7233 --namespace ns \
     --temporal-tls-ca /etc/ssl/certs/ca-certificates.crt --tier static --store 's3://results/codegenie?region=eu-west-1'`,
@@ -372,6 +427,11 @@ line on stderr.`,
 	fl.DurationVar(&f.heavyTimeout, "heavy-timeout", pipeline.DefaultHeavyTimeout, "sandbox tier: the private gate-control's cap on a spawn's timeout")
 	fl.DurationVar(&f.drain, "drain-timeout", 30*time.Second, "on SIGTERM or SIGINT, how long running activities may finish; then they are canceled and Temporal runs them elsewhere")
 	f.gc.register(fl, "sandbox tier: the gate-control that runs the sandboxes")
+	fl.StringVar(&f.checkouts, "checkout-cache", os.Getenv("CODEGENIE_CHECKOUT_CACHE"), "the folder of this worker's checkouts of portfolios run with --workers-fetch, one per repository and commit; one worker owns it (env CODEGENIE_CHECKOUT_CACHE; default: checkouts/ in the cache directory)")
+	fl.Int64Var(&f.cacheSize, "checkout-cache-bytes", 20<<30, "the checkout cache's size: beyond it, the least recently used checkouts that no activity holds are removed")
+	fl.BoolVar(&f.allowLocal, "allow-local-git", false, "fetch from local paths and file:// URLs too (tests); never ext:: or another command transport")
+	fl.StringVar(&f.credHelper, "git-credential-helper", os.Getenv("CODEGENIE_GIT_CREDENTIAL_HELPER"), "the git credential helper of every fetch ('store --file F', '!cmd'); git's own global and system configuration is not read (env CODEGENIE_GIT_CREDENTIAL_HELPER)")
+	fl.StringVar(&f.tokenFile, "git-token-file", os.Getenv("CODEGENIE_GIT_TOKEN_FILE"), "a file holding an https token for the git server, sent as the x-access-token user's password (env CODEGENIE_GIT_TOKEN_FILE)")
 	return cmd
 }
 
@@ -412,7 +472,25 @@ func runWorker(ctx context.Context, g *globals, f *workerFlags) error {
 	}
 	defer release()
 	log := slog.New(slog.NewTextHandler(g.stderr, nil))
-	a := &fleet.Activities{Store: c.Store, Logger: log, Runner: func(s fleet.Settings) (*portfolio.Runner, error) {
+	co := &fleet.Checkouts{Root: f.checkouts, MaxBytes: f.cacheSize, AllowLocal: f.allowLocal, CredentialHelper: f.credHelper, TokenFile: f.tokenFile, Store: c.Store}
+	if co.Root == "" {
+		base := g.cacheDir
+		if base == "" {
+			if base, err = cache.DefaultDir(); err != nil {
+				return err
+			}
+		}
+		co.Root = filepath.Join(base, "checkouts")
+	}
+	if f.tokenFile != "" {
+		if _, err := os.Stat(f.tokenFile); err != nil {
+			return usageErr("--git-token-file: %v", err)
+		}
+	}
+	if err := co.CleanTemporary(); err != nil {
+		return fmt.Errorf("--checkout-cache %s: %w", co.Root, err)
+	}
+	a := &fleet.Activities{Store: c.Store, Logger: log, Checkouts: co, Runner: func(s fleet.Settings) (*portfolio.Runner, error) {
 		if s.Version != Version {
 			log.Warn("the portfolio's client is another version: results may differ from a local run", "client", s.Version, "worker", Version)
 		}
@@ -422,7 +500,7 @@ func runWorker(ctx context.Context, g *globals, f *workerFlags) error {
 	if err := w.Start(); err != nil {
 		return fmt.Errorf("starting the worker: %w", err)
 	}
-	log.Info("worker ready", "tier", tier, "queue", fleet.Queue(tier), "temporal", f.tf.addr, "namespace", f.tf.namespace, "parallel", n, "store", f.tf.storeAt)
+	log.Info("worker ready", "tier", tier, "queue", fleet.Queue(tier), "temporal", f.tf.addr, "namespace", f.tf.namespace, "parallel", n, "store", f.tf.storeAt, "checkouts", co.Root)
 	<-ctx.Done()
 	log.Info("worker stopping: running activities may finish", "drain_timeout", f.drain)
 	w.Stop()

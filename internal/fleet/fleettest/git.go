@@ -20,6 +20,7 @@ type GitServer struct {
 	Addr string
 	port int
 	cmd  *exec.Cmd
+	done chan struct{}
 	log  string
 }
 
@@ -53,6 +54,9 @@ func StartGit(tb testing.TB, base string) *GitServer {
 	}
 	port := l.Addr().(*net.TCPAddr).Port
 	_ = l.Close()
+	if err := os.MkdirAll(base, 0o755); err != nil {
+		tb.Fatal(err)
+	}
 	s := &GitServer{Base: base, port: port, Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), log: filepath.Join(tb.TempDir(), "git-daemon.log")}
 	tb.Cleanup(s.Stop)
 	s.Start(tb)
@@ -81,6 +85,8 @@ func (s *GitServer) Start(tb testing.TB) {
 	if err := s.cmd.Start(); err != nil {
 		tb.Fatalf("starting git daemon: %v", err)
 	}
+	s.done = make(chan struct{})
+	go func(cmd *exec.Cmd, done chan struct{}) { _ = cmd.Wait(); close(done) }(s.cmd, s.done)
 	ctx, cancel := context.WithTimeout(context.Background(), StartLimit)
 	defer cancel()
 	for {
@@ -89,21 +95,25 @@ func (s *GitServer) Start(tb testing.TB) {
 			_ = c.Close()
 			return
 		}
-		if ctx.Err() != nil {
+		select {
+		case <-s.done:
+			data, _ := os.ReadFile(s.log)
+			tb.Fatalf("git daemon on %s exited: %s", s.Addr, data)
+		case <-ctx.Done():
 			data, _ := os.ReadFile(s.log)
 			tb.Fatalf("waited %v for git daemon on %s: %v\n%s", StartLimit, s.Addr, err, data)
+		case <-time.After(20 * time.Millisecond):
 		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }
 
 // Stop kills the daemon and waits for it.
 func (s *GitServer) Stop() {
-	if s.cmd == nil || s.cmd.Process == nil || s.cmd.ProcessState != nil {
+	if s.cmd == nil || s.done == nil {
 		return
 	}
 	_ = s.cmd.Process.Kill()
-	_ = s.cmd.Wait()
+	<-s.done
 }
 
 // URL is the git:// URL of the bare repository name.git under Base.
