@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -370,4 +371,54 @@ func TestUnpackSnapshotStaysInside(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(outside, "evil")); err == nil {
 		t.Error("a file was written outside the tree")
 	}
+}
+
+// BenchmarkCheckoutAcquire measures what a worker pays per service to find
+// its code: in the shared path (nothing: the client's Dir is read), from a
+// warm checkout cache, and with a cold one (a fetch from git daemon on
+// loopback of a repository of 50 small files).
+func BenchmarkCheckoutAcquire(b *testing.B) {
+	srv := fleettest.StartGit(b, b.TempDir())
+	files := map[string]string{}
+	for i := range 50 {
+		files[filepath.Join("src", strings.Repeat("d", i%5), "f"+string(rune('a'+i%26))+strings.Repeat("x", i))] = strings.Repeat("line\n", 40)
+	}
+	commit := srv.Repo(b, "shop", files)
+	src := Source{URL: srv.URL("shop"), Commit: commit}
+	b.Run("shared-path", func(b *testing.B) {
+		dir := b.TempDir()
+		for b.Loop() {
+			if _, err := os.Stat(dir); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("warm", func(b *testing.B) {
+		c := &Checkouts{Root: b.TempDir(), MaxBytes: 1 << 30}
+		_, r, err := c.Acquire(b.Context(), src)
+		if err != nil {
+			b.Fatal(err)
+		}
+		r()
+		for b.Loop() {
+			_, r, err := c.Acquire(b.Context(), src)
+			if err != nil {
+				b.Fatal(err)
+			}
+			r()
+		}
+	})
+	b.Run("cold", func(b *testing.B) {
+		root := b.TempDir()
+		i := 0
+		for b.Loop() {
+			i++
+			c := &Checkouts{Root: filepath.Join(root, strconv.Itoa(i)), MaxBytes: 1 << 30}
+			_, r, err := c.Acquire(b.Context(), src)
+			if err != nil {
+				b.Fatal(err)
+			}
+			r()
+		}
+	})
 }
