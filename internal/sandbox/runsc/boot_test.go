@@ -274,7 +274,7 @@ func TestAttribute(t *testing.T) {
 
 func TestOutputTail(t *testing.T) {
 	t.Parallel()
-	out := strings.Repeat("line\n", 30)
+	out := strings.Repeat("line\n", 2*stepTailLines)
 	got := outputTail([]byte(out), []byte("Error: spawnSync /bin/sh ENOENT\n"))
 	lines := strings.Split(strings.TrimSuffix(got, "\n"), "\n")
 	if len(lines) != stepTailLines || lines[len(lines)-1] != "Error: spawnSync /bin/sh ENOENT" {

@@ -11,9 +11,9 @@ import (
 // Bounds of the output the backend keeps of a build.
 const (
 	maxLineBytes    = 1024 // a longer line is cut
-	stepTailLines   = 20
+	stepTailLines   = 60   // npm ends a failure with ~25 lines of usage and notices after its cause
 	stepTailBytes   = 4 << 10
-	targetTailLines = 40
+	targetTailLines = 80
 	targetTailBytes = 8 << 10
 )
 

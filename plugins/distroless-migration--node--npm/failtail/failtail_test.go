@@ -52,6 +52,20 @@ Node.js v22.23.5
 			want: `/app/node_modules/orm/lib/db.js:136 |       throw new Error("a dialect is required"); | Error: a dialect is required`,
 		},
 		{
+			name: "usage cut at the top",
+			n:    3,
+			out: `npm error [--no-audit] [--dry-run]
+npm error
+npm error aliases: clean-install, ic
+npm error
+npm error Run "npm help ci" for more info
+npm notice
+npm error A complete log of this run can be found in: /root/.npm/_logs/x-debug-0.log
+Error: building at STEP "RUN npm ci": while running runtime: exit status 1
+`,
+			want: `Error: building at STEP "RUN npm ci": while running runtime: exit status 1`,
+		},
+		{
 			name: "plain",
 			n:    2,
 			out:  "one\ntwo\nthree\n",
