@@ -38,6 +38,15 @@ var dockerfileShapes = []struct {
 			fmt.Fprintf(b, "FROM s%d AS s%d\nRUN echo %d > /tmp/f%d\n", i-1, i, i, i)
 		}
 	}},
+	// Each stage of a chain sets a variable and expands the ones before
+	// it: the scopes of ARG and ENV values must not be copied per stage.
+	{"variable_chain", func(b *strings.Builder, n int) {
+		b.WriteString("ARG APP=/app\nFROM node:22 AS s0\nARG APP\nWORKDIR $APP\n")
+		for i := 1; i < n/3; i++ {
+			fmt.Fprintf(b, "FROM s%d AS s%d\nENV V%d=${APP}/v%d\nWORKDIR ${V%d}\n", i-1, i, i, i, i)
+		}
+		b.WriteString("WORKDIR $APP\n")
+	}},
 }
 
 // scaleRepo writes a repository whose Dockerfile has the shape's n steps.

@@ -193,7 +193,7 @@ func Parse(filePath string, data []byte) (f *File, err error) {
 		vars := newScope()
 		if s.BaseStage >= 0 {
 			wd = workdirs[s.BaseStage]
-			vars = scopes[s.BaseStage].clone()
+			vars = scopes[s.BaseStage].child()
 		}
 		for _, c := range st.Commands {
 			in := instruction(c)

@@ -31,24 +31,31 @@ var platformArgs = []string{"BUILDPLATFORM", "BUILDOS", "BUILDARCH", "BUILDVARIA
 // scope is the variables a stage's instructions expand, as buildkit keeps
 // them: ARG values and ENV values in one environment, where the later one
 // wins, inherited by a stage built FROM this one. A name in unknown has no
-// value the Dockerfile gives.
+// value the Dockerfile gives. A stage's scope lies over its base stage's
+// (parent), which it never changes, so a long FROM chain copies nothing.
 type scope struct {
+	parent  *scope
 	known   map[string]string
 	unknown map[string]string // name → why
+	// below caches what the scopes below this one say of a name, so that
+	// each name walks a long FROM chain once.
+	below map[string]found
+}
+
+// found is what a lookup found of a name.
+type found struct {
+	val, why     string
+	known, found bool
 }
 
 func newScope() *scope {
 	return &scope{known: map[string]string{}, unknown: map[string]string{}}
 }
 
-func (s *scope) clone() *scope {
+// child returns a scope that starts as s and changes on its own.
+func (s *scope) child() *scope {
 	c := newScope()
-	for k, v := range s.known {
-		c.known[k] = v
-	}
-	for k, v := range s.unknown {
-		c.unknown[k] = v
-	}
+	c.parent = s
 	return c
 }
 
@@ -62,14 +69,59 @@ func (s *scope) setUnknown(k, why string) {
 	s.unknown[k] = why
 }
 
-// Get and Keys make scope a shell.EnvGetter over its known values.
-func (s *scope) Get(k string) (string, bool) { v, ok := s.known[k]; return v, ok }
+// lookup finds k in s or the scopes below it: its value, or why it is
+// unknown; found is false when no scope has it.
+func (s *scope) lookup(k string) (val, why string, known, ok bool) {
+	r := s.find(k)
+	return r.val, r.why, r.known, r.found
+}
 
-// Keys returns the names of the known values.
+func (s *scope) find(k string) found {
+	var walked []*scope
+	var r found
+	for c := s; c != nil; c = c.parent {
+		if v, ok := c.known[k]; ok {
+			r = found{val: v, known: true, found: true}
+			break
+		}
+		if w, ok := c.unknown[k]; ok {
+			r = found{why: w, found: true}
+			break
+		}
+		if m, ok := c.below[k]; ok {
+			r = m
+			break
+		}
+		walked = append(walked, c)
+	}
+	// A scope's base stages are finished when it is made, so what lies
+	// below each walked scope stays as found.
+	for _, c := range walked {
+		if c.below == nil {
+			c.below = map[string]found{}
+		}
+		c.below[k] = r
+	}
+	return r
+}
+
+// Get makes scope a shell.EnvGetter over its known values.
+func (s *scope) Get(k string) (string, bool) {
+	v, _, known, _ := s.lookup(k)
+	return v, known
+}
+
+// Keys returns the names of the known values, sorted.
 func (s *scope) Keys() []string {
-	ks := make([]string, 0, len(s.known))
-	for k := range s.known {
-		ks = append(ks, k)
+	seen := map[string]bool{}
+	var ks []string
+	for c := s; c != nil; c = c.parent {
+		for k := range c.known {
+			if _, _, known, _ := s.lookup(k); known && !seen[k] {
+				seen[k] = true
+				ks = append(ks, k)
+			}
+		}
 	}
 	sort.Strings(ks)
 	return ks
@@ -77,7 +129,7 @@ func (s *scope) Keys() []string {
 
 // why says why a variable's value is unknown.
 func (s *scope) why(k string) string {
-	if w, ok := s.unknown[k]; ok {
+	if _, w, known, found := s.lookup(k); found && !known {
 		return w
 	}
 	return whyUndeclared
@@ -213,17 +265,27 @@ func expandInstruction(lex *shell.Lex, escape rune, s *scope, global *scope, c i
 			in.Args[k] = v
 		}
 	case *instructions.EnvCommand:
-		// Every value of one ENV expands in the environment before it.
-		before := s.clone()
+		// Every value of one ENV expands in the environment before it:
+		// all are expanded before any is set.
+		type result struct {
+			v  string
+			ok bool
+		}
+		results := make([]result, len(c.Env))
 		for k, kv := range c.Env {
-			v, bad, ok := before.expand(lex, kv.Value, escape)
+			v, bad, ok := s.expand(lex, kv.Value, escape)
 			if !ok {
 				note(bad)
+			}
+			results[k] = result{v, ok}
+		}
+		for k, kv := range c.Env {
+			if !results[k].ok {
 				s.setUnknown(kv.Key, whyUnknownDef)
 				continue
 			}
-			in.Args[k] = kv.Key + "=" + v
-			s.set(kv.Key, v)
+			in.Args[k] = kv.Key + "=" + results[k].v
+			s.set(kv.Key, results[k].v)
 		}
 	case *instructions.ArgCommand:
 		// Each ARG of one instruction sees the ones before it.
@@ -237,19 +299,23 @@ func expandInstruction(lex *shell.Lex, escape rune, s *scope, global *scope, c i
 					continue
 				}
 				s.set(kv.Key, v)
-			case global != nil && hasKnown(global, kv.Key):
-				s.set(kv.Key, global.known[kv.Key])
-			case global != nil && hasUnknown(global, kv.Key):
-				s.setUnknown(kv.Key, global.unknown[kv.Key])
 			default:
-				if !hasKnown(s, kv.Key) && !hasUnknown(s, kv.Key) {
-					// An ENV of the same name keeps its value.
-					s.setUnknown(kv.Key, whyNoDefault)
+				gv, gwhy, gknown, gfound := "", "", false, false
+				if global != nil {
+					gv, gwhy, gknown, gfound = global.lookup(kv.Key)
+				}
+				switch {
+				case gknown:
+					s.set(kv.Key, gv)
+				case gfound:
+					s.setUnknown(kv.Key, gwhy)
+				default:
+					if _, _, _, found := s.lookup(kv.Key); !found {
+						// An ENV of the same name keeps its value.
+						s.setUnknown(kv.Key, whyNoDefault)
+					}
 				}
 			}
 		}
 	}
 }
-
-func hasKnown(s *scope, k string) bool   { _, ok := s.known[k]; return ok }
-func hasUnknown(s *scope, k string) bool { _, ok := s.unknown[k]; return ok }
