@@ -129,6 +129,9 @@ type Checkouts struct {
 	Store ResultStore
 	// Git is the git binary; "" is git on PATH.
 	Git string
+	// FetchTimeout bounds one fetch (default DefaultFetchTimeout): a server
+	// that accepts and then says nothing is unreachable, and retried.
+	FetchTimeout time.Duration
 
 	mu       sync.Mutex
 	inflight map[string]*fetchCall
@@ -288,7 +291,24 @@ func (c *Checkouts) fill(ctx context.Context, src Source, entry string) error {
 	return os.Rename(tmp, entry)
 }
 
+// DefaultFetchTimeout bounds a fetch when Checkouts.FetchTimeout is zero.
+const DefaultFetchTimeout = 15 * time.Minute
+
 func (c *Checkouts) fetch(ctx context.Context, src Source, tree string) error {
+	limit := c.FetchTimeout
+	if limit <= 0 {
+		limit = DefaultFetchTimeout
+	}
+	fctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	err := c.fetchTree(fctx, src, tree)
+	if ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+		return temporal.NewApplicationError(fmt.Sprintf("fetching %s took longer than %v: the git server does not answer", src, limit), ErrTypeGitUnreachable)
+	}
+	return err
+}
+
+func (c *Checkouts) fetchTree(ctx context.Context, src Source, tree string) error {
 	if err := os.MkdirAll(filepath.Join(tree, ".git"), 0o755); err != nil {
 		return err
 	}

@@ -1,13 +1,16 @@
 package fleet
 
 import (
+	"context"
 	"errors"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"go.temporal.io/sdk/temporal"
 
@@ -421,4 +424,83 @@ func BenchmarkCheckoutAcquire(b *testing.B) {
 			r()
 		}
 	})
+}
+
+// stallingServer accepts git connections and never answers; accepted gets
+// one value per connection.
+func stallingServer(t *testing.T) (url string, accepted chan struct{}) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	accepted = make(chan struct{}, 16)
+	var conns []net.Conn
+	var mu sync.Mutex
+	t.Cleanup(func() {
+		_ = l.Close()
+		mu.Lock()
+		for _, c := range conns {
+			_ = c.Close()
+		}
+		mu.Unlock()
+	})
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+			accepted <- struct{}{}
+		}
+	}()
+	return "git://" + l.Addr().String() + "/shop.git", accepted
+}
+
+func TestCheckoutsFetchCanceledOrSilent(t *testing.T) {
+	url, accepted := stallingServer(t)
+	commit := strings.Repeat("cd", 20)
+	c := &Checkouts{Root: t.TempDir()}
+	ctx, cancel := context.WithCancel(t.Context())
+	errs := make(chan error, 2)
+	for range 2 {
+		go func() {
+			_, _, err := c.Acquire(ctx, Source{URL: url, Commit: commit})
+			errs <- err
+		}()
+	}
+	// Mid-fetch: the server has the connection.
+	select {
+	case <-accepted:
+	case <-time.After(waitLimit):
+		t.Fatal("the fetch never connected")
+	}
+	cancel()
+	for range 2 {
+		if err := <-errs; !errors.Is(err, context.Canceled) {
+			t.Errorf("a canceled fetch: %v", err)
+		}
+	}
+	if ents, _ := os.ReadDir(c.Root); len(ents) != 0 {
+		t.Errorf("a canceled fetch left %v", ents)
+	}
+	// A killed worker's half-made fetch is removed when the next one starts.
+	if err := os.MkdirAll(filepath.Join(c.Root, "tmp-123", "tree"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.CleanTemporary(); err != nil {
+		t.Fatal(err)
+	}
+	if ents, _ := os.ReadDir(c.Root); len(ents) != 0 {
+		t.Errorf("CleanTemporary left %v", ents)
+	}
+	// A server that never answers is unreachable once the fetch's bound
+	// passes, and the activity is retried.
+	c.FetchTimeout = time.Second
+	_, _, err := c.Acquire(t.Context(), Source{URL: url, Commit: commit})
+	if errType(err) != ErrTypeGitUnreachable || !retryable(err) {
+		t.Errorf("a silent server: %v; want a retryable %s", err, ErrTypeGitUnreachable)
+	}
 }
