@@ -376,6 +376,7 @@ type workerFlags struct {
 	allowLocal   bool
 	credHelper   string
 	tokenFile    string
+	fetchTimeout time.Duration
 }
 
 func newCmdWorker(g *globals) *cobra.Command {
@@ -429,6 +430,7 @@ line on stderr.`,
 	f.gc.register(fl, "sandbox tier: the gate-control that runs the sandboxes")
 	fl.StringVar(&f.checkouts, "checkout-cache", os.Getenv("CODEGENIE_CHECKOUT_CACHE"), "the folder of this worker's checkouts of portfolios run with --workers-fetch, one per repository and commit; one worker owns it (env CODEGENIE_CHECKOUT_CACHE; default: checkouts/ in the cache directory)")
 	fl.Int64Var(&f.cacheSize, "checkout-cache-bytes", 20<<30, "the checkout cache's size: beyond it, the least recently used checkouts that no activity holds are removed")
+	fl.DurationVar(&f.fetchTimeout, "checkout-fetch-timeout", fleet.DefaultFetchTimeout, "how long one fetch may take before the git server counts as unreachable and the activity is retried")
 	fl.BoolVar(&f.allowLocal, "allow-local-git", false, "fetch from local paths and file:// URLs too (tests); never ext:: or another command transport")
 	fl.StringVar(&f.credHelper, "git-credential-helper", os.Getenv("CODEGENIE_GIT_CREDENTIAL_HELPER"), "the git credential helper of every fetch ('store --file F', '!cmd'); git's own global and system configuration is not read (env CODEGENIE_GIT_CREDENTIAL_HELPER)")
 	fl.StringVar(&f.tokenFile, "git-token-file", os.Getenv("CODEGENIE_GIT_TOKEN_FILE"), "a file holding an https token for the git server, sent as the x-access-token user's password (env CODEGENIE_GIT_TOKEN_FILE)")
@@ -472,7 +474,7 @@ func runWorker(ctx context.Context, g *globals, f *workerFlags) error {
 	}
 	defer release()
 	log := slog.New(slog.NewTextHandler(g.stderr, nil))
-	co := &fleet.Checkouts{Root: f.checkouts, MaxBytes: f.cacheSize, AllowLocal: f.allowLocal, CredentialHelper: f.credHelper, TokenFile: f.tokenFile, Store: c.Store}
+	co := &fleet.Checkouts{Root: f.checkouts, MaxBytes: f.cacheSize, AllowLocal: f.allowLocal, CredentialHelper: f.credHelper, TokenFile: f.tokenFile, Store: c.Store, FetchTimeout: f.fetchTimeout}
 	if co.Root == "" {
 		base := g.cacheDir
 		if base == "" {
@@ -481,6 +483,9 @@ func runWorker(ctx context.Context, g *globals, f *workerFlags) error {
 			}
 		}
 		co.Root = filepath.Join(base, "checkouts")
+	}
+	if f.fetchTimeout <= 0 || f.cacheSize < 0 {
+		return usageErr("--checkout-fetch-timeout must be positive and --checkout-cache-bytes not negative")
 	}
 	if f.tokenFile != "" {
 		if _, err := os.Stat(f.tokenFile); err != nil {
