@@ -14,7 +14,7 @@
 // cannot change where it connects. Every attempt, allowed or not, is kept as
 // a Conn.
 //
-// NewNetns makes the namespace a build runs in: its only interface is lo,
+// netns.New (internal/egress/netns) makes the namespace a build runs in: its only interface is lo,
 // and the proxy's listener is the only thing listening there. The proxy's
 // goroutines accept in the namespace and dial from the caller's (the
 // host's). The build has no other route and no DNS. See ADR-0012.

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/codegenie/codegenie/internal/egress"
+	"github.com/codegenie/codegenie/internal/egress/netns"
 	"github.com/codegenie/codegenie/internal/sandbox"
 )
 
@@ -21,7 +22,7 @@ import (
 // namespace: its only route is the proxy); the proxy itself dials from
 // gate-control's namespace, to what the policy allows.
 type egressRun struct {
-	ns     *egress.Netns
+	ns     *netns.Namespace
 	proxy  *egress.Proxy
 	served chan struct{}
 	// allow is the policy's rules, as the report shows them.
@@ -85,7 +86,7 @@ func (br *buildRun) startEgress() (*egressRun, error) {
 		if err := os.MkdirAll(br.bh.path("n"), 0o700); err != nil {
 			return nil, fmt.Errorf("creating the build's network namespace: %w", err)
 		}
-		ns, l, err := egress.NewNetns(br.bh.path("n"))
+		ns, l, err := netns.New(br.bh.path("n"))
 		if err != nil {
 			return nil, fmt.Errorf("creating the build's network namespace: %w", err)
 		}
@@ -382,7 +383,7 @@ func (br *buildRun) startBootEgress() (*egressRun, []string, string, error) {
 	if err := os.MkdirAll(br.bh.path("bn"), 0o700); err != nil {
 		return nil, nil, "", fmt.Errorf("creating the boot's network namespace: %w", err)
 	}
-	ns, l, err := egress.NewNetns(br.bh.path("bn"))
+	ns, l, err := netns.New(br.bh.path("bn"))
 	if err != nil {
 		return nil, nil, "", fmt.Errorf("creating the boot's network namespace: %w", err)
 	}

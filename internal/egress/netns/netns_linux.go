@@ -1,4 +1,9 @@
-package egress
+// Package netns makes the network namespace a build with egress runs in:
+// its only interface is lo, and its only listener the egress proxy (see
+// internal/egress and docs/adr/0012-build-egress.md). It is a package of its
+// own so that what reads the allow-list rules (the plugin) does not import
+// golang.org/x/sys/unix.
+package netns
 
 import (
 	"errors"
@@ -12,10 +17,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Netns is a network namespace made for one build: it holds only an
+// Namespace is a network namespace made for one build: it holds only an
 // interface "lo", which is up, and lives while a file is bind-mounted onto
 // it, while a socket made in it is open, or while a process is in it.
-type Netns struct {
+type Namespace struct {
 	// Path is the file the namespace is bind-mounted on, for
 	// `buildah bud --network=ns:PATH` or `nsenter --net=PATH`.
 	Path string
@@ -24,7 +29,7 @@ type Netns struct {
 	err  error
 }
 
-// NewNetns makes a network namespace with lo up, bind-mounts it at
+// New makes a network namespace with lo up, bind-mounts it at
 // dir/"netns" (a file that must not exist), and returns it with a TCP
 // listener on 127.0.0.1:0 inside it. Connections to the listener come only
 // from processes in the namespace; sockets that the caller makes later are
@@ -34,16 +39,16 @@ type Netns struct {
 // It needs CAP_SYS_ADMIN (to unshare and mount). The calling goroutine is
 // not moved: the work happens on a separate, locked OS thread, which goes
 // back to the original namespace, or is ended by the runtime if it cannot.
-// The caller owns both results: close the listener, and Close the Netns to
+// The caller owns both results: close the listener, and Close the Namespace to
 // unmount and remove the file.
-func NewNetns(dir string) (*Netns, net.Listener, error) {
+func New(dir string) (*Namespace, net.Listener, error) {
 	path := filepath.Join(dir, "netns")
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_RDONLY, 0o444)
 	if err != nil {
 		return nil, nil, fmt.Errorf("creating the network namespace's mount point: %w", err)
 	}
 	f.Close()
-	n := &Netns{Path: path}
+	n := &Namespace{Path: path}
 
 	type result struct {
 		l   net.Listener
@@ -130,7 +135,7 @@ func loUp() error {
 // Close unmounts the namespace and removes its file. The namespace itself
 // ends when nothing else holds it (the listener, a process in it). Close is
 // idempotent and returns the first call's error.
-func (n *Netns) Close() error {
+func (n *Namespace) Close() error {
 	n.once.Do(func() {
 		var errs []error
 		if err := unix.Unmount(n.Path, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOENT) {

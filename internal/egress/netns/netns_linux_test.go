@@ -1,8 +1,9 @@
-package egress
+package netns
 
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -11,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"os"
 	"os/exec"
 	"runtime"
@@ -21,6 +23,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/codegenie/codegenie/internal/egress"
 )
 
 // needSysAdmin skips a test when the process lacks CAP_SYS_ADMIN, which
@@ -89,7 +93,7 @@ func TestNetnsIsolatesTheListener(t *testing.T) {
 	needSysAdmin(t)
 	t.Parallel()
 	dir := t.TempDir()
-	ns, l, err := NewNetns(dir)
+	ns, l, err := New(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,8 +210,8 @@ func TestNetnsRefusesAnExistingPath(t *testing.T) {
 	if err := os.WriteFile(dir+"/netns", nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := NewNetns(dir); err == nil {
-		t.Fatal("NewNetns over an existing file: want an error")
+	if _, _, err := New(dir); err == nil {
+		t.Fatal("New over an existing file: want an error")
 	}
 	if _, err := os.Stat(dir + "/netns"); err != nil {
 		t.Errorf("the existing file: %v", err)
@@ -226,13 +230,16 @@ func TestProxyInNetns(t *testing.T) {
 	defer srv.Close()
 	port := srv.Listener.Addr().(*net.TCPAddr).Port
 
-	ns, l, err := NewNetns(t.TempDir())
+	ns, l, err := New(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ns.Close()
-	res := resolveTo("pkgs.test", "127.0.0.1")
-	p := New(Policy{Allow: []Rule{mustRule(t, "pkgs.test:"+strconv.Itoa(port))}, AllowPrivate: true}, WithResolver(res))
+	rule, err := egress.ParseRule("pkgs.test:" + strconv.Itoa(port))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := egress.New(egress.Policy{Allow: []egress.Rule{rule}, AllowPrivate: true}, egress.WithResolver(loopbackResolver{"pkgs.test"}))
 	served := make(chan error, 1)
 	go func() { served <- p.Serve(l) }()
 	defer func() {
@@ -293,4 +300,17 @@ func TestProxyInNetns(t *testing.T) {
 	if n := len(p.Conns()); n != 3 || allowed != 2 {
 		t.Errorf("Conns %+v: want 3, 2 allowed", p.Conns())
 	}
+}
+
+// waitFor bounds each wait of these tests: minutes, never a window.
+const waitFor = 2 * time.Minute
+
+// loopbackResolver answers 127.0.0.1 for its one name.
+type loopbackResolver struct{ name string }
+
+func (r loopbackResolver) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr, error) {
+	if host != r.name {
+		return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
+	}
+	return []netip.Addr{netip.MustParseAddr("127.0.0.1")}, nil
 }
