@@ -507,8 +507,10 @@ func (br *buildRun) budArgs(target, tag string) []string {
 		args = append(args, "--layers=false")
 	}
 	args = br.eg.budArgs(args)
-	for _, sec := range br.req.Build.Secrets {
-		args = append(args, "--secret", "id="+sec.ID+",src="+br.secretPath(sec.ID))
+	if br.req != nil && br.req.Build != nil {
+		for _, sec := range br.req.Build.Secrets {
+			args = append(args, "--secret", "id="+sec.ID+",src="+br.secretPath(sec.ID))
+		}
 	}
 	args = append(args, "-f", br.df)
 	if target != "" {
