@@ -53,6 +53,7 @@ const (
 	ErrTypeGitNoCommit    = "codegenie.git_commit_missing"
 	ErrTypeGitFailed      = "codegenie.git_fetch_failed"
 	ErrTypeNoCheckouts    = "codegenie.no_checkout_cache"
+	ErrTypeGitAuth        = "codegenie.git_auth_failed"
 )
 
 var commitRE = regexp.MustCompile(`^(?:[0-9a-f]{40}|[0-9a-f]{64})$`)
@@ -411,6 +412,9 @@ func gitError(what, stderr string, err error) error {
 	switch {
 	case strings.Contains(low, "transport") && strings.Contains(low, "not allowed"):
 		return temporal.NewNonRetryableApplicationError(full, ErrTypeGitRefused, nil)
+	case strings.Contains(low, "authentication failed"), strings.Contains(low, "could not read username"),
+		strings.Contains(low, "could not read password"), strings.Contains(low, "permission denied (publickey"):
+		return temporal.NewNonRetryableApplicationError(full+" (give the worker --git-credential-helper or --git-token-file)", ErrTypeGitAuth, nil)
 	case strings.Contains(low, "not our ref"), strings.Contains(low, "couldn't find remote ref"),
 		strings.Contains(low, "no such remote ref"), strings.Contains(low, "unadvertised object"),
 		strings.Contains(low, "remote error: upload-pack: not our"):

@@ -3,8 +3,14 @@ package fleet
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io/fs"
 	"net"
+	"net/http"
+	"net/http/cgi"
+	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -502,5 +508,66 @@ func TestCheckoutsFetchCanceledOrSilent(t *testing.T) {
 	_, _, err := c.Acquire(t.Context(), Source{URL: url, Commit: commit})
 	if errType(err) != ErrTypeGitUnreachable || !retryable(err) {
 		t.Errorf("a silent server: %v; want a retryable %s", err, ErrTypeGitUnreachable)
+	}
+}
+
+// TestCheckoutsTokenFile fetches over https-like smart HTTP from
+// git-http-backend behind a handler that wants a token: the worker's token
+// file answers it, and the token reaches neither the checkout nor an error.
+func TestCheckoutsTokenFile(t *testing.T) {
+	out, err := exec.Command("git", "--exec-path").Output()
+	if err != nil {
+		t.Skip("git is not installed: apt-get install git")
+	}
+	backend := filepath.Join(strings.TrimSpace(string(out)), "git-http-backend")
+	if _, err := os.Stat(backend); err != nil {
+		t.Skipf("git-http-backend is missing (%v): apt-get install git", err)
+	}
+	base := t.TempDir()
+	gs := &fleettest.GitServer{Base: base}
+	commit := gs.Repo(t, "shop", map[string]string{"a": "1"})
+	const token = "s3cr3t-token-value"
+	cgiH := &cgi.Handler{Path: backend, Env: []string{"GIT_PROJECT_ROOT=" + base, "GIT_HTTP_EXPORT_ALL=1", "GIT_CONFIG_NOSYSTEM=1"}}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if u, p, ok := r.BasicAuth(); !ok || u != "x-access-token" || p != token {
+			w.Header().Set("WWW-Authenticate", `Basic realm="git"`)
+			http.Error(w, "token wanted", http.StatusUnauthorized)
+			return
+		}
+		cgiH.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	src := Source{URL: srv.URL + "/shop.git", Commit: commit}
+
+	_, _, err = (&Checkouts{Root: t.TempDir()}).Acquire(t.Context(), src)
+	if errType(err) != ErrTypeGitAuth || retryable(err) {
+		t.Errorf("no credentials: %v; want a non-retryable %s", err, ErrTypeGitAuth)
+	}
+	tokenFile := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(tokenFile, []byte(token), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c := &Checkouts{Root: t.TempDir(), TokenFile: tokenFile}
+	dir, release, err := c.Acquire(t.Context(), src)
+	if err != nil {
+		t.Fatalf("with the token file: %v", err)
+	}
+	release()
+	if b, _ := os.ReadFile(filepath.Join(dir, "a")); string(b) != "1" {
+		t.Errorf("fetched %q", b)
+	}
+	_ = filepath.WalkDir(c.Root, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			if b, _ := os.ReadFile(p); strings.Contains(string(b), token) {
+				t.Errorf("%s holds the token", p)
+			}
+		}
+		return nil
+	})
+	wrong := filepath.Join(t.TempDir(), "wrong")
+	_ = os.WriteFile(wrong, []byte("nope"), 0o600)
+	_, _, err = (&Checkouts{Root: t.TempDir(), TokenFile: wrong}).Acquire(t.Context(), src)
+	if errType(err) != ErrTypeGitAuth || strings.Contains(fmt.Sprint(err), "nope") {
+		t.Errorf("a wrong token: %v; want %s, without the token", err, ErrTypeGitAuth)
 	}
 }
