@@ -159,7 +159,8 @@ func (r *readiness) run(ctx context.Context, done <-chan struct{}) {
 				if !r.rr.listened() {
 					r.why = sandbox.BootSettled
 				}
-			case !r.declaresPort() && !r.rr.listened() && now.Sub(latest(hcAt, r.act.lastExec())) >= r.settle:
+			case !r.declaresPort() && !r.rr.listened() && now.Sub(latest(hcAt, r.act.lastExec())) >= r.settle &&
+				now.Sub(r.since) >= r.noPortMin():
 				r.why = sandbox.BootSettled
 			default:
 				continue
@@ -227,4 +228,17 @@ func (r *readiness) neverListened(br *sandbox.BootReport) string {
 		return ""
 	}
 	return "codegenie: " + sandbox.NeverListened(r.rr.plan.Ports, r.max) + "\n"
+}
+
+// noPortFactor times the settle period is the least a boot of an image
+// that declares no port runs before it may end as settled: such an image
+// may be a worker, or a service still loading its code (node runs no exec
+// while it requires modules) that will listen, or crash, a few seconds
+// later. Ended at the first quiet settle period, two real services of the
+// issue 20 scorecard were proven though both crash soon after.
+const noPortFactor = 4
+
+// noPortMin is that least run, at most half the boot's maximum.
+func (r *readiness) noPortMin() time.Duration {
+	return min(noPortFactor*r.settle, r.max/2)
 }

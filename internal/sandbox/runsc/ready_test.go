@@ -146,6 +146,11 @@ func TestReadinessWorker(t *testing.T) {
 	if r.why != sandbox.BootSettled || hc.phase.Name == "" {
 		t.Fatalf("why %q, healthcheck %q; want settled after the healthcheck", r.why, hc.phase.Name)
 	}
+	// Not before it ran noPortFactor settle periods: a service still
+	// loading its code runs no exec either.
+	if ran := time.Since(r.since); ran < noPortFactor*r.settle {
+		t.Errorf("settled after %v; want at least %v", ran, noPortFactor*r.settle)
+	}
 	if br := r.report(false, false); br.Ended != sandbox.BootSettled || br.Port != 0 || r.neverListened(br) != "" {
 		t.Errorf("report %+v", br)
 	}
