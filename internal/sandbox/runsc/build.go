@@ -108,6 +108,7 @@ func (b *Backend) planBuild(req *sandbox.SpawnRequest) (buildPlan, error) {
 	if err != nil {
 		return bp, invalid("Dockerfile %s: %v", spec.Dockerfile, err)
 	}
+	bp.dockerfile = absMountTargets(bp.dockerfile)
 	bp.stages, bp.parseErr = parseStages(bp.dockerfile)
 	return bp, nil
 }
