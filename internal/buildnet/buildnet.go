@@ -37,6 +37,9 @@ type Settings struct {
 	// through a proxy of its own (--boot-egress); empty keeps boots
 	// offline.
 	Boot []string
+	// BootEnv are NAME=value entries for the boots' environment
+	// (--boot-env).
+	BootEnv []string
 }
 
 // Parse checks the flag values and reads the files they name: allow is
@@ -93,6 +96,25 @@ func (s *Settings) ParseBoot(values []string) error {
 			}
 			s.Boot = append(s.Boot, f)
 		}
+	}
+	return nil
+}
+
+// ParseBootEnv checks --boot-env values: NAME=value, or NAME alone for
+// the value this process has (as docker run -e NAME does).
+func (s *Settings) ParseBootEnv(values []string) error {
+	for _, v := range values {
+		name, value, ok := strings.Cut(v, "=")
+		if name == "" || strings.ContainsAny(name, " \t") {
+			return fmt.Errorf("--boot-env %.40q: want NAME=value or NAME", v)
+		}
+		if !ok {
+			var set bool
+			if value, set = os.LookupEnv(name); !set {
+				return fmt.Errorf("--boot-env %s: no value given and %s is not set here", name, name)
+			}
+		}
+		s.BootEnv = append(s.BootEnv, name+"="+value)
 	}
 	return nil
 }
@@ -182,6 +204,11 @@ func (s *Settings) Key() string {
 	for _, sec := range s.Secrets {
 		parts = append(parts, "secret="+sec.ID)
 	}
+	if len(s.BootEnv) > 0 {
+		// By digest: the values may be credentials.
+		sum := sha256.Sum256([]byte(strings.Join(s.BootEnv, "\x00")))
+		parts = append(parts, "boot_env="+hex.EncodeToString(sum[:8]))
+	}
 	if len(s.Boot) > 0 {
 		boot := slices.Clone(s.Boot)
 		slices.Sort(boot)
@@ -204,8 +231,8 @@ func (s *Settings) FlagValues() []string {
 
 // FromValues rebuilds settings from values FlagValues and the other
 // fields gave (a Temporal worker's copy of the run's settings).
-func FromValues(egress []string, private bool, ca []byte, secrets []sandbox.Secret, boot []string) *Settings {
-	s := &Settings{Private: private, CA: ca, Secrets: secrets, Boot: boot}
+func FromValues(egress []string, private bool, ca []byte, secrets []sandbox.Secret, boot, bootEnv []string) *Settings {
+	s := &Settings{Private: private, CA: ca, Secrets: secrets, Boot: boot, BootEnv: bootEnv}
 	for _, e := range egress {
 		if e == "none" {
 			s.Offline = true
@@ -214,4 +241,13 @@ func FromValues(egress []string, private bool, ca []byte, secrets []sandbox.Secr
 		s.Allow = append(s.Allow, e)
 	}
 	return s
+}
+
+// Env is what the boots' environment gets (--boot-env); nil for nil
+// settings.
+func (s *Settings) Env() []string {
+	if s == nil {
+		return nil
+	}
+	return slices.Clone(s.BootEnv)
 }

@@ -82,7 +82,13 @@ func TestValuesRoundTrip(t *testing.T) {
 		if err := s.ParseBoot([]string{"api.example"}); err != nil {
 			t.Fatal(err)
 		}
-		back := FromValues(s.FlagValues(), s.Private, s.CA, s.Secrets, s.Boot)
+		if err := s.ParseBootEnv([]string{"DATABASE_URL=postgres://db/app"}); err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(s.Key(), "postgres") {
+			t.Errorf("key %q holds a boot env value", s.Key())
+		}
+		back := FromValues(s.FlagValues(), s.Private, s.CA, s.Secrets, s.Boot, s.BootEnv)
 		if back.Key() != s.Key() {
 			t.Errorf("%v: key %q after the round trip, want %q", args, back.Key(), s.Key())
 		}

@@ -39,6 +39,7 @@ func (f *bootFlags) validate() error {
 // netFlags say what the sandboxed builds may reach over the network, and
 // with which CA bundle and secrets (buildnet.Settings).
 type netFlags struct {
+	bootEnv []string
 	boot    []string
 	egress  []string
 	private bool
@@ -51,6 +52,7 @@ type netFlags struct {
 func (f *netFlags) register(fl *pflag.FlagSet) {
 	fl.StringArrayVar(&f.egress, "build-egress", nil, `a destination HOST[:PORT] that build steps may reach through gate-control's egress proxy, besides the defaults: the npm registry, the registries the repository's .npmrc, .yarnrc.yml and pnpm settings name, and the apt/apk mirrors the base images' own sources name (repeatable); "none" keeps builds offline. Boots stay offline`)
 	fl.StringArrayVar(&f.boot, "boot-egress", nil, "a destination HOST[:PORT] that the booted service may reach, for one that calls an API as it starts (repeatable): through a proxy of its own, named by HTTP_PROXY and HTTPS_PROXY with NODE_USE_ENV_PROXY=1 in its environment, so only proxy-aware clients use it; boots are offline without it")
+	fl.StringArrayVar(&f.bootEnv, "boot-env", nil, "NAME=value (or NAME, for this process's value) in the booted service's environment, as docker run -e gives it: for a service that needs a setting to start (repeatable); the values reach no output, and the cache key holds only their digest")
 	fl.BoolVar(&f.private, "build-egress-private", false, "let build steps reach loopback, private, link-local and metadata addresses through the egress proxy (refused otherwise, whatever the name resolves to)")
 	fl.StringVar(&f.ca, "build-ca", "", "PEM CA bundle that every build step trusts besides its image's own (NODE_EXTRA_CA_CERTS, npm and yarn cafile, SSL_CERT_FILE, CURL_CA_BUNDLE), for networks that inspect TLS; the image's trust store is not changed")
 	fl.StringArrayVar(&f.secrets, "build-secret", nil, "a build secret, id=NAME,src=FILE, for RUN --mount=type=secret,id=NAME (repeatable); its bytes appear in no output, cache or log")
@@ -61,6 +63,9 @@ func (f *netFlags) settings() (*buildnet.Settings, error) {
 	s, err := buildnet.Parse(f.egress, f.private, f.ca, f.secrets)
 	if err == nil {
 		err = s.ParseBoot(f.boot)
+	}
+	if err == nil {
+		err = s.ParseBootEnv(f.bootEnv)
 	}
 	if err != nil {
 		return nil, usageErr("%v", err)

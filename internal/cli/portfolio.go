@@ -224,8 +224,8 @@ func runPortfolio(cmd *cobra.Command, g *globals, f *portfolioFlags, args []stri
 	if f.bn, err = f.net.settings(); err != nil {
 		return err
 	}
-	if f.tf.addr != "" && len(f.bn.Secrets) > 0 {
-		return usageErr("--build-secret works in a local run only: a secret never travels in a Temporal workflow's history")
+	if f.tf.addr != "" && (len(f.bn.Secrets) > 0 || len(f.bn.BootEnv) > 0) {
+		return usageErr("--build-secret and --boot-env work in a local run only: their values never travel in a Temporal workflow's history")
 	}
 	f.gc.serveArgs = f.net.serveArgs()
 	if len(sources) == 0 {
@@ -327,7 +327,7 @@ func (f *portfolioFlags) settings() fleet.Settings {
 		ServiceTimeout: f.serviceTimeout, Mirrors: f.mirrors, NoCache: f.noCache, Migrate: f.migrate, Deps: f.deps}
 	if f.bn != nil {
 		s.BuildEgress, s.BuildPrivate, s.BuildCA, s.BuildSecrets = f.bn.FlagValues(), f.bn.Private, f.bn.CA, f.bn.Secrets
-		s.BootEgress = f.bn.Boot
+		s.BootEgress, s.BootEnv = f.bn.Boot, f.bn.BootEnv
 	}
 	return s
 }
@@ -352,7 +352,7 @@ func portfolioRunner(g *globals, s fleet.Settings, sb sandbox.Client) (*portfoli
 			LightTimeout:    s.LightTimeout,
 			HeavyTimeout:    s.HeavyTimeout,
 			Logger:          g.logger(),
-			BuildNet:        buildnet.FromValues(s.BuildEgress, s.BuildPrivate, s.BuildCA, s.BuildSecrets, s.BootEgress),
+			BuildNet:        buildnet.FromValues(s.BuildEgress, s.BuildPrivate, s.BuildCA, s.BuildSecrets, s.BootEgress, s.BootEnv),
 		},
 		Sandbox:        sb,
 		ServiceTimeout: s.ServiceTimeout,

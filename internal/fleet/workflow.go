@@ -63,6 +63,8 @@ type Settings struct {
 	// BuildSecrets are --build-secret, for a local run only: they never
 	// travel in a workflow's history.
 	BuildSecrets []sandbox.Secret `json:"-"`
+	// BootEnv is --boot-env, for a local run only, like BuildSecrets.
+	BootEnv []string `json:"-"`
 }
 
 // Timeouts are an activity's timeouts and retry bound in one tier.

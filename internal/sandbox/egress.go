@@ -60,6 +60,11 @@ const (
 	maxEgressRuleSz = 261
 )
 
+// MaxBootEnv bounds BuildSpec.BootEnv.
+const MaxBootEnv = 64
+
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
 var secretID = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
 
 // validate checks the egress and secret parts of a build request: their
@@ -82,6 +87,15 @@ func (b *BuildSpec) validateEgress() error {
 	}
 	if len(e.CA) > 0 && !strings.Contains(string(e.CA), "-----BEGIN CERTIFICATE-----") {
 		return fmt.Errorf("%w: the build CA bundle holds no PEM certificate", ErrInvalidRequest)
+	}
+	if len(b.BootEnv) > MaxBootEnv {
+		return fmt.Errorf("%w: more than %d boot environment entries", ErrInvalidRequest, MaxBootEnv)
+	}
+	for _, kv := range b.BootEnv {
+		name, _, ok := strings.Cut(kv, "=")
+		if !ok || !envName.MatchString(name) || len(kv) > MaxSecretBytes || strings.IndexByte(kv, 0) >= 0 {
+			return fmt.Errorf("%w: boot environment entry %.40q is not NAME=value", ErrInvalidRequest, kv)
+		}
 	}
 	if len(b.Secrets) > MaxSecrets {
 		return fmt.Errorf("%w: more than %d build secrets", ErrInvalidRequest, MaxSecrets)

@@ -104,6 +104,10 @@ type BuildSpec struct {
 	Egress Egress `json:"egress,omitzero"`
 	// Secrets are build secrets (RUN --mount=type=secret).
 	Secrets []Secret `json:"secrets,omitempty"`
+	// BootEnv are NAME=value entries the boot's environment gets on top
+	// of the image's, as `docker run -e` gives them (a database URL a
+	// service needs to start). The trace drops exec environments.
+	BootEnv []string `json:"boot_env,omitempty"`
 }
 
 // DefaultSettle is BuildSpec.Settle when it is zero.

@@ -96,6 +96,8 @@ func (br *buildRun) boot(ctx context.Context, image string) (*bootRun, error) {
 	if !hasHome {
 		bt.env = append(bt.env, "HOME="+u.home)
 	}
+	// What `docker run -e` would add (BuildSpec.BootEnv).
+	bt.env = mergeEnv(bt.env, br.req.Build.BootEnv)
 	bt.cwd = "/"
 	if cfg.WorkingDir != "" {
 		bt.cwd = path.Clean("/" + cfg.WorkingDir)

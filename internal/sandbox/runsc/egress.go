@@ -271,7 +271,8 @@ const minScrubbed = 4
 
 // scrubSecrets replaces every build secret's bytes in what the spawn
 // returns (phase output, the boot's output, the trace's arguments and
-// environment) with "<secret ID>".
+// environment) with "<secret ID>", and every --boot-env value with
+// "<boot-env NAME>".
 func (br *buildRun) scrubSecrets(res *sandbox.Result) {
 	var pairs []string
 	for _, s := range br.req.Build.Secrets {
@@ -280,6 +281,11 @@ func (br *buildRun) scrubSecrets(res *sandbox.Result) {
 			if t := strings.TrimSpace(string(s.Data)); t != string(s.Data) && len(t) >= minScrubbed {
 				pairs = append(pairs, t, "<secret "+s.ID+">")
 			}
+		}
+	}
+	for _, kv := range br.req.Build.BootEnv {
+		if name, value, _ := strings.Cut(kv, "="); len(value) >= minScrubbed {
+			pairs = append(pairs, value, "<boot-env "+name+">")
 		}
 	}
 	if len(pairs) == 0 {

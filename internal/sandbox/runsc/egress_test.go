@@ -153,6 +153,7 @@ func TestBootEgress(t *testing.T) {
 	// tries the same address with a raw socket, which no proxy setting
 	// touches; then it listens.
 	server := `const http = require("http"), net = require("net");
+console.log("greeting:", process.env.GREETING);
 const listen = () => http.createServer((q, s) => s.end("ok")).listen(8080, () => console.log("listening"));
 http.get("http://` + target + `/config", (r) => {
   let body = "";
@@ -174,6 +175,9 @@ http.get("http://` + target + `/config", (r) => {
 	})
 	for _, online := range []bool{true, false} {
 		req := buildRequest(ws, m, "")
+		// docker run -e: the service prints it, and the result says it
+		// scrubbed.
+		req.Build.BootEnv = []string{"GREETING=hello-from-boot-env"}
 		if online {
 			req.Build.Egress = sandbox.Egress{Boot: []string{target}, Private: true}
 		}
@@ -184,6 +188,9 @@ http.get("http://` + target + `/config", (r) => {
 			t.Fatalf("online %v: Spawn: %v, exit %d, output %q %q", online, err, res.ExitCode, res.Stdout, res.Stderr)
 		}
 		out := string(res.Stdout)
+		if !strings.Contains(out, "greeting: <boot-env GREETING>") {
+			t.Errorf("online %v: output %q; want the boot env's value, scrubbed", online, out)
+		}
 		boot := phase(res.Phases, sandbox.PhaseBoot)
 		if boot.Boot == nil || boot.Boot.Ended != sandbox.BootAnsweredAndSettled {
 			t.Errorf("online %v: boot %+v; want it answered and settled", online, boot.Boot)

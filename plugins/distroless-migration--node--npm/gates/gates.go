@@ -149,6 +149,7 @@ func Run(ctx context.Context, client sandbox.Client, spec Spec, file *dockerfile
 				RegistryMirrors: spec.RegistryMirrors, ProbePaths: spec.ProbePaths},
 		}
 		req.Build.Egress, req.Build.Secrets, _ = spec.BuildNet.For(dir)
+		req.Build.BootEnv = spec.BuildNet.Env()
 		if fn := sandbox.ProgressFrom(ctx); fn != nil {
 			src := "gates: " + what
 			ctx = sandbox.WithProgress(ctx, func(p sandbox.Progress) { p.Source = src; fn(p) })

@@ -435,6 +435,7 @@ func (p *Probe) run(ctx context.Context, repo *probe.Repo, pctx *probe.Context) 
 		},
 	}
 	req.Build.Egress, req.Build.Secrets, facts.EgressNotes = pctx.BuildNet.For(repo.Root)
+	req.Build.BootEnv = pctx.BuildNet.Env()
 	if d, ok := ctx.Deadline(); ok {
 		req.Timeout = time.Until(d)
 	}
