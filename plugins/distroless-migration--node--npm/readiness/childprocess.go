@@ -1,0 +1,106 @@
+package readiness
+
+// child_process calls in the shipped code: which block, and which are
+// notes because the image lacks them or the entrypoint does not reach
+// them.
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/codegenie/codegenie/internal/probe"
+	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/probes/childprocess"
+)
+
+// reachableBinaries lists the programs that shipped, reachable (or
+// unresolved) code runs by a literal name.
+func reachableBinaries(f *childprocess.Facts) map[string]bool {
+	out := map[string]bool{}
+	for _, fd := range f.Findings {
+		if fd.Kind != childprocess.KindBinary && fd.Kind != childprocess.KindShell {
+			continue
+		}
+		if fd.Scope != childprocess.ScopeReachable && fd.Scope != childprocess.ScopeUnresolved {
+			continue
+		}
+		if fd.Binary != "" {
+			out[baseName(fd.Binary)] = true
+		}
+	}
+	return out
+}
+
+// childProcess: calls that run a shell or a binary distroless lacks. Only
+// code the image holds and the entrypoint reaches (or may reach) blocks;
+// the rest is a note that says why it does not.
+func (b *builder) childProcess(f *childprocess.Facts) {
+	notIn, notReached := map[string][]probe.Evidence{}, map[string][]probe.Evidence{}
+	for _, fd := range f.Findings {
+		if fd.Kind == childprocess.KindNode {
+			continue
+		}
+		e := probe.Evidence{File: fd.File, Line: fd.Line, Column: fd.Column, Note: fd.Function}
+		switch fd.Scope {
+		case childprocess.ScopeNotInImage:
+			notIn[string(fd.Origin)] = append(notIn[string(fd.Origin)], e)
+			continue
+		case childprocess.ScopeNotReachable:
+			notReached[string(fd.Origin)] = append(notReached[string(fd.Origin)], e)
+			continue
+		case childprocess.ScopeReachable, childprocess.ScopeUnresolved:
+		}
+		evs := []probe.Evidence{e}
+		if len(fd.Chain) > 1 {
+			evs[0].Note = fd.Function + ", reached by " + strings.Join(fd.Chain, " → ")
+		} else if len(fd.Chain) == 1 {
+			evs[0].Note = fd.Function + ", in the entrypoint itself"
+		} else if fd.ScopeNote != "" {
+			evs[0].Note = fd.Function + "; " + fd.ScopeNote
+		}
+		where := "the app"
+		dep := fd.Origin == childprocess.OriginDependency
+		if dep {
+			where = "dependency " + fd.Package
+		}
+		what := fd.Function
+		if fd.Command != "" {
+			what = fmt.Sprintf("%s(%q)", fd.Function, clip(fd.Command, 60))
+		}
+		switch fd.Kind {
+		case childprocess.KindShell:
+			fix := "call execFile or spawn with an argv (no shell: true) instead of a command line"
+			id := childprocess.WarnShellInApp
+			if dep {
+				id = childprocess.WarnShellInDependency
+				fix = fmt.Sprintf("pin or patch %s, or show with a trace that the call never runs", fd.Package)
+			}
+			b.Add(probe.Blocker{ID: id, Kind: probe.ShellAtRuntime, Rule: RuleShellInCode, Title: fmt.Sprintf("%s calls %s, which runs /bin/sh", where, what), Fix: fix, Evidence: evs})
+		case childprocess.KindMaybeShell:
+			id := pick(dep, childprocess.WarnMaybeShellInDependency, childprocess.WarnMaybeShellInApp)
+			b.Add(probe.Blocker{ID: id, Kind: probe.UnknownKind, Rule: RuleUnclassified, Title: fmt.Sprintf("%s calls %s with options that may set shell: true", where, what),
+				Fix: "make the shell option a literal false, or show with a trace that no shell runs", Evidence: evs})
+		case childprocess.KindBinary:
+			id := pick(dep, childprocess.WarnBinaryInDependency, childprocess.WarnBinaryInApp)
+			bin := fd.Binary
+			if bin == "" {
+				bin = fd.Command
+			}
+			b.Add(probe.Blocker{ID: id, Kind: probe.MissingBinary, Rule: RuleBinaryAtRuntime, Title: fmt.Sprintf("%s runs %s, which a distroless image does not have", where, bin),
+				Fix: "keep a non-distroless image, copy a static build of it in, or do the work in Node", Evidence: evs})
+		case childprocess.KindDynamic:
+			id := pick(dep, childprocess.WarnDynamicInDependency, childprocess.WarnDynamicInApp)
+			b.Add(probe.Blocker{ID: id, Kind: probe.UnknownKind, Rule: RuleUnclassified,
+				Title: fmt.Sprintf("%s calls %s with a command that is not a literal; what it runs is unknown", where, fd.Function),
+				Fix:   "make the command a literal (or an allow-list), or show with a trace what runs", Evidence: evs})
+		case childprocess.KindNode:
+		}
+	}
+	for _, o := range []string{"app", "dependency"} {
+		if e := notIn[o]; len(e) > 0 {
+			b.Note(probe.Note{ID: NoteNotInImage, Message: fmt.Sprintf("%d child_process use(s) in %s code are not in the image (no COPY of the judged target brings them in); they block nothing", len(e), o), Evidence: e})
+		}
+		if e := notReached[o]; len(e) > 0 {
+			b.Note(probe.Note{ID: NoteNotReachable, Message: fmt.Sprintf("%d child_process use(s) in %s code are in the image but not reachable from the entrypoint; they block nothing", len(e), o), Evidence: e})
+		}
+	}
+}

@@ -1,0 +1,100 @@
+package readiness
+
+// Executables the container starts: entrypoint scripts, .bin shims,
+// env-node scripts and the base image's entrypoint.
+
+import (
+	"fmt"
+	"path"
+	"slices"
+	"strings"
+
+	"github.com/codegenie/codegenie/internal/probe"
+	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/probes/entrypoints"
+)
+
+// executables: entrypoint scripts, shims and the base image's entrypoint.
+func (b *builder) executables(f *entrypoints.Facts) {
+	for _, e := range f.Executables {
+		evs := ev(e.File, e.Line)
+		name := e.Command
+		if e.RepoPath != "" && e.RepoPath != e.Command {
+			name += " (" + e.RepoPath + ")"
+		}
+		switch {
+		case e.Kind == entrypoints.KindBaseImage:
+			b.Add(probe.Blocker{ID: entrypoints.WarnBaseEntry, Kind: probe.ShellAtRuntime, Rule: RuleDistrolessBase,
+				Title: "the node base image boots through docker-entrypoint.sh (#!/bin/sh) as pid 1",
+				Fix:   "use a distroless node base, whose entrypoint is node itself", Evidence: evs})
+		case e.ShellRunner != "":
+			b.Add(probe.Blocker{ID: entrypoints.WarnShellShim, Kind: probe.ShellAtRuntime, Rule: RuleShellLine,
+				Title: fmt.Sprintf("%s %s", e.Command, e.ShellRunner), WhyNot: e.Command + " is a development runner that needs a shell; run the service with node directly", Evidence: evs})
+		case e.Kind == entrypoints.KindInferred:
+			b.Add(probe.Blocker{ID: pick(e.InterpreterKind == "shell", entrypoints.WarnShellShim, entrypoints.WarnEnvShebang), Kind: pick2(e.InterpreterKind == "shell", probe.ShellAtRuntime, probe.MissingBinary), Rule: RuleJSEntry,
+				Title: fmt.Sprintf("%s is a node_modules/.bin command; with a %s lockfile it is %s (inferred: node_modules is not in the repository)", e.Command, strings.TrimPrefix(e.ResolvedBy, "lockfile:"), pick(e.InterpreterKind == "shell", "a #!/bin/sh wrapper", "a #!/usr/bin/env node script")),
+				Fix:   "point CMD at the JavaScript file that the \"bin\" field of the package providing " + path.Base(e.Command) + " names", Evidence: evs})
+		case e.Kind == entrypoints.KindOutside:
+			b.Add(probe.Blocker{ID: entrypoints.WarnNotFound, Kind: probe.UnknownKind, Rule: RuleUnclassified,
+				Title: fmt.Sprintf("%s is a symlink that leads outside the repository; it was not read", e.Command), Evidence: evs})
+		case e.Kind == entrypoints.KindNotRegular:
+			b.Add(probe.Blocker{ID: entrypoints.WarnNotFound, Kind: probe.UnknownKind, Rule: RuleUnclassified,
+				Title: fmt.Sprintf("%s is not a regular file (a FIFO, socket or device); it was not read", e.Command), Evidence: evs})
+		case e.InterpreterKind == "shell" && e.NodeArgv != nil:
+			b.Add(probe.Blocker{ID: pick(e.Origin == "bin_shim", entrypoints.WarnShellShim, entrypoints.WarnShellShebang), Kind: probe.ShellAtRuntime, Rule: RuleJSEntry,
+				Title: fmt.Sprintf("%s is a %s wrapper", name, e.Shebang), Fix: "run the package's JS entry directly: CMD " + quoteArgv(DistrolessCmd(e.NodeArgv)), Evidence: evs})
+		case e.InterpreterKind == "shell" && e.Script != nil && e.Script.DefaultsOnly && e.Origin == "entrypoint":
+			exec := e.Script.Exec
+			scriptArgs := b.scriptArgs(e.Command)
+			if len(exec) == 1 && exec[0] == `"$@"` {
+				exec = scriptArgs
+			}
+			if e.RepoPath != "" && e.Script.ExecLine > 0 {
+				// The script's own lines: its defaults and its exec.
+				for _, l := range e.Script.Lines {
+					evs = append(evs, probe.Evidence{File: e.RepoPath, Line: l})
+				}
+			}
+			bl := probe.Blocker{ID: entrypoints.WarnShellShebang, Kind: probe.ShellAtRuntime, Rule: RuleEntrypointToEnv,
+				Title: fmt.Sprintf("%s is a shell script (%s) that only sets defaults and execs %s", name, e.Shebang, strings.Join(e.Script.Exec, " ")), Evidence: evs}
+			fixed, appends := cutDollarAt(exec)
+			switch {
+			case slices.Contains(fixed, `"$@"`):
+				bl.Rule, bl.WhyNot = RuleScriptLogic, `the script passes its arguments ("$@") before other words, which ENTRYPOINT and CMD cannot express`
+			case appends && len(fixed) > 0 && isNodeWord(fixed[0]):
+				// exec node app.js "$@": node app.js stays fixed, and the
+				// script's arguments (what docker run passes) follow it.
+				st := b.nodeStart(fixed, e.Script.Env, "the entrypoint script "+e.Command)
+				if st.Program != nil || st.Bin != "" {
+					bl.Rule, bl.WhyNot = RuleScriptLogic, "the script execs "+strings.Join(exec, " ")+", which is not a node script with its arguments"
+					break
+				}
+				st.AppendArgs, st.CmdArgs = true, scriptArgs
+				bl.Fix = "drop the script; " + appendFix(st)
+				b.setStart(st, true)
+			case len(exec) > 0 && isNodeWord(exec[0]):
+				bl.Fix = "drop the ENTRYPOINT; " + cmdFix(exec, e.Script.Env)
+				st := b.nodeStart(exec, e.Script.Env, "the entrypoint script "+e.Command)
+				b.setStart(st, true)
+			default:
+				bl.Rule, bl.WhyNot = RuleScriptLogic, "the script only sets defaults, but what it execs is not node ("+strings.Join(exec, " ")+")"
+			}
+			b.Add(bl)
+		case e.InterpreterKind == "shell":
+			bl := probe.Blocker{ID: entrypoints.WarnShellShebang, Kind: probe.ShellAtRuntime, Rule: RuleScriptLogic,
+				Title: fmt.Sprintf("%s is a shell script (%s)", name, e.Shebang), Evidence: evs}
+			if e.Script != nil && len(e.Script.Reasons) > 0 {
+				bl.WhyNot = "the script does more than set defaults: " + strings.Join(first(e.Script.Reasons, 3), "; ")
+			}
+			b.Add(bl)
+		case e.InterpreterKind == "env" && e.NodeArgv != nil:
+			b.Add(probe.Blocker{ID: entrypoints.WarnEnvShebang, Kind: probe.MissingBinary, Rule: RuleJSEntry,
+				Title: fmt.Sprintf("%s starts with %s; distroless has no /usr/bin/env", name, e.Shebang), Fix: "point CMD at the JS file: CMD " + quoteArgv(DistrolessCmd(e.NodeArgv)), Evidence: evs})
+		case e.InterpreterKind == "env":
+			b.Add(probe.Blocker{ID: entrypoints.WarnEnvShebang, Kind: probe.MissingBinary, Rule: RuleBinaryAtRuntime,
+				Title: fmt.Sprintf("%s starts with %s; distroless has no /usr/bin/env", name, e.Shebang), Evidence: evs})
+		case e.Kind == entrypoints.KindNotFound:
+			b.Add(probe.Blocker{ID: entrypoints.WarnNotFound, Kind: probe.UnknownKind, Rule: RuleUnclassified,
+				Title: fmt.Sprintf("%s (run as %s) is not in the repository; what it needs is unknown", e.Command, e.Origin), Evidence: evs})
+		}
+	}
+}
