@@ -16,6 +16,7 @@ import (
 	"errors"
 	"io/fs"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 
@@ -216,7 +217,8 @@ type walker struct {
 	g     *Graph
 	queue []string
 	pkgs  map[string]*manifest
-	names map[string]string // package name → folder, for workspaces
+	names map[string]string   // package name → folder, for workspaces
+	tscfg map[string]*tsPaths // folder → the tsconfig paths that apply there
 }
 
 func (w *walker) run(ctx context.Context) error {
@@ -306,9 +308,11 @@ func (w *walker) file(p string) (string, bool) {
 
 // resolveAt resolves one load of file from. A load that cannot be followed
 // and may still name a file of the repository (a "#" import the package
-// does not map, a bare name that is neither installed nor declared, so an
-// alias such as a tsconfig path) is recorded as a computed load: the files
-// of from's package then stay possibly loaded.
+// does not map, an alias whose map is not read) is recorded as a computed
+// load: the files of from's package then stay possibly loaded. A bare name
+// that is neither installed nor declared is followed through the app's
+// alias maps (alias.go); when none names it, it is an unresolved edge and
+// not a computed load.
 func (w *walker) resolveAt(from string, imp Import) (string, bool) {
 	if t, ok := w.resolve(from, imp.Spec); ok {
 		return t, true
@@ -344,9 +348,22 @@ func (w *walker) resolveAt(from string, imp Import) (string, bool) {
 		// bundler's): a published package's bare name that is neither
 		// installed nor declared names no file at run time, it throws
 		// (mongodb's guarded require('aws4')).
-		if !w.declared(from, name) && PackageOf(from) == "" {
+		if w.declared(from, name) || PackageOf(from) != "" {
+			break
+		}
+		switch t, kind := w.aliasOf(from, spec); kind {
+		case aliasFile:
+			w.g.MissingPackages = slices.DeleteFunc(w.g.MissingPackages, func(m string) bool { return m == name })
+			return t, true
+		case aliasOpen:
 			w.g.Dynamic = append(w.g.Dynamic, Site{File: from, Line: imp.Line})
-			w.g.Unresolved = appendOnce(w.g.Unresolved, "cannot resolve "+spec+" from "+from+" (not installed, not a declared dependency: an alias?)")
+			w.g.Unresolved = appendOnce(w.g.Unresolved, "cannot resolve "+spec+" from "+from+" (an alias whose target the walk cannot follow)")
+		case aliasNone:
+			// A literal name of a package that is not there: an edge the
+			// walk cannot follow, to no file of the app. node throws
+			// there unless some other package installs it, so it
+			// leaves the app's other files as unreachable as they were.
+			w.g.Unresolved = appendOnce(w.g.Unresolved, "cannot resolve "+spec+" from "+from+" (not installed, not a declared dependency, no alias names it)")
 		}
 	}
 	return "", false
@@ -555,6 +572,8 @@ type manifest struct {
 	DevDependencies      map[string]string `json:"devDependencies"`
 	OptionalDependencies map[string]string `json:"optionalDependencies"`
 	PeerDependencies     map[string]string `json:"peerDependencies"`
+	// ModuleAliases is module-alias's map of names to folders.
+	ModuleAliases map[string]string `json:"_moduleAliases"`
 }
 
 func (w *walker) manifestAt(dir string) *manifest {

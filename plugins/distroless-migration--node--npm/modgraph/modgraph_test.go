@@ -190,3 +190,76 @@ func TestNodeOptionsPreload(t *testing.T) {
 		t.Errorf("the NODE_OPTIONS preload is not reached (entries %v)", g.Entries)
 	}
 }
+
+// TestUndeclaredPackageIsAnEdge: a literal load of a package that is
+// neither installed nor declared, and that no alias names, is an
+// unresolved edge: it does not leave the app's other files possibly loaded
+// (issue 21: one such import made 18 test files blockers). Aliases the
+// app's tsconfig (with comments and extends), jsconfig or module-alias map
+// are followed to their files; one whose map is not read stays open.
+func TestUndeclaredPackageIsAnEdge(t *testing.T) {
+	t.Parallel()
+	dockerfile := "FROM gcr.io/distroless/nodejs22-debian13\nWORKDIR /app\nCOPY . .\nCMD [\"server.js\"]\n"
+	t.Run("missing package", func(t *testing.T) {
+		t.Parallel()
+		g := graphOf(t, map[string]string{
+			"Dockerfile":     dockerfile,
+			"package.json":   `{"name":"svc","dependencies":{}}`,
+			"server.js":      "try { require('statsd-client') } catch {}\nrequire('@scope/absent/sub');\n",
+			"test/a.test.js": "",
+		})
+		if _, ok := g.DynamicIn("test/a.test.js"); ok {
+			t.Errorf("an undeclared, uninstalled package leaves the app's files possibly loaded (dynamic %v)", g.Dynamic)
+		}
+		want := []string{
+			"cannot resolve @scope/absent/sub from server.js (not installed, not a declared dependency, no alias names it)",
+			"cannot resolve statsd-client from server.js (not installed, not a declared dependency, no alias names it)",
+		}
+		if diff := cmp.Diff(want, g.Unresolved); diff != "" {
+			t.Errorf("unresolved (-want +got):\n%s", diff)
+		}
+	})
+	t.Run("aliases followed", func(t *testing.T) {
+		t.Parallel()
+		g := graphOf(t, map[string]string{
+			"Dockerfile":   dockerfile,
+			"package.json": `{"name":"svc","_moduleAliases":{"@models":"src/models"}}`,
+			"tsconfig.base.json": `{
+  // shared settings
+  "compilerOptions": {"baseUrl": "./src", "paths": {"@app/*": ["app/*", "fallback/*"], "@cfg": ["config/index.ts"],},},
+}`,
+			"tsconfig.json":       `{"extends": "./tsconfig.base", /* no paths of its own */ "compilerOptions": {"strict": true}}`,
+			"server.js":           "require('@app/run');\nrequire('@cfg');\nrequire('lib/util');\nrequire('@models/user');\n",
+			"src/app/run.ts":      "",
+			"src/config/index.ts": "",
+			"src/lib/util.js":     "",
+			"src/models/user.js":  "",
+			"test/a.test.js":      "",
+		})
+		for _, f := range []string{"src/app/run.ts", "src/config/index.ts", "src/lib/util.js", "src/models/user.js"} {
+			if !g.Reached(f) {
+				t.Errorf("%s not reached through its alias (unresolved %v)", f, g.Unresolved)
+			}
+		}
+		if len(g.Dynamic) > 0 || len(g.MissingPackages) > 0 {
+			t.Errorf("followed aliases left computed loads %v or missing packages %v", g.Dynamic, g.MissingPackages)
+		}
+	})
+	t.Run("alias not followed", func(t *testing.T) {
+		t.Parallel()
+		g := graphOf(t, map[string]string{
+			"Dockerfile":     dockerfile,
+			"package.json":   `{"name":"svc"}`,
+			"tsconfig.json":  `{"compilerOptions": {"paths": {"@gen/*": ["generated/*"]}}}`,
+			"server.js":      "require('@gen/client');\nrequire('~/x');\nrequire('routes/index');\n",
+			"routes/a.js":    "",
+			"test/a.test.js": "",
+		})
+		if len(g.Dynamic) != 3 {
+			t.Errorf("computed loads %v, want the three aliases the walk cannot follow", g.Dynamic)
+		}
+		if _, ok := g.DynamicIn("test/a.test.js"); !ok {
+			t.Error("an alias the walk cannot follow does not leave the app's files possibly loaded")
+		}
+	})
+}
