@@ -3,6 +3,7 @@ package recipe
 import (
 	"encoding/json"
 	"fmt"
+	"path"
 	"slices"
 	"strings"
 
@@ -312,3 +313,14 @@ async function fetch(raw) {
   process.exit(ok || check.always_succeeds ? 0 : 1);
 })().catch(() => process.exit(check.always_succeeds ? 0 : 1));
 `
+
+// generate adds a generated file to the build context.
+func (r *rewriter) generate(name string, data []byte) {
+	p := path.Join(r.in.Context, name)
+	for _, g := range r.gen {
+		if g.Path == p {
+			return
+		}
+	}
+	r.gen = append(r.gen, File{Path: p, New: data, Mode: 0o644, Generated: true})
+}

@@ -1,0 +1,88 @@
+package recipe
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/dockerfile"
+	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/readiness"
+)
+
+// Builder stages (rules glibc_builder, same_major_builder and bump_node):
+// the stages whose node_modules ship move to glibc and the runtime's Node
+// major.
+
+// builderRef is the glibc builder image of the service's major.
+func (r *rewriter) builderRef() string {
+	return fmt.Sprintf("node:%d-bookworm-slim", r.target.Major)
+}
+
+// builders moves builder stages to glibc and the runtime's Node major, as
+// the native-ABI and version rules ask.
+func (r *rewriter) builders() error {
+	if !r.has(readiness.RuleGlibcBuilder) && !r.has(readiness.RuleSameMajor) && !r.has(readiness.RuleBumpNode) {
+		return nil
+	}
+	// The stages to move are the roots (built from an image) of the
+	// builder's chain and, when it is built from a stage, of the runtime
+	// stage's chain.
+	roots := map[int]bool{}
+	for _, img := range r.in.Runtime.Images {
+		if img.Builder != nil && img.Dockerfile == r.in.Dockerfile && img.Builder.Stage != r.t {
+			roots[r.root(img.Builder.Stage)] = true
+		}
+	}
+	if r.d.Stages[r.t].BaseStage >= 0 {
+		roots[r.root(r.t)] = true
+	}
+	done := map[int]bool{}
+	for i := range r.d.Stages {
+		if !roots[i] {
+			continue
+		}
+		st := r.d.Stages[i]
+		musl := strings.Contains(st.ResolvedBase, "alpine")
+		if !musl && nodeMajorOf(st.ResolvedBase) == r.target.Major && dockerfile.ClassifyBase(st.ResolvedBase) == dockerfile.BaseOfficialNode {
+			continue
+		}
+		if dockerfile.ClassifyBase(st.ResolvedBase) != dockerfile.BaseOfficialNode && !musl {
+			continue // not a node image: its Node comes from elsewhere
+		}
+		done[i] = true
+		r.edits = append(r.edits, edit{from: st.Line, to: max(st.Line, st.EndLine), text: from(st.Platform, r.builderRef(), st.Name)})
+		if musl {
+			for j := range r.d.Stages {
+				if r.root(j) == i && j != r.t {
+					if err := r.apkToApt(j); err != nil {
+						return err
+					}
+				}
+			}
+		}
+	}
+	if len(done) > 0 {
+		what := fmt.Sprintf("the builder runs on %s (glibc, Node %d), so native addons match the runtime", r.builderRef(), r.target.Major)
+		for _, rule := range []string{readiness.RuleGlibcBuilder, readiness.RuleSameMajor} {
+			if r.has(rule) {
+				r.change(rule, what)
+			}
+		}
+	}
+	if r.has(readiness.RuleBumpNode) {
+		r.change(readiness.RuleBumpNode, fmt.Sprintf("Node moves to %d, the nearest major with a distroless image", r.target.Major))
+	}
+	return nil
+}
+
+// nodeMajorOf reads the Node major of an official node image reference.
+func nodeMajorOf(ref string) int {
+	tag := ref
+	if i := strings.LastIndex(tag, ":"); i >= 0 {
+		tag = tag[i+1:]
+	}
+	var m int
+	if _, err := fmt.Sscanf(tag, "%d", &m); err != nil {
+		return 0
+	}
+	return m
+}

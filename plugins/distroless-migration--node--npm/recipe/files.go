@@ -1,0 +1,226 @@
+package recipe
+
+import (
+	"fmt"
+	"path"
+	"slices"
+	"strings"
+
+	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/dockerfile"
+	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/shellcmd"
+)
+
+// What a files stage hands the runtime stage (rule move_to_builder): the
+// app directory, users, files outside the WORKDIR, ARG, ENV and USER, and
+// the step that prunes dev dependencies.
+
+// collected is what a chain of stages sets up that the runtime needs.
+type collected struct {
+	madeDirs []string      // directories under the WORKDIR that a RUN mkdir made
+	args     []string      // ARG instructions, verbatim (ENV may use them)
+	envs     []string      // ENV instructions, verbatim
+	lastUser string        // the last USER, verbatim
+	users    bool          // a RUN adds users or groups
+	outside  []outsideCopy // what COPY and ADD put outside the WORKDIR
+	prune    string        // the step that prunes dev dependencies
+}
+
+func (r *rewriter) collect(stages []int) collected {
+	var c collected
+	// The stages are a FROM chain, root first: WORKDIR and ENV carry on.
+	wd, production := "/", false
+	var pkgDirs []string // directories a COPY put a package.json in
+	for _, i := range stages {
+		for _, in := range r.d.Stages[i].Instructions {
+			switch in.Command {
+			case "workdir":
+				if len(in.Args) == 1 {
+					wd = resolvePath(wd, in.Args[0])
+				}
+			case "arg":
+				c.args = append(c.args, r.verbatim(in))
+			case "user":
+				c.lastUser = r.verbatim(in)
+			case "env":
+				c.envs = append(c.envs, r.verbatim(in))
+				for _, kv := range in.Args {
+					if k, v, _ := strings.Cut(kv, "="); k == "NODE_ENV" {
+						production = v == "production"
+					}
+				}
+			case "copy", "add":
+				if len(in.Args) > 0 {
+					raw := in.Args[len(in.Args)-1]
+					dest := resolvePath(wd, raw)
+					srcs := in.Args[:len(in.Args)-1]
+					if in.From == "" && slices.ContainsFunc(srcs, isManifest) {
+						pkgDirs = append(pkgDirs, copyDir(dest, raw, srcs))
+					}
+					if !within(dest, r.wd) {
+						c.outside = append(c.outside, outsideFor(dest, raw, srcs, r.wd)...)
+					}
+				}
+			case "run":
+				cmds := [][]string{in.Args}
+				if in.Form == dockerfile.FormShell {
+					cmds = shellcmd.Analyze(strings.Join(in.Args, " ")).Commands
+				}
+				for _, cmd := range cmds {
+					if len(cmd) == 0 {
+						continue
+					}
+					switch path.Base(cmd[0]) {
+					case "adduser", "addgroup", "useradd", "groupadd", "usermod":
+						c.users = true
+					case "mkdir":
+						for _, a := range cmd[1:] {
+							if !strings.HasPrefix(a, "-") && !strings.Contains(a, "<expanded>") {
+								if d := resolvePath(wd, a); within(d, r.wd) && d != path.Clean(r.wd) {
+									c.madeDirs = append(c.madeDirs, d)
+								}
+							}
+						}
+					case "npm", "yarn", "pnpm":
+						// With NODE_ENV=production an install leaves dev
+						// dependencies out already.
+						if p := pruneFor(cmd); p != "" && !production {
+							c.prune = p
+						} else if isInstall(cmd) {
+							c.prune = ""
+						}
+						// An install finds its project by walking up from
+						// the WORKDIR to a package.json: one that a COPY put
+						// above the WORKDIR gets its node_modules there.
+						if isInstall(cmd) {
+							if root := projectRoot(wd, pkgDirs); root != "" && !within(root, r.wd) {
+								nm := path.Join(root, "node_modules")
+								c.outside = append(c.outside, outsideCopy{src: nm, dest: nm})
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	return c
+}
+
+// copies writes the COPY --from lines that hand a files stage's results to
+// the runtime stage.
+func (r *rewriter) copies(b *strings.Builder, files string, c collected) {
+	fmt.Fprintf(b, "COPY --from=%s %s %s\n", files, r.wd, r.wd)
+	if c.users {
+		fmt.Fprintf(b, "COPY --from=%s /etc/passwd /etc/group /etc/\n", files)
+	}
+	for _, o := range dedupe(c.outside) {
+		fmt.Fprintf(b, "COPY --from=%s %s %s\n", files, o.src, o.dest)
+	}
+	for _, a := range c.args {
+		b.WriteString(a)
+	}
+	for _, e := range c.envs {
+		b.WriteString(e)
+	}
+	if c.lastUser != "" {
+		b.WriteString(c.lastUser)
+	}
+}
+
+// outsideCopy is one COPY --from line for what a files stage put outside
+// its WORKDIR.
+type outsideCopy struct{ src, dest string }
+
+// outsideFor names what COPY srcs raw put at dest, outside the WORKDIR wd.
+// A destination that holds the WORKDIR ("/", or /srv above /srv/app) is
+// never copied whole: that would copy the files stage's own system (its
+// shell among it) over the target's. Each source is copied by name instead,
+// into that directory; a source that is a directory, whose contents land
+// there unnamed, keeps the whole destination.
+func outsideFor(dest, raw string, srcs []string, wd string) []outsideCopy {
+	intoDir := strings.HasSuffix(raw, "/") || len(srcs) > 1 || slices.ContainsFunc(srcs, isGlob)
+	if !intoDir || !within(wd, dest) {
+		return []outsideCopy{{src: dest, dest: dest}}
+	}
+	var out []outsideCopy
+	for _, s := range srcs {
+		base := path.Base(s)
+		if strings.HasSuffix(s, "/") || base == "." || base == "/" || base == ".." {
+			return []outsideCopy{{src: dest, dest: dest}}
+		}
+		out = append(out, outsideCopy{src: path.Join(dest, base), dest: strings.TrimSuffix(dest, "/") + "/"})
+	}
+	return out
+}
+
+// copyDir is the directory a COPY of srcs to raw (resolved: dest) writes
+// its files into.
+func copyDir(dest, raw string, srcs []string) string {
+	if strings.HasSuffix(raw, "/") || len(srcs) > 1 || slices.ContainsFunc(srcs, isGlob) || slices.Contains(srcs, ".") {
+		return dest
+	}
+	return path.Dir(dest)
+}
+
+// isManifest reports a COPY source that brings a package.json.
+func isManifest(s string) bool {
+	if s == "." || strings.HasSuffix(s, "/") {
+		return true
+	}
+	ok, err := path.Match(path.Base(s), "package.json")
+	return err == nil && ok
+}
+
+func isGlob(s string) bool { return strings.ContainsAny(s, "*?[") }
+
+// projectRoot is the nearest directory at or above wd that a COPY put a
+// package.json in, the way npm finds its project; "" when none did.
+func projectRoot(wd string, pkgDirs []string) string {
+	for d := path.Clean(wd); ; d = path.Dir(d) {
+		if slices.Contains(pkgDirs, d) {
+			return d
+		}
+		if d == "/" {
+			return ""
+		}
+	}
+}
+
+// pruneFor is the step that drops dev dependencies after an install that
+// keeps them; empty when c is not such an install.
+func pruneFor(c []string) string {
+	if len(c) < 2 {
+		return ""
+	}
+	pm := path.Base(c[0])
+	if !isInstall(c) {
+		return ""
+	}
+	for _, a := range c[2:] {
+		switch a {
+		case "--omit=dev", "--production", "--prod", "-P", "--only=production", "--only=prod":
+			return ""
+		}
+		if strings.HasPrefix(a, "-g") || a == "--global" {
+			return ""
+		}
+		if !strings.HasPrefix(a, "-") {
+			return "" // installs named packages, not the project's
+		}
+	}
+	switch pm {
+	case "npm":
+		return "npm prune --omit=dev"
+	case "pnpm":
+		return "pnpm prune --prod"
+	default:
+		return "yarn install --production --frozen-lockfile --ignore-scripts"
+	}
+}
+
+// isInstall reports a package manager's install of the project.
+func isInstall(c []string) bool {
+	if len(c) < 2 {
+		return path.Base(c[0]) == "yarn"
+	}
+	return c[1] == "install" || c[1] == "i" || c[1] == "ci"
+}

@@ -1,0 +1,34 @@
+package recipe
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/readiness"
+)
+
+// The inline layout: a runtime stage built FROM a stage, with no files of
+// its own.
+
+// inline rewrites a runtime stage built FROM an earlier stage that makes
+// no files of its own: it becomes a stage on the target that copies the
+// app from the stage it was built from, with that stage's ENV and USER.
+func (r *rewriter) inline(start, health []string) error {
+	st := r.d.Stages[r.t]
+	workdir, err := r.appDir(readiness.RuleDistrolessBase)
+	if err != nil {
+		return err
+	}
+	parent := r.d.StageName(st.BaseStage)
+	c := r.collect(r.chain()[:len(r.chain())-1])
+	c.users = c.users || r.needsNodeUser()
+	var b strings.Builder
+	b.WriteString(from(st.Platform, r.target.Pinned(), st.Name))
+	b.WriteString(workdir)
+	r.copies(&b, parent, c)
+	r.edits = append(r.edits, edit{from: st.Line, to: max(st.Line, st.EndLine), text: b.String()})
+	r.change(readiness.RuleDistrolessBase, fmt.Sprintf("the runtime stage is FROM %s and copies %s from %s, with its ENV and USER", r.target.Pinned(), r.wd, parent))
+	r.changeIfBlocked(readiness.RuleMoveToBuilder, "the RUN steps stay in "+parent+", which the runtime stage copies its files from")
+	r.newBase = false
+	return r.swap(start, health)
+}

@@ -1,0 +1,115 @@
+package recipe
+
+import (
+	"fmt"
+	"path"
+	"strings"
+
+	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/readiness"
+)
+
+// The start command (rules script_to_exec_form, node_launcher, exec_form,
+// drop_node_argv, js_entry, entrypoint_to_env and init_wrapper).
+
+// startRules are the rules whose rewrite is the start command.
+var startRules = []string{readiness.RuleInitWrapper, readiness.RuleScriptArgv, readiness.RuleNodeLauncher, readiness.RuleExecForm, readiness.RuleDropNodeArgv,
+	readiness.RuleJSEntry, readiness.RuleEntrypointToEnv}
+
+// startLines are the instructions that start the service on the target.
+func (r *rewriter) startLines() ([]string, error) {
+	s := r.in.Plan.Start
+	if s == nil {
+		return nil, r.refuse(readiness.RuleUnclassified, "the service's start command is not known", "codegenie cannot tell what the container runs, so it cannot write its exec-form command", 0)
+	}
+	if r.has(readiness.RuleInitWrapper) && s.Init == "" {
+		// The init's job would go with it, unreplaced.
+		return nil, r.refuse(readiness.RuleUnclassified, "the start runs through an init wrapper that the plan does not name", "codegenie cannot tell which command the init wraps, so the launcher cannot take its place", 0)
+	}
+	var out []string
+	if len(s.Env) > 0 {
+		out = append(out, "ENV "+strings.Join(quoteEnv(s.Env), " ")+"\n")
+	}
+	var args []string
+	switch {
+	case s.Program != nil:
+		return nil, r.refuse(readiness.RuleBinaryAtRuntime, "the service starts "+strings.Join(s.Program, " "), "it is not node, and a distroless node image runs node", 0)
+	case len(s.Steps) > 0 || s.Bin != "" || s.Init != "":
+		var steps []step
+		for _, st := range s.Steps {
+			steps = append(steps, step{Args: readiness.DistrolessCmd(st)})
+		}
+		switch {
+		case s.Bin != "":
+			steps = append(steps, step{Bin: s.Bin, Args: append([]string{}, s.Args...)})
+		case len(s.Steps) == 0:
+			// An init wrapper's command: the launcher, as pid 1, runs it as
+			// its child and forwards signals to it, as the init did.
+			steps = append(steps, step{Args: append([]string{}, s.Args...)})
+		}
+		if s.AppendArgs {
+			steps[len(steps)-1].PassArgs = true
+		}
+		for i := range steps {
+			if steps[i].Args == nil {
+				steps[i].Args = []string{}
+			}
+		}
+		r.generate(LauncherName, launcher(steps, nil))
+		// COPY sources are relative to the build context, where generate
+		// puts the file.
+		out = append(out, fmt.Sprintf("COPY %s %s\n", LauncherName, path.Join(r.wd, LauncherName)))
+		args = []string{path.Join(r.wd, LauncherName)}
+		if len(s.Steps) > 0 || s.Bin != "" {
+			r.change(readiness.RuleNodeLauncher, fmt.Sprintf("a generated launcher (%s) runs %s without a shell", LauncherName, s.From))
+		}
+		if s.Bin != "" {
+			r.change(readiness.RuleScriptArgv, fmt.Sprintf("%s becomes %s, which runs %s's JS file from node_modules", s.From, LauncherName, s.Bin))
+		}
+		if s.Init != "" {
+			r.change(readiness.RuleInitWrapper, fmt.Sprintf("%s goes; %s runs %s as its child and forwards SIGTERM, SIGINT and SIGHUP to it", s.Init, LauncherName, s.From))
+		}
+	default:
+		args = s.Args
+	}
+	entry := ""
+	switch {
+	case s.AppendArgs:
+		// exec node app.js "$@": node and its fixed arguments are the
+		// ENTRYPOINT, and docker run's arguments (else CMD) follow them.
+		entry = execForm(append([]string{r.target.Node}, args...))
+		out = append(out, "ENTRYPOINT "+entry+"\n")
+		args = s.CmdArgs
+	case !r.target.EntrypointNode:
+		out = append(out, "ENTRYPOINT "+execForm([]string{r.target.Node})+"\n")
+	}
+	if s.Dir != "" {
+		// The script of another package runs in that package's folder.
+		out = append(out, "WORKDIR "+path.Join(r.wd, s.Dir)+"\n")
+		r.change(readiness.RuleScriptArgv, fmt.Sprintf("the command runs in %s, as %s did", path.Join(r.wd, s.Dir), s.From))
+	}
+	if len(args) > 0 || !s.AppendArgs {
+		out = append(out, "CMD "+execForm(args)+"\n")
+	}
+	if len(s.Steps) == 0 && s.Bin == "" {
+		what := fmt.Sprintf("%s becomes CMD %s", s.From, execForm(args))
+		if s.AppendArgs {
+			what = fmt.Sprintf("%s becomes ENTRYPOINT %s", s.From, entry)
+			if len(args) > 0 {
+				what += " and CMD " + execForm(args)
+			}
+		}
+		if len(s.Env) > 0 {
+			what += " with ENV " + strings.Join(s.Env, " ")
+		}
+		if s.AppendArgs {
+			what += `; docker run's arguments follow the command, as the script's "$@" passed them`
+		}
+		for _, rule := range startRules {
+			if rule != readiness.RuleNodeLauncher {
+				r.changeIfBlocked(rule, what)
+			}
+		}
+	}
+	r.changeIfBlocked(readiness.RuleJSEntry, "the start runs the JS file itself, not its shim or #!/usr/bin/env node wrapper")
+	return out, nil
+}
