@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/dockerfile"
 	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/images"
 	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/probes/npmscripts"
 )
@@ -24,7 +25,9 @@ func NodeArgv(c *npmscripts.Chain) ([]string, bool) {
 	}
 	cands = append(cands, c.Program)
 	for i, argv := range cands {
-		cands[i] = skipInit(argv)
+		// tini -- node app.js, gosu app node app.js: the graph starts at
+		// the command the init or user wrapper runs.
+		_, cands[i] = dockerfile.SplitInit(argv)
 	}
 	for _, argv := range cands {
 		if len(argv) > 0 && isNode(argv[0]) {
@@ -38,25 +41,6 @@ func NodeArgv(c *npmscripts.Chain) ([]string, bool) {
 		}
 	}
 	return nil, false
-}
-
-// initWrappers are init processes that exec the command after their own
-// options (tini -- node app.js): the module graph starts at that command.
-var initWrappers = map[string]bool{"tini": true, "dumb-init": true, "tini-static": true}
-
-func skipInit(argv []string) []string {
-	if len(argv) == 0 || !initWrappers[path.Base(argv[0])] {
-		return argv
-	}
-	for i := 1; i < len(argv); i++ {
-		if argv[i] == "--" {
-			return argv[i+1:]
-		}
-		if !strings.HasPrefix(argv[i], "-") {
-			return argv[i:]
-		}
-	}
-	return nil
 }
 
 func isJSPath(p string) bool {

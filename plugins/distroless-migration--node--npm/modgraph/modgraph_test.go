@@ -7,6 +7,7 @@ import (
 
 	"github.com/codegenie/codegenie/internal/probe"
 	"github.com/codegenie/codegenie/internal/probe/probetest"
+	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/probes/npmscripts"
 )
 
 func TestScan(t *testing.T) {
@@ -262,4 +263,47 @@ func TestUndeclaredPackageIsAnEdge(t *testing.T) {
 			t.Error("an alias the walk cannot follow does not leave the app's files possibly loaded")
 		}
 	})
+}
+
+// TestEntryBehindWrappers: the graph starts at the command an init or user
+// wrapper runs, as dockerfile.SplitInit reads it (its options with values,
+// gosu's user), the one list of wrappers.
+func TestEntryBehindWrappers(t *testing.T) {
+	t.Parallel()
+	for name, start := range map[string]string{
+		"tini with a value option": `ENTRYPOINT ["/sbin/tini", "-e", "143", "node", "server.js"]`,
+		"gosu":                     `CMD ["gosu", "app", "node", "server.js"]`,
+		"catatonit":                `ENTRYPOINT ["catatonit", "--", "node", "server.js"]`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			g := graphOf(t, map[string]string{
+				"Dockerfile":   "FROM node:22-bookworm-slim\nWORKDIR /app\nCOPY . .\n" + start + "\n",
+				"package.json": `{"name":"svc"}`,
+				"server.js":    "require('./lib/a');\n",
+				"lib/a.js":     "",
+			})
+			if !g.Reached("lib/a.js") {
+				t.Errorf("lib/a.js not reached behind the wrapper (entries %v: %s)", g.Entries, g.EntryWhy)
+			}
+		})
+	}
+}
+
+// TestNodeArgvBehindWrappers: NodeArgv reads a chain's wrappers with
+// dockerfile.SplitInit, so a user wrapper and an option with a value are
+// skipped as the start command's own reading skips them.
+func TestNodeArgvBehindWrappers(t *testing.T) {
+	t.Parallel()
+	for _, argv := range [][]string{
+		{"gosu", "app", "node", "server.js"},
+		{"su-exec", "node", "node", "server.js"},
+		{"/sbin/tini", "-e", "143", "node", "server.js"},
+		{"docker-init", "--", "node", "server.js"},
+	} {
+		got, ok := NodeArgv(&npmscripts.Chain{Program: argv})
+		if !ok || !cmp.Equal(got, []string{"server.js"}) {
+			t.Errorf("NodeArgv(%q) = %q, %v; want [server.js], true", argv, got, ok)
+		}
+	}
 }

@@ -45,6 +45,18 @@ type builder struct {
 	// depBinaries are programs the production dependencies are known to
 	// run (fluent-ffmpeg runs ffmpeg), with the dependency.
 	depBinaries map[string]string
+	// depLibraries are system libraries production dependencies load
+	// (by libraryStem), and depBundled programs and libraries they ship
+	// themselves, each with the dependency.
+	depLibraries, depBundled map[string]string
+	// scriptBinaries are programs the image's entrypoint scripts run, with
+	// the script.
+	scriptBinaries map[string]string
+	// healthToNode is set when a health check becomes a generated Node
+	// check, and healthKept when one stays as it is (a rewrite by hand):
+	// the checks' curl or wget is no longer used only with the first and
+	// not the second.
+	healthToNode, healthKept bool
 	// envBinaries are programs the final stage's ENV names by path
 	// (PUPPETEER_EXECUTABLE_PATH=/usr/bin/chromium), with the variable.
 	envBinaries map[string]string

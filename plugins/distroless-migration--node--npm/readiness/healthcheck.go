@@ -53,6 +53,7 @@ func (b *builder) healthcheck(d *dockerfile.File, hc dockerfile.Instruction, hcF
 				why = "it does more than run " + a.Commands[0][0]
 			}
 			bl.Rule, bl.WhyNot = RuleShellLine, fmt.Sprintf("the %s check line cannot become a generated Node check that checks the same thing: %s; write the check as a Node script", path.Base(a.Commands[0][0]), why)
+			b.healthKept = true
 			b.Add(bl)
 		default:
 			b.health(bl, a, inCompose)
@@ -179,11 +180,13 @@ func (b *builder) httpHealth(bl probe.Blocker, cl shellcmd.CheckLine, env httpEn
 	}
 	if why != "" {
 		bl.Rule, bl.WhyNot = RuleShellLine, fmt.Sprintf("the %s check cannot become a generated Node check that checks the same thing: %s; write the check as a Node script", prog, why)
+		b.healthKept = true
 		b.Add(bl)
 		return
 	}
 	c.AlwaysSucceeds = cl.AlwaysSucceeds
 	bl.Rule, bl.Fix = RuleHealthNode, healthFix(c)
+	b.healthToNode = true
 	if inCompose {
 		bl.Fix = "the compose healthcheck's test: " + strings.TrimPrefix(bl.Fix, "HEALTHCHECK CMD ")
 	}
@@ -204,6 +207,7 @@ func (b *builder) health(bl probe.Blocker, a shellcmd.Analysis, inCompose bool) 
 		return
 	}
 	bl.Rule, bl.Fix = RuleShellLine, "write the check as a Node script: HEALTHCHECK CMD [\"/nodejs/bin/node\", \"healthcheck.js\"]"
+	b.healthKept = true
 	b.Add(bl)
 }
 

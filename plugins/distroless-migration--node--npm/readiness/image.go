@@ -12,7 +12,6 @@ import (
 
 	"github.com/codegenie/codegenie/internal/probe"
 	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/dockerfile"
-	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/httpcheck"
 	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/images"
 	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/probes/dockerfileprobe"
 	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/probes/npmscripts"
@@ -146,6 +145,7 @@ func (b *builder) dockerfiles(f *dockerfileprobe.Facts) {
 		b.healthcheck(d, hc, d.Path)
 	}
 	if cb, found := composeFor(f, d.Path); found && len(cb.Healthcheck) > 1 {
+		b.composeHealthBinaries(cb.Healthcheck)
 		switch cb.Healthcheck[0] {
 		case "CMD-SHELL":
 			b.healthcheck(d, dockerfile.Instruction{Command: "healthcheck", Form: dockerfile.FormShell, Args: cb.Healthcheck[1:2], Line: cb.HealthcheckLine}, cb.File)
@@ -243,12 +243,31 @@ func startBinaries(d *dockerfile.File) map[string]string {
 				cmd = rest // the rewrite drops the init; the wrapped command is judged on its own
 			}
 			if len(cmd) > 0 {
-				if c == "healthcheck" && httpcheck.IsClient(cmd) {
-					continue // replaced by a Node check
-				}
 				out[baseName(cmd[0])] = strings.ToUpper(c)
 			}
 		}
 	}
 	return out
+}
+
+// composeHealth names the compose service's healthcheck among
+// startBinaries' instructions.
+const composeHealth = "compose healthcheck"
+
+// composeHealthBinaries adds the programs a compose healthcheck's test
+// runs to startBinaries (where the image's own instructions do not name
+// them already): the container runs them as it runs the image's.
+func (b *builder) composeHealthBinaries(test []string) {
+	var cmds [][]string
+	switch test[0] {
+	case "CMD-SHELL":
+		cmds = shellcmd.Analyze(test[1]).Commands
+	case "CMD":
+		cmds = [][]string{test[1:]}
+	}
+	for _, cmd := range cmds {
+		if len(cmd) > 0 && b.startBinaries[baseName(cmd[0])] == "" {
+			b.startBinaries[baseName(cmd[0])] = composeHealth
+		}
+	}
 }

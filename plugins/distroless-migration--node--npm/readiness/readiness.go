@@ -96,10 +96,17 @@ func (a *Assessor) assess(results []probe.Result) (probe.Assessment, *builder, e
 	if err := decode(byName, nodeproject.Name, &np); err != nil {
 		return as, nil, err
 	}
-	b.depBinaries = map[string]string{}
+	b.depBinaries, b.depLibraries, b.depBundled = map[string]string{}, map[string]string{}, map[string]string{}
 	for _, d := range np.Dependencies {
-		for _, bin := range wrapperBinaries[d.Name] {
+		w := wrappersByPackage[d.Name]
+		for _, bin := range w.Programs {
 			b.depBinaries[bin] = d.Name
+		}
+		for _, lib := range w.Libraries {
+			b.depLibraries[libraryStem(lib)] = d.Name
+		}
+		for _, x := range w.Bundled {
+			b.depBundled[x] = d.Name
 		}
 	}
 	b.reachableBinaries = reachableBinaries(&cp)
@@ -107,6 +114,17 @@ func (a *Assessor) assess(results []probe.Result) (probe.Assessment, *builder, e
 	var ep entrypoints.Facts
 	if err := decode(byName, entrypoints.Name, &ep); err != nil {
 		return as, nil, err
+	}
+	b.scriptBinaries = map[string]string{}
+	for _, e := range ep.Executables {
+		if e.Script == nil {
+			continue
+		}
+		for _, prog := range e.Script.Programs {
+			if _, ok := b.scriptBinaries[baseName(prog)]; !ok {
+				b.scriptBinaries[baseName(prog)] = e.Command
+			}
+		}
 	}
 	b.jsEntries = map[string][]string{}
 	b.binCommands = map[string]bool{}

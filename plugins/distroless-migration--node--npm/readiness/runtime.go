@@ -5,6 +5,7 @@ package readiness
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/codegenie/codegenie/internal/probe"
@@ -14,12 +15,13 @@ import (
 
 // runtime: OS packages, binaries, Node versions and native ABI.
 func (b *builder) runtime(f *noderuntime.Facts) {
-	runtimeBins := map[string]bool{}
+	runtimeBins, initBins := map[string]bool{}, map[string]string{}
 	for _, u := range f.Binaries {
 		if u.Origin == "healthcheck" && (u.Binary == "curl" || u.Binary == "wget") {
-			continue // the dockerfile rules above replace the check
+			continue // the health check's own blocker says what becomes of it
 		}
 		if dockerfile.IsInit(u.Binary) && u.Origin != "healthcheck" {
+			initBins[u.Binary] = strings.ToUpper(u.Origin)
 			b.Add(probe.Blocker{ID: noderuntime.WarnMissingBinary, Kind: probe.MissingBinary, Rule: RuleInitWrapper,
 				Title: fmt.Sprintf("the %s runs the init %s, which distroless lacks; it forwards signals to the command it wraps", u.Origin, u.Binary),
 				Fix:   "drop " + u.Binary + ": the generated launcher runs the wrapped command as its child and forwards SIGTERM, SIGINT and SIGHUP to it", Evidence: ev(u.Dockerfile, u.Line)})
@@ -29,39 +31,7 @@ func (b *builder) runtime(f *noderuntime.Facts) {
 		b.Add(probe.Blocker{ID: noderuntime.WarnMissingBinary, Kind: probe.MissingBinary, Rule: RuleBinaryAtRuntime,
 			Title: fmt.Sprintf("the %s runs %s, which distroless lacks", u.Origin, u.Binary), Fix: u.Fix, Evidence: ev(u.Dockerfile, u.Line)})
 	}
-	var buildOnly []string
-	var buildEv []probe.Evidence
-	for _, p := range f.OSPackages {
-		need := ""
-		for _, bin := range noderuntime.PackageBinaries(p.Name) {
-			switch {
-			case runtimeBins[bin]:
-				need = "the container runs " + bin
-			case b.startBinaries[bin] != "":
-				need = "its " + b.startBinaries[bin] + " runs " + bin
-			case b.keptRunBinaries[bin] > 0:
-				need = fmt.Sprintf("a final-stage RUN configures %s for run time (line %d)", bin, b.keptRunBinaries[bin])
-			case b.depBinaries[bin] != "":
-				need = "the production dependency " + b.depBinaries[bin] + " runs " + bin
-			case b.envBinaries[bin] != "":
-				need = "ENV " + b.envBinaries[bin] + " points the service at " + bin
-			case b.reachableBinaries[bin]:
-				need = "code the entrypoint reaches runs " + bin
-			}
-		}
-		if need == "" {
-			buildOnly = append(buildOnly, p.Name)
-			buildEv = append(buildEv, probe.Evidence{File: p.Dockerfile, Line: p.Line, Note: p.Manager + " " + p.Name})
-			continue
-		}
-		b.Add(probe.Blocker{ID: noderuntime.WarnOSPackage, Kind: probe.MissingBinary, Rule: RuleBinaryAtRuntime,
-			Title: fmt.Sprintf("the final stage installs %s (%s) and %s", p.Name, p.Manager, need), Evidence: ev(p.Dockerfile, p.Line)})
-	}
-	if len(buildOnly) > 0 {
-		b.Note(probe.Note{ID: noderuntime.WarnOSPackage, Message: fmt.Sprintf(
-			"the final stage installs %s, which nothing at run time uses (no CMD, ENTRYPOINT, HEALTHCHECK or reachable code runs them); they stay in the builder", strings.Join(dedupe(buildOnly), ", ")),
-			Evidence: buildEv})
-	}
+	b.osPackages(f.OSPackages, runtimeBins, initBins)
 	native := len(f.Native) > 0
 	for _, img := range f.Images {
 		rt := img.Runtime
@@ -123,4 +93,97 @@ func majorOr(m int) string {
 		return "22"
 	}
 	return fmt.Sprint(m)
+}
+
+// osPackages: an OS package the final stage installs blocks when anything
+// at run time uses what it installs: the start command, the HEALTHCHECK,
+// an entrypoint script, a RUN step that stays, ENV, a known dependency
+// wrapper (wrappers.json) or code the entrypoint reaches. One whose only
+// use the rewrite removes (an init, a curl check that becomes a Node
+// check), or that a dependency ships itself, is said to be so, not
+// unused: a note never contradicts a blocker.
+func (b *builder) osPackages(pkgs []noderuntime.OSPackage, runtimeBins map[string]bool, initBins map[string]string) {
+	var unused, replaced []string
+	var unusedEv, replacedEv []probe.Evidence
+	// One blocker per install step, naming each package it needs and why.
+	type step struct {
+		file, manager string
+		line          int
+		names, needs  []string
+	}
+	var steps []*step
+	for _, p := range pkgs {
+		need, gone := b.packageUse(p.Name, runtimeBins, initBins)
+		e := probe.Evidence{File: p.Dockerfile, Line: p.Line, Note: p.Manager + " " + p.Name}
+		switch {
+		case need != "":
+			i := slices.IndexFunc(steps, func(s *step) bool { return s.file == p.Dockerfile && s.line == p.Line })
+			if i < 0 {
+				steps = append(steps, &step{file: p.Dockerfile, line: p.Line, manager: p.Manager})
+				i = len(steps) - 1
+			}
+			steps[i].names = append(steps[i].names, p.Name)
+			steps[i].needs = append(steps[i].needs, p.Name+": "+need)
+		case gone != "":
+			replaced = append(replaced, p.Name+" ("+gone+")")
+			replacedEv = append(replacedEv, e)
+		default:
+			unused = append(unused, p.Name)
+			unusedEv = append(unusedEv, e)
+		}
+	}
+	for _, st := range steps {
+		b.Add(probe.Blocker{ID: noderuntime.WarnOSPackage, Kind: probe.MissingBinary, Rule: RuleBinaryAtRuntime,
+			Title:    fmt.Sprintf("the final stage installs %s (%s), which run time uses", strings.Join(st.names, ", "), st.manager),
+			WhyNot:   strings.Join(st.needs, "; ") + "; a distroless image has none of them: keep a non-distroless image, copy a static build in, or do the work in Node",
+			Evidence: ev(st.file, st.line)})
+	}
+	if len(unused) > 0 {
+		b.Note(probe.Note{ID: noderuntime.WarnOSPackage, Message: fmt.Sprintf(
+			"the final stage installs %s, which nothing at run time uses (no CMD, ENTRYPOINT, HEALTHCHECK, entrypoint script, known dependency wrapper or reachable code runs them); they stay in the builder", strings.Join(dedupe(unused), ", ")),
+			Evidence: unusedEv})
+	}
+	if len(replaced) > 0 {
+		b.Note(probe.Note{ID: noderuntime.WarnOSPackage, Message: fmt.Sprintf(
+			"the final stage installs %s, whose only use the rewrite removes or a dependency ships itself; they stay in the builder", strings.Join(dedupe(replaced), ", ")),
+			Evidence: replacedEv})
+	}
+}
+
+// packageUse says what at run time needs an OS package (need), or, when
+// nothing does after the rewrite, what used it and why that use goes
+// (gone); both are "" for a package nothing uses.
+func (b *builder) packageUse(name string, runtimeBins map[string]bool, initBins map[string]string) (need, gone string) {
+	for _, bin := range noderuntime.PackageBinaries(name) {
+		switch {
+		case runtimeBins[bin]:
+			return "the container runs " + bin, ""
+		case (b.startBinaries[bin] == "HEALTHCHECK" || b.startBinaries[bin] == composeHealth) && b.healthToNode && !b.healthKept && (bin == "curl" || bin == "wget"):
+			gone = "its HEALTHCHECK runs " + bin + ", which becomes a generated Node check"
+		case b.startBinaries[bin] != "":
+			return "its " + b.startBinaries[bin] + " runs " + bin, ""
+		case b.scriptBinaries[bin] != "":
+			return "the entrypoint script " + b.scriptBinaries[bin] + " runs " + bin, ""
+		case b.keptRunBinaries[bin] > 0:
+			return fmt.Sprintf("a final-stage RUN configures %s for run time (line %d)", bin, b.keptRunBinaries[bin]), ""
+		case b.depBinaries[bin] != "":
+			return "the production dependency " + b.depBinaries[bin] + " runs " + bin, ""
+		case b.envBinaries[bin] != "":
+			return "ENV " + b.envBinaries[bin] + " points the service at " + bin, ""
+		case b.reachableBinaries[bin]:
+			return "code the entrypoint reaches runs " + bin, ""
+		case initBins[bin] != "":
+			gone = "its " + initBins[bin] + " runs the init " + bin + ", which the generated launcher replaces"
+		case b.depBundled[bin] != "":
+			gone = b.depBundled[bin] + " ships its own " + bin
+		}
+	}
+	stem := libraryStem(name)
+	if dep := b.depLibraries[stem]; dep != "" {
+		return "the production dependency " + dep + " loads lib" + stem, ""
+	}
+	if dep := b.depBundled["lib"+stem]; dep != "" && gone == "" {
+		gone = dep + " ships its own lib" + stem
+	}
+	return "", gone
 }

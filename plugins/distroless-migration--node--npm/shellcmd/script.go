@@ -26,6 +26,10 @@ type Script struct {
 	// Reasons say what else the script does (a condition, a loop, a trap,
 	// a command before the exec).
 	Reasons []string `json:"reasons,omitempty"`
+	// Programs are the programs the script runs by a literal name (what
+	// exec runs included), in order, once each: "nothing at run time uses
+	// X" is said only when the entrypoint script does not run X either.
+	Programs []string `json:"programs,omitempty"`
 }
 
 // AnalyzeScript reads a POSIX shell script.
@@ -35,6 +39,7 @@ func AnalyzeScript(src string) Script {
 		return Script{Reasons: []string{"not valid shell: " + err.Error()}}
 	}
 	var s Script
+	s.Programs = programs(f)
 	if strings.Contains(src, "\r") {
 		// sh reads a carriage return (a CRLF line end) as part of a word;
 		// the parser takes it for a blank.
@@ -196,3 +201,38 @@ func typeName(v any) string {
 }
 
 func itoa(n uint) string { return strconv.FormatUint(uint64(n), 10) }
+
+// programs lists the programs f runs by a literal name, anywhere in it
+// (in conditions, loops and functions too), once each, in order; the
+// builtins exec, command and nohup stand for the program they run.
+func programs(f *syntax.File) []string {
+	var out []string
+	seen := map[string]bool{}
+	syntax.Walk(f, func(n syntax.Node) bool {
+		c, ok := n.(*syntax.CallExpr)
+		if !ok {
+			return true
+		}
+		for _, w := range c.Args {
+			v, ok := plainWord(w)
+			if !ok || strings.HasPrefix(v, "-") {
+				break
+			}
+			if v == "exec" || v == "command" || v == "nohup" {
+				continue
+			}
+			if !seen[v] && !builtin[v] {
+				seen[v] = true
+				out = append(out, v)
+			}
+			break
+		}
+		return true
+	})
+	return out
+}
+
+// builtin are shell builtins, which run no program.
+var builtin = map[string]bool{"set": true, "cd": true, "export": true, "unset": true, "shift": true, "trap": true, "wait": true,
+	":": true, ".": true, "source": true, "eval": true, "read": true, "return": true, "exit": true, "local": true, "true": true,
+	"false": true, "[": true, "test": true, "echo": true, "printf": true, "umask": true, "ulimit": true, "break": true, "continue": true}

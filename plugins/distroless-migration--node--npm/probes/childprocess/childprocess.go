@@ -253,7 +253,7 @@ func (*Probe) Desc() probe.Desc {
 	}
 	return probe.Desc{
 		Name:           Name,
-		Version:        "7", // 7: an undeclared, uninstalled package is an unresolved edge; tsconfig paths and module-alias followed (issue 21)
+		Version:        "8", // 7: an undeclared, uninstalled package is an unresolved edge, tsconfig paths and module-alias followed; 8: wrappers read with dockerfile.SplitInit (issue 21)
 		After:          []string{imagedeps.Source},
 		Heaviness:      probe.Light,
 		CacheStrategy:  probe.CacheContent,

@@ -375,6 +375,7 @@ var packageBinaries = map[string][]string{
 	"chromium": {"chromium", "chromium-browser"}, "python3": {"python3", "python"}, "python": {"python"},
 	"libreoffice": {"soffice", "libreoffice"}, "yt-dlp": {"yt-dlp"}, "ffmpeg": {"ffmpeg", "ffprobe"},
 	"mariadb-client": {"mysql", "mysqldump"}, "postgresql-client": {"psql", "pg_dump"}, "sqlite3": {"sqlite3"},
+	"udev": {"udevadm"}, "eudev": {"udevadm"}, "procps-ng": {"ps", "top", "pgrep"},
 }
 
 // PackageBinaries lists the programs an OS package installs.
