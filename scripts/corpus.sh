@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# corpus.sh DIR EXPECTATIONS: run `codegenie gather --no-sandbox` over real
+# corpus.sh DIR EXPECTATIONS: run `codegenie gather --no-sandbox --deps
+# lockfile` (the dependencies the lockfile pins are fetched from the npm
+# registry and scanned, never run) over real
 # service checkouts in DIR and score each against EXPECTATIONS, a
 # tab-separated file with a header line and the columns
 #   service  dockerfile  target  verdict  blockers  source  why
@@ -32,7 +34,7 @@ while IFS=$'\t' read -r service dockerfile target verdict blockers _source _why;
   [ -z "$service" ] && continue
   case "$service" in \#*) continue ;; esac
   rows=$((rows + 1))
-  args=(gather --no-sandbox --format json --cache-dir "$cache")
+  args=(gather --no-sandbox --deps lockfile --format json --cache-dir "$cache")
   [ "$dockerfile" != - ] && args+=(--dockerfile "$dockerfile")
   [ "$target" != - ] && args+=(--target "$target")
   label=$service
@@ -59,6 +61,10 @@ while IFS=$'\t' read -r service dockerfile target verdict blockers _source _why;
   for k in ${want_kinds//,/ }; do
     case ",$kinds," in *",$k,"*) ;; *) missed_b=$((missed_b + 1)); note+="missed:$k " ;; esac
   done
+  # A static run reads the dependencies from the lockfile (--deps
+  # lockfile); without one, what they do is unseen, and the row says so.
+  cp_reason=$(jq -r '.probes[]? | select(.probe == "child_process") | .reason // ""' <<<"$out")
+  [ "$cp_reason" = dependencies_not_installed ] && note+="deps-unscanned(no-lockfile) "
   if [ "$verdict" = blocked ] && { [ "$got" = ready ] || [ "$got" = ready_after_rewrite ]; }; then
     unsafe=$((unsafe + 1)); note+="UNSAFE "
   fi

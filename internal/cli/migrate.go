@@ -60,8 +60,11 @@ check for curl/wget checks) are written beside the app.
 
 The gates build and boot the rewritten image in the sandbox (role: gate,
 through gate-control), trace every exec from outside it, and check that it
-builds, boots, serves, runs no shell (none attempted either), passes its
-HEALTHCHECK, and answers requests as the original image does. A migration is
+builds, boots, serves, runs no shell (none attempted either), ships no code
+that reaches a shell from its entrypoint (the app and the node_modules read
+back from the built image, so a dependency that shells on a path the boot
+did not take is caught), passes its HEALTHCHECK, and answers requests as
+the original image does. A migration is
 done only when every gate passes. --no-gates skips them: the output then says
 "unproven".
 

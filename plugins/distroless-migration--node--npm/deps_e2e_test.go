@@ -59,6 +59,10 @@ func TestDepsE2E(t *testing.T) {
 		verdict probe.Verdict
 		// blocker names a blocker the verdict must hold.
 		blocker string
+		// failsGate, for a blocked service, is the gate that fails when
+		// migrate rewrites it from a static verdict that cannot see
+		// the blocker (the checkout holds no node_modules).
+		failsGate string
 	}{
 		// npm start: the boot runs sh, which a rewrite removes.
 		{name: "express", verdict: probe.ReadyAfterRewrite},
@@ -66,6 +70,10 @@ func TestDepsE2E(t *testing.T) {
 		{name: "workspace", verdict: probe.ReadyAfterRewrite},
 		// physical-cpu-count, from the registry, runs sh when required.
 		{name: "shell-on-require", verdict: probe.Blocked, blocker: "physical-cpu-count"},
+		// node-cmd, from the registry, runs sh only when called, on a
+		// request no boot makes: the trace shows no shell, the image's
+		// node_modules do, and migrate's shipped_code gate fails.
+		{name: "shell-when-called", verdict: probe.Blocked, blocker: "node-cmd", failsGate: "shipped_code"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -113,7 +121,7 @@ func TestDepsE2E(t *testing.T) {
 				}
 				t.Logf("blockers: %s", b)
 			}
-			if tc.verdict == probe.Blocked {
+			if tc.verdict == probe.Blocked && tc.failsGate == "" {
 				return
 			}
 
@@ -129,15 +137,22 @@ func TestDepsE2E(t *testing.T) {
 			}
 			for _, g := range m.Gates.Gates {
 				want := gates.Passed
-				if g.Gate == "healthcheck" {
+				switch g.Gate {
+				case "healthcheck":
 					want = gates.Skipped // no HEALTHCHECK
+				case tc.failsGate:
+					want = gates.Failed
+					if ev := strings.Join(g.Evidence, "\n"); !strings.Contains(ev, tc.blocker) {
+						t.Errorf("gate %s evidence %q: want it to name %s", g.Gate, ev, tc.blocker)
+					}
 				}
 				if g.Status != want {
 					t.Errorf("gate %s: %s (%s), want %s", g.Gate, g.Status, g.Detail, want)
 				}
+				t.Logf("gate %s: %s: %s %v", g.Gate, g.Status, g.Detail, g.Evidence)
 			}
-			if !m.Proven {
-				t.Fatal("not proven")
+			if m.Proven != (tc.failsGate == "") {
+				t.Fatalf("proven %v", m.Proven)
 			}
 		})
 	}

@@ -18,11 +18,13 @@ import (
 	"sync"
 	"time"
 
+	"github.com/codegenie/codegenie/internal/probe"
 	"github.com/codegenie/codegenie/internal/report"
 	"github.com/codegenie/codegenie/internal/sandbox"
 	"github.com/codegenie/codegenie/internal/trace"
 	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/dockerfile"
 	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/failtail"
+	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/probes/childprocess"
 )
 
 // Status is a gate's result.
@@ -76,6 +78,11 @@ type Evidence struct {
 	// OriginalErr says why it did not.
 	Original    *sandbox.Result
 	OriginalErr error
+	// Shipped is the child_process scan of the code the rewritten image
+	// ships: the workspace's app with the node_modules read back from the
+	// built image. ShippedErr says why it did not run.
+	Shipped    *childprocess.Shipped
+	ShippedErr error
 }
 
 // All are the gates, in the order they run.
@@ -84,6 +91,7 @@ var All = []Gate{
 	{Name: "boots", Description: "the image starts and stays up until it has answered and settled, or exits 0 if it is a job", Check: boots},
 	{Name: "serves", Description: "when the image exposes a port or the app listens on one, a connection is accepted inside the sandbox before the boot's maximum", Check: serves},
 	{Name: "no_shell", Description: "the boot trace is complete and shows no shell exec, attempted or run", Check: noShell},
+	{Name: "shipped_code", Description: "the code the rewritten image ships (the app, and the node_modules read back from the built image) reaches no shell, no binary and no command unknown until run time from its entrypoint", Check: shippedCode},
 	{Name: "healthcheck", Description: "the image's HEALTHCHECK, run inside the booted sandbox, succeeds", Check: healthcheck},
 	{Name: "same_behaviour", Description: "the same requests get the same status, content type and body from the original and the rewritten image", Check: sameBehaviour},
 }
@@ -139,14 +147,14 @@ func Run(ctx context.Context, client sandbox.Client, spec Spec, file *dockerfile
 	ev := &Evidence{File: file, Stage: stage}
 	rep := &Report{}
 	var mu sync.Mutex
-	spawn := func(ctx context.Context, dir, target, what string) (sandbox.Result, error) {
+	spawn := func(ctx context.Context, dir, target, what string, readNodeModules bool) (sandbox.Result, error) {
 		req := sandbox.SpawnRequest{
 			Role:         sandbox.RoleGate,
 			Workspace:    sandbox.Workspace{Dir: dir},
 			CaptureTrace: true,
 			Timeout:      spec.Timeout,
 			Build: &sandbox.BuildSpec{Dockerfile: spec.Dockerfile, Targets: []string{target}, Boot: true, BootFor: spec.BootFor, Settle: spec.Settle, StepTimeout: spec.StepTimeout,
-				RegistryMirrors: spec.RegistryMirrors, ProbePaths: spec.ProbePaths},
+				RegistryMirrors: spec.RegistryMirrors, ProbePaths: spec.ProbePaths, ReadNodeModules: readNodeModules},
 		}
 		req.Build.Egress, req.Build.Secrets, _ = spec.BuildNet.For(dir)
 		req.Build.BootEnv = spec.BuildNet.Env()
@@ -174,13 +182,18 @@ func Run(ctx context.Context, client sandbox.Client, spec Spec, file *dockerfile
 		go func() {
 			defer wg.Done()
 			start := time.Now()
-			orig, err := spawn(ctx, spec.Original, spec.OriginalTarget, "the original image")
+			orig, err := spawn(ctx, spec.Original, spec.OriginalTarget, "the original image", false)
 			rep.OriginalMS = time.Since(start).Milliseconds()
 			ev.Original, ev.OriginalErr = &orig, err
 		}()
 	}
 	start := time.Now()
-	ev.Migrated, ev.MigratedErr = spawn(ctx, spec.Migrated, spec.Target, "the rewritten image")
+	ev.Migrated, ev.MigratedErr = spawn(ctx, spec.Migrated, spec.Target, "the rewritten image", true)
+	if ok, _ := built(ev); ok {
+		// The boot shows what ran; the code that ships shows what can
+		// run on a path the boot did not take.
+		ev.Shipped, ev.ShippedErr = childprocess.ScanImage(ctx, spec.Migrated, probe.ImageRef{Dockerfile: spec.Dockerfile, Target: spec.Target}, ev.Migrated.NodeModules)
+	}
 	rep.MigratedMS = time.Since(start).Milliseconds()
 	wg.Wait()
 	if ctx.Err() != nil {
@@ -424,6 +437,65 @@ func noShell(ev *Evidence) Outcome {
 		}
 	}
 	return Outcome{Status: Passed, Detail: fmt.Sprintf("the trace is complete: %d exec(s) during the boot, none a shell, none attempted", runtimeExecs)}
+}
+
+// shippedCode fails on what the readiness verdict makes blockers of, found
+// in the code the rewritten image ships: the gates' boot takes one path
+// through it, and a dependency that runs a shell on another (a library's
+// exec of gcloud, called only when credentials are looked up) would
+// otherwise pass every other gate.
+func shippedCode(ev *Evidence) Outcome {
+	if ok, why := built(ev); !ok {
+		return notRun(why)
+	}
+	if ev.ShippedErr != nil {
+		return Outcome{Status: Failed, Detail: "the code the image ships could not be scanned: " + ev.ShippedErr.Error()}
+	}
+	s := ev.Shipped
+	if s == nil || s.Facts == nil {
+		return Outcome{Status: Failed, Detail: "the code the image ships was not scanned, so nothing shows that no path through it reaches a shell"}
+	}
+	var found []string
+	for _, fd := range s.Facts.Blocking() {
+		found = append(found, describeFinding(fd))
+	}
+	scanned := fmt.Sprintf("%d file(s) scanned, from the app and %d dependency package(s)", s.Facts.FilesScanned, s.Facts.DependenciesScanned)
+	if ref := s.Facts.ImageNodeModules; ref != nil {
+		scanned += fmt.Sprintf(", node_modules read back from the built image (%d files)", ref.Files)
+	}
+	switch {
+	case len(found) > 0:
+		return Outcome{Status: Failed, Detail: fmt.Sprintf("%d call(s) in code the entrypoint reaches run a shell, a binary the image lacks, or a command unknown until run time (%s)", len(found), scanned), Evidence: found}
+	case len(s.Facts.UnreadInImage) > 0:
+		return Outcome{Status: Failed, Detail: fmt.Sprintf("%d file(s) the entrypoint may reach are too large to parse, so the scan cannot show that they reach no shell", len(s.Facts.UnreadInImage)), Evidence: s.Facts.UnreadInImage}
+	case s.Confidence == probe.Low || s.Reason == childprocess.ReasonImageDependenciesPartial:
+		return Outcome{Status: Failed, Detail: fmt.Sprintf("the scan is incomplete, so it cannot show that no shell is reached: %s: %s", s.Reason, s.Detail)}
+	}
+	detail := scanned + ": none reaches a shell or a binary"
+	if s.Reason != "" {
+		detail += fmt.Sprintf(" (scan confidence %s: %s: %s)", s.Confidence, s.Reason, s.Detail)
+	}
+	return Outcome{Status: Passed, Detail: detail}
+}
+
+// describeFinding is one line of shipped_code's evidence.
+func describeFinding(fd childprocess.Finding) string {
+	what := fd.Function
+	if fd.Command != "" {
+		what = fmt.Sprintf("%s(%q)", fd.Function, fd.Command)
+	}
+	where := "the app"
+	if fd.Origin == childprocess.OriginDependency {
+		where = "dependency " + fd.Package
+		if fd.PackageVersion != "" {
+			where += "@" + fd.PackageVersion
+		}
+	}
+	line := fmt.Sprintf("%s:%d: %s calls %s (%s)", fd.File, fd.Line, where, what, fd.Kind)
+	if len(fd.Chain) > 1 {
+		line += ", reached by " + strings.Join(fd.Chain, " → ")
+	}
+	return line
 }
 
 func healthcheck(ev *Evidence) Outcome {

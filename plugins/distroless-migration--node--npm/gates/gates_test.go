@@ -13,9 +13,11 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/codegenie/codegenie/internal/probe"
 	"github.com/codegenie/codegenie/internal/sandbox"
 	"github.com/codegenie/codegenie/internal/trace"
 	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/dockerfile"
+	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/probes/childprocess"
 )
 
 func parse(t *testing.T, src string) *dockerfile.File {
@@ -47,6 +49,15 @@ func booted() sandbox.Result {
 	}
 }
 
+// clean is a scan of shipped code with nothing in it that blocks.
+func clean() *childprocess.Shipped {
+	return &childprocess.Shipped{Confidence: probe.High, Facts: &childprocess.Facts{FilesScanned: 12, DependenciesScanned: 2,
+		Findings: []childprocess.Finding{
+			{File: "node_modules/a/x.js", Line: 3, Function: "exec", Kind: childprocess.KindShell, Origin: childprocess.OriginDependency, Package: "a", Scope: childprocess.ScopeNotReachable},
+			{File: "launch.js", Line: 9, Function: "spawn", Kind: childprocess.KindNode, Origin: childprocess.OriginApp, Scope: childprocess.ScopeReachable},
+		}}}
+}
+
 const withHealth = "FROM gcr.io/distroless/nodejs22-debian13\nEXPOSE 8080\nHEALTHCHECK CMD [\"/nodejs/bin/node\", \"hc.js\"]\nCMD [\"server.js\"]\n"
 
 func check(t *testing.T, ev *Evidence) map[string]Outcome {
@@ -60,7 +71,7 @@ func check(t *testing.T, ev *Evidence) map[string]Outcome {
 
 func TestGatesPass(t *testing.T) {
 	orig := booted()
-	ev := &Evidence{File: parse(t, withHealth), Migrated: booted(), Original: &orig}
+	ev := &Evidence{File: parse(t, withHealth), Migrated: booted(), Original: &orig, Shipped: clean()}
 	for name, o := range check(t, ev) {
 		if o.Status != Passed {
 			t.Errorf("%s: %s (%s), want passed", name, o.Status, o.Detail)
@@ -113,6 +124,28 @@ func TestGatesFail(t *testing.T) {
 			ev.Migrated.Phases[1] = sandbox.PhaseResult{Name: sandbox.PhaseBoot, ExitCode: -1, TimedOut: true, Duration: 30 * time.Second,
 				Boot: &sandbox.BootReport{Ended: sandbox.BootMaximum, Awaited: []int{8080}}}
 		}, "serves", Failed, "never listened on 8080 within 30s"},
+		{"a dependency shells on a path the boot did not take", func(ev *Evidence) {
+			ev.Shipped.Facts.Findings = append(ev.Shipped.Facts.Findings, childprocess.Finding{File: "node_modules/node-cmd/cmd.js", Line: 10, Function: "exec",
+				Kind: childprocess.KindShell, Origin: childprocess.OriginDependency, Package: "node-cmd", PackageVersion: "5.0.0", Scope: childprocess.ScopeReachable,
+				Chain: []string{"server.js:2", "node_modules/node-cmd/cmd.js:10"}})
+		}, "shipped_code", Failed, "node_modules/node-cmd/cmd.js:10: dependency node-cmd@5.0.0 calls exec (shell), reached by server.js:2 → node_modules/node-cmd/cmd.js:10"},
+		{"the app runs a binary", func(ev *Evidence) {
+			ev.Shipped.Facts.Findings = append(ev.Shipped.Facts.Findings, childprocess.Finding{File: "lib/git.js", Line: 4, Function: "execFileSync", Command: "git",
+				Kind: childprocess.KindBinary, Origin: childprocess.OriginApp, Scope: childprocess.ScopeUnresolved})
+		}, "shipped_code", Failed, `the app calls execFileSync("git") (binary)`},
+		{"a file too large to parse", func(ev *Evidence) { ev.Shipped.Facts.UnreadInImage = []string{"node_modules/big/dist.js"} }, "shipped_code", Failed, "node_modules/big/dist.js"},
+		{"a low-confidence scan", func(ev *Evidence) {
+			ev.Shipped.Confidence, ev.Shipped.Reason, ev.Shipped.Detail = probe.Low, probe.ReasonPathEscapes, "../shared"
+		}, "shipped_code", Failed, "scan is incomplete"},
+		{"part of node_modules not read back", func(ev *Evidence) {
+			ev.Shipped.Confidence, ev.Shipped.Reason, ev.Shipped.Detail = probe.Medium, childprocess.ReasonImageDependenciesPartial, "the image's node_modules are larger than 64 MiB"
+		}, "shipped_code", Failed, "larger than 64 MiB"},
+		{"a medium scan passes and says why", func(ev *Evidence) {
+			ev.Shipped.Confidence, ev.Shipped.Reason, ev.Shipped.Detail = probe.Medium, childprocess.ReasonInvalidPackageJSON, "1 package.json files could not be read"
+		}, "shipped_code", Passed, "scan confidence medium: invalid_package_json"},
+		{"the scan failed", func(ev *Evidence) { ev.Shipped, ev.ShippedErr = nil, errors.New("decoding the image's node_modules") }, "shipped_code", Failed, "could not be scanned"},
+		{"no scan", func(ev *Evidence) { ev.Shipped = nil }, "shipped_code", Failed, "not scanned"},
+		{"the scan needs the build", func(ev *Evidence) { ev.MigratedErr = errors.New("gate-control: refused") }, "shipped_code", Failed, "not checked"},
 		{"original did not boot", func(ev *Evidence) { ev.Original, ev.OriginalErr = nil, errors.New("build failed") }, "same_behaviour", Inconclusive, "build failed"},
 		{"original answered nothing", func(ev *Evidence) { ev.Original.Phases = ev.Original.Phases[:2] }, "same_behaviour", Inconclusive, "answered no request"},
 		{"neither answered", func(ev *Evidence) {
@@ -123,7 +156,7 @@ func TestGatesFail(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			orig := booted()
-			ev := &Evidence{File: f, Migrated: booted(), Original: &orig}
+			ev := &Evidence{File: f, Migrated: booted(), Original: &orig, Shipped: clean()}
 			tc.mutate(ev)
 			o := check(t, ev)[tc.gate]
 			if o.Status != tc.want || !strings.Contains(o.Detail+strings.Join(o.Evidence, "\n"), tc.detail) {
@@ -134,7 +167,7 @@ func TestGatesFail(t *testing.T) {
 }
 
 func TestGatesSkipWithoutPortOrHealthcheck(t *testing.T) {
-	ev := &Evidence{File: parse(t, "FROM gcr.io/distroless/nodejs22-debian13\nCMD [\"job.js\"]\n"), Migrated: booted(), OriginalErr: ErrNoOriginal}
+	ev := &Evidence{File: parse(t, "FROM gcr.io/distroless/nodejs22-debian13\nCMD [\"job.js\"]\n"), Migrated: booted(), OriginalErr: ErrNoOriginal, Shipped: clean()}
 	ev.Migrated.Phases = ev.Migrated.Phases[:2]
 	got := check(t, ev)
 	for _, g := range []string{"serves", "healthcheck", "same_behaviour"} {
@@ -175,21 +208,82 @@ func (c *fakeClient) Spawn(_ context.Context, req sandbox.SpawnRequest) (sandbox
 	return c.results[1], nil
 }
 
+// workspace writes a rewritten workspace whose server.js requires dep.
+func workspace(t *testing.T, dep string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for p, body := range map[string]string{
+		"package.json": `{"name":"svc","dependencies":{"` + dep + `":"1.0.0"}}`,
+		"Dockerfile":   withHealth,
+		"server.js":    "const d = require('" + dep + "');\nrequire('http').createServer((q, s) => s.end(String(d.run && d.run('uptime')))).listen(8080);\n",
+	} {
+		if err := os.WriteFile(filepath.Join(dir, p), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// withModules is booted() with the node_modules read back from the image:
+// one package, whose index.js is body.
+func withModules(dep, body string) sandbox.Result {
+	r := booted()
+	r.NodeModules = &sandbox.FileSet{Workdir: "/app", Roots: []string{"/app/node_modules"}, Files: []sandbox.File{
+		{Path: "/app/node_modules/" + dep + "/index.js", Data: []byte(body)},
+		{Path: "/app/node_modules/" + dep + "/package.json", Data: []byte(`{"name":"` + dep + `","version":"1.0.0"}`)},
+	}}
+	return r
+}
+
 func TestRunSpawnsAsGate(t *testing.T) {
-	fc := &fakeClient{results: []sandbox.Result{booted(), booted()}}
-	rep, err := Run(t.Context(), fc, Spec{Migrated: "/m", Original: "/o", Dockerfile: "Dockerfile", BootFor: time.Second}, parse(t, withHealth), 0)
+	m := workspace(t, "quiet")
+	fc := &fakeClient{results: []sandbox.Result{booted(), withModules("quiet", "module.exports = { run: (x) => x };\n")}}
+	rep, err := Run(t.Context(), fc, Spec{Migrated: m, Original: "/o", Dockerfile: "Dockerfile", BootFor: time.Second}, parse(t, withHealth), 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !rep.Passed || len(rep.Gates) != len(All) {
 		t.Fatalf("report %+v", rep)
 	}
-	if dirs := []string{fc.reqs[0].Workspace.Dir, fc.reqs[1].Workspace.Dir}; len(fc.reqs) != 2 || !slices.Contains(dirs, "/o") || !slices.Contains(dirs, "/m") {
+	if dirs := []string{fc.reqs[0].Workspace.Dir, fc.reqs[1].Workspace.Dir}; len(fc.reqs) != 2 || !slices.Contains(dirs, "/o") || !slices.Contains(dirs, m) {
 		t.Fatalf("spawns %+v", fc.reqs)
 	}
 	for _, r := range fc.reqs {
 		if r.Role != sandbox.RoleGate || !r.CaptureTrace || r.Build == nil || !r.Build.Boot {
 			t.Errorf("spawn %+v: want a traced gate build and boot", r)
+		}
+		// Only the rewritten image's node_modules are read back: they
+		// are what shipped_code scans.
+		if r.Build.ReadNodeModules != (r.Workspace.Dir == m) {
+			t.Errorf("spawn of %s: ReadNodeModules %v", r.Workspace.Dir, r.Build.ReadNodeModules)
+		}
+	}
+}
+
+// TestRunShippedCode: a dependency of the rewritten image that runs a
+// shell only when called passes every gate that watches the boot, and
+// fails shipped_code, which scans the node_modules read back from the
+// built image; the workspace holds no node_modules of its own.
+func TestRunShippedCode(t *testing.T) {
+	m := workspace(t, "runner")
+	fc := &fakeClient{results: []sandbox.Result{booted(), withModules("runner", "const cp = require('child_process');\nmodule.exports = { run: (c) => cp.execSync(c) };\n")}}
+	rep, err := Run(t.Context(), fc, Spec{Migrated: m, Original: "/o", Dockerfile: "Dockerfile", BootFor: time.Second}, parse(t, withHealth), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Passed {
+		t.Fatalf("passed: %+v", rep.Gates)
+	}
+	for _, o := range rep.Gates {
+		want := Passed
+		if o.Gate == "shipped_code" {
+			want = Failed
+			if ev := strings.Join(o.Evidence, "\n"); !strings.Contains(ev, "node_modules/runner/index.js:2: dependency runner@1.0.0 calls execSync (shell), reached by server.js:1") {
+				t.Errorf("shipped_code evidence %q", ev)
+			}
+		}
+		if o.Status != want {
+			t.Errorf("%s: %s (%s), want %s", o.Gate, o.Status, o.Detail, want)
 		}
 	}
 }

@@ -13,25 +13,6 @@ import (
 	"github.com/codegenie/codegenie/internal/sandbox"
 )
 
-type handoff struct {
-	facts json.RawMessage
-	blobs map[string][]byte
-}
-
-func (h *handoff) Earlier(name string) (*probe.Result, bool) {
-	if name != Source || h.facts == nil {
-		return nil, false
-	}
-	return &probe.Result{Probe: Source, Facts: h.facts}, true
-}
-
-func (h *handoff) Blob(d string) ([]byte, error) {
-	if b, ok := h.blobs[d]; ok {
-		return b, nil
-	}
-	return nil, probe.ErrNoBlob
-}
-
 func repoWith(t *testing.T, files map[string]string) *probe.Repo {
 	t.Helper()
 	dir := t.TempDir()
@@ -51,18 +32,34 @@ func repoWith(t *testing.T, files map[string]string) *probe.Repo {
 	return r
 }
 
-// handing is the handoff of a trace that read set.
-func handing(t *testing.T, set *sandbox.FileSet) (*handoff, *Ref) {
+// fakeHandoff hands on facts and blobs as given.
+type fakeHandoff struct {
+	facts json.RawMessage
+	blobs map[string][]byte
+}
+
+func (h *fakeHandoff) Earlier(name string) (*probe.Result, bool) {
+	if name != Source || h.facts == nil {
+		return nil, false
+	}
+	return &probe.Result{Probe: Source, Facts: h.facts}, true
+}
+
+func (h *fakeHandoff) Blob(d string) ([]byte, error) {
+	if b, ok := h.blobs[d]; ok {
+		return b, nil
+	}
+	return nil, probe.ErrNoBlob
+}
+
+// handed is the handoff of a trace that read set.
+func handed(t *testing.T, set *sandbox.FileSet) (probe.Handoff, *Ref) {
 	t.Helper()
-	blob, ref, err := Encode(set)
+	h, ref, err := Handing(set)
 	if err != nil {
 		t.Fatal(err)
 	}
-	facts, err := json.Marshal(map[string]any{"execs": 3, "node_modules": ref})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &handoff{facts: facts, blobs: map[string][]byte{ref.Digest: blob}}, ref
+	return h, ref
 }
 
 func testSet() *sandbox.FileSet {
@@ -100,7 +97,7 @@ func TestRead(t *testing.T) {
 	// The image's WORKDIR is /app/server; the judged image holds the
 	// repository's package.json in /app, which is the application's
 	// folder: /app/server/node_modules stands at server/node_modules.
-	h, ref := handing(t, testSet())
+	h, ref := handed(t, testSet())
 	pctx := &probe.Context{Handoff: h}
 	in, err := Read(t.Context(), repo, pctx)
 	if err != nil {
@@ -143,7 +140,7 @@ func TestRead(t *testing.T) {
 	}
 
 	// An image without node_modules still hides the checkout's.
-	empty, _ := handing(t, &sandbox.FileSet{Workdir: "/app/server"})
+	empty, _ := handed(t, &sandbox.FileSet{Workdir: "/app/server"})
 	in, err = Read(t.Context(), repo, &probe.Context{Handoff: empty})
 	if err != nil {
 		t.Fatal(err)
@@ -166,8 +163,8 @@ func TestReadWithoutTrace(t *testing.T) {
 	repo := repoWith(t, map[string]string{"package.json": "{}"})
 	for name, pctx := range map[string]*probe.Context{
 		"no handoff":  {},
-		"no trace":    {Handoff: &handoff{}},
-		"no ref":      {Handoff: &handoff{facts: json.RawMessage(`{"execs":1}`)}},
+		"no trace":    {Handoff: &fakeHandoff{}},
+		"no ref":      {Handoff: &fakeHandoff{facts: json.RawMessage(`{"execs":1}`)}},
 		"nil context": nil,
 	} {
 		in, err := Read(t.Context(), repo, pctx)
@@ -175,8 +172,8 @@ func TestReadWithoutTrace(t *testing.T) {
 			t.Errorf("%s: %+v, %v; want nothing", name, in, err)
 		}
 	}
-	h, _ := handing(t, testSet())
-	h.blobs = nil
+	_, ref := handed(t, testSet())
+	h := &fakeHandoff{facts: json.RawMessage(`{"node_modules":{"digest":"` + ref.Digest + `","workdir":"/app/server","files":4,"bytes":1}}`)}
 	if _, err := Read(t.Context(), repo, &probe.Context{Handoff: h}); !errors.Is(err, probe.ErrNoBlob) {
 		t.Errorf("a missing blob: %v, want ErrNoBlob", err)
 	}
