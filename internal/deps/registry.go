@@ -1,18 +1,12 @@
 package deps
 
 import (
-	"bufio"
-	"bytes"
-	"errors"
 	"fmt"
-	"io/fs"
 	"net/url"
-	"path/filepath"
+	"os"
 	"strings"
 
-	"go.yaml.in/yaml/v3"
-
-	"github.com/codegenie/codegenie/internal/regfile"
+	"github.com/codegenie/codegenie/internal/npmconf"
 )
 
 // DefaultRegistry is npm's public registry.
@@ -67,71 +61,36 @@ func (r Registries) URLFor(p Package) string {
 	return r.TarballURL(p.Name, p.Version)
 }
 
-// ReadRegistries reads the registry settings of the repository at dir:
-// .npmrc's registry= and @scope:registry=, and .yarnrc.yml's
-// npmRegistryServer and npmScopes. .npmrc wins where both set one.
+// ReadRegistries reads the registry settings of the repository at dir
+// (npmconf.Registries: .npmrc, .yarnrc, .yarnrc.yml and
+// pnpm-workspace.yaml); .npmrc wins where two set the same scope.
 // Credentials in those files are not read. A value that is not an http or
-// https URL (an unexpanded ${VAR}) is an error that says which.
+// https URL (an unexpanded ${VAR}), or a file that could not be read, is an
+// error that says which: fetching from a registry other than the one the
+// repository names would fetch other bytes, or leak its package names.
 func ReadRegistries(dir string) (Registries, error) {
 	r := Registries{Scopes: map[string]string{}}
-	if data, err := regfile.ReadFile(filepath.Join(dir, ".yarnrc.yml"), 1<<20); err == nil {
-		var y struct {
-			NPMRegistryServer string `yaml:"npmRegistryServer"`
-			NPMScopes         map[string]struct {
-				NPMRegistryServer string `yaml:"npmRegistryServer"`
-			} `yaml:"npmScopes"`
-		}
-		if err := yaml.Unmarshal(data, &y); err != nil {
-			return r, fmt.Errorf("reading .yarnrc.yml: %w", err)
-		}
-		if y.NPMRegistryServer != "" {
-			r.Default = y.NPMRegistryServer
-		}
-		for s, v := range y.NPMScopes {
-			if v.NPMRegistryServer != "" {
-				r.Scopes["@"+strings.TrimPrefix(s, "@")] = v.NPMRegistryServer
-			}
-		}
-	} else if !errors.Is(err, fs.ErrNotExist) {
-		return r, fmt.Errorf("reading .yarnrc.yml: %w", err)
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return r, err
 	}
-	if data, err := regfile.ReadFile(filepath.Join(dir, ".npmrc"), 1<<20); err == nil {
-		sc := bufio.NewScanner(bytes.NewReader(data))
-		for sc.Scan() {
-			line := strings.TrimSpace(sc.Text())
-			if line == "" || line[0] == '#' || line[0] == ';' {
-				continue
-			}
-			k, v, ok := strings.Cut(line, "=")
-			if !ok {
-				continue
-			}
-			k, v = strings.TrimSpace(k), strings.Trim(strings.TrimSpace(v), `"'`)
-			switch {
-			case k == "registry":
-				r.Default = v
-			case strings.HasPrefix(k, "@") && strings.HasSuffix(k, ":registry"):
-				r.Scopes[strings.TrimSuffix(k, ":registry")] = v
-			}
-		}
-	} else if !errors.Is(err, fs.ErrNotExist) {
-		return r, fmt.Errorf("reading .npmrc: %w", err)
+	defer root.Close()
+	regs, notes, err := npmconf.Registries(root)
+	if err != nil {
+		return r, err
 	}
-	check := func(where, v string) error {
-		u, err := url.Parse(v)
+	if len(notes) > 0 {
+		return r, fmt.Errorf("the repository's registry settings were not read: %s", strings.Join(notes, "; "))
+	}
+	for _, reg := range regs {
+		u, err := url.Parse(reg.URL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return fmt.Errorf("%s names registry %q, which is not an http(s) URL: set it to one, or gather without --deps lockfile", where, v)
+			return r, fmt.Errorf("%s: %s names registry %q, which is not an http(s) URL: set it to one, or gather without --deps lockfile", reg.File, reg.Key, reg.URL)
 		}
-		return nil
-	}
-	if r.Default != "" {
-		if err := check("the repository's configuration", r.Default); err != nil {
-			return r, err
-		}
-	}
-	for s, v := range r.Scopes {
-		if err := check("scope "+s, v); err != nil {
-			return r, err
+		if reg.Scope == "" {
+			r.Default = reg.URL
+		} else {
+			r.Scopes[reg.Scope] = reg.URL
 		}
 	}
 	return r, nil

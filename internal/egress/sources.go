@@ -11,10 +11,9 @@ import (
 	"os"
 	"path"
 	"slices"
-	"strconv"
 	"strings"
 
-	"go.yaml.in/yaml/v3"
+	"github.com/codegenie/codegenie/internal/npmconf"
 )
 
 // DefaultRegistry is the npm registry every build may reach.
@@ -22,17 +21,15 @@ var DefaultRegistry = Rule{Host: "registry.npmjs.org", Port: 443}
 
 // Bounds on what RepoRules and MirrorRules read.
 const (
-	maxConfigBytes = 256 << 10
+	maxConfigBytes = npmconf.MaxFileBytes
 	maxSourceFiles = 256
 )
 
 // RepoRules returns the package registries a repository's own configuration
-// names, always with DefaultRegistry, sorted and without duplicates. It
-// reads, at the repository's root: .npmrc (npm's and pnpm's `registry=` and
-// `@scope:registry=`), .yarnrc (Yarn 1's `registry` and `"@scope:registry"`),
-// .yarnrc.yml (`npmRegistryServer`, and `npmScopes.*.npmRegistryServer`) and
-// pnpm-workspace.yaml (`registry`, and `registries`). A URL's port is its
-// own, or that of its scheme (443 for https, 80 for http).
+// names (npmconf.Registries: .npmrc, .yarnrc, .yarnrc.yml and
+// pnpm-workspace.yaml at its root), always with DefaultRegistry, sorted and
+// without duplicates. A URL's port is its own, or that of its scheme (443
+// for https, 80 for http).
 //
 // Values it cannot use are left out and explained in notes: a URL with an
 // ${ENV} placeholder (the build's environment is not known here; allow the
@@ -40,67 +37,18 @@ const (
 // not a regular file. A missing file is not a note. Err is for a file that
 // exists and cannot be read or parsed.
 func RepoRules(root *os.Root) (rules []Rule, notes []string, err error) {
+	regs, notes, err := npmconf.Registries(root)
+	if err != nil {
+		return nil, nil, err
+	}
 	rules = []Rule{DefaultRegistry}
-	add := func(file, key, raw string) {
-		r, note := ruleFromURL(raw)
+	for _, r := range regs {
+		rule, note := ruleFromURL(r.URL)
 		if note != "" {
-			notes = append(notes, fmt.Sprintf("%s: %s = %q: %s", file, key, raw, note))
-			return
+			notes = append(notes, fmt.Sprintf("%s: %s = %q: %s", r.File, r.Key, r.URL, note))
+			continue
 		}
-		rules = append(rules, r)
-	}
-
-	for _, file := range []string{".npmrc", ".yarnrc"} {
-		b, note, err := readBounded(root, file)
-		if err != nil {
-			return nil, nil, err
-		}
-		if note != "" {
-			notes = append(notes, note)
-		}
-		for _, kv := range iniLines(b, file == ".yarnrc") {
-			if kv[0] == "registry" || strings.HasPrefix(kv[0], "@") && strings.HasSuffix(kv[0], ":registry") {
-				add(file, kv[0], kv[1])
-			}
-		}
-	}
-
-	var yarn struct {
-		NpmRegistryServer string `yaml:"npmRegistryServer"`
-		NpmScopes         map[string]struct {
-			NpmRegistryServer string `yaml:"npmRegistryServer"`
-		} `yaml:"npmScopes"`
-	}
-	if ok, note, err := readYAML(root, ".yarnrc.yml", &yarn); err != nil {
-		return nil, nil, err
-	} else if note != "" {
-		notes = append(notes, note)
-	} else if ok {
-		if yarn.NpmRegistryServer != "" {
-			add(".yarnrc.yml", "npmRegistryServer", yarn.NpmRegistryServer)
-		}
-		for _, scope := range sortedKeys(yarn.NpmScopes) {
-			if s := yarn.NpmScopes[scope].NpmRegistryServer; s != "" {
-				add(".yarnrc.yml", "npmScopes."+scope+".npmRegistryServer", s)
-			}
-		}
-	}
-
-	var pnpm struct {
-		Registry   string            `yaml:"registry"`
-		Registries map[string]string `yaml:"registries"`
-	}
-	if ok, note, err := readYAML(root, "pnpm-workspace.yaml", &pnpm); err != nil {
-		return nil, nil, err
-	} else if note != "" {
-		notes = append(notes, note)
-	} else if ok {
-		if pnpm.Registry != "" {
-			add("pnpm-workspace.yaml", "registry", pnpm.Registry)
-		}
-		for _, k := range sortedKeys(pnpm.Registries) {
-			add("pnpm-workspace.yaml", "registries."+k, pnpm.Registries[k])
-		}
+		rules = append(rules, rule)
 	}
 	return sortRules(rules), notes, nil
 }
@@ -138,106 +86,6 @@ func ruleFromURL(raw string) (Rule, string) {
 	return Rule{Host: h, Port: port}, ""
 }
 
-// readBounded reads a regular file of at most maxConfigBytes from root. A
-// missing file gives nothing; a file that is too large or not regular gives
-// a note; a symlink out of root, or another failure, an error.
-func readBounded(root *os.Root, name string) (b []byte, note string, err error) {
-	f, err := root.Open(name)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, "", nil
-	}
-	if err != nil {
-		return nil, "", fmt.Errorf("opening %s: %w", name, err)
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, "", fmt.Errorf("reading %s: %w", name, err)
-	}
-	if !st.Mode().IsRegular() {
-		return nil, fmt.Sprintf("%s: not a regular file; not read", name), nil
-	}
-	b, err = io.ReadAll(io.LimitReader(f, maxConfigBytes+1))
-	if err != nil {
-		return nil, "", fmt.Errorf("reading %s: %w", name, err)
-	}
-	if len(b) > maxConfigBytes {
-		return nil, fmt.Sprintf("%s: larger than %d bytes; not read", name, maxConfigBytes), nil
-	}
-	return b, "", nil
-}
-
-// readYAML decodes a YAML file of root into v, reporting whether it exists.
-func readYAML(root *os.Root, name string, v any) (bool, string, error) {
-	b, note, err := readBounded(root, name)
-	if err != nil || note != "" || b == nil {
-		return false, note, err
-	}
-	if err := yaml.Unmarshal(b, v); err != nil {
-		return false, "", fmt.Errorf("parsing %s: %w", name, err)
-	}
-	return true, "", nil
-}
-
-// iniLines returns the key and value of each setting of an .npmrc (KEY=VALUE)
-// or, with spaced, a Yarn 1 .yarnrc (KEY VALUE). Quotes around either are
-// removed; comments (# and ;) and other lines are skipped.
-func iniLines(b []byte, spaced bool) [][2]string {
-	var out [][2]string
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	sc.Buffer(make([]byte, 0, 4096), maxConfigBytes+1)
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" || line[0] == '#' || line[0] == ';' {
-			continue
-		}
-		var k, v string
-		var ok bool
-		if spaced {
-			k, v, ok = cutQuotedKey(line)
-		} else {
-			k, v, ok = strings.Cut(line, "=")
-		}
-		if !ok {
-			continue
-		}
-		out = append(out, [2]string{unquote(strings.TrimSpace(k)), unquote(strings.TrimSpace(v))})
-	}
-	return out
-}
-
-// cutQuotedKey splits a .yarnrc line, whose key may be quoted, at the space
-// after the key.
-func cutQuotedKey(line string) (string, string, bool) {
-	if strings.HasPrefix(line, `"`) {
-		end := strings.IndexByte(line[1:], '"')
-		if end < 0 {
-			return "", "", false
-		}
-		return line[:end+2], line[end+2:], true
-	}
-	return strings.Cut(line, " ")
-}
-
-func unquote(s string) string {
-	if len(s) >= 2 && (s[0] == '"' && s[len(s)-1] == '"' || s[0] == '\'' && s[len(s)-1] == '\'') {
-		if u, err := strconv.Unquote(`"` + s[1:len(s)-1] + `"`); err == nil {
-			return u
-		}
-		return s[1 : len(s)-1]
-	}
-	return s
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
-}
-
 // sortRules sorts rules by host and port and removes duplicates.
 func sortRules(rules []Rule) []Rule {
 	slices.SortFunc(rules, func(a, b Rule) int {
@@ -273,7 +121,7 @@ func MirrorRules(rootfs string) ([]Rule, error) {
 		}
 	}
 	read := func(name string) ([]byte, error) {
-		b, note, err := readBounded(root, name)
+		b, note, err := npmconf.ReadBounded(root, name)
 		if err != nil {
 			return nil, err
 		}
