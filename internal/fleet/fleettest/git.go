@@ -149,3 +149,51 @@ func (s *GitServer) Repo(tb testing.TB, name string, files map[string]string) st
 	Git(tb, work, "push", "-q", "--force", bare, "HEAD:refs/heads/main")
 	return Git(tb, work, "rev-parse", "HEAD")
 }
+
+// RepoFrom makes the bare repository name.git under Base holding one
+// commit of every file under dir (ignored ones too, as a checkout's
+// committed node_modules would be; a .git folder in dir is left out) on
+// main, and returns that commit. dir itself is not touched.
+func (s *GitServer) RepoFrom(tb testing.TB, name, dir string) string {
+	tb.Helper()
+	bare := filepath.Join(s.Base, name+".git")
+	Git(tb, s.Base, "init", "-q", "--bare", "-b", "main", "--template=", bare)
+	in := []string{"--git-dir=" + bare, "--work-tree=" + dir}
+	Git(tb, dir, append(in, "add", "-A", "-f")...)
+	Git(tb, dir, append(in, "commit", "-q", "-m", "service")...)
+	// The index was only the commit's staging area.
+	if err := os.Remove(filepath.Join(bare, "index")); err != nil {
+		tb.Fatal(err)
+	}
+	return Git(tb, bare, "rev-parse", "HEAD")
+}
+
+// Gitlink is a submodule entry of a commit: the folder at Path is the
+// commit Commit of another repository.
+type Gitlink struct{ Path, Commit string }
+
+// RepoWithLinks is Repo with submodule entries besides the files (give
+// .gitmodules among the files, as the test wants it).
+func (s *GitServer) RepoWithLinks(tb testing.TB, name string, files map[string]string, links []Gitlink) string {
+	tb.Helper()
+	work := tb.TempDir()
+	Git(tb, work, "init", "-q", "-b", "main", "--template=")
+	for p, body := range files {
+		full := filepath.Join(work, filepath.FromSlash(p))
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			tb.Fatal(err)
+		}
+		if err := os.WriteFile(full, []byte(body), 0o644); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	Git(tb, work, "add", "-A")
+	for _, l := range links {
+		Git(tb, work, "update-index", "--add", "--cacheinfo", "160000,"+l.Commit+","+l.Path)
+	}
+	Git(tb, work, "commit", "-q", "-m", "files and submodules")
+	bare := filepath.Join(s.Base, name+".git")
+	Git(tb, s.Base, "init", "-q", "--bare", "-b", "main", "--template=", bare)
+	Git(tb, work, "push", "-q", "--force", bare, "HEAD:refs/heads/main")
+	return Git(tb, work, "rev-parse", "HEAD")
+}
