@@ -50,20 +50,21 @@ func (f *temporalFlags) register(fl *pflag.FlagSet) {
 
 // sourceFlags say how a fleet run names its services' code to workers.
 type sourceFlags struct {
-	fetch, allowDirty bool
+	fetch, allowDirty, submodules bool
 }
 
 func (f *sourceFlags) register(fl *pflag.FlagSet) {
 	fl.BoolVar(&f.fetch, "workers-fetch", false, "with --temporal: name each checkout to the workers by its remote URL and HEAD commit, which they fetch into their own checkout cache, instead of by its path here (for workers that share no filesystem with this host)")
 	fl.BoolVar(&f.allowDirty, "allow-dirty", false, "with --workers-fetch: a checkout with uncommitted changes or an unpushed HEAD goes to the workers as a snapshot of its files in --store, instead of being refused")
+	fl.BoolVar(&f.submodules, "submodules", false, "with --workers-fetch: the workers fetch each commit's git submodules too, from the hosts each worker allows (worker --git-submodule-hosts); without it a submodule's folder is empty on the workers")
 }
 
 // sources resolves each service's checkout (once per folder) for workers
 // that fetch it; nil without --workers-fetch.
 func (f *sourceFlags) sources(ctx context.Context, st fleet.ResultStore, services []portfolio.Service) ([]fleet.Source, error) {
 	if !f.fetch {
-		if f.allowDirty {
-			return nil, usageErr("--allow-dirty needs --workers-fetch")
+		if f.allowDirty || f.submodules {
+			return nil, usageErr("--allow-dirty and --submodules need --workers-fetch")
 		}
 		return nil, nil
 	}
@@ -82,6 +83,7 @@ func (f *sourceFlags) sources(ctx context.Context, st fleet.ResultStore, service
 				}
 				return nil, fmt.Errorf("service %s: %w", svc.ID, err)
 			}
+			src.Submodules = f.submodules && src.Snapshot == ""
 			seen[svc.Dir] = src
 		}
 		out[i] = src
@@ -377,6 +379,7 @@ type workerFlags struct {
 	credHelper   string
 	tokenFile    string
 	fetchTimeout time.Duration
+	subHosts     []string
 }
 
 func newCmdWorker(g *globals) *cobra.Command {
@@ -433,6 +436,7 @@ line on stderr.`,
 	fl.DurationVar(&f.fetchTimeout, "checkout-fetch-timeout", fleet.DefaultFetchTimeout, "how long one fetch may take before the git server counts as unreachable and the activity is retried")
 	fl.BoolVar(&f.allowLocal, "allow-local-git", false, "fetch from local paths and file:// URLs too (tests); never ext:: or another command transport")
 	fl.StringVar(&f.credHelper, "git-credential-helper", os.Getenv("CODEGENIE_GIT_CREDENTIAL_HELPER"), "the git credential helper of every fetch ('store --file F', '!cmd'); git's own global and system configuration is not read (env CODEGENIE_GIT_CREDENTIAL_HELPER)")
+	fl.StringSliceVar(&f.subHosts, "git-submodule-hosts", nil, "the hosts (name, or host:port) this worker fetches git submodules from, for portfolios run with --submodules; by the same rules as every fetch, and none by default")
 	fl.StringVar(&f.tokenFile, "git-token-file", os.Getenv("CODEGENIE_GIT_TOKEN_FILE"), "a file holding an https token for the git server, sent as the x-access-token user's password (env CODEGENIE_GIT_TOKEN_FILE)")
 	return cmd
 }
@@ -474,7 +478,7 @@ func runWorker(ctx context.Context, g *globals, f *workerFlags) error {
 	}
 	defer release()
 	log := slog.New(slog.NewTextHandler(g.stderr, nil))
-	co := &fleet.Checkouts{Root: f.checkouts, MaxBytes: f.cacheSize, AllowLocal: f.allowLocal, CredentialHelper: f.credHelper, TokenFile: f.tokenFile, Store: c.Store, FetchTimeout: f.fetchTimeout}
+	co := &fleet.Checkouts{Root: f.checkouts, MaxBytes: f.cacheSize, AllowLocal: f.allowLocal, CredentialHelper: f.credHelper, TokenFile: f.tokenFile, Store: c.Store, FetchTimeout: f.fetchTimeout, SubmoduleHosts: f.subHosts}
 	if co.Root == "" {
 		base := g.cacheDir
 		if base == "" {

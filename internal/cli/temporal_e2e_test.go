@@ -54,8 +54,15 @@ type proc struct {
 
 func startProc(t *testing.T, name, bin string, env []string, args ...string) *proc {
 	t.Helper()
-	p := &proc{name: name, cmd: exec.Command(bin, args...), done: make(chan struct{})}
-	p.cmd.Env = append(os.Environ(), env...)
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), env...)
+	return startCmd(t, name, cmd)
+}
+
+// startCmd starts cmd as a watched process (killed with the test).
+func startCmd(t *testing.T, name string, cmd *exec.Cmd) *proc {
+	t.Helper()
+	p := &proc{name: name, cmd: cmd, done: make(chan struct{})}
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	stderr, err := p.cmd.StderrPipe()
 	if err != nil {

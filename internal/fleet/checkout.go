@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net"
 	"net/url"
 	"os"
 	"os/exec"
@@ -32,6 +33,11 @@ type Source struct {
 	Commit   string `json:"commit,omitempty"`
 	Subdir   string `json:"subdir,omitempty"`
 	Snapshot string `json:"snapshot,omitempty"`
+	// Submodules asks for the commit's submodules too (portfolio
+	// --submodules); a worker fetches them only from the hosts it allows
+	// (worker --git-submodule-hosts). Without it, a submodule's folder is
+	// empty.
+	Submodules bool `json:"submodules,omitempty"`
 }
 
 // IsZero reports whether s names nothing: the service is read at its path
@@ -54,6 +60,14 @@ const (
 	ErrTypeGitFailed      = "codegenie.git_fetch_failed"
 	ErrTypeNoCheckouts    = "codegenie.no_checkout_cache"
 	ErrTypeGitAuth        = "codegenie.git_auth_failed"
+	// ErrTypeGitSubmodule is a submodule the worker will not fetch: from a
+	// host it does not allow, by a refused transport, or at a path that
+	// leaves its repository.
+	ErrTypeGitSubmodule = "codegenie.git_submodule_refused"
+	// ErrTypeGitRejected is a repository whose objects fail git's checks
+	// on receipt (transfer.fsckObjects): malformed, or hostile, such as a
+	// .gitmodules with a command to run.
+	ErrTypeGitRejected = "codegenie.git_objects_rejected"
 )
 
 var commitRE = regexp.MustCompile(`^(?:[0-9a-f]{40}|[0-9a-f]{64})$`)
@@ -133,6 +147,10 @@ type Checkouts struct {
 	// FetchTimeout bounds one fetch (default DefaultFetchTimeout): a server
 	// that accepts and then says nothing is unreachable, and retried.
 	FetchTimeout time.Duration
+	// SubmoduleHosts are the hosts (a name, or host:port) that submodules
+	// are fetched from when a source asks for them; none refuses every
+	// submodule. The transports and rules are a fetch's own.
+	SubmoduleHosts []string
 
 	mu       sync.Mutex
 	inflight map[string]*fetchCall
@@ -157,7 +175,11 @@ func (c *Checkouts) key(s Source) string {
 		return "snap-" + s.Snapshot
 	}
 	sum := sha256.Sum256([]byte(s.URL))
-	return hex.EncodeToString(sum[:8]) + "-" + s.Commit
+	k := hex.EncodeToString(sum[:8]) + "-" + s.Commit
+	if s.Submodules {
+		k += "-sub"
+	}
+	return k
 }
 
 // Acquire returns the folder of src's checkout (Subdir included), fetching
@@ -310,6 +332,12 @@ func (c *Checkouts) fetch(ctx context.Context, src Source, tree string) error {
 }
 
 func (c *Checkouts) fetchTree(ctx context.Context, src Source, tree string) error {
+	return c.fetchTreeAt(ctx, src, tree, 0)
+}
+
+// fetchTreeAt fetches src into tree, a submodule depth levels below the
+// portfolio's repository.
+func (c *Checkouts) fetchTreeAt(ctx context.Context, src Source, tree string, depth int) error {
 	if err := os.MkdirAll(filepath.Join(tree, ".git"), 0o755); err != nil {
 		return err
 	}
@@ -337,8 +365,230 @@ func (c *Checkouts) fetchTree(ctx context.Context, src Source, tree string) erro
 	if _, err := c.git(ctx, tree, "checkout", "-q", "--no-recurse-submodules", "--detach", src.Commit); err != nil {
 		return err
 	}
+	if src.Submodules {
+		if err := c.submodules(ctx, src, tree, depth); err != nil {
+			return err
+		}
+	}
 	// The tree is the repository's files alone.
 	return os.RemoveAll(gitDir)
+}
+
+// maxSubmoduleDepth bounds submodules of submodules.
+const maxSubmoduleDepth = 4
+
+// submodules fills the folders of the commit's submodules in tree (whose
+// .git is still there): each gitlink of the commit is fetched, as a fetch
+// of its own with the same rules, from the URL that .gitmodules gives its
+// path (relative URLs against src.URL), if that URL's host is one of
+// SubmoduleHosts. A submodule's own submodules follow, to
+// maxSubmoduleDepth.
+func (c *Checkouts) submodules(ctx context.Context, src Source, tree string, depth int) error {
+	links, err := c.gitlinks(ctx, tree)
+	if err != nil || len(links) == 0 {
+		return err
+	}
+	if depth >= maxSubmoduleDepth {
+		return refuseSubmodule("%s nests submodules deeper than %d", src, maxSubmoduleDepth)
+	}
+	urls, err := c.submoduleURLs(ctx, tree)
+	if err != nil {
+		return err
+	}
+	for i, l := range links {
+		raw, ok := urls[l.path]
+		if !ok {
+			return refuseSubmodule("the submodule at %s of %s has no URL in .gitmodules", l.path, src)
+		}
+		u, err := submoduleURL(src.URL, raw)
+		if err != nil {
+			return refuseSubmodule("the submodule at %s of %s: %v", l.path, src, err)
+		}
+		if err := CheckURL(u, false); err != nil {
+			return refuseSubmodule("the submodule at %s of %s: %v", l.path, src, err)
+		}
+		if !c.allowsHost(u) {
+			return refuseSubmodule("the submodule at %s of %s is on %s, a host this worker does not fetch submodules from (worker --git-submodule-hosts; allowed: %v)", l.path, src, hostOf(u), c.SubmoduleHosts)
+		}
+		dst, err := submoduleDir(tree, l.path)
+		if err != nil {
+			return refuseSubmodule("the submodule at %s of %s: %v", l.path, src, err)
+		}
+		// Fetched beside the tree, then moved into its empty folder.
+		side := fmt.Sprintf("%s.sub-%d", tree, i)
+		sub := Source{URL: u, Commit: l.commit, Submodules: true}
+		if err := c.fetchTreeAt(ctx, sub, side, depth+1); err != nil {
+			_ = os.RemoveAll(side)
+			return err
+		}
+		if err := os.Remove(dst); err != nil {
+			return fmt.Errorf("placing the submodule at %s: %w", l.path, err)
+		}
+		if err := os.Rename(side, dst); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+type gitlink struct{ path, commit string }
+
+// gitlinks lists the commit's submodule entries (mode 160000).
+func (c *Checkouts) gitlinks(ctx context.Context, tree string) ([]gitlink, error) {
+	out, err := c.git(ctx, tree, "ls-tree", "-r", "-z", "--full-tree", "HEAD")
+	if err != nil {
+		return nil, err
+	}
+	var links []gitlink
+	for _, ent := range strings.Split(out, "\x00") {
+		meta, path, ok := strings.Cut(ent, "\t")
+		if !ok {
+			continue
+		}
+		f := strings.Fields(meta)
+		if len(f) == 3 && f[0] == "160000" && f[1] == "commit" && commitRE.MatchString(f[2]) {
+			links = append(links, gitlink{path: path, commit: f[2]})
+		}
+	}
+	return links, nil
+}
+
+// submoduleURLs reads .gitmodules of the checked-out commit: each
+// submodule's path to its URL. It is read as a file of values only (no
+// includes), and nothing else in it (update commands) is used.
+func (c *Checkouts) submoduleURLs(ctx context.Context, tree string) (map[string]string, error) {
+	gm := filepath.Join(tree, ".gitmodules")
+	if fi, err := os.Lstat(gm); err != nil || !fi.Mode().IsRegular() {
+		return nil, refuseSubmodule("the commit has submodules and no .gitmodules file to say where they come from")
+	}
+	out, err := c.git(ctx, tree, "config", "--file", gm, "--null", "--no-includes", "--get-regexp", `^submodule\..*\.(path|url)$`)
+	if err != nil {
+		return nil, refuseSubmodule("reading .gitmodules: %v", err)
+	}
+	paths, urls := map[string]string{}, map[string]string{}
+	for _, kv := range strings.Split(out, "\x00") {
+		k, v, ok := strings.Cut(kv, "\n")
+		if !ok {
+			continue
+		}
+		name, field, ok := cutLast(strings.TrimPrefix(k, "submodule."), ".")
+		if !ok {
+			continue
+		}
+		if field == "path" {
+			paths[name] = v
+		} else {
+			urls[name] = v
+		}
+	}
+	byPath := map[string]string{}
+	for name, p := range paths {
+		if u, ok := urls[name]; ok {
+			byPath[strings.TrimSuffix(p, "/")] = u
+		}
+	}
+	return byPath, nil
+}
+
+func cutLast(s, sep string) (string, string, bool) {
+	i := strings.LastIndex(s, sep)
+	if i < 0 {
+		return "", "", false
+	}
+	return s[:i], s[i+len(sep):], true
+}
+
+// submoduleURL resolves a submodule's URL as git does: ./ and ../ are
+// relative to the superproject's URL taken as a folder.
+func submoduleURL(super, raw string) (string, error) {
+	if !strings.HasPrefix(raw, "./") && !strings.HasPrefix(raw, "../") {
+		return raw, nil
+	}
+	base, err := url.Parse(super)
+	if err != nil || base.Scheme == "" || base.Host == "" {
+		return "", fmt.Errorf("the relative URL %q needs a superproject URL with a scheme and a host, not %q", raw, super)
+	}
+	base.Path = strings.TrimSuffix(base.Path, "/") + "/"
+	ref, err := url.Parse(raw)
+	if err != nil {
+		return "", err
+	}
+	return base.ResolveReference(ref).String(), nil
+}
+
+// hostOf is the host (with its port, if any) of a URL that CheckURL
+// allowed, scp-like ones included; "" for a local path.
+func hostOf(u string) string {
+	if strings.Contains(u, "://") {
+		p, err := url.Parse(u)
+		if err != nil {
+			return ""
+		}
+		return p.Host
+	}
+	if c := strings.IndexByte(u, ':'); c > 0 && !strings.Contains(u[:c], "/") {
+		h := u[:c]
+		if at := strings.LastIndexByte(h, '@'); at >= 0 {
+			h = h[at+1:]
+		}
+		return h
+	}
+	return ""
+}
+
+// allowsHost reports whether u's host is one of SubmoduleHosts, by name
+// (any port) or by host:port.
+func (c *Checkouts) allowsHost(u string) bool {
+	h := hostOf(u)
+	if h == "" {
+		return false
+	}
+	name := h
+	if n, _, err := net.SplitHostPort(h); err == nil {
+		name = n
+	}
+	name = strings.Trim(name, "[]")
+	for _, a := range c.SubmoduleHosts {
+		if a != "" && (strings.EqualFold(a, h) || strings.EqualFold(strings.Trim(a, "[]"), name)) {
+			return true
+		}
+	}
+	return false
+}
+
+// submoduleDir is the empty folder that checkout left for a gitlink at
+// path: inside tree, reached through no symbolic link.
+func submoduleDir(tree, path string) (string, error) {
+	rel := filepath.FromSlash(path)
+	if !filepath.IsLocal(rel) {
+		return "", fmt.Errorf("the path %q leaves the repository", path)
+	}
+	cur := tree
+	for _, part := range strings.Split(rel, string(filepath.Separator)) {
+		if strings.EqualFold(part, ".git") {
+			return "", fmt.Errorf("the path %q names a .git folder", path)
+		}
+		cur = filepath.Join(cur, part)
+		fi, err := os.Lstat(cur)
+		if err != nil {
+			return "", err
+		}
+		if !fi.IsDir() {
+			return "", fmt.Errorf("the path %q is not a folder of the checkout (%s)", path, fi.Mode().Type())
+		}
+	}
+	ents, err := os.ReadDir(cur)
+	if err != nil {
+		return "", err
+	}
+	if len(ents) > 0 {
+		return "", fmt.Errorf("the folder %q is not empty", path)
+	}
+	return cur, nil
+}
+
+func refuseSubmodule(format string, args ...any) error {
+	return temporal.NewNonRetryableApplicationError(fmt.Sprintf(format, args...), ErrTypeGitSubmodule, nil)
 }
 
 // gitArgs are the configuration of every git command of a fetch.
@@ -388,6 +638,7 @@ func (c *Checkouts) git(ctx context.Context, dir string, args ...string) (string
 	all = append(all, args...)
 	cmd := exec.CommandContext(ctx, bin, all...)
 	cmd.Dir, cmd.Env = dir, env
+	dieWithParent(cmd)
 	cmd.WaitDelay = 5 * time.Second
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
@@ -415,6 +666,8 @@ func gitError(what, stderr string, err error) error {
 	case strings.Contains(low, "authentication failed"), strings.Contains(low, "could not read username"),
 		strings.Contains(low, "could not read password"), strings.Contains(low, "permission denied (publickey"):
 		return temporal.NewNonRetryableApplicationError(full+" (give the worker --git-credential-helper or --git-token-file)", ErrTypeGitAuth, nil)
+	case strings.Contains(low, "fsck error"), strings.Contains(low, "fsck:"):
+		return temporal.NewNonRetryableApplicationError(full, ErrTypeGitRejected, nil)
 	case strings.Contains(low, "not our ref"), strings.Contains(low, "couldn't find remote ref"),
 		strings.Contains(low, "no such remote ref"), strings.Contains(low, "unadvertised object"),
 		strings.Contains(low, "remote error: upload-pack: not our"):
@@ -422,7 +675,11 @@ func gitError(what, stderr string, err error) error {
 	case strings.Contains(low, "could not read from remote"), strings.Contains(low, "unable to connect"),
 		strings.Contains(low, "connection refused"), strings.Contains(low, "could not resolve host"),
 		strings.Contains(low, "timed out"), strings.Contains(low, "unable to access"),
-		strings.Contains(low, "the remote end hung up"), strings.Contains(low, "early eof"):
+		strings.Contains(low, "the remote end hung up"), strings.Contains(low, "early eof"),
+		// A server that closes the connection before git has sent its
+		// request (the fault tests' unreachable git server).
+		strings.Contains(low, "packet write failed"), strings.Contains(low, "broken pipe"),
+		strings.Contains(low, "connection reset"):
 		return temporal.NewApplicationError(full, ErrTypeGitUnreachable)
 	}
 	return temporal.NewApplicationError(full, ErrTypeGitFailed)

@@ -571,3 +571,153 @@ func TestCheckoutsTokenFile(t *testing.T) {
 		t.Errorf("a wrong token: %v; want %s, without the token", err, ErrTypeGitAuth)
 	}
 }
+
+// TestGitErrorTypes types what git prints when a fetch fails.
+func TestGitErrorTypes(t *testing.T) {
+	for _, c := range []struct {
+		stderr, want string
+		retry        bool
+	}{
+		{"fatal: unable to connect to 127.0.0.1:\n127.0.0.1[0: 127.0.0.1]: errno=Connection refused", ErrTypeGitUnreachable, true},
+		{"fatal: the remote end hung up unexpectedly", ErrTypeGitUnreachable, true},
+		{"fatal: packet write failed: Broken pipe", ErrTypeGitUnreachable, true},
+		{"fatal: read error: Connection reset by peer", ErrTypeGitUnreachable, true},
+		{"fatal: remote error: upload-pack: not our ref 0123", ErrTypeGitNoCommit, false},
+		{"fatal: Authentication failed for 'https://h/x.git/'", ErrTypeGitAuth, false},
+		{"fatal: transport 'file' not allowed", ErrTypeGitRefused, false},
+		{"error: object 8d83: gitmodulesUpdate: disallowed submodule update setting: !x\nfatal: fsck error in packed object", ErrTypeGitRejected, false},
+		{"fatal: something else", ErrTypeGitFailed, true},
+	} {
+		err := gitError("fetch", c.stderr, errors.New("exit status 128"))
+		if errType(err) != c.want || retryable(err) != c.retry {
+			t.Errorf("%q: %s (retryable %v), want %s (retryable %v)", c.stderr, errType(err), retryable(err), c.want, c.retry)
+		}
+	}
+}
+
+// TestCheckoutsSubmodules fetches a repository with a submodule from a git
+// daemon: not unless the source asks, then only from the hosts the worker
+// allows, by the fetch's own rules (no hooks, filters or local or command
+// transports), and nested ones too.
+func TestCheckoutsSubmodules(t *testing.T) {
+	srv := fleettest.StartGit(t, t.TempDir())
+	lib := map[string]string{".gitattributes": "* filter=evil\n", "index.js": "module.exports = 'lib'\n"}
+	libCommit := srv.Repo(t, "lib", lib)
+	// core links lib by a relative URL: a submodule of a submodule.
+	coreCommit := srv.RepoWithLinks(t, "core", map[string]string{
+		"core.js":     "require('./lib')\n",
+		".gitmodules": "[submodule \"lib\"]\n\tpath = lib\n\turl = ../lib.git\n",
+	}, []fleettest.Gitlink{{Path: "lib", Commit: libCommit}})
+	appCommit := srv.RepoWithLinks(t, "app", map[string]string{
+		"Dockerfile":  "FROM node:22\n",
+		".gitmodules": "[submodule \"vendor/core\"]\n\tpath = vendor/core\n\turl = " + srv.URL("core") + "\n",
+	}, []fleettest.Gitlink{{Path: "vendor/core", Commit: coreCommit}})
+	marker := hostileHome(t)
+	app := Source{URL: srv.URL("app"), Commit: appCommit}
+	asked := app
+	asked.Submodules = true
+
+	t.Run("not fetched unless asked", func(t *testing.T) {
+		c := &Checkouts{Root: t.TempDir(), SubmoduleHosts: []string{"127.0.0.1"}}
+		dir, release, err := c.Acquire(t.Context(), app)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer release()
+		ents, err := os.ReadDir(filepath.Join(dir, "vendor", "core"))
+		if err != nil || len(ents) != 0 {
+			t.Errorf("vendor/core holds %d entries (%v), want an empty folder", len(ents), err)
+		}
+	})
+	t.Run("asked, from no allowed host", func(t *testing.T) {
+		c := &Checkouts{Root: t.TempDir()}
+		_, _, err := c.Acquire(t.Context(), asked)
+		if errType(err) != ErrTypeGitSubmodule || retryable(err) || !strings.Contains(err.Error(), "--git-submodule-hosts") {
+			t.Fatalf("got %v, want %s, not retried, naming --git-submodule-hosts", err, ErrTypeGitSubmodule)
+		}
+		if ents, _ := os.ReadDir(c.Root); len(ents) != 0 {
+			t.Errorf("the refused fetch left %d entries in the cache", len(ents))
+		}
+	})
+	t.Run("asked, from an allowed host", func(t *testing.T) {
+		c := &Checkouts{Root: t.TempDir(), SubmoduleHosts: []string{"127.0.0.1"}}
+		dir, release, err := c.Acquire(t.Context(), asked)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer release()
+		for p, want := range map[string]string{
+			"vendor/core/core.js":      "require('./lib')\n",
+			"vendor/core/lib/index.js": lib["index.js"],
+		} {
+			if got, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(p))); err != nil || string(got) != want {
+				t.Errorf("%s = %q (%v), want the committed bytes %q", p, got, err, want)
+			}
+		}
+		for _, p := range []string{".git", "vendor/core/.git", "vendor/core/lib/.git"} {
+			if _, err := os.Lstat(filepath.Join(dir, filepath.FromSlash(p))); !errors.Is(err, fs.ErrNotExist) {
+				t.Errorf("the checkout keeps %s: %v", p, err)
+			}
+		}
+		if data, err := os.ReadFile(marker); err == nil {
+			t.Errorf("the fetch ran a hook, filter or fsmonitor of git's global configuration:\n%s", data)
+		}
+		// Asked and not asked are two entries of the cache.
+		if _, release, err := c.Acquire(t.Context(), app); err != nil || c.Fetches() != 2 {
+			t.Errorf("the same commit without submodules: %v, %d fetches, want 2", err, c.Fetches())
+		} else {
+			release()
+		}
+	})
+	t.Run("refused: an update command in .gitmodules", func(t *testing.T) {
+		// git's object checks refuse it on receipt, before any checkout.
+		commit := srv.RepoWithLinks(t, "bad-update", map[string]string{
+			".gitmodules": "[submodule \"x\"]\n\tpath = x\n\turl = " + srv.URL("lib") + "\n\tupdate = !touch " + marker + "-update\n",
+		}, []fleettest.Gitlink{{Path: "x", Commit: libCommit}})
+		c := &Checkouts{Root: t.TempDir(), SubmoduleHosts: []string{"127.0.0.1"}}
+		_, _, err := c.Acquire(t.Context(), Source{URL: srv.URL("bad-update"), Commit: commit, Submodules: true})
+		if errType(err) != ErrTypeGitRejected || retryable(err) {
+			t.Errorf("got %v, want %s, not retried", err, ErrTypeGitRejected)
+		}
+		if _, err := os.Stat(marker + "-update"); err == nil {
+			t.Error("the fetch ran .gitmodules' update command")
+		}
+	})
+	for _, bad := range []struct{ name, url, want string }{
+		{"command", "ext::sh -c touch% " + marker + "-ext", "remote helper"},
+		{"file", "file://" + filepath.Join(srv.Base, "lib.git"), "worker's own files"},
+		{"path", filepath.Join(srv.Base, "lib.git"), "local path"},
+		{"other-host", "git://git.example.invalid/lib.git", "does not fetch submodules from"},
+		{"other-port", "git://localhost:1/lib.git", "does not fetch submodules from"},
+	} {
+		t.Run("refused: "+bad.name, func(t *testing.T) {
+			commit := srv.RepoWithLinks(t, "bad-"+bad.name, map[string]string{
+				".gitmodules": "[submodule \"x\"]\n\tpath = x\n\turl = " + bad.url + "\n",
+			}, []fleettest.Gitlink{{Path: "x", Commit: libCommit}})
+			c := &Checkouts{Root: t.TempDir(), AllowLocal: true, SubmoduleHosts: []string{"127.0.0.1"}}
+			_, _, err := c.Acquire(t.Context(), Source{URL: srv.URL("bad-" + bad.name), Commit: commit, Submodules: true})
+			if errType(err) != ErrTypeGitSubmodule || !strings.Contains(err.Error(), bad.want) {
+				t.Errorf("got %v, want %s saying %q", err, ErrTypeGitSubmodule, bad.want)
+			}
+			if _, err := os.Stat(marker + "-ext"); err == nil {
+				t.Error("the ext:: URL ran its command")
+			}
+		})
+	}
+}
+
+func TestSubmoduleURL(t *testing.T) {
+	for _, c := range []struct{ super, raw, want string }{
+		{"git://h:9418/team/app.git", "../lib.git", "git://h:9418/team/lib.git"},
+		{"https://h/team/app.git", "../../other/lib.git", "https://h/other/lib.git"},
+		{"https://h/team/app.git", "./lib.git", "https://h/team/app.git/lib.git"},
+		{"https://h/team/app", "https://g/lib.git", "https://g/lib.git"},
+	} {
+		if got, err := submoduleURL(c.super, c.raw); err != nil || got != c.want {
+			t.Errorf("submoduleURL(%q, %q) = %q, %v; want %q", c.super, c.raw, got, err, c.want)
+		}
+	}
+	if _, err := submoduleURL("git@h:team/app.git", "../lib.git"); err == nil {
+		t.Error("a relative URL against an scp-like one resolved")
+	}
+}

@@ -304,11 +304,20 @@ func runService(ctx workflow.Context, in Input, i int, slot *Outcome) {
 	*slot = so
 }
 
+// failedOutcome is a service whose activity failed for good. The reason
+// leads with the error's type (codegenie.git_unreachable), which shorten
+// would otherwise cut off behind a long message.
 func failedOutcome(tier portfolio.Tier, err error) Outcome {
 	var ae *temporal.ApplicationError
 	msg := err.Error()
 	if errors.As(err, &ae) {
-		msg = ae.Error()
+		msg = ae.Message()
+		if ae.Type() != "" {
+			msg = ae.Type() + ": " + msg
+		}
+		if c := errors.Unwrap(ae); c != nil {
+			msg += ": " + c.Error()
+		}
 	}
 	return Outcome{State: portfolio.StateFailed, Tier: tier, Reason: shorten(fmt.Sprintf("the %s activity failed after its retries: %s", tier, msg))}
 }
