@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/codegenie/codegenie/internal/probe"
+	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/dockerfile"
 	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/probes/npmscripts"
 )
 
@@ -65,7 +66,9 @@ type builder struct {
 	binCommands map[string]bool
 	// edits hold the rewrite data of removable blockers, by blockerKey;
 	// rewriteStart is the start command the rewrite gives the service.
-	edits        map[string]Edit
+	edits map[string]Edit
+	// judged is the judged image's Dockerfile as built for its target.
+	judged       *dockerfile.File
 	rewriteStart *Start
 }
 

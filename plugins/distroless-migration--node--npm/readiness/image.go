@@ -86,6 +86,7 @@ func (b *builder) dockerfiles(f *dockerfileprobe.Facts) {
 	if d == nil {
 		return
 	}
+	b.judged = d
 	b.startBinaries = startBinaries(d)
 	startArgv := d.Start(d.Final).Argv
 	if len(startArgv) > 0 && baseName(startArgv[0]) == dockerfile.NodeEntrypoint {

@@ -43,6 +43,11 @@ type Edit struct {
 	// blocker's evidence), which overrides the image's: the rewrite edits
 	// its test there.
 	InCompose bool
+	// Stages are the judged Dockerfile's stages, each the first of its FROM
+	// chain, whose native code ships in the image and that move to a glibc
+	// builder image (glibc_builder): every such stage, not only the one
+	// Dockerfile.Builder names (NativeStages).
+	Stages []int
 }
 
 // Start is a start command that needs no shell on a runtime whose

@@ -49,21 +49,43 @@ func (b *builder) runtime(f *noderuntime.Facts) {
 				Title: fmt.Sprintf("Node %d has no distroless image (only %s are published)", m, majorsList()),
 				Fix:   fmt.Sprintf("bump to Node %d, the nearest supported LTS, and test the service on it", noderuntime.NextSupported(m)), Evidence: ev(img.Dockerfile, line)})
 		}
+		target := targetMajor(img)
+		if b.judged != nil && img.Dockerfile == b.judged.Path {
+			for _, ns := range NativeStages(b.judged, native) {
+				st := b.judged.Stages[ns.Root]
+				if !isMusl(st.ResolvedBase) {
+					continue
+				}
+				b.addEdit(probe.Blocker{ID: noderuntime.WarnMuslGlibc, Kind: probe.NativeABI, Rule: RuleGlibcBuilder,
+					Title: fmt.Sprintf("native code built on musl (%s, stage %s) ships in the image (%s), but distroless is glibc", st.ResolvedBase, b.judged.StageName(ns.Root), ns.Why),
+					Fix:   fmt.Sprintf("build on node:%d-bookworm-slim (glibc), the Node major the runtime runs", target), Evidence: ev(img.Dockerfile, st.Line)},
+					Edit{Stages: []int{ns.Root}})
+			}
+		}
 		if img.Builder == nil {
 			continue
 		}
 		bl := img.Builder
-		if native && bl.Libc == "musl" {
-			b.Add(probe.Blocker{ID: noderuntime.WarnMuslGlibc, Kind: probe.NativeABI, Rule: RuleGlibcBuilder,
-				Title: fmt.Sprintf("native addons are built on musl (%s) but distroless is glibc", bl.Ref),
-				Fix:   fmt.Sprintf("build on node:%s-bookworm-slim (glibc), the runtime's Node major", majorOr(bl.NodeMajor)), Evidence: ev(img.Dockerfile, bl.Line)})
-		}
 		if native && bl.NodeMajor != 0 && rt.NodeMajor != 0 && bl.NodeMajor != rt.NodeMajor {
 			b.Add(probe.Blocker{ID: noderuntime.WarnMajorMismatch, Kind: probe.NativeABI, Rule: RuleSameMajor,
 				Title: fmt.Sprintf("native addons are built for Node %d but run on Node %d", bl.NodeMajor, rt.NodeMajor),
-				Fix:   "use the same Node major in the builder and the runtime", Evidence: ev(img.Dockerfile, bl.Line)})
+				Fix:   fmt.Sprintf("use Node %d, the major the runtime runs, in the builder and the runtime", target), Evidence: ev(img.Dockerfile, bl.Line)})
 		}
 	}
+}
+
+// targetMajor is the Node major the rewritten service runs: its own when
+// distroless publishes it, else the one bump_node moves it to, so that a
+// builder move and a runtime bump name the same major.
+func targetMajor(img noderuntime.Image) int {
+	m := majorOf(img)
+	switch {
+	case m == 0:
+		return 22
+	case !noderuntime.Supported(m):
+		return noderuntime.NextSupported(m)
+	}
+	return m
 }
 
 // majorOf is the Node major the service runs: the runtime's when its base
@@ -86,13 +108,6 @@ func majorsList() string {
 		s = append(s, fmt.Sprint(m))
 	}
 	return strings.Join(s, ", ")
-}
-
-func majorOr(m int) string {
-	if m == 0 {
-		return "22"
-	}
-	return fmt.Sprint(m)
 }
 
 // osPackages: an OS package the final stage installs blocks when anything

@@ -143,11 +143,11 @@ var _ probe.Probe = (*Probe)(nil)
 func (*Probe) Desc() probe.Desc {
 	return probe.Desc{
 		Name:          Name,
-		Version:       "2",
+		Version:       "3", // 3: package.json and binding.gyp read in the image's app folder (issue 21)
 		Heaviness:     probe.Light,
 		PerImage:      true,
 		CacheStrategy: probe.CacheContent,
-		DeclaredInputs: append([]string{"package.json", "binding.gyp", "node_modules/*/package.json", "node_modules/@*/*/package.json",
+		DeclaredInputs: append([]string{"**/package.json", "**/binding.gyp", "node_modules/*/package.json", "node_modules/@*/*/package.json",
 			"node_modules/*/binding.gyp", "node_modules/@*/*/binding.gyp", "node_modules/*/prebuilds/**", "node_modules/@*/*/prebuilds/**"},
 			images.Inputs()...),
 		NewFacts: func() any { return new(Facts) },
@@ -158,23 +158,27 @@ func (*Probe) Desc() probe.Desc {
 func (*Probe) Run(ctx context.Context, repo *probe.Repo, pctx *probe.Context) (probe.Output, error) {
 	facts := &Facts{Images: []Image{}}
 	out := probe.Output{Confidence: probe.High, Facts: facts}
-	if data, err := repo.ReadFile("package.json"); err == nil {
+	dir, err := appDir(ctx, repo, pctx)
+	if err != nil {
+		return probe.Output{}, err
+	}
+	if data, err := repo.ReadFile(path.Join(dir, "package.json")); err == nil {
 		var pj nodeproject.Facts
 		if nodeproject.Parse(data, &pj) == nil {
 			facts.EnginesNode = pj.EnginesNode
 			for _, d := range pj.Dependencies {
 				if knownNative[d.Name] {
-					facts.Native = append(facts.Native, Native{Package: d.Name, How: "known_package", File: "package.json"})
+					facts.Native = append(facts.Native, Native{Package: d.Name, How: "known_package", File: path.Join(dir, "package.json")})
 				}
 			}
 			for name, s := range pj.Scripts {
 				if strings.Contains(s, "node-gyp") {
-					facts.Native = append(facts.Native, Native{Package: pj.Name, How: "node_gyp_script", File: "package.json#scripts." + name})
+					facts.Native = append(facts.Native, Native{Package: pj.Name, How: "node_gyp_script", File: path.Join(dir, "package.json") + "#scripts." + name})
 				}
 			}
 		}
 	}
-	if err := nativeInModules(repo, facts); err != nil {
+	if err := nativeInModules(repo, dir, facts); err != nil {
 		return probe.Output{}, err
 	}
 	sort.Slice(facts.Native, func(i, j int) bool {
@@ -216,9 +220,34 @@ func (*Probe) Run(ctx context.Context, repo *probe.Repo, pctx *probe.Context) (p
 	return out, nil
 }
 
-func nativeInModules(repo *probe.Repo, facts *Facts) error {
-	if repo.Exists("binding.gyp") {
-		facts.Native = append(facts.Native, Native{Package: ".", How: "binding.gyp", File: "binding.gyp"})
+// appDir is the repository folder of the judged image's package.json: the
+// one the image holds in its WORKDIR, else the build context's, else the
+// repository root. With --dockerfile src/x/Dockerfile run from the
+// repository's root, that is src/x, as it is when run from src/x.
+func appDir(ctx context.Context, repo *probe.Repo, pctx *probe.Context) (string, error) {
+	j, err := images.Image.Of(ctx, repo, pctx)
+	if err != nil || j == nil || j.File == nil {
+		return ".", err
+	}
+	set, err := images.Files.Of(ctx, repo, pctx)
+	if err != nil {
+		return ".", err
+	}
+	if rel, ok := set.RepoPath(path.Join(j.File.Workdir(j.File.Final), "package.json")); ok && !strings.Contains(rel, "node_modules/") {
+		return path.Dir(rel), nil
+	}
+	if repo.Exists(path.Join(j.Context, "package.json")) {
+		return path.Clean(j.Context), nil
+	}
+	return ".", nil
+}
+
+// nativeInModules finds native addons in dir: its own binding.gyp, and
+// the node_modules of the repository's root (only those are declared
+// inputs: globs reach into node_modules only from the root).
+func nativeInModules(repo *probe.Repo, dir string, facts *Facts) error {
+	if gyp := path.Join(dir, "binding.gyp"); repo.Exists(gyp) {
+		facts.Native = append(facts.Native, Native{Package: ".", How: "binding.gyp", File: gyp})
 	}
 	seen := map[string]bool{}
 	for _, pat := range []string{"node_modules/*/binding.gyp", "node_modules/@*/*/binding.gyp", "node_modules/*/prebuilds/**", "node_modules/@*/*/prebuilds/**"} {

@@ -1,0 +1,104 @@
+package nodenpm_test
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"sort"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/codegenie/codegenie/internal/probe"
+	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/probes/noderuntime"
+	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/readiness"
+)
+
+// TestNativeStagesFixtures: musl-built native code blocks wherever the
+// image gets it from, with one glibc_builder blocker per stage that builds
+// it: a deps stage the runtime copies node_modules from (while
+// Dockerfile.Builder names the build stage), and an alpine stage that
+// compiles a SQLite extension the runtime copies. These fixtures are
+// judged here, not by TestRecipeRemovesEveryBlocker: the recipe moves only
+// the builder it reads from node_runtime until it reads the blockers'
+// Edit.Stages (issue 21; recipe/builders.go).
+func TestNativeStagesFixtures(t *testing.T) {
+	t.Parallel()
+	dirs, err := filepath.Glob(filepath.Join("testdata", "native-stages", "*"))
+	if err != nil || len(dirs) == 0 {
+		t.Fatalf("no fixtures: %v", err)
+	}
+	for _, dir := range dirs {
+		if filepath.Ext(dir) == ".json" {
+			continue
+		}
+		name := filepath.Base(dir)
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			got := summarize(gatherStatic(t, dir))
+			goldenPath := dir + ".json"
+			if *update {
+				b, _ := json.MarshalIndent(got, "", "  ")
+				if err := os.WriteFile(goldenPath, append(b, '\n'), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			b, err := os.ReadFile(goldenPath)
+			if err != nil {
+				t.Fatalf("reading golden file (run with -update to create it): %v", err)
+			}
+			var want golden
+			if err := json.Unmarshal(b, &want); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("gather %s (-want +got):\n%s", name, diff)
+			}
+		})
+	}
+}
+
+// TestSameAddonsFromRepositoryRoot: a service judged with its real build
+// context, from the repository's root (--dockerfile src/api/Dockerfile),
+// has the native addons and the blockers it has when judged from the
+// Dockerfile's folder (issue 21: from the root, the root package.json's
+// dependencies were read, and the musl builder did not block).
+func TestSameAddonsFromRepositoryRoot(t *testing.T) {
+	t.Parallel()
+	root := filepath.Join("testdata", "fixtures", "subdir-native")
+	type view struct {
+		Verdict probe.Verdict
+		Native  []string
+		Rules   []string
+	}
+	look := func(dir string) view {
+		c := gatherStatic(t, dir)
+		var v view
+		a := c.Assessments[readiness.Name]
+		v.Verdict = a.Verdict
+		for _, b := range a.Blockers {
+			v.Rules = append(v.Rules, b.Rule)
+		}
+		for _, r := range c.Probes {
+			if r.Probe != noderuntime.Name {
+				continue
+			}
+			var f noderuntime.Facts
+			if err := json.Unmarshal(r.Facts, &f); err != nil {
+				t.Fatal(err)
+			}
+			for _, n := range f.Native {
+				v.Native = append(v.Native, n.Package+" "+n.How)
+			}
+		}
+		sort.Strings(v.Rules)
+		return v
+	}
+	fromRoot, fromFolder := look(root), look(filepath.Join(root, "src", "api"))
+	if diff := cmp.Diff(fromFolder, fromRoot); diff != "" {
+		t.Errorf("judged from the repository's root vs from the Dockerfile's folder (-folder +root):\n%s", diff)
+	}
+	if len(fromRoot.Native) == 0 || !cmp.Equal(fromRoot.Rules, []string{readiness.RuleGlibcBuilder}) {
+		t.Errorf("from the root: %+v, want bcrypt found and one glibc_builder blocker", fromRoot)
+	}
+}

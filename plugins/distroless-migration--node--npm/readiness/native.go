@@ -1,0 +1,110 @@
+package readiness
+
+// Native code in the judged image: which stages build what ships, and
+// which of them build it against musl, which a glibc distroless runtime
+// cannot load (native_abi).
+
+import (
+	"fmt"
+	"path"
+	"regexp"
+	"strings"
+
+	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/dockerfile"
+)
+
+// NativeStage is a stage that builds native code the judged image ships:
+// node_modules with native addons, or a shared object (a musl-built SQLite
+// extension). Root is the first stage of its FROM chain, whose base the
+// rewrite changes; Why says what ships from it.
+type NativeStage struct {
+	Root int
+	Why  string
+}
+
+// installRE matches a RUN step that installs (and so may compile)
+// node_modules.
+var installRE = regexp.MustCompile(`\b(?:npm|pnpm)\s+(?:[^&;|]*\s)?(?:i|install|ci|add|rebuild)\b|\byarn(?:\s*$|\s*(?:&&|;|\|)|\s+(?:install|add)\b|\s+--)|\bnode-gyp\b|\bprebuild(?:-install)?\b`)
+
+// nativeFileRE matches a path that is compiled native code.
+var nativeFileRE = regexp.MustCompile(`\.(?:so(?:\.[0-9.]+)?|node)$`)
+
+// NativeStages lists, once each and in stage order, the FROM-chain roots
+// of d whose native code ships in d's final stage: stages in the final
+// stage's chain, and stages a COPY --from of them copies node_modules (or
+// a folder holding it) from, followed through their own COPY --from, that
+// install node_modules when addons is set; and stages a shared object or
+// .node file is copied from, whatever addons is.
+func NativeStages(d *dockerfile.File, addons bool) []NativeStage {
+	var out []NativeStage
+	seen := map[int]bool{}
+	add := func(root int, why string) {
+		if !seen[root] {
+			seen[root] = true
+			out = append(out, NativeStage{Root: root, Why: why})
+		}
+	}
+	visited := map[int]bool{}
+	var visit func(i int)
+	visit = func(i int) {
+		if visited[i] {
+			return
+		}
+		visited[i] = true
+		for j := i; j >= 0 && j < len(d.Stages); j = d.Stages[j].BaseStage {
+			st := d.Stages[j]
+			for _, in := range st.Instructions {
+				switch {
+				case in.Command == "run" && addons && installRE.MatchString(strings.Join(in.Args, " ")):
+					add(chainRoot(d, j), fmt.Sprintf("line %d installs node_modules with native addons", in.Line))
+				case in.Command == "copy" && in.From != "":
+					from, ok := d.StageRef(in.From)
+					if !ok || from >= j {
+						continue
+					}
+					srcs := in.Args
+					if len(srcs) > 1 {
+						srcs = srcs[:len(srcs)-1]
+					}
+					for _, src := range srcs {
+						if nativeFileRE.MatchString(src) {
+							add(chainRoot(d, from), fmt.Sprintf("line %d copies %s, native code built there", in.Line, src))
+						}
+					}
+					if addons && copiesNodeModules(srcs, d.Workdir(from)) {
+						visit(from)
+					}
+				}
+			}
+		}
+	}
+	visit(d.Final)
+	return out
+}
+
+// copiesNodeModules reports a COPY whose sources may hold node_modules:
+// node_modules itself, or the source stage's WORKDIR or a folder above it.
+func copiesNodeModules(srcs []string, workdir string) bool {
+	for _, s := range srcs {
+		p := s
+		if !path.IsAbs(p) {
+			p = path.Join(workdir, p)
+		}
+		p = path.Clean(p)
+		if strings.Contains(p, "node_modules") || p == "/" || workdir == p || strings.HasPrefix(workdir, p+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// chainRoot is the first stage of i's FROM chain.
+func chainRoot(d *dockerfile.File, i int) int {
+	for n := 0; i >= 0 && i < len(d.Stages) && d.Stages[i].BaseStage >= 0 && n <= len(d.Stages); n++ {
+		i = d.Stages[i].BaseStage
+	}
+	return i
+}
+
+// isMusl reports a base image reference built on musl.
+func isMusl(ref string) bool { return strings.Contains(ref, "alpine") }
