@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"testing"
 
@@ -100,5 +101,36 @@ func TestSameAddonsFromRepositoryRoot(t *testing.T) {
 	}
 	if len(fromRoot.Native) == 0 || !cmp.Equal(fromRoot.Rules, []string{readiness.RuleGlibcBuilder}) {
 		t.Errorf("from the root: %+v, want bcrypt found and one glibc_builder blocker", fromRoot)
+	}
+}
+
+// TestFixesNameOneMajor: on every fixture, the fixes of the builder and
+// version rules name one Node major: a builder moved to glibc, a builder
+// brought to the runtime's major and a runtime bumped to a supported LTS
+// all land on the same one (issue 21: a builder fix said node:20 while
+// the bump said 22).
+func TestFixesNameOneMajor(t *testing.T) {
+	t.Parallel()
+	re := regexp.MustCompile(`node:(\d+)-bookworm-slim|bump to Node (\d+)|use Node (\d+)|nodejs(\d+)-debian`)
+	for _, dir := range fixtureDirs(t) {
+		a := gatherStatic(t, dir).Assessments[readiness.Name]
+		majors := map[string][]string{}
+		for _, b := range a.Blockers {
+			switch b.Rule {
+			case readiness.RuleGlibcBuilder, readiness.RuleSameMajor, readiness.RuleBumpNode:
+			default:
+				continue
+			}
+			for _, m := range re.FindAllStringSubmatch(b.Fix, -1) {
+				for _, g := range m[1:] {
+					if g != "" {
+						majors[g] = append(majors[g], b.Rule)
+					}
+				}
+			}
+		}
+		if len(majors) > 1 {
+			t.Errorf("%s: the fixes name different Node majors: %v", filepath.Base(dir), majors)
+		}
 	}
 }
