@@ -136,10 +136,20 @@ func ClassifyShell(e *Event, interp Interpreters) (m ShellMatch, shell bool, unk
 	return ShellMatch{}, false, false
 }
 
+// ProcKey names a process in a trace: its container and its PID there.
+// Every sandbox has a PID namespace of its own, so a trace of several
+// containers (a build's steps, then its boot) holds the same PIDs more
+// than once.
+type ProcKey struct {
+	Container string
+	PID       int32
+}
+
 // Process is one thread group seen in a trace.
 type Process struct {
-	PID  int32 `json:"pid"`
-	PPID int32 `json:"ppid"`
+	Container string `json:"container,omitempty"`
+	PID       int32  `json:"pid"`
+	PPID      int32  `json:"ppid"`
 	// Execs are the indexes of this process's successful exec events, in
 	// order; Attempts the indexes of its exec attempts.
 	Execs    []int `json:"execs,omitempty"`
@@ -149,18 +159,19 @@ type Process struct {
 // Tree is the process tree of a trace.
 type Tree struct {
 	Events []Event
-	Procs  map[int32]*Process
+	Procs  map[ProcKey]*Process
 }
 
-// BuildTree indexes events by process. Parents come from the events' PPID
-// and from clone events, whichever is known.
+// BuildTree indexes events by process, in their container. Parents come
+// from the events' PPID and from clone events, whichever is known.
 func BuildTree(events []Event) *Tree {
-	t := &Tree{Events: events, Procs: map[int32]*Process{}}
-	get := func(pid int32) *Process {
-		p, ok := t.Procs[pid]
+	t := &Tree{Events: events, Procs: map[ProcKey]*Process{}}
+	get := func(container string, pid int32) *Process {
+		k := ProcKey{container, pid}
+		p, ok := t.Procs[k]
 		if !ok {
-			p = &Process{PID: pid}
-			t.Procs[pid] = p
+			p = &Process{Container: container, PID: pid}
+			t.Procs[k] = p
 		}
 		return p
 	}
@@ -169,7 +180,7 @@ func BuildTree(events []Event) *Tree {
 		if e.PID == 0 {
 			continue
 		}
-		p := get(e.PID)
+		p := get(e.Container, e.PID)
 		if e.PPID != 0 && e.PPID != e.PID && p.PPID == 0 {
 			p.PPID = e.PPID
 		}
@@ -180,7 +191,7 @@ func BuildTree(events []Event) *Tree {
 			p.Attempts = append(p.Attempts, i)
 		case KindClone:
 			if e.ChildPID != 0 && e.ChildPID != e.PID {
-				if c := get(e.ChildPID); c.PPID == 0 {
+				if c := get(e.Container, e.ChildPID); c.PPID == 0 {
 					c.PPID = e.PID
 				}
 			}
@@ -192,8 +203,8 @@ func BuildTree(events []Event) *Tree {
 
 // Label names what a process was running when event index i happened:
 // its last exec before i, as "basename arg1 arg2" (bounded).
-func (t *Tree) Label(pid int32, before int) string {
-	p := t.Procs[pid]
+func (t *Tree) Label(k ProcKey, before int) string {
+	p := t.Procs[k]
 	if p == nil {
 		return "?"
 	}
@@ -235,13 +246,13 @@ func (t *Tree) Ancestry(i int) []string {
 	e := &t.Events[i]
 	var chain []string
 	seen := map[int32]bool{}
-	pid := e.PID
-	p := t.Procs[pid]
+	k := ProcKey{e.Container, e.PID}
+	p := t.Procs[k]
 	for p != nil && p.PPID != 0 && !seen[p.PPID] && len(chain) < 64 {
-		seen[pid] = true
-		pid = p.PPID
-		chain = append(chain, t.Label(pid, i))
-		p = t.Procs[pid]
+		seen[k.PID] = true
+		k.PID = p.PPID
+		chain = append(chain, t.Label(k, i))
+		p = t.Procs[k]
 	}
 	for l, r := 0, len(chain)-1; l < r; l, r = l+1, r-1 {
 		chain[l], chain[r] = chain[r], chain[l]
@@ -302,13 +313,18 @@ func Analyze(t *Tree, interp Interpreters) Analysis {
 			a.Invocations = append(a.Invocations, t.invocation(i, m, false))
 		}
 	}
-	pids := make([]int32, 0, len(t.Procs))
-	for pid := range t.Procs {
-		pids = append(pids, pid)
+	keys := make([]ProcKey, 0, len(t.Procs))
+	for k := range t.Procs {
+		keys = append(keys, k)
 	}
-	sort.Slice(pids, func(i, j int) bool { return pids[i] < pids[j] })
-	for _, pid := range pids {
-		p := t.Procs[pid]
+	sort.Slice(keys, func(i, j int) bool {
+		if keys[i].Container != keys[j].Container {
+			return keys[i].Container < keys[j].Container
+		}
+		return keys[i].PID < keys[j].PID
+	})
+	for _, k := range keys {
+		p := t.Procs[k]
 		var first = -1
 		var m ShellMatch
 		for _, i := range p.Attempts {
@@ -323,7 +339,7 @@ func Analyze(t *Tree, interp Interpreters) Analysis {
 		// A shell attempt answered by a successful shell exec in the same
 		// process, or in a child it forked for the attempt, is not a
 		// separate invocation.
-		if t.shellExecAfter(pid, first, interp) {
+		if t.shellExecAfter(k, first, interp) {
 			continue
 		}
 		a.Invocations = append(a.Invocations, t.invocation(first, m, true))
@@ -332,8 +348,8 @@ func Analyze(t *Tree, interp Interpreters) Analysis {
 	return a
 }
 
-func (t *Tree) shellExecAfter(pid int32, after int, interp Interpreters) bool {
-	p := t.Procs[pid]
+func (t *Tree) shellExecAfter(k ProcKey, after int, interp Interpreters) bool {
+	p := t.Procs[k]
 	for _, i := range p.Execs {
 		if i > after {
 			if _, shell, _ := ClassifyShell(&t.Events[i], interp); shell {
@@ -347,7 +363,7 @@ func (t *Tree) shellExecAfter(pid int32, after int, interp Interpreters) bool {
 func (t *Tree) invocation(i int, m ShellMatch, attempted bool) Invocation {
 	e := &t.Events[i]
 	ppid := e.PPID
-	if p := t.Procs[e.PID]; p != nil && ppid == 0 {
+	if p := t.Procs[ProcKey{e.Container, e.PID}]; p != nil && ppid == 0 {
 		ppid = p.PPID
 	}
 	return Invocation{

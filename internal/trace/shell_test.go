@@ -3,6 +3,7 @@ package trace
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -101,6 +102,39 @@ func TestAnalyzeAncestryAndAttempts(t *testing.T) {
 	}
 	if a.Execs != 3 {
 		t.Errorf("execs = %d, want 3 (the start event is not an exec)", a.Execs)
+	}
+}
+
+// TestAncestryPerContainer: every sandbox numbers its processes from 1, so
+// a build step's apt-key and the boot's npm can share a PID. A shell in the
+// boot descends from the boot's npm, not from the step's process of the
+// same number, and each container's shell attempts are its own.
+func TestAncestryPerContainer(t *testing.T) {
+	t.Parallel()
+	evs := []Event{
+		{Kind: KindExec, PID: 1, Container: "step", Binary: "/bin/sh", Argv: []string{"/bin/sh", "-c", "apt-get update"}},
+		{Kind: KindExec, PID: 7, PPID: 1, Container: "step", Binary: "/usr/bin/apt-key", Argv: []string{"apt-key", "verify"}},
+		{Kind: KindExecAttempt, PID: 9, PPID: 7, Container: "step", Binary: "/nonexistent/sh", Argv: []string{"sh"}},
+		{Kind: KindExec, PID: 1, Container: "boot", Binary: "/usr/local/bin/docker-entrypoint.sh", Argv: []string{"docker-entrypoint.sh", "npm", "start"}, Interp: "/bin/sh"},
+		{Kind: KindExec, PID: 1, Container: "boot", Binary: "/usr/local/bin/node", Argv: []string{"node", "/usr/local/bin/npm", "start"}},
+		{Kind: KindClone, PID: 1, Container: "boot", ChildPID: 7},
+		{Kind: KindExec, PID: 7, PPID: 1, Container: "boot", Binary: "/usr/bin/dash", Argv: []string{"sh", "-c", "node server.js"}},
+		{Kind: KindExec, PID: 9, PPID: 1, Container: "boot", Binary: "/usr/bin/dash", Argv: []string{"sh", "-c", "true"}},
+	}
+	a := Analyze(BuildTree(evs), nil)
+	var got [][]string
+	for _, inv := range a.Invocations {
+		got = append(got, append([]string{strings.Join(inv.Argv, " ")}, inv.Ancestry...))
+	}
+	want := [][]string{
+		{"/bin/sh -c apt-get update"},
+		{"sh", "sh -c apt-get update", "apt-key verify"},
+		{"docker-entrypoint.sh npm start"},
+		{"sh -c node server.js", "node /usr/local/bin/npm start"},
+		{"sh -c true", "node /usr/local/bin/npm start"},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("invocations with their ancestry (-want +got):\n%s", diff)
 	}
 }
 
