@@ -23,7 +23,10 @@
 //   - start.go: the start command (package-manager chains, shell form,
 //     node's script) and its distroless form;
 //   - executables.go: entrypoint scripts, shims and env-node files;
-//   - runtime.go: binaries, OS packages, Node majors, native addons;
+//   - runtime.go: binaries, OS packages, Node majors; which OS packages
+//     run time uses (wrappers.go reads wrappers.json, the one table of
+//     dependencies known to run a program, each with its source);
+//   - native.go: the stages whose native code ships, and musl ones;
 //   - childprocess.go: child_process calls in shipped code;
 //   - trace.go: the traced build and boot;
 //   - notnode.go: images that run no Node.
