@@ -9,8 +9,11 @@ package nodenpm
 
 import (
 	"context"
+	"slices"
+	"strings"
 
 	"github.com/codegenie/codegenie/internal/probe"
+	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/dockerfile"
 	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/images"
 	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/probes/childprocess"
 	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/probes/dockerfileprobe"
@@ -60,7 +63,9 @@ type RewriteOptions struct {
 	// distroless image for the service's Node major.
 	TargetImage string
 	// Digest resolves the target's reference to its manifest digest, to pin
-	// it; nil, or an error, leaves the tag unpinned.
+	// it, and the builder image's when the Dockerfile pins a base by
+	// digest; nil, or an error, leaves the tag unpinned (and the change
+	// list says a pin must be refreshed).
 	Digest func(ctx context.Context, ref string) (string, error)
 }
 
@@ -93,6 +98,14 @@ func Rewrite(ctx context.Context, dir string, results []probe.Result, o RewriteO
 		}
 	}
 	in.Target = &t
+	// A stage pinned by digest that moves to the builder image stays
+	// pinned, when its digest resolves.
+	if o.Digest != nil && slices.ContainsFunc(in.File.Stages, func(s dockerfile.Stage) bool { return strings.Contains(s.Base, "@") }) {
+		ref := recipe.BuilderRef(t.Major)
+		if d, err := o.Digest(ctx, ref); err == nil {
+			in.Pins = map[string]string{ref: d}
+		}
+	}
 	return recipe.Rewrite(in)
 }
 

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -82,6 +83,9 @@ func TestRecipeRemovesEveryBlocker(t *testing.T) {
 				t.Logf("no rewrite (%s): %v", as.Verdict, err)
 				return
 			}
+			if src, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(res.Dockerfile))); err == nil {
+				checkPatch(t, src, res)
+			}
 			golden := filepath.Join("testdata", "migrate", name+".golden")
 			got := renderResult(res)
 			if *update {
@@ -114,6 +118,12 @@ func TestRecipeRemovesEveryBlocker(t *testing.T) {
 			}
 			if res.Refused() {
 				t.Fatalf("verdict ready_after_rewrite, but the recipe refuses: %+v", res.Refusals)
+			}
+			// The change list names every blocker the rewrite removes.
+			for _, b := range as.Blockers {
+				if !slices.ContainsFunc(res.Changes, func(c recipe.Change) bool { return c.Blocker == b.ID }) {
+					t.Errorf("no change names the blocker %s (%s)", b.ID, b.Rule)
+				}
 			}
 			if len(res.Files) == 0 {
 				t.Fatal("verdict ready_after_rewrite, but the recipe changes nothing")

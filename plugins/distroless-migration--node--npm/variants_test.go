@@ -161,6 +161,7 @@ func TestReadyAfterRewriteIsCarriedOut(t *testing.T) {
 					t.Fatalf("verdict ready_after_rewrite, but the recipe refuses: %+v\nDockerfile:\n%s", res.Refusals, readDockerfile(t, repo, res.Dockerfile))
 				}
 				checkNoShellForm(t, res)
+				checkPatch(t, []byte(readDockerfile(t, repo, res.Dockerfile)), res)
 				writeResult(t, repo, res)
 				after := gatherStatic(t, repo)
 				again, err := nodenpm.Rewrite(t.Context(), repo, after.Probes, nodenpm.RewriteOptions{})

@@ -11,8 +11,12 @@ import (
 // An alpine stage that moves to a Debian (glibc) image keeps its steps, but
 // apk and busybox's adduser and addgroup become their Debian forms.
 
-// apkToApt rewrites stage i's RUN steps for Debian.
+// apkToApt rewrites stage i's RUN steps for Debian. Each step keeps its
+// lines: a package list continued over several lines stays so, and a step
+// that updated the index (apk update, or an add that updated it before the
+// lists were removed) is not updated twice.
 func (r *rewriter) apkToApt(i int) error {
+	updated := false
 	for _, in := range r.d.Stages[i].Instructions {
 		if in.Command != "run" || in.Form != dockerfile.FormShell {
 			continue
@@ -21,7 +25,7 @@ func (r *rewriter) apkToApt(i int) error {
 		if !apkRE.MatchString(src) && !busyboxUserRE.MatchString(src) {
 			continue
 		}
-		text, unknown := debianRun(src)
+		text, unknown := debianRunFrom(src, &updated)
 		if len(unknown) > 0 {
 			return r.refuse(readiness.RuleGlibcBuilder, "the step installs alpine packages with no known Debian name: "+strings.Join(unknown, ", "),
 				"the stage moves to a glibc (Debian) image; write its apt-get install by hand", in.Line)
@@ -37,7 +41,7 @@ func (r *rewriter) apkToApt(i int) error {
 
 var (
 	apkRE         = regexp.MustCompile(`\bapk\s+((?:-[-\w]+(?:\s+[.\w-]+)?\s+)*)(add|update|upgrade|del)\b([^&;|]*)`)
-	busyboxUserRE = regexp.MustCompile(`\b(adduser|addgroup)\s+([^&;|]*)`)
+	busyboxUserRE = regexp.MustCompile(`\b(adduser|addgroup)(\s+[^&;|]*)`)
 )
 
 // aptNames maps alpine package names to Debian's; "" is a package Debian
@@ -58,20 +62,31 @@ var aptNames = map[string]string{
 // debianRun rewrites one RUN instruction's text; unknown lists packages it
 // cannot name on Debian.
 func debianRun(src string) (string, []string) {
+	updated := false
+	return debianRunFrom(src, &updated)
+}
+
+// debianRunFrom is debianRun with the stage's state: *updated is true while
+// an earlier apt-get update's lists are still there.
+func debianRunFrom(src string, updated *bool) (string, []string) {
 	var unknown []string
-	src = strings.ReplaceAll(src, "\\\n", " ")
 	out := apkRE.ReplaceAllStringFunc(src, func(m string) string {
 		sm := apkRE.FindStringSubmatch(m)
+		ws := splitWords(sm[3])
 		switch sm[2] {
 		case "update":
-			return "apt-get update" + tailSpace(sm[3])
+			if *updated {
+				return "true" + ws.trail
+			}
+			*updated = true
+			return "apt-get update" + ws.trail
 		case "upgrade", "del":
-			return "true" + tailSpace(sm[3])
+			return "true" + ws.trail
 		}
-		var pkgs []string
-		fields := strings.Fields(sm[3])
-		for i := 0; i < len(fields); i++ {
-			f := fields[i]
+		var b strings.Builder
+		kept := 0
+		for i := 0; i < len(ws.words); i++ {
+			f := ws.words[i]
 			if f == "--virtual" || f == "-t" {
 				i++
 				continue
@@ -88,64 +103,127 @@ func debianRun(src string) (string, []string) {
 			case !ok:
 				unknown = append(unknown, name)
 			case deb != "":
-				pkgs = append(pkgs, deb)
+				b.WriteString(ws.seps[i] + deb)
+				kept++
 			}
 		}
-		if len(pkgs) == 0 {
-			return "true" + tailSpace(sm[3])
+		if kept == 0 {
+			return "true" + ws.trail
 		}
-		return "apt-get update && apt-get install -y --no-install-recommends " + strings.Join(pkgs, " ") + " && rm -rf /var/lib/apt/lists/*" + tailSpace(sm[3])
+		update := "apt-get update && "
+		if *updated {
+			update = ""
+		}
+		*updated = false // the lists go at the end of the step
+		return update + "apt-get install -y --no-install-recommends" + b.String() + " && rm -rf /var/lib/apt/lists/*" + ws.trail
 	})
 	out = busyboxUserRE.ReplaceAllStringFunc(out, func(m string) string {
 		sm := busyboxUserRE.FindStringSubmatch(m)
-		return sm[1] + " " + debianUserFlags(sm[1], sm[2])
+		return sm[1] + debianUserFlags(sm[1], sm[2])
 	})
 	return out, unknown
 }
 
-// tailSpace keeps the whitespace that ended a match.
-func tailSpace(s string) string {
-	t := strings.TrimRight(s, " \t\n")
-	return s[len(t):]
+// words are a command's words, each with the separator before it (blanks,
+// line continuations and the comment lines between them), and the
+// separator after the last.
+type words struct {
+	words, seps []string
+	trail       string
 }
 
-// debianUserFlags turns busybox adduser/addgroup flags into Debian's.
-func debianUserFlags(cmd, args string) string {
-	fields := strings.Fields(args)
-	var out []string
-	for i := 0; i < len(fields); i++ {
-		f := fields[i]
-		val := func() string {
-			if i+1 < len(fields) {
+// splitWords splits s, the text after a command, into words; joining each
+// separator and word, then trail, gives s back.
+func splitWords(s string) words {
+	var w words
+	i := 0
+	for {
+		start := i
+		for i < len(s) {
+			switch {
+			case s[i] == ' ' || s[i] == '\t' || s[i] == '\r' || s[i] == '\n':
 				i++
-				return fields[i]
+			case continuation(s, i):
+				i += 2
+			case s[i] == '#' && lineStart(s, i):
+				for i < len(s) && s[i] != '\n' {
+					i++
+				}
+			default:
+				goto word
 			}
-			return ""
+		}
+		w.trail = s[start:]
+		return w
+	word:
+		sep := s[start:i]
+		j := i
+		for j < len(s) && s[j] != ' ' && s[j] != '\t' && s[j] != '\r' && s[j] != '\n' && !continuation(s, j) {
+			j++
+		}
+		w.seps, w.words = append(w.seps, sep), append(w.words, s[i:j])
+		i = j
+	}
+}
+
+// continuation reports a line continuation (either escape character) at
+// s[i].
+func continuation(s string, i int) bool {
+	return (s[i] == '\\' || s[i] == '`') && i+1 < len(s) && (s[i+1] == '\n' || s[i+1] == '\r')
+}
+
+// lineStart reports whether s[i] is the first non-blank of its line.
+func lineStart(s string, i int) bool {
+	for j := i - 1; j >= 0; j-- {
+		switch s[j] {
+		case ' ', '\t':
+		case '\n':
+			return true
+		default:
+			return false
+		}
+	}
+	return false
+}
+
+// debianUserFlags turns busybox adduser/addgroup flags (args, the text
+// after the command) into Debian's, each word where it was.
+func debianUserFlags(cmd, args string) string {
+	ws := splitWords(args)
+	var b strings.Builder
+	for i := 0; i < len(ws.words); i++ {
+		f, sep := ws.words[i], ws.seps[i]
+		val := func(flag string) string {
+			if i+1 < len(ws.words) {
+				i++
+				return sep + flag + ws.seps[i] + ws.words[i]
+			}
+			return sep + flag
 		}
 		switch f {
 		case "-S":
-			out = append(out, "--system")
+			b.WriteString(sep + "--system")
 		case "-D":
-			out = append(out, "--disabled-password")
+			b.WriteString(sep + "--disabled-password")
 		case "-H":
-			out = append(out, "--no-create-home")
+			b.WriteString(sep + "--no-create-home")
 		case "-G":
-			out = append(out, "--ingroup", val())
+			b.WriteString(val("--ingroup"))
 		case "-u":
-			out = append(out, "--uid", val())
+			b.WriteString(val("--uid"))
 		case "-g":
 			if cmd == "addgroup" {
-				out = append(out, "--gid", val())
+				b.WriteString(val("--gid"))
 			} else {
-				out = append(out, "--gecos", val())
+				b.WriteString(val("--gecos"))
 			}
 		case "-h":
-			out = append(out, "--home", val())
+			b.WriteString(val("--home"))
 		case "-s":
-			out = append(out, "--shell", val())
+			b.WriteString(val("--shell"))
 		default:
-			out = append(out, f)
+			b.WriteString(sep + f)
 		}
 	}
-	return strings.Join(out, " ") + tailSpace(args)
+	return b.String() + ws.trail
 }

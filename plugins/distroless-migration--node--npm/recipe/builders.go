@@ -12,10 +12,14 @@ import (
 // the stages whose node_modules ship move to glibc and the runtime's Node
 // major.
 
-// builderRef is the glibc builder image of the service's major.
-func (r *rewriter) builderRef() string {
-	return fmt.Sprintf("node:%d-bookworm-slim", r.target.Major)
+// BuilderRef is the glibc builder image of a Node major: builder stages
+// move to it (Input.Pins may hold its digest).
+func BuilderRef(major int) string {
+	return fmt.Sprintf("node:%d-bookworm-slim", major)
 }
+
+// builderRef is the glibc builder image of the service's major.
+func (r *rewriter) builderRef() string { return BuilderRef(r.target.Major) }
 
 // builders moves builder stages to glibc and the runtime's Node major, as
 // the native-ABI and version rules ask.
@@ -49,7 +53,13 @@ func (r *rewriter) builders() error {
 			continue // not a node image: its Node comes from elsewhere
 		}
 		done[i] = true
-		r.edits = append(r.edits, edit{from: st.Line, to: max(st.Line, st.EndLine), text: from(st.Platform, r.builderRef(), st.Name)})
+		rule := readiness.RuleBumpNode
+		for _, ru := range []string{readiness.RuleSameMajor, readiness.RuleGlibcBuilder} {
+			if r.has(ru) {
+				rule = ru
+			}
+		}
+		r.edits = append(r.edits, edit{from: st.Line, to: max(st.Line, st.EndLine), text: from(st.Platform, r.baseRef(i, r.builderRef(), rule), r.name(i))})
 		if musl {
 			for j := range r.d.Stages {
 				if r.root(j) == i && j != r.t {

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/dockerfile"
+	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/readiness"
 	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/shellcmd"
 )
 
@@ -20,7 +21,6 @@ type collected struct {
 	args     []string      // ARG instructions, verbatim (ENV may use them)
 	envs     []string      // ENV instructions, verbatim
 	lastUser string        // the last USER, verbatim
-	users    bool          // a RUN adds users or groups
 	outside  []outsideCopy // what COPY and ADD put outside the WORKDIR
 	prune    string        // the step that prunes dev dependencies
 }
@@ -70,8 +70,6 @@ func (r *rewriter) collect(stages []int) collected {
 						continue
 					}
 					switch path.Base(cmd[0]) {
-					case "adduser", "addgroup", "useradd", "groupadd", "usermod":
-						c.users = true
 					case "mkdir":
 						for _, a := range cmd[1:] {
 							if !strings.HasPrefix(a, "-") && !strings.Contains(a, "<expanded>") {
@@ -83,11 +81,7 @@ func (r *rewriter) collect(stages []int) collected {
 					case "npm", "yarn", "pnpm":
 						// With NODE_ENV=production an install leaves dev
 						// dependencies out already.
-						if p := pruneFor(cmd); p != "" && !production {
-							c.prune = p
-						} else if isInstall(cmd) {
-							c.prune = ""
-						}
+						c.prune = nextPrune(c.prune, cmd, production)
 						// An install finds its project by walking up from
 						// the WORKDIR to a package.json: one that a COPY put
 						// above the WORKDIR gets its node_modules there.
@@ -107,11 +101,9 @@ func (r *rewriter) collect(stages []int) collected {
 
 // copies writes the COPY --from lines that hand a files stage's results to
 // the runtime stage.
-func (r *rewriter) copies(b *strings.Builder, files string, c collected) {
+func (r *rewriter) copies(b *strings.Builder, files string, c collected, users string) {
 	fmt.Fprintf(b, "COPY --from=%s %s %s\n", files, r.wd, r.wd)
-	if c.users {
-		fmt.Fprintf(b, "COPY --from=%s /etc/passwd /etc/group /etc/\n", files)
-	}
+	b.WriteString(users)
 	for _, o := range dedupe(c.outside) {
 		fmt.Fprintf(b, "COPY --from=%s %s %s\n", files, o.src, o.dest)
 	}
@@ -188,26 +180,10 @@ func projectRoot(wd string, pkgDirs []string) string {
 // pruneFor is the step that drops dev dependencies after an install that
 // keeps them; empty when c is not such an install.
 func pruneFor(c []string) string {
-	if len(c) < 2 {
+	if project, prod, _ := installOf(c); !project || prod {
 		return ""
 	}
-	pm := path.Base(c[0])
-	if !isInstall(c) {
-		return ""
-	}
-	for _, a := range c[2:] {
-		switch a {
-		case "--omit=dev", "--production", "--prod", "-P", "--only=production", "--only=prod":
-			return ""
-		}
-		if strings.HasPrefix(a, "-g") || a == "--global" {
-			return ""
-		}
-		if !strings.HasPrefix(a, "-") {
-			return "" // installs named packages, not the project's
-		}
-	}
-	switch pm {
+	switch path.Base(c[0]) {
 	case "npm":
 		return "npm prune --omit=dev"
 	case "pnpm":
@@ -217,10 +193,145 @@ func pruneFor(c []string) string {
 	}
 }
 
+// nextPrune is the prune step still owed after the package manager
+// command c runs, given the one owed before: an install of the project
+// that keeps dev dependencies owes one (none under NODE_ENV=production),
+// and one that leaves them out, or a prune, pays it.
+func nextPrune(owed string, c []string, production bool) string {
+	project, prod, pruned := installOf(c)
+	switch {
+	case pruned || project && (prod || production):
+		return ""
+	case project:
+		return pruneFor(c)
+	}
+	return owed
+}
+
+// installOf classifies a package manager command: an install of the
+// project (not of named packages, not global), and whether it leaves dev
+// dependencies out; or a prune of them.
+func installOf(c []string) (project, prod, pruned bool) {
+	if len(c) == 0 {
+		return false, false, false
+	}
+	prodFlag := func(a string) bool {
+		switch a {
+		case "--omit=dev", "--production", "--prod", "-P", "--only=production", "--only=prod":
+			return true
+		}
+		return false
+	}
+	if len(c) >= 2 && c[1] == "prune" {
+		return false, false, path.Base(c[0]) == "npm" && slices.ContainsFunc(c[2:], prodFlag) || path.Base(c[0]) == "pnpm" && slices.ContainsFunc(c[2:], prodFlag)
+	}
+	if !isInstall(c) {
+		return false, false, false
+	}
+	for _, a := range c[min(2, len(c)):] {
+		if strings.HasPrefix(a, "-g") || a == "--global" {
+			return false, false, false
+		}
+		if !strings.HasPrefix(a, "-") {
+			return false, false, false // installs named packages, not the project's
+		}
+		prod = prod || prodFlag(a)
+	}
+	return true, prod, false
+}
+
 // isInstall reports a package manager's install of the project.
 func isInstall(c []string) bool {
 	if len(c) < 2 {
 		return path.Base(c[0]) == "yarn"
 	}
 	return c[1] == "install" || c[1] == "i" || c[1] == "ci"
+}
+
+// chainOf is stage i's FROM chain, root first.
+func (r *rewriter) chainOf(i int) []int {
+	var c []int
+	for ; i >= 0 && len(c) <= len(r.d.Stages); i = r.d.Stages[i].BaseStage {
+		c = append([]int{i}, c...)
+	}
+	return c
+}
+
+// devDeps is the prune step that stages (a FROM chain) owe for their last
+// install of the project, and the directory it ran in; "" when they owe
+// none.
+func (r *rewriter) devDeps(stages []int) (step, dir string) {
+	wd, production := "/", false
+	for _, i := range stages {
+		for _, in := range r.d.Stages[i].Instructions {
+			switch in.Command {
+			case "workdir":
+				if len(in.Args) == 1 {
+					wd = resolvePath(wd, in.Args[0])
+				}
+			case "env":
+				for _, kv := range in.Args {
+					if k, v, _ := strings.Cut(kv, "="); k == "NODE_ENV" {
+						production = v == "production"
+					}
+				}
+			case "run":
+				cmds := [][]string{in.Args}
+				if in.Form == dockerfile.FormShell {
+					cmds = shellcmd.Analyze(strings.Join(in.Args, " ")).Commands
+				}
+				for _, cmd := range cmds {
+					if len(cmd) == 0 {
+						continue
+					}
+					switch path.Base(cmd[0]) {
+					case "npm", "yarn", "pnpm":
+						if project, _, _ := installOf(cmd); project {
+							dir = wd
+						}
+						step = nextPrune(step, cmd, production)
+					}
+				}
+			}
+		}
+	}
+	return step, dir
+}
+
+// pruneShipped prunes dev dependencies where the runtime stage's
+// node_modules come from: a stage it copies them from with COPY --from
+// whose install kept them gets its package manager's prune step at its
+// end. A stage that is also the base of another is left as it is, with a
+// warning, since the other may need them (tests, a watcher).
+func (r *rewriter) pruneShipped() {
+	chain := r.chain()
+	seen := map[int]bool{}
+	for _, i := range chain {
+		for _, in := range r.d.Stages[i].Instructions {
+			if in.Command != "copy" || in.From == "" || len(in.Args) < 2 {
+				continue
+			}
+			x, ok := r.d.StageRef(in.From)
+			if !ok || x >= r.t || slices.Contains(chain, x) || seen[x] {
+				continue
+			}
+			step, dir := r.devDeps(r.chainOf(x))
+			if step == "" {
+				continue
+			}
+			nm := path.Join(dir, "node_modules")
+			if !slices.ContainsFunc(in.Args[:len(in.Args)-1], func(s string) bool { return !isGlob(s) && within(nm, path.Join("/", s)) }) {
+				continue
+			}
+			seen[x] = true
+			if j := slices.IndexFunc(r.d.Stages, func(st dockerfile.Stage) bool { return st.BaseStage == x }); j >= 0 {
+				r.res.Warnings = append(r.res.Warnings, fmt.Sprintf("dev dependencies ship: the runtime stage copies %s from %s (line %d), whose install keeps them, and %s is also the base of %s, so codegenie does not prune there; add a stage FROM %s that runs %s and copy from it",
+					nm, r.ref(x), in.Line, r.ref(x), r.ref(j), r.ref(x), step))
+				continue
+			}
+			r.insertAfter(r.stageEnd(x), "RUN "+step+"\n")
+			r.res.Changes = append(r.res.Changes, Change{Rule: readiness.RuleMoveToBuilder, Line: in.Line, What: fmt.Sprintf(
+				"dev dependencies are pruned before they ship: the runtime stage copies %s from %s (line %d), whose install keeps them, so %s ends with RUN %s", nm, r.ref(x), in.Line, r.ref(x), step)})
+		}
+	}
 }

@@ -30,6 +30,7 @@ func (r *rewriter) run() error {
 	if err := r.builders(); err != nil {
 		return err
 	}
+	r.pruneShipped()
 	var start []string
 	if rewriteStart {
 		var err error
@@ -66,13 +67,7 @@ func (r *rewriter) makesFiles(i int) bool {
 }
 
 // chain is stage t's FROM chain, root first.
-func (r *rewriter) chain() []int {
-	var c []int
-	for i := r.t; i >= 0 && len(c) <= len(r.d.Stages); i = r.d.Stages[i].BaseStage {
-		c = append([]int{i}, c...)
-	}
-	return c
-}
+func (r *rewriter) chain() []int { return r.chainOf(r.t) }
 
 // appDir sets r.wd to the directory a new runtime stage copies the app
 // from, and returns the WORKDIR line that stage needs: the chain's own

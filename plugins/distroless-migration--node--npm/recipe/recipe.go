@@ -59,6 +59,10 @@ type Input struct {
 	// Read reads another repository file the rewrite edits (a compose
 	// file's healthcheck).
 	Read func(path string) ([]byte, error)
+	// Pins are the digests of the images other than the target that the
+	// rewrite may name (BuilderRef), by reference, as the caller resolved
+	// them: a FROM pinned by digest that moves to one stays pinned.
+	Pins map[string]string
 }
 
 // Result is the rewrite.
@@ -184,18 +188,20 @@ func Major(rt noderuntime.Facts) (major int, bumped bool) {
 
 // rewriter holds one rewrite's state.
 type rewriter struct {
-	in       Input
-	res      *Result
-	d        *dockerfile.File
-	t        int
-	wd       string
-	target   Target
-	edits    []edit
-	src      [][]byte
-	gen      []File
-	byRule   map[string][]readiness.Action
-	newBase  bool // the runtime stage's FROM changes
-	appended bool // a new runtime stage follows the judged one
+	in      Input
+	res     *Result
+	d       *dockerfile.File
+	t       int
+	wd      string
+	target  Target
+	edits   []edit
+	src     [][]byte
+	gen     []File
+	byRule  map[string][]readiness.Action
+	newBase bool // the runtime stage's FROM changes
+	// added counts the stages the rewrite puts before the new runtime
+	// stage (a files stage's runtime stage, a users stage).
+	added int
 	// preStart are instructions that go before the start command (the
 	// COPY of a generated health check a compose file runs).
 	preStart []string
@@ -269,9 +275,7 @@ func Rewrite(in Input) (*Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("recipe: the rewritten Dockerfile does not parse: %w", err)
 	}
-	if r.appended {
-		res.Stage++
-	}
+	res.Stage += r.added
 	if ref := r.selfCheck(nf, res.Stage); ref != nil {
 		res.Refusals = append(res.Refusals, *ref)
 		res.Changes, res.Files, res.ProbePaths = []Change{}, []File{}, nil
@@ -284,6 +288,11 @@ func Rewrite(in Input) (*Result, error) {
 	}
 	res.Files = append(res.Files, r.others...)
 	res.Files = append(res.Files, r.gen...)
+	if len(res.Files) > 0 && len(res.Changes) == 0 {
+		// Every edit is recorded as a change; a rewrite without any would
+		// print a patch that nothing explains.
+		return nil, fmt.Errorf("recipe: the rewrite of %s changes %d file(s) but records no change; this is a defect of the recipe, please report it", in.Dockerfile, len(res.Files))
+	}
 	return res, nil
 }
 

@@ -53,6 +53,14 @@ func TestDebianRun(t *testing.T) {
 		{"RUN apk add libc6-compat\n", "RUN true\n", ""},
 		{"RUN addgroup -S -g 1001 app && adduser -S -u 1001 -G app app\n", "RUN addgroup --system --gid 1001 app && adduser --system --uid 1001 --ingroup app app\n", ""},
 		{"RUN apk add --no-cache frobnicate\n", "", "frobnicate"},
+		// Continued lines stay continued, a comment between them stays, and
+		// a package Debian needs no counterpart of goes with its line.
+		{"RUN apk add --no-cache \\\n    python3 \\\n    # the compiler\n    g++ \\\n    libc6-compat \\\n && npm ci\n",
+			"RUN apt-get update && apt-get install -y --no-install-recommends \\\n    python3 \\\n    # the compiler\n    g++ && rm -rf /var/lib/apt/lists/* \\\n && npm ci\n", ""},
+		// apk update then apk add updates once.
+		{"RUN apk update && \\\n    apk add tzdata && \\\n    rm -rf /var/cache/apk/*\n",
+			"RUN apt-get update && \\\n    apt-get install -y --no-install-recommends tzdata && rm -rf /var/lib/apt/lists/* && \\\n    rm -rf /var/cache/apk/*\n", ""},
+		{"RUN addgroup -S app && \\\n    adduser -S -G app \\\n      app\n", "RUN addgroup --system app && \\\n    adduser --system --ingroup app \\\n      app\n", ""},
 	} {
 		got, unknown := debianRun(tc.in)
 		if tc.unknown != "" {

@@ -13,22 +13,26 @@ import (
 
 // split turns the runtime stage into a files stage that keeps its RUN
 // steps, and appends a runtime stage on the target that copies the files.
+// The instructions that describe the container move to the new stage with
+// the comment lines directly above them.
 func (r *rewriter) split(start, health []string) error {
 	st := r.d.Stages[r.t]
 	workdir, err := r.appDir(readiness.RuleMoveToBuilder)
 	if err != nil {
 		return err
 	}
-	files := "app-files"
-	if st.Name != "" {
-		files = st.Name + "-files"
-	}
+	stageName := pick(r.name(r.t) != "", r.name(r.t), "app")
+	files := stageName + "-files"
 	base := st.Base
 	switch {
 	case st.BaseStage >= 0:
 		// Built from an earlier stage, which stays as it is.
 	case dockerfile.ClassifyBase(st.ResolvedBase) != dockerfile.BaseOfficialNode || strings.Contains(st.ResolvedBase, "alpine") || nodeMajorOf(st.ResolvedBase) != r.target.Major:
-		base = r.builderRef()
+		base = r.baseRef(r.t, r.builderRef(), readiness.RuleMoveToBuilder)
+		// The files stage installs the node_modules that ship.
+		what := fmt.Sprintf("the files stage, whose node_modules ship, runs on %s (glibc, Node %d), so native addons match the runtime", r.builderRef(), r.target.Major)
+		r.changeIfBlocked(readiness.RuleGlibcBuilder, what)
+		r.changeIfBlocked(readiness.RuleSameMajor, what)
 		if strings.Contains(st.ResolvedBase, "alpine") {
 			if err := r.apkToApt(r.t); err != nil {
 				return err
@@ -37,27 +41,35 @@ func (r *rewriter) split(start, health []string) error {
 	}
 	r.edits = append(r.edits, edit{from: st.Line, to: max(st.Line, st.EndLine), text: from(st.Platform, base, files)})
 	var keep []string
+	startComments := ""
 	hc, _ := r.d.Effective(r.t, "healthcheck")
+	prev := max(st.Line, st.EndLine)
 	for _, in := range st.Instructions {
-		switch {
-		case in.Command == "cmd" || in.Command == "entrypoint" || in.Command == "shell" || in.Command == "onbuild":
-			r.replace(in, "")
-		case in.Command == "healthcheck":
-			r.replace(in, "")
+		first := r.commentsAbove(prev, in.Line)
+		comments := r.text(first, in.Line-1)
+		prev = r.lastLine(in)
+		if !runtimeOnly[in.Command] {
+			continue
+		}
+		r.edits = append(r.edits, edit{from: first, to: r.lastLine(in), text: ""})
+		switch in.Command {
+		case "cmd", "entrypoint":
+			startComments += comments
+		case "shell", "onbuild":
+		case "healthcheck":
 			if in.Line == hc.Line {
+				keep = append(keep, comments)
 				if health != nil {
 					keep = append(keep, health...)
 				} else {
 					keep = append(keep, r.verbatim(in))
 				}
 			}
-		case runtimeOnly[in.Command]:
-			r.replace(in, "")
-			keep = append(keep, r.verbatim(in))
+		default:
+			keep = append(keep, comments, r.verbatim(in))
 		}
 	}
 	c := r.collect(r.chain())
-	c.users = c.users || r.needsNodeUser()
 	// The new stage follows the files stage's last kept instruction, so
 	// that what came after the runtime-only lines stays after it.
 	end := max(st.Line, st.EndLine)
@@ -78,20 +90,34 @@ func (r *rewriter) split(start, health []string) error {
 		r.change(readiness.RuleMoveToBuilder, fmt.Sprintf("the directories the RUN steps made (%s) go to %s, the target's user, since the service ran as root and wrote there", strings.Join(dirs, ", "), r.target.User))
 	}
 	var b strings.Builder
+	usersCopy := ""
+	if users, groups := r.accounts(r.chain()); len(users)+len(groups) > 0 {
+		name := stageName + "-users"
+		img := base
+		if st.BaseStage >= 0 {
+			img = r.builderRef()
+		}
+		stage, cp := r.usersStage(st.Platform, img, files, name, users, groups)
+		b.WriteString("\n" + stage)
+		usersCopy = cp
+		r.added++
+		r.keepAccounts(name, users, groups)
+	}
 	b.WriteString("\n")
-	b.WriteString(from(st.Platform, r.target.Pinned(), st.Name))
+	b.WriteString(from(st.Platform, r.baseRef(r.t, r.target.Ref, readiness.RuleDistrolessBase), r.name(r.t)))
 	b.WriteString(workdir)
-	r.copies(&b, files, c)
+	r.copies(&b, files, c, usersCopy)
 	for _, k := range keep {
 		b.WriteString(k)
 	}
+	b.WriteString(startComments)
 	for _, s := range start {
 		b.WriteString(s)
 	}
 	r.insertAfter(end, b.String())
-	r.appended = true
-	r.change(readiness.RuleMoveToBuilder, fmt.Sprintf("the runtime stage's RUN steps stay in a files stage (%s, on %s); a new runtime stage on %s copies %s from it with COPY --from, ownership kept%s",
-		files, base, r.target.Pinned(), r.wd, pick(c.users, ", and the users and groups they add (/etc/passwd, /etc/group)", "")))
+	r.added++
+	r.change(readiness.RuleMoveToBuilder, fmt.Sprintf("the runtime stage's RUN steps stay in a files stage (%s, on %s); a new runtime stage on %s copies %s from it with COPY --from, ownership kept",
+		files, base, r.target.Pinned(), r.wd))
 	r.change(readiness.RuleDistrolessBase, "the runtime stage is FROM "+r.target.Pinned())
 	return nil
 }

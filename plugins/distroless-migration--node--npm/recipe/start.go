@@ -3,6 +3,7 @@ package recipe
 import (
 	"fmt"
 	"path"
+	"slices"
 	"strings"
 
 	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/readiness"
@@ -59,11 +60,15 @@ func (r *rewriter) startLines() ([]string, error) {
 		// puts the file.
 		out = append(out, fmt.Sprintf("COPY %s %s\n", LauncherName, path.Join(r.wd, LauncherName)))
 		args = []string{path.Join(r.wd, LauncherName)}
+		cmd := ""
+		if !s.AppendArgs {
+			cmd = " (CMD " + execForm(args) + ")"
+		}
 		if len(s.Steps) > 0 || s.Bin != "" {
-			r.change(readiness.RuleNodeLauncher, fmt.Sprintf("a generated launcher (%s) runs %s without a shell", LauncherName, s.From))
+			r.change(readiness.RuleNodeLauncher, fmt.Sprintf("a generated launcher (%s) runs %s without a shell%s", LauncherName, s.From, cmd))
 		}
 		if s.Bin != "" {
-			r.change(readiness.RuleScriptArgv, fmt.Sprintf("%s becomes %s, which runs %s's JS file from node_modules", s.From, LauncherName, s.Bin))
+			r.change(readiness.RuleScriptArgv, fmt.Sprintf("%s becomes %s%s, which runs %s's JS file from node_modules", s.From, LauncherName, cmd, s.Bin))
 		}
 		if s.Init != "" {
 			r.change(readiness.RuleInitWrapper, fmt.Sprintf("%s goes; %s runs %s as its child and forwards SIGTERM, SIGINT and SIGHUP to it", s.Init, LauncherName, s.From))
@@ -82,10 +87,14 @@ func (r *rewriter) startLines() ([]string, error) {
 	case !r.target.EntrypointNode:
 		out = append(out, "ENTRYPOINT "+execForm([]string{r.target.Node})+"\n")
 	}
+	where := ""
 	if s.Dir != "" {
 		// The script of another package runs in that package's folder.
 		out = append(out, "WORKDIR "+path.Join(r.wd, s.Dir)+"\n")
-		r.change(readiness.RuleScriptArgv, fmt.Sprintf("the command runs in %s, as %s did", path.Join(r.wd, s.Dir), s.From))
+		where = fmt.Sprintf(", with WORKDIR %s, the folder %s ran in", path.Join(r.wd, s.Dir), s.From)
+		if len(s.Steps) > 0 || s.Bin != "" {
+			r.change(readiness.RuleScriptArgv, fmt.Sprintf("the command runs in %s, as %s did", path.Join(r.wd, s.Dir), s.From))
+		}
 	}
 	if len(args) > 0 || !s.AppendArgs {
 		out = append(out, "CMD "+execForm(args)+"\n")
@@ -98,6 +107,7 @@ func (r *rewriter) startLines() ([]string, error) {
 				what += " and CMD " + execForm(args)
 			}
 		}
+		what += where
 		if len(s.Env) > 0 {
 			what += " with ENV " + strings.Join(s.Env, " ")
 		}
@@ -108,6 +118,11 @@ func (r *rewriter) startLines() ([]string, error) {
 			if rule != readiness.RuleNodeLauncher {
 				r.changeIfBlocked(rule, what)
 			}
+		}
+		if !slices.ContainsFunc(startRules, r.has) {
+			// No blocker asked for it: the start is rewritten for the new
+			// base, whose entrypoint is node.
+			r.change(readiness.RuleDropNodeArgv, what+", for "+r.target.Ref+"'s entrypoint")
 		}
 	}
 	r.changeIfBlocked(readiness.RuleJSEntry, "the start runs the JS file itself, not its shim or #!/usr/bin/env node wrapper")

@@ -1,7 +1,6 @@
 package recipe
 
 import (
-	"fmt"
 	"strings"
 
 	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/readiness"
@@ -9,16 +8,13 @@ import (
 
 // The swap layout: the runtime stage moves to the target in place.
 
-// swap moves the runtime stage to the target in place.
+// swap moves the runtime stage to the target in place. No stage of it has
+// a shell to add a user's entries with, so the node image's node user
+// becomes the target's nonroot.
 func (r *rewriter) swap(start, health []string) error {
 	st := r.d.Stages[r.t]
 	if r.newBase {
-		text := from(st.Platform, r.target.Pinned(), st.Name)
-		if r.needsNodeUser() {
-			text += fmt.Sprintf("COPY --from=%s /etc/passwd /etc/group /etc/\n", r.builderRef())
-			r.change(readiness.RuleDistrolessBase, "the node image's users and groups are copied in, since the stage runs as or chowns to node, whom "+r.target.Ref+" does not know")
-		}
-		r.edits = append(r.edits, edit{from: st.Line, to: max(st.Line, st.EndLine), text: text})
+		r.edits = append(r.edits, edit{from: st.Line, to: max(st.Line, st.EndLine), text: from(st.Platform, r.baseRef(r.t, r.target.Ref, readiness.RuleDistrolessBase), r.name(r.t))})
 		r.change(readiness.RuleDistrolessBase, "the runtime stage is FROM "+r.target.Pinned())
 	}
 	hc, hasHC := r.d.Effective(r.t, "healthcheck")
@@ -47,6 +43,9 @@ func (r *rewriter) swap(start, health []string) error {
 			r.replace(in, "")
 			r.change(readiness.RuleExecForm, "SHELL goes: every instruction of the runtime stage is in exec form")
 		}
+	}
+	if r.newBase {
+		r.mapNodeUser(r.t)
 	}
 	if start != nil && !cmdDone {
 		r.insertAfter(r.stageEnd(r.t), strings.Join(start, ""))

@@ -2,6 +2,7 @@ package recipe
 
 import (
 	"path"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -142,4 +143,59 @@ func pick(c bool, a, b string) string {
 		return a
 	}
 	return b
+}
+
+// asRE finds the stage name of a FROM instruction's text.
+var asRE = regexp.MustCompile(`(?i)\sAS\s+(\S+)\s*$`)
+
+// continuedRE is a line continuation, with either escape character.
+var continuedRE = regexp.MustCompile("[\\\\`][ \t]*\r?\n")
+
+// name is stage i's name as its author wrote it (the parser lower-cases
+// it), "" when it has none.
+func (r *rewriter) name(i int) string {
+	st := r.d.Stages[i]
+	if st.Name == "" {
+		return ""
+	}
+	var b strings.Builder
+	for l := st.Line; l <= max(st.Line, st.EndLine) && l <= len(r.src); l++ {
+		b.Write(r.src[l-1])
+	}
+	if m := asRE.FindStringSubmatch(continuedRE.ReplaceAllString(strings.TrimRight(b.String(), "\r\n"), " ")); m != nil && strings.EqualFold(m[1], st.Name) {
+		return m[1]
+	}
+	return st.Name
+}
+
+// ref is how COPY --from names stage i: its name as written, else its
+// index.
+func (r *rewriter) ref(i int) string {
+	if n := r.name(i); n != "" {
+		return n
+	}
+	return r.d.StageName(i)
+}
+
+// commentsAbove is the first line of the comment lines directly above
+// line, after line after (the end of the instruction before); line itself
+// when there are none.
+func (r *rewriter) commentsAbove(after, line int) int {
+	first := line
+	for l := line - 1; l > after && l >= 1 && l <= len(r.src); l-- {
+		if !strings.HasPrefix(strings.TrimSpace(string(r.src[l-1])), "#") {
+			break
+		}
+		first = l
+	}
+	return first
+}
+
+// lines is the original text of lines [from, to].
+func (r *rewriter) text(from, to int) string {
+	var b strings.Builder
+	for l := from; l <= to && l <= len(r.src); l++ {
+		b.Write(r.src[l-1])
+	}
+	return b.String()
 }
