@@ -63,8 +63,11 @@ while IFS=$'\t' read -r service dockerfile target verdict blockers _source _why;
   done
   # A static run reads the dependencies from the lockfile (--deps
   # lockfile); without one, what they do is unseen, and the row says so.
-  cp_reason=$(jq -r '.probes[]? | select(.probe == "child_process") | .reason // ""' <<<"$out")
-  [ "$cp_reason" = dependencies_not_installed ] && note+="deps-unscanned(no-lockfile) "
+  cp=$(jq -r '.probes[]? | select(.probe == "child_process") | "\(.reason // "") \(.facts.node_modules // false) \(.facts.dependencies_scanned // 0)"' <<<"$out")
+  read -r cp_reason cp_nm cp_scanned <<<"$cp"
+  if [ "$cp_reason" = dependencies_not_installed ]; then
+    if [ "$cp_nm" = true ] || [ "${cp_scanned:-0}" -gt 0 ]; then note+="deps-partly-scanned "; else note+="deps-unscanned(no-lockfile) "; fi
+  fi
   if [ "$verdict" = blocked ] && { [ "$got" = ready ] || [ "$got" = ready_after_rewrite ]; }; then
     unsafe=$((unsafe + 1)); note+="UNSAFE "
   fi

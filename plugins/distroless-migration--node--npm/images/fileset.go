@@ -3,8 +3,10 @@ package images
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"path"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -38,6 +40,11 @@ type FileSet struct {
 	// installs packages (npm ci, npm install, yarn, pnpm install): the
 	// image's node_modules comes from the lockfile, not from the repository.
 	InstallsDependencies bool
+	// OmitsDevDependencies is set when such an install leaves out
+	// devDependencies (npm ci --omit=dev, a prune, --production,
+	// NODE_ENV=production): the image's node_modules is the production
+	// set a lockfile pins.
+	OmitsDevDependencies bool
 	// Unresolved says why part of the file set is unknown (a COPY source
 	// with a variable, an ADD of a URL); when it is not empty, a file not in
 	// Files may still be in the image.
@@ -141,6 +148,7 @@ var Files = &probe.Analyzer[*FileSet]{
 		set.Generated, set.Unresolved = b.generated, b.unresolved
 		set.ContextGuessed = j.ContextWhy == contextGuessWhy && j.Context != "."
 		set.InstallsDependencies = b.installs
+		set.OmitsDevDependencies = b.installs && b.omitsDev
 		set.Compiled = map[string]string{}
 		for _, g := range set.Generated {
 			st, ok := j.File.StageRef(g.Stage)
@@ -171,6 +179,7 @@ type setBuilder struct {
 	generated  []Generated
 	unresolved []string
 	installs   bool
+	omitsDev   bool
 }
 
 type ctxFile struct{ rel, repo string }
@@ -205,6 +214,13 @@ func (b *setBuilder) stage(i, depth int) []mapping {
 		case "run":
 			if installsPackages(in) {
 				b.installs = true
+				if omitsDev(in) {
+					b.omitsDev = true
+				}
+			}
+		case "env":
+			if slices.ContainsFunc(in.Args, func(a string) bool { return strings.ReplaceAll(a, `"`, "") == "NODE_ENV=production" }) {
+				b.omitsDev = true // npm and yarn 1 install no devDependencies then
 			}
 		case "copy", "add":
 			if len(in.Args) < 2 {
@@ -244,7 +260,14 @@ func (b *setBuilder) copyOne(in dockerfile.Instruction, src, dest string, destDi
 	if in.From != "" {
 		st, ok := b.f.StageRef(in.From)
 		if !ok {
-			return nil // another image: none of the repository's files
+			// Another image: none of the repository's files, unless it
+			// is one codegenie cannot read, which may hold the app built
+			// elsewhere.
+			if unreadable(in.From) {
+				b.unresolved = append(b.unresolved, fmt.Sprintf("%s --from=%s %s copies from %s, an image whose files are unknown here (%s:%d)",
+					strings.ToUpper(in.Command), in.From, src, in.From, b.f.Path, in.Line))
+			}
+			return nil
 		}
 		// COPY --from resolves its sources from the stage's root, not from
 		// its WORKDIR.
@@ -257,6 +280,13 @@ func (b *setBuilder) copyOne(in dockerfile.Instruction, src, dest string, destDi
 			}
 		}
 		if !found {
+			if ref, ok := b.unreadableRoot(st); ok {
+				// No RUN of the chain made it: it is the base image's,
+				// and that image may hold the app, built elsewhere.
+				b.unresolved = append(b.unresolved, fmt.Sprintf("%s --from=%s %s copies from %s, an image whose files are unknown here (%s:%d)",
+					strings.ToUpper(in.Command), in.From, src, ref, b.f.Path, in.Line))
+				return out
+			}
 			b.generated = append(b.generated, Generated{ImagePath: dest, Stage: b.f.StageName(st), StagePath: sp})
 		}
 		return out
@@ -299,6 +329,41 @@ func (b *setBuilder) copyOne(in dockerfile.Instruction, src, dest string, destDi
 	return out
 }
 
+// unreadable reports an image reference that is neither a known Node
+// image nor a well-known image without Node (a distribution, a database,
+// another language's runtime): an organisation's own image, whose files
+// may be the application built elsewhere.
+func unreadable(ref string) bool {
+	if ref == "" || strings.EqualFold(ref, "scratch") || strings.Contains(ref, "$") {
+		return false
+	}
+	if dockerfile.IsNodeBase(ref) {
+		return false
+	}
+	_, known := dockerfile.NonNodeBase(ref)
+	return !known
+}
+
+// unreadableRoot returns the image at the root of stage i's FROM chain
+// when it is unreadable and no stage of the chain runs a RUN step, so
+// that whatever a COPY --from takes from the chain beyond the
+// repository's own files comes from that image.
+func (b *setBuilder) unreadableRoot(i int) (string, bool) {
+	for depth := 0; depth <= len(b.f.Stages); depth++ {
+		st := b.f.Stages[i]
+		for _, in := range st.Instructions {
+			if in.Command == "run" {
+				return "", false
+			}
+		}
+		if st.BaseStage < 0 {
+			return st.ResolvedBase, unreadable(st.ResolvedBase)
+		}
+		i = st.BaseStage
+	}
+	return "", false
+}
+
 // placed is where a file at src (rest below it) lands under dest.
 func placed(dest string, destDir bool, src, rest, full string) string {
 	if rest == "" {
@@ -334,12 +399,30 @@ func joinAbs(wd, p string) string {
 // installsPackages reports whether a RUN step installs node packages.
 func installsPackages(in dockerfile.Instruction) bool {
 	cmd := strings.Join(in.Args, " ")
-	for _, w := range []string{"npm ci", "npm install", "npm i ", "yarn install", "yarn --", "pnpm install", "pnpm i ", "npm prune"} {
+	for _, w := range []string{"npm ci", "npm install", "npm i ", "yarn install", "yarn --", "yarn workspaces focus", "pnpm install", "pnpm i ", "npm prune", "pnpm prune"} {
 		if strings.Contains(cmd, w) {
 			return true
 		}
 	}
 	return strings.TrimSpace(cmd) == "yarn" || strings.Contains(cmd, "&& yarn") || strings.HasPrefix(strings.TrimSpace(cmd), "yarn &&")
+}
+
+// omitsDev reports an install or prune step that leaves out
+// devDependencies.
+func omitsDev(in dockerfile.Instruction) bool {
+	words := strings.Fields(strings.Join(in.Args, " "))
+	for i, w := range words {
+		w = strings.Trim(w, `"'`)
+		switch w {
+		case "--omit=dev", "--only=prod", "--only=production", "--production", "--production=true", "--prod", "NODE_ENV=production":
+			return true
+		case "--omit", "--only":
+			if i+1 < len(words) && strings.HasPrefix(strings.Trim(words[i+1], `"'`), "prod") || i+1 < len(words) && strings.Trim(words[i+1], `"'`) == "dev" {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // contextFiles lists the build context's files that .dockerignore keeps.

@@ -3,6 +3,7 @@ package images
 import (
 	"errors"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -167,6 +168,47 @@ func TestFileSetUnresolvedCopy(t *testing.T) {
 	}
 	if len(set.Unresolved) != 1 || !strings.Contains(set.Unresolved[0], "DIR is an ARG without a default") {
 		t.Errorf("Unresolved = %q, want one that says DIR has no default", set.Unresolved)
+	}
+}
+
+// TestFileSetCopyFromUnreadableImage: what a COPY --from takes from an
+// image codegenie cannot read (an organisation's own, directly or as a
+// stage with no RUN) may be the app built elsewhere, so the file set is
+// incomplete and says why; files from well-known images, and what a
+// stage's RUN steps made, leave it complete.
+func TestFileSetCopyFromUnreadableImage(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, dockerfile string
+		unresolved       string
+	}{
+		{"a stage on an org image", "FROM someorg/prebuilt:1 AS base\nFROM node:22-slim\nCOPY --from=base /opt/app/dist ./dist\n", "COPY --from=base /opt/app/dist copies from someorg/prebuilt:1"},
+		{"a chain of stages on it", "FROM ghcr.io/acme/app:7 AS a\nFROM a AS b\nWORKDIR /srv\nFROM node:22-slim\nCOPY --from=b /srv ./\n", "copies from ghcr.io/acme/app:7"},
+		{"the image itself", "FROM node:22-slim\nCOPY --from=registry.example/team/api:2 /app /app\n", "COPY --from=registry.example/team/api:2 /app copies from registry.example/team/api:2"},
+		{"an official image", "FROM node:22-slim\nCOPY --from=busybox:1 /bin/busybox /bin/\nCOPY --from=node:24 /usr/local/bin/node /usr/local/bin/\nCOPY server.js ./\n", ""},
+		{"a stage whose RUN made it", "FROM acme/builder:1 AS b\nCOPY . .\nRUN make dist\nFROM node:22-slim\nCOPY --from=b /dist ./dist\n", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			repo := probetest.Repo(t, map[string]string{"Dockerfile": tc.dockerfile, "server.js": "", "dist/index.js": ""})
+			last := strconv.Itoa(strings.Count(tc.dockerfile, "FROM ") - 1)
+			set, err := Files.Of(t.Context(), repo, &probe.Context{Image: probe.ImageRef{Dockerfile: "Dockerfile", Target: last}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.unresolved == "" {
+				if len(set.Unresolved) != 0 {
+					t.Fatalf("Unresolved = %q, want none", set.Unresolved)
+				}
+				return
+			}
+			if len(set.Unresolved) != 1 || !strings.Contains(set.Unresolved[0], tc.unresolved) {
+				t.Fatalf("Unresolved = %q, want one with %q", set.Unresolved, tc.unresolved)
+			}
+			if _, known := set.Ships("dist/index.js"); known {
+				t.Error("dist/index.js is known not to ship, though the image may hold it")
+			}
+		})
 	}
 }
 

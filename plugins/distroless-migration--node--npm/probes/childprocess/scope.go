@@ -52,6 +52,10 @@ type scoper struct {
 	g   *modgraph.Graph
 	// image is the traced image's node_modules, on a traced run.
 	image *imagedeps.Installed
+	// lockfileWhole is set on a --deps lockfile run whose install provided
+	// every pinned production package, for an image that installs only
+	// those: the mounted node_modules is the image's.
+	lockfileWhole bool
 }
 
 func newScoper(ctx context.Context, repo *probe.Repo, pctx *probe.Context) (*scoper, *Graph, error) {
@@ -72,7 +76,11 @@ func newScoper(ctx context.Context, repo *probe.Repo, pctx *probe.Context) (*sco
 	if set != nil {
 		sum.ImageFiles, sum.InstallsDependencies, sum.FileSetUnresolved = len(set.Files), set.InstallsDependencies, set.Unresolved
 	}
-	return &scoper{set: set, g: g}, sum, nil
+	sc := &scoper{set: set, g: g}
+	if d := pctx.Dependencies; d != nil && len(d.Unavailable) == 0 && set != nil && set.OmitsDevDependencies {
+		sc.lockfileWhole = true
+	}
+	return sc, sum, nil
 }
 
 // scope classifies one finding and, when it is reachable, gives the load
@@ -140,8 +148,11 @@ func (s *scoper) scope(f *Finding) {
 	// On a traced run the graph walked the image's own node_modules, read
 	// back whole: a package it lacks (an optional peer such as kerberos,
 	// a guarded require('aws4')) has no file there, so it can load
-	// nothing, and this file's reachability is known.
-	if f.Origin == OriginDependency && s.g != nil && len(s.g.MissingPackages) > 0 && !s.wholeImage() {
+	// nothing, and this file's reachability is known. So on a lockfile
+	// run that mounted every production package, for an image that
+	// installs no devDependencies: npm ci installs what the lockfile
+	// pins, and nothing else.
+	if f.Origin == OriginDependency && s.g != nil && len(s.g.MissingPackages) > 0 && !s.wholeImage() && !s.lockfileWhole {
 		why = append(why, "node_modules lacks "+strings.Join(first(s.g.MissingPackages, 3), ", "))
 	}
 	if len(why) > 0 {

@@ -178,3 +178,59 @@ func TestScopesMissingPackageInImage(t *testing.T) {
 		t.Fatalf("from the image's node_modules, read in part: scope %s (%s), want %s", f.Scope, f.ScopeNote, ScopeUnresolved)
 	}
 }
+
+// TestScopesMissingPackageLockfile: on a --deps lockfile run that mounted
+// every production package, for an image whose install leaves out
+// devDependencies, node_modules is the image's: a package it lacks can
+// load nothing there either. An install that keeps devDependencies, or a
+// package the fetch could not provide, leaves reachability open as
+// before. (A real service's node-pre-gyp requires aws-sdk and nock in try
+// blocks, which made every dependency finding count.)
+func TestScopesMissingPackageLockfile(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, install string
+		unavailable   bool
+		want          Scope
+	}{
+		{"npm ci --omit=dev", "RUN npm ci --omit=dev", false, ScopeNotReachable},
+		{"NODE_ENV=production", "ENV NODE_ENV=production\nRUN npm ci", false, ScopeNotReachable},
+		{"a prune", "RUN npm ci && npm run build && npm prune --production", false, ScopeNotReachable},
+		{"devDependencies kept", "RUN npm ci", false, ScopeUnresolved},
+		{"a package not fetched", "RUN npm ci --omit=dev", true, ScopeUnresolved},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			files := map[string]string{
+				"Dockerfile":                    "FROM node:22\nWORKDIR /app\nCOPY package*.json ./\n" + tc.install + "\nCOPY src ./src\nCMD [\"node\", \"src/server.js\"]\n",
+				"package.json":                  `{"name":"svc","dependencies":{"a":"1"}}`,
+				"src/server.js":                 "require('a');\n",
+				"node_modules/a/package.json":   `{"name":"a","version":"1.0.0","main":"lib/main.js"}`,
+				"node_modules/a/lib/main.js":    "try { require('aws-sdk'); } catch (e) {}\nmodule.exports = 1;\n",
+				"node_modules/a/etc/prepare.js": "require('child_process').execSync('npm run build');\n",
+			}
+			dir := t.TempDir()
+			writeRepo(t, dir, files)
+			repo, err := probe.OpenRepo(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			d := &probe.Dependencies{Lockfile: "package-lock.json", Installed: 1}
+			if tc.unavailable {
+				d.Unavailable = []probe.UnavailableDependency{{Name: "b", Version: "1.0.0", Path: "node_modules/b", Kind: "unreachable"}}
+			}
+			sc, g, err := newScoper(t.Context(), repo, &probe.Context{Image: probe.ImageRef{Dockerfile: "Dockerfile", Target: "0"}, Dependencies: d})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Contains(g.MissingPackages, "aws-sdk") {
+				t.Fatalf("missing packages %v, want aws-sdk", g.MissingPackages)
+			}
+			f := Finding{File: "node_modules/a/etc/prepare.js", Line: 1, Origin: OriginDependency}
+			sc.scope(&f)
+			if f.Scope != tc.want {
+				t.Fatalf("scope %s (%s), want %s", f.Scope, f.ScopeNote, tc.want)
+			}
+		})
+	}
+}
