@@ -83,6 +83,9 @@ func splitAt(escape string, comment bool) func(kw, sep, rest string) string {
 	}
 }
 
+// asNameRE is a FROM's text up to its stage name, and the name.
+var asNameRE = regexp.MustCompile(`^(.*\s[Aa][Ss]\s+)([a-z][A-Za-z0-9_.-]*)\s*$`)
+
 var dockerfileVariants = []dockerfileVariant{
 	{"as-is", func(s string) string { return s }},
 	{"continued", func(s string) string { return eachInstruction(s, '\\', splitAt(`\`, false)) }},
@@ -104,6 +107,45 @@ var dockerfileVariants = []dockerfileVariant{
 		s = eachInstruction(s, '\\', func(kw, sep, rest string) string { return kw + sep + rest })
 		s = regexp.MustCompile(`\\([ \t]*\r?\n)`).ReplaceAllString(s, "`$1")
 		return "# escape=`\n" + eachInstruction(s, '`', splitAt("`", true))
+	}},
+	{"heredoc-in-runtime-stage", func(s string) string {
+		// A heredoc RUN in the last stage, the one usually judged.
+		froms := 0
+		eachInstruction(s, '\\', func(kw, sep, rest string) string {
+			if strings.EqualFold(kw, "from") {
+				froms++
+			}
+			return kw + sep + rest
+		})
+		n := 0
+		return eachInstruction(s, '\\', func(kw, sep, rest string) string {
+			if strings.EqualFold(kw, "from") {
+				if n++; n == froms {
+					return kw + sep + rest + "\nRUN <<EOF\nmkdir -p /tmp/codegenie-heredoc\nEOF"
+				}
+			}
+			return kw + sep + rest
+		})
+	}},
+	{"stage-names-capitalised", func(s string) string {
+		// Stage names as some authors write them: AS Build, --from=Build.
+		names := map[string]string{}
+		s = eachInstruction(s, '\\', func(kw, sep, rest string) string {
+			if m := asNameRE.FindStringSubmatch(rest); strings.EqualFold(kw, "from") && m != nil {
+				names[strings.ToLower(m[2])] = strings.ToUpper(m[2][:1]) + m[2][1:]
+				return kw + sep + m[1] + names[strings.ToLower(m[2])]
+			}
+			return kw + sep + rest
+		})
+		return eachInstruction(s, '\\', func(kw, sep, rest string) string {
+			for lower, upper := range names {
+				rest = regexp.MustCompile(`(--from=)`+regexp.QuoteMeta(lower)+`(\s)`).ReplaceAllString(rest, "${1}"+upper+"${2}")
+				if strings.EqualFold(kw, "from") {
+					rest = regexp.MustCompile(`^`+regexp.QuoteMeta(lower)+`(\s|$)`).ReplaceAllString(rest, upper+"${1}")
+				}
+			}
+			return kw + sep + rest
+		})
 	}},
 	{"heredoc", func(s string) string {
 		done := false
@@ -134,10 +176,12 @@ func TestReadyAfterRewriteIsCarriedOut(t *testing.T) {
 		}
 		dirs = append(dirs, d...)
 	}
-	carried := 0
+	carried := map[string]int{}
 	t.Cleanup(func() {
-		if !t.Failed() && carried == 0 {
-			t.Error("no variant was ready_after_rewrite: the property tested nothing")
+		for _, v := range dockerfileVariants {
+			if !t.Failed() && carried[v.name] == 0 {
+				t.Errorf("no fixture's %s variant was ready_after_rewrite: the property tested nothing there", v.name)
+			}
 		}
 	})
 	for _, dir := range dirs {
@@ -152,7 +196,7 @@ func TestReadyAfterRewriteIsCarriedOut(t *testing.T) {
 				if out.Assessments["distroless_readiness"].Verdict != probe.ReadyAfterRewrite {
 					return
 				}
-				carried++
+				carried[v.name]++
 				res, err := nodenpm.Rewrite(t.Context(), repo, out.Probes, nodenpm.RewriteOptions{})
 				if err != nil {
 					t.Fatalf("verdict ready_after_rewrite, but the recipe failed: %v", err)
