@@ -10,7 +10,7 @@ import (
 
 // depsUsage is the --deps flag's help: what lockfile mode fetches, and
 // from where.
-const depsUsage = `dependencies to scan when the repository has no node_modules: "none", or "lockfile": download exactly the production tarballs that package-lock.json, npm-shrinkwrap.json, yarn.lock or pnpm-lock.yaml pins, from the registry the repository's .npmrc or .yarnrc.yml names (default ` + deps.DefaultRegistry + `), verify each integrity hash, unpack them read-only into the dependency cache (CACHE/deps) and scan them as installed. Nothing from them is run. Offline, cached packages are used and the missing ones are reported`
+const depsUsage = `dependencies to scan when the repository has no node_modules: "none", or "lockfile": download exactly the production tarballs that package-lock.json, npm-shrinkwrap.json, yarn.lock or pnpm-lock.yaml pins, from the registries the repository's .npmrc, .yarnrc, .yarnrc.yml or pnpm-workspace.yaml name (default ` + deps.DefaultRegistry + `), verify each integrity hash, unpack them read-only into the dependency cache (CACHE/deps) and scan them as installed. Nothing from them is run. Offline, cached packages are used and the missing ones are reported`
 
 // depsFetcher returns the fetcher of a --deps mode (nil for none) and a
 // function that releases it. Packages go under the cache's deps folder;

@@ -52,6 +52,16 @@ func TestGatherDepsLockfile(t *testing.T) {
 	if reg.TotalServed() != 1 {
 		t.Errorf("%d fetches, want 1", reg.TotalServed())
 	}
+	// migrate judges from the same verdict: with --deps lockfile it
+	// refuses what gather calls blocked, before any rewrite; without, it
+	// rewrites, unproven.
+	m := execute(t, t.Context(), "--cache-dir", cacheDir, "migrate", "--no-gates", "--deps", "lockfile", "--format", "json", dir)
+	if m.code != ExitNotReady || !strings.Contains(m.stdout, `"refusals"`) || !strings.Contains(m.stdout, "node_modules/shelly/index.js") {
+		t.Errorf("migrate --deps lockfile: exit %d, want %d with a refusal citing the dependency:\n%s\n%s", m.code, ExitNotReady, m.stdout, m.stderr)
+	}
+	if m := execute(t, t.Context(), "--cache-dir", cacheDir, "migrate", "--no-gates", "--format", "json", dir); m.code != 0 || strings.Contains(m.stdout, "node_modules/shelly/index.js") {
+		t.Errorf("migrate without --deps: exit %d:\n%s\n%s", m.code, m.stdout, m.stderr)
+	}
 	bad := execute(t, t.Context(), "gather", "--no-sandbox", "--deps", "install", dir)
 	if bad.code != ExitUsage || !strings.Contains(bad.stderr, "want none or lockfile") {
 		t.Errorf("--deps install: exit %d, %q", bad.code, bad.stderr)

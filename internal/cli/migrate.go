@@ -33,6 +33,7 @@ type migrateFlags struct {
 	write       bool
 	noGates     bool
 	noCache     bool
+	deps        string
 	mirrors     string
 	boot        bootFlags
 	net         netFlags
@@ -84,6 +85,7 @@ Exit codes:
 		Example: `  codegenie migrate ./my-service
   codegenie migrate --write ./my-service
   codegenie migrate --no-gates --format diff ./my-service > distroless.patch && git -C my-service apply ../distroless.patch
+  codegenie migrate --deps lockfile ./my-service   # judge the dependencies the lockfile pins before rewriting
   codegenie migrate --target-image gcr.io/distroless/nodejs24-debian13 --probe-path /healthz ./my-service
   codegenie migrate --format json ./my-service | jq '.gates.gates[] | {gate, status}'`,
 		Args: exactArgs(1, "exactly one PATH, the repository directory"),
@@ -99,6 +101,7 @@ Exit codes:
 	fl.BoolVar(&f.write, "write", false, "apply the rewrite and its generated files to PATH atomically (only when every gate passed, or with --no-gates)")
 	fl.BoolVar(&f.noGates, "no-gates", false, "skip the gates: the rewrite is printed as unproven")
 	fl.BoolVar(&f.noCache, "no-cache", false, "gather without the cache")
+	fl.StringVar(&f.deps, "deps", "none", depsUsage+"; as gather's --deps, so that the verdict the rewrite starts from is the one gather gives with the same flag")
 	fl.StringVar(&f.mirrors, "registry-mirror", os.Getenv("CODEGENIE_REGISTRY_MIRRORS"), "registry mirrors, REGISTRY=HOST[:PORT],... (env CODEGENIE_REGISTRY_MIRRORS)")
 	f.boot.register(fl, "each gate boot")
 	f.net.register(fl)
@@ -148,6 +151,11 @@ func runMigrate(cmd *cobra.Command, g *globals, f *migrateFlags, dir string) err
 		images = &image.Memo{Resolver: images, Path: filepath.Join(gopts.Cache.Dir(), image.MemoFile), Config: mirrors.String(), Logger: gopts.Logger}
 	}
 	gopts.Images = images
+	var releaseDeps func()
+	if gopts.Deps, releaseDeps, err = depsFetcher(f.deps, gopts.Cache); err != nil {
+		return err
+	}
+	defer releaseDeps()
 	opts := migrate.Options{
 		Gather:          gopts,
 		RewriteOptions:  nodenpm.RewriteOptions{TargetImage: f.targetImage, Digest: images.Digest},
