@@ -21,7 +21,9 @@
 // files.go (what a files stage hands on, move_to_builder) and users.go.
 // text.go and edit.go read and write Dockerfile lines, generated.go writes
 // the generated JS files, and selfcheck.go refuses an output that keeps a
-// shell-form instruction on a shell-less image.
+// shell-form instruction on a shell-less image. rules.go names, for each
+// removable rule, the file that carries it out: adding a blocker kind is a
+// row in readiness/rules.go, its rewrite in that file, and a line there.
 package recipe
 
 import (

@@ -1,8 +1,14 @@
 package recipe
 
 import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/readiness"
 )
 
 func TestLookupTarget(t *testing.T) {
@@ -122,5 +128,43 @@ func TestComposeTestEdit(t *testing.T) {
 	}
 	if _, ok := composeTestEdit([]byte("a: 1\nb: 2\n"), 1, argv); ok {
 		t.Error("found a test key where there is none")
+	}
+}
+
+// TestEveryRemovableRuleIsCarriedOut: each removable rule of the table
+// names the file that carries it out, that file is in this package and
+// mentions the rule, and no other rule is listed.
+func TestEveryRemovableRuleIsCarriedOut(t *testing.T) {
+	// The rule table's constants, by rule name.
+	table, err := os.ReadFile(filepath.Join("..", "readiness", "rules.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	consts := map[string]string{}
+	for _, m := range regexp.MustCompile(`(?m)^\s*(Rule\w+)\s*=\s*"([a-z_]+)"`).FindAllSubmatch(table, -1) {
+		consts[string(m[2])] = string(m[1])
+	}
+	for _, rule := range readiness.Rules {
+		file, ok := carriedOut[rule.Name]
+		if ok != rule.Removable {
+			t.Errorf("rule %s (removable %v) is listed in carriedOut: %v", rule.Name, rule.Removable, ok)
+			continue
+		}
+		if !ok {
+			continue
+		}
+		src, err := os.ReadFile(file)
+		if err != nil {
+			t.Errorf("rule %s: %v", rule.Name, err)
+			continue
+		}
+		if c := consts[rule.Name]; c == "" || !strings.Contains(string(src), "readiness."+c) {
+			t.Errorf("rule %s: %s does not name readiness.%s", rule.Name, file, c)
+		}
+	}
+	for name := range carriedOut {
+		if !slices.ContainsFunc(readiness.Rules, func(r readiness.Rule) bool { return r.Name == name }) {
+			t.Errorf("carriedOut lists %s, which the rule table lacks", name)
+		}
 	}
 }
