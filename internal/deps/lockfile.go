@@ -690,27 +690,48 @@ func ParsePNPM(data []byte) (*Lock, error) {
 		n.deps = pnpmRefs([2]map[string]string{s.Dependencies, s.OptionalDependencies}, key)
 		g.nodes[key(name, ver)] = &n
 	}
-	rootDeps := [2]map[string]any{raw.Dependencies, raw.OptionalDependencies}
-	if imp, ok := raw.Importers["."]; ok {
-		rootDeps = [2]map[string]any{imp.Dependencies, imp.OptionalDependencies}
-	}
-	var names []string
-	versions := map[string]string{}
-	for _, m := range rootDeps {
-		for n, v := range m {
-			switch v := v.(type) {
-			case string:
-				versions[n] = v
-			case map[string]any:
-				s, _ := v["version"].(string)
-				versions[n] = s
-			}
-			names = append(names, n)
+	// The production dependencies of every importer: in a workspace the
+	// service is often one of them (apps/server, src), not the root, and
+	// Node finds a package under the repository's node_modules from any
+	// folder below it. The root importer's come first, then the others
+	// in path order; a name another importer already placed keeps that
+	// version (the hoisted layout has one slot per name).
+	imps := []pnpmImporter{{Dependencies: raw.Dependencies, OptionalDependencies: raw.OptionalDependencies}}
+	if len(raw.Importers) > 0 {
+		imps = imps[:0]
+		paths := make([]string, 0, len(raw.Importers))
+		for p := range raw.Importers {
+			paths = append(paths, p)
+		}
+		sort.Slice(paths, func(i, j int) bool { return paths[i] == "." || paths[j] != "." && paths[i] < paths[j] })
+		for _, p := range paths {
+			imps = append(imps, raw.Importers[p])
 		}
 	}
-	sort.Strings(names)
-	for _, n := range names {
-		g.roots = append(g.roots, ref{name: n, key: pnpmDepKey(n, versions[n], key)})
+	placed := map[string]bool{}
+	for _, imp := range imps {
+		var names []string
+		versions := map[string]string{}
+		for _, m := range []map[string]any{imp.Dependencies, imp.OptionalDependencies} {
+			for n, v := range m {
+				switch v := v.(type) {
+				case string:
+					versions[n] = v
+				case map[string]any:
+					s, _ := v["version"].(string)
+					versions[n] = s
+				}
+				if strings.HasPrefix(versions[n], "link:") || placed[n] {
+					continue // a workspace package, or a name placed already
+				}
+				names = append(names, n)
+			}
+		}
+		sort.Strings(names)
+		for _, n := range names {
+			placed[n] = true
+			g.roots = append(g.roots, ref{name: n, key: pnpmDepKey(n, versions[n], key)})
+		}
 	}
 	return g.layout(FormatPNPM)
 }

@@ -349,3 +349,80 @@ func TestReadLockPicksFormat(t *testing.T) {
 		t.Errorf("a broken package-lock.json: %v", err)
 	}
 }
+
+// TestParsePNPMImporters: in a pnpm workspace every importer's production
+// dependencies are installed, the root's first; a workspace link is not a
+// package, and a name the root placed keeps the root's version. (A real
+// service kept all its runtime dependencies in importer src, and none
+// were scanned.)
+func TestParsePNPMImporters(t *testing.T) {
+	lock := `lockfileVersion: '9.0'
+
+importers:
+
+  .:
+    dependencies:
+      a:
+        specifier: ^1.0.0
+        version: 1.0.0
+
+  src:
+    dependencies:
+      a:
+        specifier: ^2.0.0
+        version: 2.0.0
+      b:
+        specifier: ^2.0.0
+        version: 2.0.0
+      shared:
+        specifier: workspace:*
+        version: link:../shared
+    devDependencies:
+      dev:
+        specifier: ^1.0.0
+        version: 1.0.0
+
+  shared:
+    optionalDependencies:
+      peer:
+        specifier: ^1.0.0
+        version: 1.0.0
+
+packages:
+
+  a@1.0.0:
+    resolution: {integrity: ` + shaA + `}
+
+  a@2.0.0:
+    resolution: {integrity: ` + shaB + `}
+
+  b@2.0.0:
+    resolution: {integrity: ` + shaB + `}
+
+  peer@1.0.0:
+    resolution: {integrity: ` + shaB + `}
+
+  dev@1.0.0:
+    resolution: {integrity: ` + shaB + `}
+
+snapshots:
+
+  a@1.0.0: {}
+  a@2.0.0: {}
+  b@2.0.0: {}
+  peer@1.0.0: {}
+  dev@1.0.0: {}
+`
+	l, err := deps.ParsePNPM([]byte(lock))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"node_modules/a a@1.0.0 " + shaA,
+		"node_modules/b b@2.0.0 " + shaB,
+		"node_modules/peer peer@1.0.0 " + shaB,
+	}
+	if d := cmp.Diff(want, layout(l)); d != "" {
+		t.Errorf("(-want +got):\n%s", d)
+	}
+}

@@ -216,3 +216,53 @@ func TestDepsLockfileYarnBerry(t *testing.T) {
 		t.Error("the scoped tarball was not fetched from the scope's registry")
 	}
 }
+
+// TestDepsLockfileNestedFolder: a service in server/ with its own
+// package-lock.json, beside a root lockfile of another package (a
+// frontend), gets its dependencies mounted at server/node_modules, and
+// their shell call is found from the service's entrypoint. (A real
+// service's image ships server/ and its dependencies were never read.)
+func TestDepsLockfileNestedFolder(t *testing.T) {
+	reg := depstest.NewRegistry(t)
+	shelly := depstest.Package(t, "shelly", "1.0.0", nil, map[string]string{"index.js": "require('child_process').execSync('ls')\n"})
+	left := depstest.Package(t, "left-pad", "1.0.0", nil, map[string]string{"index.js": "module.exports = 1\n"})
+	dir := lockedService(t, reg, "require('left-pad')\n", map[string]string{"left-pad": "^1.0.0"},
+		map[string][]byte{"node_modules/left-pad": left}, map[string]string{"node_modules/left-pad": "left-pad"})
+	server := lockedService(t, reg, "require('shelly')\nrequire('http').createServer().listen(3000)\n", map[string]string{"shelly": "^1.0.0"},
+		map[string][]byte{"node_modules/shelly": shelly}, map[string]string{"node_modules/shelly": "shelly"})
+	if err := os.Rename(server, filepath.Join(dir, "server")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(dir, "server", "Dockerfile")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "Dockerfile"), []byte("FROM node:22-slim\nWORKDIR /app\nCOPY server/ .\nCMD [\"node\", \"index.js\"]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	o := options(t)
+	o.Task = "distroless-migration"
+	o.Deps = &deps.Fetcher{Dir: t.TempDir()}
+	out, err := Run(t.Context(), dir, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, facts := childProcessFacts(t, out)
+	var found bool
+	for _, f := range facts.Findings {
+		if f.File == "server/node_modules/shelly/index.js" {
+			found = true
+			if f.Kind != childprocess.KindShell || f.Scope != childprocess.ScopeReachable {
+				t.Errorf("shelly's execSync: %+v", f)
+			}
+		}
+	}
+	if !found {
+		t.Fatalf("no finding in server/node_modules/shelly: %+v", facts.Findings)
+	}
+	if reg.TotalServed() != 2 {
+		t.Errorf("%d fetches, want 2 (left-pad for the root, shelly for server/)", reg.TotalServed())
+	}
+	if a := out.Context.Assessments["distroless_readiness"]; a.Verdict != probe.Blocked {
+		t.Errorf("verdict %s, want blocked", a.Verdict)
+	}
+}

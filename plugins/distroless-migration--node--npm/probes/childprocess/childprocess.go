@@ -253,7 +253,7 @@ func (*Probe) Desc() probe.Desc {
 	}
 	return probe.Desc{
 		Name:           Name,
-		Version:        "9", // 7: an undeclared, uninstalled package is an unresolved edge, tsconfig paths and module-alias followed; 8: wrappers read with dockerfile.SplitInit (issue 21); 9: a COPY --from an image codegenie cannot read leaves the file set incomplete, and a whole lockfile install for an image without devDependencies scopes like the image
+		Version:        "10", // 7: an undeclared, uninstalled package is an unresolved edge, tsconfig paths and module-alias followed; 8: wrappers read with dockerfile.SplitInit (issue 21); 9: a COPY --from an image codegenie cannot read leaves the file set incomplete, and a whole lockfile install for an image without devDependencies scopes like the image; 10: the dependencies of nested packages with node_modules of their own
 		After:          []string{imagedeps.Source},
 		Heaviness:      probe.Light,
 		CacheStrategy:  probe.CacheContent,

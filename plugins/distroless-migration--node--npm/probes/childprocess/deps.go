@@ -62,17 +62,30 @@ func (s *session) listed(p string) bool {
 func (s *session) resolveDependencies() error {
 	i := s.search("node_modules/")
 	s.nodeModules = s.listed("node_modules") || (i < len(s.files) && strings.HasPrefix(s.files[i], "node_modules/"))
-	if !s.listed("package.json") {
-		return nil
-	}
-	root, ok, err := s.readManifest("package.json")
-	if err != nil || !ok {
-		return err
-	}
 	var queue []edge
-	queue = appendEdges(queue, "", "package.json", root.Dependencies, false)
-	queue = appendEdges(queue, "", "package.json", root.OptionalDependencies, true)
+	if s.listed("package.json") {
+		root, ok, err := s.readManifest("package.json")
+		if err != nil {
+			return err
+		}
+		if ok {
+			queue = appendEdges(queue, "", "package.json", root.Dependencies, false)
+			queue = appendEdges(queue, "", "package.json", root.OptionalDependencies, true)
+		}
+	}
 	s.declared = len(queue)
+	// A package of the repository below its root with node_modules of its
+	// own (a service in server/ with its own lockfile, installed there):
+	// its dependencies are production code too.
+	for _, dir := range s.nestedPackages() {
+		m, ok, err := s.readManifest(dir + "/package.json")
+		if err != nil || !ok {
+			continue
+		}
+		queue = appendEdges(queue, dir, dir+"/package.json", m.Dependencies, false)
+		queue = appendEdges(queue, dir, dir+"/package.json", m.OptionalDependencies, true)
+		s.nodeModules = true
+	}
 	if !s.nodeModules {
 		return nil
 	}
@@ -128,6 +141,23 @@ func (s *session) resolveDependencies() error {
 }
 
 // appendEdges adds deps in name order, so the walk is deterministic.
+// nestedPackages lists the repository's folders below its root, outside
+// node_modules and at most three levels down, that hold a package.json and
+// a node_modules beside it, in path order.
+func (s *session) nestedPackages() []string {
+	var out []string
+	for _, f := range s.files {
+		dir, ok := strings.CutSuffix(f, "/package.json")
+		if !ok || dir == "" || strings.Contains(f, "node_modules/") || strings.Count(dir, "/") > 2 {
+			continue
+		}
+		if i := s.search(dir + "/node_modules/"); i < len(s.files) && strings.HasPrefix(s.files[i], dir+"/node_modules/") {
+			out = append(out, dir)
+		}
+	}
+	return out
+}
+
 func appendEdges(q []edge, from, by string, deps map[string]string, optional bool) []edge {
 	names := make([]string, 0, len(deps))
 	for n := range deps {
