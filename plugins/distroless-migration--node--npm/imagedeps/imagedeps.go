@@ -191,6 +191,18 @@ func Read(ctx context.Context, repo *probe.Repo, pctx *probe.Context) (*Installe
 		}
 	}
 	own := path.Join(in.AppDir, "node_modules")
+	if !slices.Contains(set.Roots, own) {
+		// The app's folder has none, and a parent's is the first that
+		// Node's resolution meets (npm install run where only / held the
+		// package.json, then the app copied to /app): it stands for the
+		// app's own.
+		for _, r := range set.Roots {
+			if d := path.Dir(r); d != in.AppDir && (d == "/" || strings.HasPrefix(in.AppDir, d+"/")) {
+				own = r
+				break
+			}
+		}
+	}
 	mounts := []probe.Mount{{Path: "node_modules", Dir: filepath.Join(in.dir, filepath.FromSlash(own))}}
 	for _, r := range set.Roots {
 		rel, inside := strings.CutPrefix(r, strings.TrimSuffix(in.AppDir, "/")+"/")

@@ -210,3 +210,33 @@ func TestEncodeDecode(t *testing.T) {
 		t.Error("a set with a path out of its roots encoded")
 	}
 }
+
+// TestReadParentNodeModules: an image whose app folder has no
+// node_modules, with a parent's that Node's resolution reaches first
+// (COPY package*.json / then npm install in WORKDIR /app, which installs
+// into /node_modules), has that folder stand for the app's own: it is
+// scanned, not left outside. (A real service in the issue 20 scorecard.)
+func TestReadParentNodeModules(t *testing.T) {
+	repo := repoWith(t, map[string]string{
+		"package.json": `{"dependencies":{"shelly":"1"}}`,
+		"Dockerfile":   "FROM node:22-slim\nWORKDIR /app\nCOPY package*.json /\nRUN npm i --omit=dev\nCOPY . .\nCMD [\"npm\", \"start\"]\n",
+		"src/index.js": "require('shelly')",
+	})
+	set := &sandbox.FileSet{Workdir: "/app", Roots: []string{"/node_modules", "/opt/np"}, Files: []sandbox.File{
+		{Path: "/node_modules/shelly/index.js", Data: []byte("require('child_process').execSync('ls')")},
+		{Path: "/node_modules/shelly/package.json", Data: []byte(`{"name":"shelly"}`)},
+		{Path: "/opt/np/far/index.js", Data: []byte("module.exports = 2")},
+	}}
+	h, _ := handed(t, set)
+	in, err := Read(t.Context(), repo, &probe.Context{Handoff: h, Image: probe.ImageRef{Dockerfile: "Dockerfile", Target: "0"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	if b, err := in.Repo.ReadFile("node_modules/shelly/index.js"); err != nil || !strings.Contains(string(b), "execSync") {
+		t.Fatalf("the parent's node_modules is not the app's: %q, %v", b, err)
+	}
+	if !slices.Equal(in.Outside, []string{"/opt/np"}) {
+		t.Errorf("outside %q, want only NODE_PATH's /opt/np", in.Outside)
+	}
+}
