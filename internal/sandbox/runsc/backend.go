@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -55,6 +56,8 @@ type Backend struct {
 	noWitness bool
 	// bases is the shared base-image store; nil with Config.NoBaseStore.
 	bases *baseStore
+	// pulls counts the buildah pulls run into it.
+	pulls atomic.Int64
 }
 
 var _ sandbox.Client = (*Backend)(nil)

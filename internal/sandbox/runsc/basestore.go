@@ -16,8 +16,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"golang.org/x/sys/unix"
 
+	"github.com/codegenie/codegenie/internal/image"
 	"github.com/codegenie/codegenie/internal/sandbox"
 )
 
@@ -38,11 +41,14 @@ import (
 //	                      of hash h writes the store
 //
 // Before a build, each image base of the Dockerfile (not a stage, not
-// scratch, no ARG in it) is pulled into the shared store with buildah pull
-// --policy=always (buildah 1.28 has no "newer"; blobs already stored are
-// not fetched again), through the request's own registries.conf (its
-// mirrors). A spawn pulls its bases at once; an image already there costs a
-// manifest request; a moved tag pulls the new image beside the old one. The
+// scratch, no ARG in it) is resolved to its manifest digest through the
+// request's mirrors (a HEAD request, no credentials); when the store
+// already holds that digest, the build uses it as it is. Otherwise it is
+// pulled into the shared store with buildah pull --policy=always (buildah
+// 1.28 has no "newer"; blobs already stored are not fetched again),
+// through the request's own registries.conf (its mirrors). A spawn pulls
+// its bases at once; a
+// moved tag pulls the new image beside the old one. The
 // build's private copy of the Dockerfile then names each base by the image
 // ID this request resolved (FROM <id>), so that concurrent spawns whose
 // mirrors serve different images under one tag never see each other's: an
@@ -50,7 +56,7 @@ import (
 // host; builds hold use.lock shared for their whole
 // life, so that a prune, which needs it exclusively (and gives up when a
 // build holds it), never removes an image in use. containers/storage's own
-// locks make reading the store safe during a pull.
+// locks do not make reading the store safe during a pull: see stored.
 //
 // The store is capped at Config.BaseStoreBytes: after a build, when the
 // recorded sizes add up past it, the least recently used images are
@@ -103,6 +109,67 @@ func (s *baseStore) readOnlyConf(graphroot, runroot string) string {
 // use takes the store's use lock shared, for the life of a build.
 func (s *baseStore) use() (*os.File, error) {
 	return lockFile(s.path("use.lock"), unix.LOCK_SH)
+}
+
+// A pull writes the store only for an image new to it. containers/storage
+// takes a store's layer and image locks in one order when a pull writes
+// the store (layers, then images) and in the other when a build reads it
+// as an additional image store (images, then layers). Seen here in
+// /proc/locks: a pull of the Debian node:22 (1.7 GB of vfs layers to
+// write) held layers.lock and, its threads asleep rather than queued in
+// the kernel, retried images.lock while two builds held images.lock and
+// waited for layers.lock, all three stuck until the pull's 10-minute
+// timeout. Every spawn used to run buildah pull --policy=always, so every
+// spawn could meet it; now a base whose digest the store holds is used as
+// it is (pullBase), and only the first pull of an image can.
+
+// stored returns the ID of the image of manifest digest in the store, read
+// from its record and the store's image list; "" when it is not there.
+func (s *baseStore) stored(digest string) string {
+	key := strings.ReplaceAll(digest, ":", "-")
+	if !strings.HasPrefix(key, "sha256-") || strings.ContainsAny(key, "/.") {
+		return ""
+	}
+	b, err := os.ReadFile(s.path(filepath.Join("used", key)))
+	if err != nil {
+		return ""
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 1 || !reImageID.MatchString(f[0]) {
+		return ""
+	}
+	if _, ok := topLayerDir(s.path("s"), f[0]); !ok {
+		return ""
+	}
+	return f[0]
+}
+
+// anonymous resolves no credentials: the backend's pulls use none of the
+// host's.
+type anonymous struct{}
+
+func (anonymous) Resolve(authn.Resource) (authn.Authenticator, error) { return authn.Anonymous, nil }
+
+// resolve returns the manifest digest that ref has on the request's mirror
+// of its registry, else on the registry, as buildah's pull would find it;
+// "" when neither answers within a minute.
+func (br *buildRun) resolve(ctx context.Context, ref string) string {
+	var pairs []string
+	for reg, m := range br.req.Build.RegistryMirrors {
+		pairs = append(pairs, reg+"="+m)
+	}
+	mirrors, err := image.ParseMirrors(strings.Join(pairs, ","))
+	if err != nil {
+		return ""
+	}
+	hctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	r := &image.Remote{Mirrors: mirrors, Options: []remote.Option{remote.WithAuthFromKeychain(anonymous{})}}
+	d, err := r.Digest(hctx, ref)
+	if err != nil {
+		return ""
+	}
+	return d
 }
 
 // imageBase is an image a stage is built FROM.
@@ -190,6 +257,18 @@ func (br *buildRun) pullBase(ctx context.Context, ref string) (sandbox.PhaseResu
 	if err := writeOnce(conf, st.storageConf()); err != nil {
 		return p, "", err
 	}
+	if digest := br.resolve(ctx, ref); digest != "" {
+		if id := st.stored(digest); id != "" {
+			key := strings.ReplaceAll(digest, ":", "-")
+			if err := st.record(ctx, br.bh, store{root: st.path("s"), runroot: st.path("rr"), conf: conf}, key, id, ref); err != nil {
+				return p, "", err
+			}
+			p.Duration = time.Since(start)
+			p.OutputTail = fmt.Sprintf("%s is %s (%s)\n", ref, id[:12], digest)
+			return p, id, nil
+		}
+	}
+	br.b.pulls.Add(1)
 	cmd := br.bh.commandIn(store{root: st.path("s"), runroot: st.path("rr"), conf: conf},
 		"pull", "--policy=always", "--signature-policy", br.bh.path("policy.json"), "--quiet", ref)
 	stdout, stderr := newBoundedBuffer(maxAdminOutput), newBoundedBuffer(64<<10)

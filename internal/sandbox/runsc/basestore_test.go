@@ -73,6 +73,12 @@ func TestBaseStore(t *testing.T) {
 		t.Errorf("store records %+v, want node:22 once, with its size", imgs)
 	}
 
+	// Both pulled under the reference's pull lock; the second found the
+	// digest the first stored, and ran no buildah pull.
+	if n := b.pulls.Load(); n != 1 {
+		t.Errorf("%d buildah pulls for one base, want 1", n)
+	}
+
 	ws2 := workspace(t, map[string]string{"Dockerfile": "FROM node:99\nCMD [\"node\"]\n"})
 	res, err := b.Spawn(t.Context(), buildRequest(ws2, m, ""))
 	logResult(t, res)

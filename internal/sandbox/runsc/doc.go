@@ -222,7 +222,8 @@
 // Base images come from a store shared by every spawn on the host (see
 // basestore.go): before the first target, each image base of the
 // Dockerfile is pulled there once (phase "pull:<reference>", with the
-// image ID and manifest digest it resolved to), and the private copy of
+// image ID and manifest digest it resolved to; a digest the store holds is
+// not pulled again), and the private copy of
 // the Dockerfile names it by that ID. The private store reads the shared
 // one as a buildah additional image store, so a build writes only its own
 // layers. A base that no mirror or registry serves fails its pull phase,
