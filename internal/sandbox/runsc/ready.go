@@ -153,8 +153,13 @@ func (r *readiness) run(ctx context.Context, done <-chan struct{}) {
 			if !health {
 				continue
 			}
+			// An image that declares no port and has listened on none may
+			// still be loading its code, which runs no exec: the request
+			// client has nothing to wait for and returns at once, so
+			// "answered" says nothing about it.
+			unproven := !r.declaresPort() && !r.rr.listened() && now.Sub(r.since) < r.noPortMin()
 			switch {
-			case answered && now.Sub(latest(answeredAt, hcAt, r.act.lastExec())) >= r.settle:
+			case answered && now.Sub(latest(answeredAt, hcAt, r.act.lastExec())) >= r.settle && !unproven:
 				r.why = sandbox.BootAnsweredAndSettled
 				if !r.rr.listened() {
 					r.why = sandbox.BootSettled

@@ -160,6 +160,19 @@ func TestReadinessWorker(t *testing.T) {
 	if r.why != sandbox.BootSettled {
 		t.Errorf("without a request client: why %q, want settled", r.why)
 	}
+	if ran := time.Since(r.since); ran < noPortFactor*r.settle {
+		t.Errorf("without a request client: settled after %v; want at least %v", ran, noPortFactor*r.settle)
+	}
+	// A request client that returns at once, having no port to wait
+	// for (a real service with no EXPOSE that listens on 8080 about 4 s
+	// into its boot was cut off at 3.9 s): the same.
+	rr = &requestRun{plan: requestPlan{Paths: []string{"/"}}}
+	r = newReadiness(rr, nil, 100*time.Millisecond, 10*time.Minute)
+	r.requests = func(context.Context, time.Time) {}
+	drive(t, r)
+	if ran := time.Since(r.since); r.why != sandbox.BootSettled || ran < noPortFactor*r.settle {
+		t.Errorf("a request client with nothing to wait for: why %q after %v; want settled after at least %v", r.why, ran, noPortFactor*r.settle)
+	}
 }
 
 // TestReadinessNeverListens: a service that declares a port and never
