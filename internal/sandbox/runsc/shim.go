@@ -219,13 +219,45 @@ func editBundle(path string, conf shimConf) error {
 	if spec["process"], err = json.Marshal(proc); err != nil {
 		return err
 	}
-	if conf.CA != "" {
-		var mounts []json.RawMessage
-		if raw, ok := spec["mounts"]; ok {
-			if err := json.Unmarshal(raw, &mounts); err != nil {
-				return fmt.Errorf("%s: mounts: %w", path, err)
+	var mounts []json.RawMessage
+	if raw, ok := spec["mounts"]; ok {
+		if err := json.Unmarshal(raw, &mounts); err != nil {
+			return fmt.Errorf("%s: mounts: %w", path, err)
+		}
+	}
+	// buildah gives a RUN --mount=type=cache the "shared" propagation
+	// (buildkit's sharing=shared), which runsc refuses: a sandbox's mounts
+	// never propagate to the host, so the option means nothing there. (A
+	// real service's RUN --mount=type=cache,target=/root/.npm failed with
+	// 'mount option "shared" is not supported'.)
+	for i, raw := range mounts {
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(raw, &m); err != nil {
+			return fmt.Errorf("%s: mounts: %w", path, err)
+		}
+		var opts []string
+		if o, ok := m["options"]; ok {
+			if err := json.Unmarshal(o, &opts); err != nil {
+				return fmt.Errorf("%s: mount options: %w", path, err)
 			}
 		}
+		kept := slices.DeleteFunc(slices.Clone(opts), func(o string) bool { return o == "shared" || o == "rshared" })
+		if len(kept) == len(opts) {
+			continue
+		}
+		if m["options"], err = json.Marshal(kept); err != nil {
+			return err
+		}
+		if mounts[i], err = json.Marshal(m); err != nil {
+			return err
+		}
+	}
+	if _, ok := spec["mounts"]; ok {
+		if spec["mounts"], err = json.Marshal(mounts); err != nil {
+			return err
+		}
+	}
+	if conf.CA != "" {
 		m, err := json.Marshal(map[string]any{
 			"destination": buildCAPath, "type": "bind", "source": conf.CA,
 			"options": []string{"rbind", "ro", "nosuid", "nodev", "noexec"},
