@@ -257,6 +257,8 @@ func TestPruneMatchesThePackageManager(t *testing.T) {
 		"pnpm install --frozen-lockfile": "pnpm prune --prod",
 		"yarn install --frozen-lockfile": "yarn install --production --frozen-lockfile --ignore-scripts",
 		"npm ci --omit=dev":              "",
+		// Yarn 2+ has no install --production: a warning names the way.
+		"yarn install --immutable":       "",
 		"npm ci && npm prune --omit=dev": "",
 	} {
 		t.Run(install, func(t *testing.T) {
@@ -272,7 +274,10 @@ func TestPruneMatchesThePackageManager(t *testing.T) {
 			got := string(res.Files[0].New)
 			if prune == "" {
 				if strings.Count(got, "prune") != strings.Count(string(res.Files[0].Old), "prune") || strings.Contains(got, "--production") {
-					t.Fatalf("the install leaves dev dependencies out, but the rewrite prunes again:\n%s", got)
+					t.Fatalf("the install leaves dev dependencies out, or its package manager has no prune codegenie writes, but the rewrite prunes:\n%s", got)
+				}
+				if strings.Contains(install, "--immutable") && !slices.ContainsFunc(res.Warnings, func(w string) bool { return strings.Contains(w, "yarn workspaces focus") }) {
+					t.Errorf("Yarn 2+: no warning names yarn workspaces focus: %v", res.Warnings)
 				}
 				return
 			}

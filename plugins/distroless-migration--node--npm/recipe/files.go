@@ -188,9 +188,33 @@ func pruneFor(c []string) string {
 		return "npm prune --omit=dev"
 	case "pnpm":
 		return "pnpm prune --prod"
-	default:
-		return "yarn install --production --frozen-lockfile --ignore-scripts"
 	}
+	if slices.ContainsFunc(c, func(a string) bool { return strings.HasPrefix(a, "--immutable") }) {
+		return berryPrune
+	}
+	return "yarn install --production --frozen-lockfile --ignore-scripts"
+}
+
+// berryPrune is Yarn 2+'s way to keep production dependencies only; it
+// needs the workspace-tools plugin before Yarn 4, so the recipe names it
+// rather than writes it.
+const berryPrune = "yarn workspaces focus --all --production"
+
+// writablePrune reports whether the recipe writes step: not for Yarn 2+
+// (an install with --immutable, or a .yarnrc.yml in the build context),
+// which has no install --production. Otherwise it warns that dev
+// dependencies ship from stage, and says what would prune them.
+func (r *rewriter) writablePrune(step, stage string) bool {
+	berry := step == berryPrune
+	if strings.HasPrefix(step, "yarn ") && r.in.Read != nil {
+		if _, err := r.in.Read(path.Join(r.in.Context, ".yarnrc.yml")); err == nil {
+			berry = true
+		}
+	}
+	if berry {
+		r.res.Warnings = append(r.res.Warnings, fmt.Sprintf("dev dependencies ship: %s installs them with Yarn 2 or later, which has no install --production; add RUN %s there (Yarn 4, or the workspace-tools plugin)", stage, berryPrune))
+	}
+	return !berry
 }
 
 // nextPrune is the prune step still owed after the package manager
@@ -327,6 +351,9 @@ func (r *rewriter) pruneShipped() {
 			if j := slices.IndexFunc(r.d.Stages, func(st dockerfile.Stage) bool { return st.BaseStage == x }); j >= 0 {
 				r.res.Warnings = append(r.res.Warnings, fmt.Sprintf("dev dependencies ship: the runtime stage copies %s from %s (line %d), whose install keeps them, and %s is also the base of %s, so codegenie does not prune there; add a stage FROM %s that runs %s and copy from it",
 					nm, r.ref(x), in.Line, r.ref(x), r.ref(j), r.ref(x), step))
+				continue
+			}
+			if !r.writablePrune(step, r.ref(x)) {
 				continue
 			}
 			r.insertAfter(r.stageEnd(x), "RUN "+step+"\n")

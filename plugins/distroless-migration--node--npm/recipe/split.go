@@ -78,7 +78,7 @@ func (r *rewriter) split(start, health []string) error {
 			end = max(end, r.lastLine(in))
 		}
 	}
-	if c.prune != "" {
+	if c.prune != "" && r.writablePrune(c.prune, files) {
 		r.insertAfter(end, "RUN "+c.prune+"\n")
 		r.change(readiness.RuleMoveToBuilder, "dev dependencies are pruned in the files stage: "+c.prune)
 	}
