@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"path"
 	"regexp"
+	"sort"
 	"strings"
 
 	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/dockerfile"
@@ -30,11 +31,13 @@ var installRE = regexp.MustCompile(`\b(?:npm|pnpm)\s+(?:[^&;|]*\s)?(?:i|install|
 var nativeFileRE = regexp.MustCompile(`\.(?:so(?:\.[0-9.]+)?|node)$`)
 
 // NativeStages lists, once each and in stage order, the FROM-chain roots
-// of d whose native code ships in d's final stage: stages in the final
-// stage's chain, and stages a COPY --from of them copies node_modules (or
-// a folder holding it) from, followed through their own COPY --from, that
-// install node_modules when addons is set; and stages a shared object or
-// .node file is copied from, whatever addons is.
+// of d whose native code ships in d's final stage: when addons is set, the
+// final stage's chain if it installs node_modules, and every chain a COPY
+// --from of a shipping chain copies node_modules (or a folder holding it)
+// from; and, whatever addons is, every chain a shared object or .node file
+// is copied from. A chain
+// that only hands over built JavaScript (COPY --from=build /app/dist) is
+// not listed.
 func NativeStages(d *dockerfile.File, addons bool) []NativeStage {
 	var out []NativeStage
 	seen := map[int]bool{}
@@ -51,12 +54,26 @@ func NativeStages(d *dockerfile.File, addons bool) []NativeStage {
 			return
 		}
 		visited[i] = true
+		// A chain the image copies node_modules from ships them, built by
+		// its own install step or brought in from the build context (a
+		// committed node_modules); the runtime's own chain builds native
+		// code only with an install step of its own (an alpine
+		// single-stage service), since the rewrite replaces its base.
+		why, installs := "its node_modules, with native addons, ship in the image", false
+		for j := i; j >= 0 && j < len(d.Stages); j = d.Stages[j].BaseStage {
+			for _, in := range d.Stages[j].Instructions {
+				if in.Command == "run" && installRE.MatchString(strings.Join(in.Args, " ")) {
+					why, installs = fmt.Sprintf("line %d installs node_modules with native addons", in.Line), true
+				}
+			}
+		}
+		if addons && (i != d.Final || installs) {
+			add(chainRoot(d, i), why)
+		}
 		for j := i; j >= 0 && j < len(d.Stages); j = d.Stages[j].BaseStage {
 			st := d.Stages[j]
 			for _, in := range st.Instructions {
 				switch {
-				case in.Command == "run" && addons && installRE.MatchString(strings.Join(in.Args, " ")):
-					add(chainRoot(d, j), fmt.Sprintf("line %d installs node_modules with native addons", in.Line))
 				case in.Command == "copy" && in.From != "":
 					from, ok := d.StageRef(in.From)
 					if !ok || from >= j {
@@ -79,6 +96,7 @@ func NativeStages(d *dockerfile.File, addons bool) []NativeStage {
 		}
 	}
 	visit(d.Final)
+	sort.SliceStable(out, func(a, b int) bool { return out[a].Root < out[b].Root })
 	return out
 }
 

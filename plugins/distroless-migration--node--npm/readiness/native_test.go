@@ -10,7 +10,7 @@ import (
 
 // TestNativeStages: every stage whose native code ships is named, once,
 // by the first stage of its FROM chain; a stage that ships only built
-// JavaScript is not.
+// JavaScript is not, nor the runtime's chain, which installs nothing.
 func TestNativeStages(t *testing.T) {
 	t.Parallel()
 	src := `FROM node:22-alpine AS base
@@ -52,5 +52,20 @@ CMD ["dist/main.js"]
 	}
 	if diff := cmp.Diff([]int{3}, roots); diff != "" {
 		t.Errorf("roots without addons (-want +got):\n%s", diff)
+	}
+}
+
+// TestNativeStagesCommittedModules: a builder that only copies the build
+// context, with its committed node_modules, ships them: its chain is
+// listed though it installs nothing.
+func TestNativeStagesCommittedModules(t *testing.T) {
+	t.Parallel()
+	d, err := dockerfile.Parse("Dockerfile", []byte("FROM node:22-alpine AS builder\nWORKDIR /app\nCOPY . .\n\nFROM gcr.io/distroless/nodejs22-debian13\nWORKDIR /app\nCOPY --from=builder /app /app\nCMD [\"server.js\"]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := NativeStages(d, true)
+	if len(got) != 1 || got[0].Root != 0 {
+		t.Errorf("NativeStages = %+v, want the builder (0)", got)
 	}
 }
