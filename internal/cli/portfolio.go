@@ -234,6 +234,9 @@ func runPortfolio(cmd *cobra.Command, g *globals, f *portfolioFlags, args []stri
 	if f.tf.addr == "" && f.detach {
 		return usageErr("--detach needs --temporal: a local run cannot leave")
 	}
+	if f.tf.addr == "" && (f.src.fetch || f.src.allowDirty || f.src.submodules) {
+		return usageErr("--workers-fetch, --allow-dirty and --submodules need --temporal: a local run reads each checkout where it is")
+	}
 	sel, ok := builtin.NewRegistry().ImageSelector(nodenpm.Task)
 	if !ok {
 		return fmt.Errorf("task %s has no image selector", nodenpm.Task)

@@ -190,3 +190,16 @@ func TestTemporalPortfolioWorkersFetch(t *testing.T) {
 		t.Errorf("%d snapshot checkouts on the workers, want 1 (repo-0000's)", snapped)
 	}
 }
+
+// TestWorkersFetchFlagsNeedTemporal: the flags that name checkouts to
+// workers are refused in a local run, which has no workers.
+func TestWorkersFetchFlagsNeedTemporal(t *testing.T) {
+	t.Parallel()
+	src := t.TempDir()
+	for _, flag := range []string{"--workers-fetch", "--allow-dirty", "--submodules"} {
+		r := execute(t, t.Context(), "--cache-dir", t.TempDir(), "portfolio", "--no-sandbox", "--temporal", "", flag, "--out", t.TempDir(), src)
+		if r.code != ExitUsage || !strings.Contains(r.stderr, "need --temporal") {
+			t.Errorf("%s without --temporal: exit %d, want %d saying it needs --temporal:\n%s", flag, r.code, ExitUsage, r.stderr)
+		}
+	}
+}

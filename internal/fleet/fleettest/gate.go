@@ -124,6 +124,14 @@ func (g *Gate) serve() {
 func (g *Gate) handle(c net.Conn) {
 	chunks := make(chan []byte, 256)
 	gone := make(chan struct{})
+	// The reader ends once the connection is closed; whatever it still
+	// reads is dropped.
+	defer func() {
+		go func() {
+			for range chunks {
+			}
+		}()
+	}()
 	go func() {
 		defer close(chunks)
 		for {
