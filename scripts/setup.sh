@@ -7,10 +7,11 @@
 #   bash scripts/setup.sh --tests   that, and the test-only tools (test.sh)
 #
 # Always (as root):
-#   - buildah, runc, busybox-static, e2fsprogs (apt)
+#   - buildah, runc, busybox-static, e2fsprogs, mmdebstrap (apt)
 #   - runsc, built from the Go module proxy with cgo off, pinned below
-#   - pinned Node and npm tarballs from the npm registry, for the local
-#     node:22 and distroless stand-in images
+#   - pinned Node and npm tarballs from the npm registry, and Debian root
+#     filesystems built from Debian's archive (scripts/rootfs.sh), for the
+#     local node:22 and distroless stand-in images
 #   - mounts tracefs at /sys/kernel/tracing when it is missing
 # With --tests, also:
 #   - golangci-lint v2, pinned below
@@ -52,7 +53,7 @@ if [ "$(id -u)" -ne 0 ]; then
   exit 1
 fi
 
-apt_pairs=(buildah:buildah runc:runc busybox:busybox-static mkfs.ext4:e2fsprogs)
+apt_pairs=(buildah:buildah runc:runc busybox:busybox-static mkfs.ext4:e2fsprogs mmdebstrap:mmdebstrap)
 $tests && apt_pairs+=(chromium:chromium)
 need_apt=()
 command -v npm >/dev/null 2>&1 || need_apt+=(npm)
@@ -86,6 +87,10 @@ for pkg in "$NODE_PKG" "$NODE24_PKG" "$NPM_PKG"; do
     rmdir "$tmp"
   fi
 done
+
+# shellcheck source=scripts/rootfs.sh
+. "$(dirname "$0")/rootfs.sh"
+build_rootfs_all
 
 if ! mountpoint -q /sys/kernel/tracing; then
   log "mounting tracefs at /sys/kernel/tracing"

@@ -143,12 +143,12 @@ func devRegistry(b *testing.B) *devimages.Registry {
 		b.Log("not root: skipping the traced warm benchmark")
 		return nil
 	}
-	node, distroless, nonroot, err := devimages.Cached(devimages.DefaultInputs(), devimages.DefaultCacheDir())
+	sets, err := devimages.Sets(devimages.DefaultInputs(), devimages.DefaultCacheDir())
 	if err != nil {
 		b.Logf("no stand-in images (%v): skipping the traced warm benchmark", err)
 		return nil
 	}
-	reg, err := devimages.Serve(b.Context(), "127.0.0.1:0", node, distroless, nonroot)
+	reg, err := devimages.ServeSets(b.Context(), "127.0.0.1:0", sets)
 	if err != nil {
 		b.Fatal(err)
 	}

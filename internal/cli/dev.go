@@ -19,7 +19,7 @@ func newCmdDev(g *globals) *cobra.Command {
 	}
 	images := &cobra.Command{
 		Use:   "images",
-		Short: "Build and serve local stand-ins of node:22 and gcr.io/distroless/nodejs22-debian13",
+		Short: "Build and serve local stand-ins of node:22, node:22-slim and gcr.io/distroless/nodejs22-debian13",
 		Example: `  codegenie dev images serve --addr 127.0.0.1:5000 &
   codegenie gather --registry-mirror docker.io=127.0.0.1:5000,gcr.io=127.0.0.1:5000 ./my-service`,
 		Args: exactArgs(0, "a subcommand: serve"),
@@ -29,13 +29,16 @@ func newCmdDev(g *globals) *cobra.Command {
 	serve := &cobra.Command{
 		Use:   "serve",
 		Short: "Build the stand-in images and serve them from a registry on loopback until interrupted",
-		Long: `serve builds node:22 (a real Node 22 and npm from the tarballs scripts/setup.sh
-fetched, busybox as /bin/sh, and a #!/bin/sh docker-entrypoint.sh) and a
-distroless node 22 image (node at /nodejs/bin/node, no shell), and the same for
+		Long: `serve builds node:22 (Debian bookworm with build tools, from the root
+filesystems scripts/setup.sh built out of Debian's packages, with a real Node 22
+and npm from the tarballs it fetched and a #!/bin/sh docker-entrypoint.sh),
+node:22-slim (bookworm minbase, the same Node), and a distroless node 22 image
+(Debian trixie libraries, node at /nodejs/bin/node, no shell), and the same for
 Node 24 when its tarball is there (node:24*, nodejs24-debian13), pushes them to an
 in-process registry on loopback, prints the mirror setting and each digest, and
 serves until interrupted. Machines with no Docker Hub (CI here) use it so that
-unmodified FROM node:22 and FROM gcr.io/distroless/nodejs22-debian13 resolve.`,
+unmodified FROM node:22 and FROM gcr.io/distroless/nodejs22-debian13 resolve.
+docs/stand-in-images.md says what still differs from the real images.`,
 		Example: `  codegenie dev images serve
   codegenie dev images serve --addr 127.0.0.1:5000`,
 		Args: exactArgs(0, "no arguments"),
@@ -52,8 +55,8 @@ unmodified FROM node:22 and FROM gcr.io/distroless/nodejs22-debian13 resolve.`,
 			defer func() { _ = reg.Close() }()
 			fmt.Fprintf(g.stdout, "registry-mirror: %s\n", reg.Mirrors())
 			for _, set := range sets {
-				nt, dt, nrt := set.Tags()
-				for _, tags := range [][]string{nt, dt, nrt} {
+				nt, st, dt, nrt := set.Tags()
+				for _, tags := range [][]string{nt, st, dt, nrt} {
 					for _, t := range tags {
 						fmt.Fprintf(g.stdout, "%s@%s\n", t, reg.Digests[t])
 					}

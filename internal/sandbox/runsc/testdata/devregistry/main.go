@@ -17,12 +17,12 @@ import (
 )
 
 func main() {
-	node, distroless, nonroot, err := devimages.Build(devimages.DefaultInputs())
+	sets, err := devimages.Sets(devimages.DefaultInputs(), devimages.DefaultCacheDir())
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "devregistry:", err)
 		os.Exit(1)
 	}
-	reg, err := devimages.Serve(context.Background(), "127.0.0.1:0", node, distroless, nonroot)
+	reg, err := devimages.ServeSets(context.Background(), "127.0.0.1:0", sets)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "devregistry:", err)
 		os.Exit(1)
