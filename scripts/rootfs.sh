@@ -39,6 +39,9 @@ FULL_PACKAGES=(build-essential python3 git openssh-client curl wget gnupg ca-cer
 SLIM_EXCLUDES=(/usr/share/doc/* /usr/share/man/* /usr/share/info/* /usr/share/groff/* /usr/share/lintian/*
   /usr/share/linda/* /usr/share/locale/*)
 SLIM_INCLUDES=(/usr/share/doc/*/copyright /usr/share/locale/locale.alias)
+# The mmdebstrap customize hook that deletes them from what is installed.
+# shellcheck disable=SC2016 # $1 is mmdebstrap's, expanded in its hook
+SLIM_HOOK='cd "$1" && find usr/share/doc -xdev ! -name copyright ! -type d -delete && find usr/share/doc -mindepth 1 -type d -empty -delete && rm -rf usr/share/man/* usr/share/info/* usr/share/groff/* usr/share/lintian/* usr/share/linda/* && find usr/share/locale -mindepth 1 -maxdepth 1 ! -name locale.alias -exec rm -rf {} +'
 # gcr.io/distroless/nodejs*-debian13: distroless's static, base and cc
 # layers (base-files, netbase, tzdata, the CA bundle, glibc, OpenSSL and
 # the libraries it links, the C++ runtime).
@@ -90,25 +93,36 @@ EOF
 
 # mmdebstrap_bookworm OUT EXTRA_ARGS...: a bookworm minbase with merged
 # /usr (no usrmerge package, as Debian's images), Debian's image apt
-# settings, and the security and updates suites.
+# settings, and the security and updates suites. dpkg runs under
+# eatmydata (no fsync: the result is a tarball), which mmdebstrap's hook
+# removes again; ldconfig then runs once more, so that /etc/ld.so.cache
+# does not name libeatmydata and the bytes are those of a build without it.
 mmdebstrap_bookworm() {
   local out=$1
   shift
   SOURCE_DATE_EPOCH=$ROOTFS_EPOCH mmdebstrap --quiet --variant=minbase --arch="$ROOTFS_ARCH" --format=tar \
-    --hook-dir=/usr/share/mmdebstrap/hooks/merged-usr \
+    --hook-dir=/usr/share/mmdebstrap/hooks/merged-usr --hook-dir=/usr/share/mmdebstrap/hooks/eatmydata \
     --customize-hook='printf "#!/bin/sh\n# No services start while an image builds.\nexit 101\n" > "$1/usr/sbin/policy-rc.d"; chmod 755 "$1/usr/sbin/policy-rc.d"' \
     --customize-hook='printf "DPkg::Post-Invoke { \"rm -f /var/cache/apt/archives/*.deb /var/cache/apt/*.bin || true\"; };\nAPT::Update::Post-Invoke { \"rm -f /var/cache/apt/archives/*.deb /var/cache/apt/*.bin || true\"; };\nDir::Cache::pkgcache \"\";\nDir::Cache::srcpkgcache \"\";\n" > "$1/etc/apt/apt.conf.d/docker-clean"' \
     --customize-hook='printf "Acquire::Languages \"none\";\n" > "$1/etc/apt/apt.conf.d/docker-no-languages"' \
     --customize-hook='rm -f "$1/etc/machine-id" "$1/var/lib/dbus/machine-id"; : > "$1/etc/machine-id"; rm -f "$1"/var/cache/debconf/*-old "$1"/var/lib/dpkg/*-old; rm -rf "$1"/var/cache/apt/*.bin "$1"/var/log/apt/* "$1/var/log/dpkg.log" "$1/var/log/alternatives.log" "$1/var/log/bootstrap.log"' \
-    "$@" bookworm "$out" \
+    "$@" \
+    --customize-hook='chroot "$1" /sbin/ldconfig' \
+    bookworm "$out" \
     "deb $DEBIAN_MIRROR bookworm main" \
     "deb $DEBIAN_MIRROR bookworm-updates main" \
     "deb $DEBIAN_SECURITY bookworm-security main"
 }
 
+# build_bookworm_full OUT: minbase with FULL_PACKAGES, without the docs,
+# manuals and translations of what is installed (about 100 MB that no build
+# reads, and that every build with vfs storage copied at each step), nor
+# gcc's LTO dumper (32 MB, a debugging tool). Unlike -slim, dpkg is not
+# told to leave them out of later installs, as in the official image.
 build_bookworm_full() {
   local out=$1
-  mmdebstrap_bookworm "$out" --include="$(IFS=,; echo "${FULL_PACKAGES[*]}")"
+  mmdebstrap_bookworm "$out" --include="$(IFS=,; echo "${FULL_PACKAGES[*]}")" \
+    --customize-hook="$SLIM_HOOK"' && rm -f usr/bin/x86_64-linux-gnu-lto-dump-*'
 }
 
 # build_bookworm_slim OUT: minbase, then what Debian's -slim images do:
@@ -127,7 +141,7 @@ build_bookworm_slim() {
   chmod 644 "$cfg"
   mmdebstrap_bookworm "$out" \
     --customize-hook="upload $cfg /etc/dpkg/dpkg.cfg.d/docker" \
-    --customize-hook='cd "$1" && find usr/share/doc -xdev ! -name copyright ! -type d -delete && find usr/share/doc -mindepth 1 -type d -empty -delete && rm -rf usr/share/man/* usr/share/info/* usr/share/groff/* usr/share/lintian/* usr/share/linda/* && find usr/share/locale -mindepth 1 -maxdepth 1 ! -name locale.alias -exec rm -rf {} +' || rc=$?
+    --customize-hook="$SLIM_HOOK" || rc=$?
   rm -f "$cfg"
   return "$rc"
 }
@@ -231,7 +245,7 @@ build_rootfs() {
 
 build_rootfs_all() {
   mkdir -p "$ROOTFS_DIR"
-  build_rootfs bookworm-full bookworm minbase build_bookworm_full "${FULL_PACKAGES[@]}"
+  build_rootfs bookworm-full bookworm minbase-nodocs build_bookworm_full "${FULL_PACKAGES[@]}"
   build_rootfs bookworm-slim bookworm minbase-slim build_bookworm_slim
   build_rootfs trixie-distroless trixie extract build_trixie_distroless "${DISTROLESS_PACKAGES[@]}"
 }

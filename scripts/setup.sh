@@ -68,6 +68,14 @@ if [ ${#need_apt[@]} -gt 0 ]; then
     apt-get install -y -qq --no-install-recommends "${need_apt[@]}"
 fi
 
+# The stand-ins' root filesystems build from Debian's archive while runsc
+# compiles: the one waits on the network and dpkg, the other on the
+# compiler.
+# shellcheck source=scripts/rootfs.sh
+. "$(dirname "$0")/rootfs.sh"
+build_rootfs_all &
+rootfs=$!
+
 mkdir -p "$TOOLS"
 stamp() { cat "$TOOLS/.$1.version" 2>/dev/null || true; }
 
@@ -88,9 +96,10 @@ for pkg in "$NODE_PKG" "$NODE24_PKG" "$NPM_PKG"; do
   fi
 done
 
-# shellcheck source=scripts/rootfs.sh
-. "$(dirname "$0")/rootfs.sh"
-build_rootfs_all
+if ! wait "$rootfs"; then
+  log "building the stand-in images' root filesystems failed (see above); run scripts/setup.sh again once Debian's archive answers"
+  exit 1
+fi
 
 if ! mountpoint -q /sys/kernel/tracing; then
   log "mounting tracefs at /sys/kernel/tracing"

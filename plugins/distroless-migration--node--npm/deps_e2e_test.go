@@ -5,6 +5,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -47,7 +48,9 @@ func depsNet(t *testing.T) *buildnet.Settings {
 // TestDepsE2E: services with real npm dependencies, installed during the
 // sandboxed build from the npm registry through gate-control's egress
 // proxy, are traced to a confirmed verdict, and migrate with every gate
-// passed. The proxy's report names what the build reached.
+// passed. The proxy's report names what the build reached. One build
+// step runs apt-get install on the Debian node:22 stand-in, reaching the
+// mirror that the base image's own apt sources name.
 func TestDepsE2E(t *testing.T) {
 	e := setupTrace(t)
 	bn := depsNet(t)
@@ -63,6 +66,9 @@ func TestDepsE2E(t *testing.T) {
 		// migrate rewrites it from a static verdict that cannot see
 		// the blocker (the checkout holds no node_modules).
 		failsGate string
+		// host is the destination a build step must have reached, with
+		// bytes down: the npm registry unless set.
+		host string
 	}{
 		// npm start: the boot runs sh, which a rewrite removes.
 		{name: "express", verdict: probe.ReadyAfterRewrite},
@@ -74,6 +80,9 @@ func TestDepsE2E(t *testing.T) {
 		// request no boot makes: the trace shows no shell, the image's
 		// node_modules do, and migrate's shipped_code gate fails.
 		{name: "shell-when-called", verdict: probe.Blocked, blocker: "node-cmd", failsGate: "shipped_code"},
+		// apt-get install on the Debian node:22, from deb.debian.org,
+		// which only the base image's own apt sources allow.
+		{name: "apt-install", verdict: probe.ReadyAfterRewrite, host: "deb.debian.org"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -93,17 +102,24 @@ func TestDepsE2E(t *testing.T) {
 			if facts.Egress == nil {
 				t.Fatal("no egress facts: the build was offline")
 			}
-			var registry bool
+			host := tc.host
+			if host == "" {
+				host = buildnet.DefaultRegistry
+			}
+			if !slices.ContainsFunc(facts.Egress.Allow, func(a string) bool { return strings.HasPrefix(a, host) }) {
+				t.Errorf("the allow-list %v does not name %s", facts.Egress.Allow, host)
+			}
+			var reached bool
 			for _, c := range facts.Egress.Conns {
 				if !c.Allowed {
 					t.Errorf("refused: %+v", c)
 				}
-				if c.Host == buildnet.DefaultRegistry && c.Down > 0 && strings.HasPrefix(c.Phase, "build:build:step ") {
-					registry = true
+				if c.Host == host && c.Down > 0 && strings.HasPrefix(c.Phase, "build:build:step ") {
+					reached = true
 				}
 			}
-			if !registry {
-				t.Errorf("no connection to %s from a build step with bytes down: %+v", buildnet.DefaultRegistry, facts.Egress.Conns)
+			if !reached {
+				t.Errorf("no connection to %s from a build step with bytes down: %+v", host, facts.Egress.Conns)
 			}
 			t.Logf("%s", facts.Egress)
 			// The dependency code that ships was read from the image.

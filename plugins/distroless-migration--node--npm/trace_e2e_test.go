@@ -383,7 +383,7 @@ func TestTraceCache(t *testing.T) {
 	}
 	for i, change := range []struct{ file, body string }{
 		{"package.json", `{"name":"npm-start","scripts":{"start":"node server.js --port 8080"}}`},
-		{"Dockerfile", "FROM node:22\nWORKDIR /app\nCOPY . .\nENV PORT=8080\nCMD [\"npm\", \"start\"]\n"},
+		{"Dockerfile", "FROM node:22-slim\nWORKDIR /app\nCOPY . .\nENV PORT=8080\nCMD [\"npm\", \"start\"]\n"},
 	} {
 		if err := os.WriteFile(filepath.Join(dir, change.file), []byte(change.body), 0o644); err != nil {
 			t.Fatal(err)
@@ -445,7 +445,7 @@ func TestTraceProgress(t *testing.T) {
 		}
 		shells = max(shells, p.Shells)
 	}
-	if steps == 0 || ticks == 0 || shells == 0 || kinds[len(kinds)-1] != "done" || reports[0].Phase != "pull:node:22" {
+	if steps == 0 || ticks == 0 || shells == 0 || kinds[len(kinds)-1] != "done" || reports[0].Phase != "pull:node:22-slim" {
 		t.Errorf("reports %v (%d steps, %d boot ticks, %d shells); want a pull, steps, a countdown, shells, then done", kinds, steps, ticks, shells)
 	}
 }

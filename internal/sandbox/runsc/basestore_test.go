@@ -50,7 +50,7 @@ func TestBaseStore(t *testing.T) {
 	store := t.TempDir()
 	b := newBackend(t, Config{BaseStore: store})
 	m := mirrors(t)
-	ws := workspace(t, map[string]string{"Dockerfile": "FROM node:22\nRUN true\nCMD [\"node\", \"-e\", \"1\"]\n"})
+	ws := workspace(t, map[string]string{"Dockerfile": "FROM node:22-slim\nRUN true\nCMD [\"node\", \"-e\", \"1\"]\n"})
 	var wg sync.WaitGroup
 	results := make([]sandbox.Result, 2)
 	errs := make([]error, 2)
@@ -70,7 +70,7 @@ func TestBaseStore(t *testing.T) {
 	}
 	st := &baseStore{dir: store}
 	if imgs := st.list(); len(imgs) != 1 || imgs[0].bytes <= 0 {
-		t.Errorf("store records %+v, want node:22 once, with its size", imgs)
+		t.Errorf("store records %+v, want node:22-slim once, with its size", imgs)
 	}
 
 	// Both pulled under the reference's pull lock; the second found the

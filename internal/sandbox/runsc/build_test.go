@@ -485,7 +485,7 @@ func TestBuildFails(t *testing.T) {
 	b := newBackend(t, Config{})
 	m := mirrors(t)
 	ws := workspace(t, map[string]string{
-		"Dockerfile": "FROM node:22\nRUN echo before\nRUN echo out; echo err >&2; exit 3\nRUN echo never\n",
+		"Dockerfile": "FROM node:22-slim\nRUN echo before\nRUN echo out; echo err >&2; exit 3\nRUN echo never\n",
 	})
 	res, err := b.Spawn(t.Context(), buildRequest(ws, m, ""))
 	logResult(t, res)
@@ -495,7 +495,7 @@ func TestBuildFails(t *testing.T) {
 	if res.ExitCode != 3 {
 		t.Errorf("exit %d, want 3 (the failing step's)", res.ExitCode)
 	}
-	if diff := cmp.Diff([]string{"pull:node:22", "build:0:step 2", "build:0:step 3", "build:0"}, phaseNames(res.Phases)); diff != "" {
+	if diff := cmp.Diff([]string{"pull:node:22-slim", "build:0:step 2", "build:0:step 3", "build:0"}, phaseNames(res.Phases)); diff != "" {
 		t.Errorf("phases (-want +got):\n%s", diff)
 	}
 	step := phase(res.Phases, "build:0:step 3")
@@ -538,7 +538,7 @@ func TestBuildTimeout(t *testing.T) {
 	b := newBackend(t, Config{})
 	m := mirrors(t)
 	const step = "echo started; sleep 600" // outlasts the longest timeout tried
-	ws := workspace(t, map[string]string{"Dockerfile": "FROM node:22\nRUN " + step + "\n"})
+	ws := workspace(t, map[string]string{"Dockerfile": "FROM node:22-slim\nRUN " + step + "\n"})
 	req := buildRequest(ws, m, "")
 	for req.Timeout = 10 * time.Second; ; req.Timeout *= 2 {
 		start := time.Now()
@@ -698,7 +698,7 @@ func TestBuildHealthcheck(t *testing.T) {
 	b := newBackend(t, Config{})
 	m := mirrors(t)
 	ws := workspace(t, map[string]string{
-		"Dockerfile": "FROM node:22\nWORKDIR /app\nCOPY server.js ./\nHEALTHCHECK CMD [\"node\", \"-e\", \"require('child_process').execSync('echo healthy')\"]\nCMD [\"node\", \"server.js\"]\n",
+		"Dockerfile": "FROM node:22-slim\nWORKDIR /app\nCOPY server.js ./\nHEALTHCHECK CMD [\"node\", \"-e\", \"require('child_process').execSync('echo healthy')\"]\nCMD [\"node\", \"server.js\"]\n",
 		"server.js":  listeningServer,
 	})
 	res, err := b.Spawn(t.Context(), buildRequest(ws, m, ""))

@@ -56,7 +56,7 @@ func TestBuildEgress(t *testing.T) {
 		t.Skipf("no host CA bundle to pass (%v)", err)
 	}
 	ws := workspace(t, map[string]string{
-		"Dockerfile": "FROM node:22\n" +
+		"Dockerfile": "FROM node:22-slim\n" +
 			// Through the proxy, to the allowed listener.
 			"RUN npm view --registry http://127.0.0.1:" + strconv.Itoa(allowedPort) + "/ egress-probe version\n" +
 			// Around the proxy: the namespace has no such listener.

@@ -21,7 +21,7 @@ func TestBuildStepTimeout(t *testing.T) {
 	b := newBackend(t, Config{})
 	m := mirrors(t)
 	const step = "echo started; sleep 3600" // outlasts the longest step timeout tried
-	ws := workspace(t, map[string]string{"Dockerfile": "FROM node:22\nRUN " + step + "\n"})
+	ws := workspace(t, map[string]string{"Dockerfile": "FROM node:22-slim\nRUN " + step + "\n"})
 	req := buildRequest(ws, m, "")
 	req.Timeout = 30 * time.Minute
 	for req.Build.StepTimeout = 5 * time.Second; ; req.Build.StepTimeout *= 2 {
