@@ -172,6 +172,78 @@ func (br *buildRun) resolve(ctx context.Context, ref string) string {
 	return d
 }
 
+// The store's write lock. containers/storage locks a store's layers then
+// its images when a pull writes it, and its images then its layers when a
+// build reads it as an additional image store: a pull and a build that
+// meet deadlock until the pull's timeout (seen live in /proc/locks, with
+// the Debian stand-ins' long pulls). So a pull that writes the store holds
+// store.lock exclusively, and a build holds it shared from its first read
+// of the store to its end. gate.lock makes waiting pulls win over new
+// builds: a pull takes it exclusively before store.lock, and a build takes
+// it shared, only to pass. Every wait gives up when the spawn's context
+// ends (its timeout), so a pull queued behind a long build fails with
+// that spawn's timeout, never past it.
+const (
+	storeLockName = "store.lock"
+	gateLockName  = "gate.lock"
+	// lockPoll is how often a wait for the store tries its lock again.
+	lockPoll = 100 * time.Millisecond
+)
+
+// reading takes the store for a build that reads it; release ends it.
+func (s *baseStore) reading(ctx context.Context) (release func(), err error) {
+	gate, err := waitLock(ctx, s.path(gateLockName), unix.LOCK_SH, "a pull of a new base image into the shared store")
+	if err != nil {
+		return nil, err
+	}
+	defer gate.Close()
+	rw, err := waitLock(ctx, s.path(storeLockName), unix.LOCK_SH, "a pull of a new base image into the shared store")
+	if err != nil {
+		return nil, err
+	}
+	return func() { _ = rw.Close() }, nil
+}
+
+// writing takes the store for a pull that writes it; release ends it.
+func (s *baseStore) writing(ctx context.Context) (release func(), err error) {
+	gate, err := waitLock(ctx, s.path(gateLockName), unix.LOCK_EX, "another pull into the shared store")
+	if err != nil {
+		return nil, err
+	}
+	rw, err := waitLock(ctx, s.path(storeLockName), unix.LOCK_EX, "the builds that read the shared store")
+	if err != nil {
+		_ = gate.Close()
+		return nil, err
+	}
+	return func() { _ = rw.Close(); _ = gate.Close() }, nil
+}
+
+// waitLock flocks file with how, trying again every lockPoll until it has
+// it or ctx ends; what names what holds it, for the error.
+func waitLock(ctx context.Context, file string, how int, what string) (*os.File, error) {
+	f, err := os.OpenFile(file, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("opening lock file: %w", err)
+	}
+	for {
+		err := unix.Flock(int(f.Fd()), how|unix.LOCK_NB)
+		switch {
+		case err == nil:
+			return f, nil
+		case errors.Is(err, unix.EWOULDBLOCK), errors.Is(err, unix.EINTR):
+		default:
+			_ = f.Close()
+			return nil, fmt.Errorf("locking %s: %w", file, err)
+		}
+		select {
+		case <-ctx.Done():
+			_ = f.Close()
+			return nil, fmt.Errorf("waiting for %s: %w", what, context.Cause(ctx))
+		case <-time.After(lockPoll):
+		}
+	}
+}
+
 // imageBase is an image a stage is built FROM.
 type imageBase struct {
 	ref    string
@@ -268,6 +340,17 @@ func (br *buildRun) pullBase(ctx context.Context, ref string) (sandbox.PhaseResu
 			return p, id, nil
 		}
 	}
+	// This pull writes the store: no build may read it meanwhile.
+	release, err := st.writing(ctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			p.Failed, p.ExitCode = true, -1
+			p.Duration = time.Since(start)
+			return p, "", nil
+		}
+		return p, "", err
+	}
+	defer release()
 	br.b.pulls.Add(1)
 	cmd := br.bh.commandIn(store{root: st.path("s"), runroot: st.path("rr"), conf: conf},
 		"pull", "--policy=always", "--signature-policy", br.bh.path("policy.json"), "--quiet", ref)

@@ -1,11 +1,16 @@
 package runsc
 
 import (
+	"context"
+	"errors"
+	"os"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"golang.org/x/sys/unix"
 
 	"github.com/codegenie/codegenie/internal/sandbox"
 )
@@ -114,4 +119,82 @@ func TestPlanRequests(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("plan (-want +got):\n%s", diff)
 	}
+}
+
+// TestStoreLock: a pull waits for the builds that read the store, a build
+// that comes while a pull waits reads only after it, and every wait gives
+// up when its context ends, with the spawn's cause.
+func TestStoreLock(t *testing.T) {
+	t.Parallel()
+	st := &baseStore{dir: t.TempDir()}
+	ctx := t.Context()
+	r1, err := st.reading(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A pull cannot write while a build reads; it gives up with its
+	// context's cause.
+	short, cancel := context.WithTimeoutCause(ctx, 300*time.Millisecond, errors.New("the spawn's 3m0s timeout"))
+	defer cancel()
+	if _, err := st.writing(short); err == nil || !strings.Contains(err.Error(), "the builds that read the shared store: the spawn's 3m0s timeout") {
+		t.Fatalf("writing while a build reads: %v", err)
+	}
+	order := make(chan string, 3)
+	wrote := make(chan struct{})
+	go func() {
+		release, err := st.writing(ctx)
+		if err != nil {
+			t.Error(err)
+			close(wrote)
+			return
+		}
+		order <- "pull"
+		release()
+		close(wrote)
+	}()
+	// The pull now holds gate.lock and waits for r1: a new build waits
+	// behind it. Wait for the pull to be queued (its gate lock held).
+	waitHeld(t, st.path(gateLockName))
+	read2 := make(chan struct{})
+	go func() {
+		release, err := st.reading(ctx)
+		if err != nil {
+			t.Error(err)
+			close(read2)
+			return
+		}
+		order <- "build 2"
+		release()
+		close(read2)
+	}()
+	r1()
+	<-wrote
+	<-read2
+	close(order)
+	var got []string
+	for s := range order {
+		got = append(got, s)
+	}
+	if diff := cmp.Diff([]string{"pull", "build 2"}, got); diff != "" {
+		t.Errorf("order (-want +got):\n%s", diff)
+	}
+}
+
+// waitHeld waits, for minutes at most, until someone holds file's flock.
+func waitHeld(t *testing.T, file string) {
+	t.Helper()
+	deadline := time.Now().Add(3 * time.Minute)
+	for time.Now().Before(deadline) {
+		f, err := os.OpenFile(file, os.O_RDWR|os.O_CREATE, 0o600)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = unix.Flock(int(f.Fd()), unix.LOCK_SH|unix.LOCK_NB)
+		f.Close()
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("nobody took %s within 3 minutes", file)
 }

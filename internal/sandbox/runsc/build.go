@@ -332,6 +332,17 @@ func (b *Backend) spawnBuild(ctx context.Context, req sandbox.SpawnRequest) (san
 			for _, id := range pinned {
 				br.baseIDs = append(br.baseIDs, id)
 			}
+			// From here to its end the build reads the store (its
+			// builds, then the boot's mount of the image built on it).
+			release, err := b.bases.reading(ctx)
+			switch {
+			case err != nil && stopped() != nil:
+				stopErr, built = stopped(), false
+			case err != nil:
+				infraErr, built = err, false
+			default:
+				defer release()
+			}
 		}
 	}
 	if built {
