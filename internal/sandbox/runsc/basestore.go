@@ -56,7 +56,8 @@ import (
 // host; builds hold use.lock shared for their whole
 // life, so that a prune, which needs it exclusively (and gives up when a
 // build holds it), never removes an image in use. containers/storage's own
-// locks do not make reading the store safe during a pull: see stored.
+// locks do not make reading the store safe during a pull: see stored and
+// store.lock (writing).
 //
 // The store is capped at Config.BaseStoreBytes: after a build, when the
 // recorded sizes add up past it, the least recently used images are
