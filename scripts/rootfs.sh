@@ -36,9 +36,14 @@ ROOTFS_DIR=${CODEGENIE_ROOTFS:-$DIST/rootfs}
 FULL_PACKAGES=(build-essential python3 git openssh-client curl wget gnupg ca-certificates netbase procps
   xz-utils bzip2 unzip file patch less)
 # What Debian's -slim images leave out of every package.
-SLIM_EXCLUDES=(/usr/share/doc/* /usr/share/man/* /usr/share/info/* /usr/share/groff/* /usr/share/lintian/*
-  /usr/share/linda/* /usr/share/locale/*)
-SLIM_INCLUDES=(/usr/share/doc/*/copyright /usr/share/locale/locale.alias)
+# Quoted: dpkg matches these patterns itself. Unquoted, the shell expanded
+# them against this machine's own /usr/share/doc, so the image's dpkg
+# excluded only the folders (not their files) of the packages the host
+# had, and apt-get install failed on the slim image ("unable to create
+# /usr/share/doc/libssl3/changelog.Debian.gz.dpkg-new").
+SLIM_EXCLUDES=('/usr/share/doc/*' '/usr/share/man/*' '/usr/share/info/*' '/usr/share/groff/*' '/usr/share/lintian/*'
+  '/usr/share/linda/*' '/usr/share/locale/*')
+SLIM_INCLUDES=('/usr/share/doc/*/copyright' '/usr/share/locale/locale.alias')
 # The mmdebstrap customize hook that deletes them from what is installed.
 # shellcheck disable=SC2016 # $1 is mmdebstrap's, expanded in its hook
 SLIM_HOOK='cd "$1" && find usr/share/doc -xdev ! -name copyright ! -type d -delete && find usr/share/doc -mindepth 1 -type d -empty -delete && rm -rf usr/share/man/* usr/share/info/* usr/share/groff/* usr/share/lintian/* usr/share/linda/* && find usr/share/locale -mindepth 1 -maxdepth 1 ! -name locale.alias -exec rm -rf {} +'
@@ -138,6 +143,8 @@ build_bookworm_slim() {
     for p in "${SLIM_EXCLUDES[@]}"; do echo "path-exclude $p"; done
     for p in "${SLIM_INCLUDES[@]}"; do echo "path-include $p"; done
   } > "$cfg"
+  # The patterns must reach dpkg unexpanded.
+  grep -qxF 'path-exclude /usr/share/doc/*' "$cfg" || { echo "rootfs: the dpkg excludes were expanded by the shell" >&2; rm -f "$cfg"; return 1; }
   chmod 644 "$cfg"
   mmdebstrap_bookworm "$out" \
     --customize-hook="upload $cfg /etc/dpkg/dpkg.cfg.d/docker" \
