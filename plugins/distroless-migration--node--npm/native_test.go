@@ -2,58 +2,51 @@ package nodenpm_test
 
 import (
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/codegenie/codegenie/internal/probe"
+	nodenpm "github.com/codegenie/codegenie/plugins/distroless-migration--node--npm"
 	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/probes/noderuntime"
 	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/readiness"
 )
 
-// TestNativeStagesFixtures: musl-built native code blocks wherever the
-// image gets it from, with one glibc_builder blocker per stage that builds
-// it: a deps stage the runtime copies node_modules from (while
-// Dockerfile.Builder names the build stage), and an alpine stage that
-// compiles a SQLite extension the runtime copies. These fixtures are
-// judged here, not by TestRecipeRemovesEveryBlocker: the recipe moves only
-// the builder it reads from node_runtime until it reads the blockers'
-// Edit.Stages (issue 21; recipe/builders.go).
-func TestNativeStagesFixtures(t *testing.T) {
+// TestRecipeMovesEveryNativeStage: musl-built native code blocks wherever
+// the image gets it from, with one glibc_builder blocker per stage that
+// builds it (readiness.NativeStages), and the rewrite moves each of those
+// stages to glibc, not only the builder node_runtime names: a deps stage
+// the runtime copies node_modules from while the build stage is the
+// builder, and an alpine stage that compiles a SQLite extension the
+// runtime copies (issue 21). Their gather and migrate goldens are the
+// fixtures' (TestFixtures, TestRecipeRemovesEveryBlocker).
+func TestRecipeMovesEveryNativeStage(t *testing.T) {
 	t.Parallel()
-	dirs, err := filepath.Glob(filepath.Join("testdata", "native-stages", "*"))
-	if err != nil || len(dirs) == 0 {
-		t.Fatalf("no fixtures: %v", err)
-	}
-	for _, dir := range dirs {
-		if filepath.Ext(dir) == ".json" {
-			continue
-		}
-		name := filepath.Base(dir)
+	for _, name := range []string{"native-deps-stage", "musl-sqlite-extension"} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			got := summarize(gatherStatic(t, dir))
-			goldenPath := dir + ".json"
-			if *update {
-				b, _ := json.MarshalIndent(got, "", "  ")
-				if err := os.WriteFile(goldenPath, append(b, '\n'), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			b, err := os.ReadFile(goldenPath)
+			dir := filepath.Join("testdata", "fixtures", name)
+			out := gatherStatic(t, dir)
+			res, err := nodenpm.Rewrite(t.Context(), dir, out.Probes, nodenpm.RewriteOptions{})
 			if err != nil {
-				t.Fatalf("reading golden file (run with -update to create it): %v", err)
-			}
-			var want golden
-			if err := json.Unmarshal(b, &want); err != nil {
 				t.Fatal(err)
 			}
-			if diff := cmp.Diff(want, got); diff != "" {
-				t.Errorf("gather %s (-want +got):\n%s", name, diff)
+			if res.Refused() || len(res.Files) == 0 {
+				t.Fatalf("refused %+v, %d files", res.Refusals, len(res.Files))
+			}
+			for _, f := range res.Files {
+				if f.Path != "Dockerfile" {
+					continue
+				}
+				for _, line := range strings.Split(string(f.New), "\n") {
+					if strings.HasPrefix(strings.ToUpper(line), "FROM ") && strings.Contains(line, "alpine") {
+						t.Errorf("a stage still builds on musl: %q", line)
+					}
+				}
 			}
 		})
 	}

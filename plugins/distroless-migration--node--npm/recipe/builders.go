@@ -39,6 +39,16 @@ func (r *rewriter) builders() error {
 	if r.d.Stages[r.t].BaseStage >= 0 {
 		roots[r.root(r.t)] = true
 	}
+	// Every stage whose musl-built native code ships (readiness.NativeStages):
+	// a deps stage the runtime copies node_modules from, an alpine stage
+	// whose shared object it copies; not only the builder node_runtime names.
+	for _, a := range r.byRule[readiness.RuleGlibcBuilder] {
+		for _, st := range a.Edit.Stages {
+			if st >= 0 && st < len(r.d.Stages) && st != r.t {
+				roots[r.root(st)] = true
+			}
+		}
+	}
 	done := map[int]bool{}
 	for i := range r.d.Stages {
 		if !roots[i] {
