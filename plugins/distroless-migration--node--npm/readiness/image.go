@@ -192,10 +192,7 @@ func (b *builder) keepRun(in dockerfile.Instruction) {
 	if b.keptRunBinaries == nil {
 		b.keptRunBinaries = map[string]int{}
 	}
-	cmds := [][]string{in.Args}
-	if in.Form == dockerfile.FormShell {
-		cmds = shellcmd.Analyze(strings.Join(in.Args, " ")).Commands
-	}
+	cmds := shellcmd.Instruction(in)
 	for _, c := range cmds {
 		// "git config --global ..." sets a program up for run time; other
 		// uses at build time say nothing about run time.
@@ -235,10 +232,7 @@ func startBinaries(d *dockerfile.File) map[string]string {
 		if !ok || len(in.Args) == 0 {
 			continue
 		}
-		cmds := [][]string{in.Args}
-		if in.Form == dockerfile.FormShell {
-			cmds = shellcmd.Analyze(strings.Join(in.Args, " ")).Commands
-		}
+		cmds := shellcmd.Instruction(in)
 		for _, cmd := range cmds {
 			if init, rest := dockerfile.SplitInit(cmd); init != nil && !dockerfile.IsUserWrapper(init[0]) {
 				cmd = rest // the rewrite drops the init; the wrapped command is judged on its own

@@ -61,10 +61,7 @@ func (r *rewriter) collect(stages []int) collected {
 					}
 				}
 			case "run":
-				cmds := [][]string{in.Args}
-				if in.Form == dockerfile.FormShell {
-					cmds = shellcmd.Analyze(strings.Join(in.Args, " ")).Commands
-				}
+				cmds := shellcmd.Instruction(in)
 				for _, cmd := range cmds {
 					if len(cmd) == 0 {
 						continue
@@ -300,10 +297,7 @@ func (r *rewriter) devDeps(stages []int) (step, dir string) {
 					}
 				}
 			case "run":
-				cmds := [][]string{in.Args}
-				if in.Form == dockerfile.FormShell {
-					cmds = shellcmd.Analyze(strings.Join(in.Args, " ")).Commands
-				}
+				cmds := shellcmd.Instruction(in)
 				for _, cmd := range cmds {
 					if len(cmd) == 0 {
 						continue

@@ -500,12 +500,7 @@ func binaries(f *dockerfile.File) []BinaryUse {
 		if !ok || len(in.Args) == 0 {
 			continue
 		}
-		var cmds [][]string
-		if in.Form == dockerfile.FormShell {
-			cmds = shellcmd.Analyze(strings.Join(in.Args, " ")).Commands
-		} else {
-			cmds = [][]string{in.Args}
-		}
+		cmds := shellcmd.Instruction(in)
 		for _, cmd := range cmds {
 			if len(cmd) == 0 {
 				continue
