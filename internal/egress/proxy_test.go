@@ -15,6 +15,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"syscall"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -714,11 +715,14 @@ func TestCloseEndsEverything(t *testing.T) {
 	if err := <-served; err != nil {
 		t.Errorf("Serve = %v", err)
 	}
-	// The proxy closed its side of every connection.
+	// The proxy closed its side of every connection: EOF, or a reset when
+	// the kernel closed it with unread bytes (half's request) or still in
+	// the listener's backlog (idle). Only a connection left open reaches
+	// the read deadline.
 	for name, c := range map[string]net.Conn{"tunnel": tunnel, "half": half, "idle": idle} {
 		c.SetReadDeadline(time.Now().Add(waitFor))
-		if _, err := io.ReadAll(c); err != nil {
-			t.Errorf("%s: %v, want EOF", name, err)
+		if _, err := io.ReadAll(c); err != nil && !errors.Is(err, syscall.ECONNRESET) {
+			t.Errorf("%s: %v, want EOF or a reset", name, err)
 		}
 		c.Close()
 	}
