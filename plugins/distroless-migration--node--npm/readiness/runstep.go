@@ -3,6 +3,7 @@ package readiness
 import (
 	"path"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/dockerfile"
@@ -98,6 +99,11 @@ func ClassifyRun(in dockerfile.Instruction, workdir string) RunStep {
 		cmds = [][]string{in.Args}
 	}
 	var does []string
+	// Files written outside the app, in order: a later rm in the same
+	// step undoes a write (ln -s python3 /usr/bin/python for a build, rm
+	// /usr/bin/python after it), so only what is left at the step's end
+	// stays in the way.
+	var pending []outsideWrite
 	for _, c := range cmds {
 		if len(c) == 0 {
 			continue
@@ -112,11 +118,34 @@ func ClassifyRun(in dockerfile.Instruction, workdir string) RunStep {
 			does = append(does, name+" downloads at build time")
 		case (name == "bash" || name == "sh") && (len(c) == 1 || c[1] == "-" || c[1] == "-s" || c[1] == "-E"):
 			does = append(does, name+" runs a downloaded setup script at build time")
+		case name == "install":
+			// coreutils install: -d makes directories with an owner and a
+			// mode (mkdir, chown, chmod); otherwise it copies files.
+			in := shellcmd.ParseInstall(c[1:])
+			if in.Dirs != nil {
+				does = append(does, "install -d makes directories"+ownedBy(in))
+				continue
+			}
+			if outside(in.Dest) {
+				pending = append(pending, outsideWrite{name, in.Dest})
+			}
+			does = append(does, "install copies files")
+		case name == "rm":
+			pending = slices.DeleteFunc(pending, func(w outsideWrite) bool { return removedBy(w.path, shellcmd.Removed(c)) })
+			does = append(does, name+" "+fileSteps[name])
 		case fileSteps[name] != "":
-			if writes[name] {
+			if written, ok := shellcmd.Written(c); ok && name != "mv" {
+				// The destination is what changes: ln's link name, cp's
+				// copy; the files they read stay as they were.
+				for _, a := range written {
+					if outside(a) {
+						pending = append(pending, outsideWrite{name, a})
+					}
+				}
+			} else if writes[name] {
 				for _, a := range c[1:] {
 					if outside(a) {
-						return RunStep{Why: name + " writes " + a + ", outside the app, where the runtime image keeps its own files"}
+						pending = append(pending, outsideWrite{name, a})
 					}
 				}
 			}
@@ -127,5 +156,46 @@ func ClassifyRun(in dockerfile.Instruction, workdir string) RunStep {
 			return RunStep{Why: "codegenie cannot tell what " + c[0] + " leaves behind, so moving it may lose an effect"}
 		}
 	}
+	if len(pending) > 0 {
+		return RunStep{Why: pending[0].cmd + " writes " + pending[0].path + ", outside the app, where the runtime image keeps its own files"}
+	}
 	return RunStep{Movable: true, Why: strings.Join(dedupe(does), "; ")}
+}
+
+// outsideWrite is a file a step's command writes outside the app.
+type outsideWrite struct{ cmd, path string }
+
+// removedBy reports whether rm's operands remove p: p itself, a directory
+// above it, or a glob that matches either.
+func removedBy(p string, operands []string) bool {
+	for _, o := range operands {
+		o = path.Clean(o)
+		for q := path.Clean(p); ; q = path.Dir(q) {
+			if m, err := path.Match(o, q); q == o || err == nil && m {
+				return true
+			}
+			if q == "/" || q == "." {
+				break
+			}
+		}
+	}
+	return false
+}
+
+// ownedBy describes the owner and mode install -d sets.
+func ownedBy(in shellcmd.Install) string {
+	var parts []string
+	switch {
+	case in.Group == "" && in.Owner != "":
+		parts = append(parts, "owned by "+in.Owner)
+	case in.Group != "":
+		parts = append(parts, "owned by "+in.Owner+":"+in.Group)
+	}
+	if in.Mode != "" {
+		parts = append(parts, "mode "+in.Mode)
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(parts, ", ") + ")"
 }

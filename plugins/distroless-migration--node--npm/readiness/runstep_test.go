@@ -31,6 +31,21 @@ func TestClassifyRun(t *testing.T) {
 		{"mkdir -p /app/logs && chown app /app/logs", true, "makes directories"},
 		{"mkdir -p /var/lib/kutt", true, "makes directories"},
 		{"npm ci && mv /usr/local/app/node_modules /node_modules", true, "moves files"},
+		// coreutils install -d is mkdir with an owner and a mode.
+		{`install -d -o node -g node "$THELOUNGE_HOME"`, true, "install -d makes directories (owned by node:node)"},
+		{"install -dm 0750 -o app /var/lib/app", true, "(owned by app, mode 0750)"},
+		{"install -m 0755 tool /usr/local/bin/tool", false, "install writes /usr/local/bin/tool, outside the app"},
+		{"install -t /usr/local/app/bin tool", true, "install copies files"},
+		// ln writes its link name, not its target; a later rm in the
+		// same step undoes a write.
+		{"ln -sf /usr/bin/python3 /usr/bin/python", false, "ln writes /usr/bin/python, outside"},
+		{"ln -sf /usr/bin/python3 /usr/bin/python && npm install --omit=dev && rm -f /usr/bin/python", true, "installs or builds packages"},
+		{"ln -s /usr/bin/python3 /usr/bin/python && npm ci && rm -rf /tmp/* /usr/bin/python /root/.npm", true, "removes files"},
+		{"ln -s /usr/bin/python3 /usr/local/bin/python && npm ci && rm -rf /usr/local/bin/*", true, "removes files"},
+		{"rm -f /usr/bin/python && ln -s /usr/bin/python3 /usr/bin/python", false, "ln writes /usr/bin/python"},
+		{"ln -s /usr/bin/python3 /usr/bin/python && ln -s /usr/bin/pip3 /usr/bin/pip && rm /usr/bin/python", false, "ln writes /usr/bin/pip"},
+		{"cp /usr/share/zoneinfo/UTC /usr/local/app/tz", true, "copies files"},
+		{"cp -t /etc/ssl/certs ca.pem", false, "cp writes /etc/ssl/certs"},
 	}
 	for _, tt := range tests {
 		got := ClassifyRun(dockerfile.Instruction{Command: "run", Form: dockerfile.FormShell, Args: []string{tt.line}}, "/usr/local/app")
