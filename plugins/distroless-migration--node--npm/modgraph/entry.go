@@ -10,37 +10,45 @@ import (
 	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/probes/npmscripts"
 )
 
-// NodeArgv returns the node command a start chain comes down to, without
-// the leading node: the exec-form rewrite, else the main script's own
-// command. ok is false when the chain does not end in node.
-func NodeArgv(c *npmscripts.Chain) ([]string, bool) {
+// NodeCommand is one node command the start comes down to: node's
+// arguments (without node), run in Dir (relative to the image's WORKDIR).
+type NodeCommand struct {
+	Args []string
+	Dir  string
+}
+
+// NodeCommands returns the node commands the start runs, one for each of
+// the chain's steps (npmscripts.Chain.Steps: the reading of the start
+// that readiness and the recipe use too, through package managers, &&
+// lines, hooks, npm-run-all and cross-env). A step that runs a JavaScript
+// file directly runs node through its shebang. why says why there are
+// none: the start does not come down to steps, or one step is not node,
+// whose code the graph cannot start from.
+func NodeCommands(c *npmscripts.Chain) (cmds []NodeCommand, why string) {
 	if c == nil {
-		return nil, false
+		return nil, "no start command is known"
 	}
-	cands := [][]string{c.Direct}
-	for _, s := range c.Scripts {
-		if s.Role == "main" {
-			cands = append(cands, s.Analysis.Argv)
+	if len(c.Steps) == 0 {
+		why := c.StepsWhy
+		if why == "" {
+			why = "no command"
 		}
+		return nil, "the start command does not come down to node commands (" + strings.Join(chainArgv(c), " ") + ": " + why + ")"
 	}
-	cands = append(cands, c.Program)
-	for i, argv := range cands {
+	for _, s := range c.Steps {
 		// tini -- node app.js, gosu app node app.js: the graph starts at
 		// the command the init or user wrapper runs.
-		_, cands[i] = dockerfile.SplitInit(argv)
-	}
-	for _, argv := range cands {
-		if len(argv) > 0 && isNode(argv[0]) {
-			return argv[1:], true
+		_, argv := dockerfile.SplitInit(s.Argv)
+		switch {
+		case len(argv) > 0 && isNode(argv[0]):
+			cmds = append(cmds, NodeCommand{Args: argv[1:], Dir: s.Dir})
+		case len(argv) > 0 && isJSPath(argv[0]):
+			cmds = append(cmds, NodeCommand{Args: argv, Dir: s.Dir})
+		default:
+			return nil, "the start runs " + strings.Join(s.Argv, " ") + ", which is not node"
 		}
 	}
-	// A JavaScript file run directly runs node through its shebang.
-	for _, argv := range cands {
-		if len(argv) > 0 && isJSPath(argv[0]) {
-			return argv, true
-		}
-	}
-	return nil, false
+	return cmds, ""
 }
 
 func isJSPath(p string) bool {
@@ -96,18 +104,41 @@ func ScriptArgs(args []string) (preloads []string, script string) {
 	return preloads, ""
 }
 
-// entryFiles finds the repository files the container's node starts with.
+// entryFiles finds the repository files the container's node commands
+// start with: each command's script and preloads.
 func entryFiles(j *images.Judged, set *images.FileSet, c *npmscripts.Chain, w *walker) ([]string, string) {
-	args, ok := NodeArgv(c)
-	if !ok {
-		return nil, "the start command does not run node directly (" + strings.Join(chainArgv(c), " ") + ")"
+	cmds, why := NodeCommands(c)
+	if len(cmds) == 0 {
+		return nil, why
 	}
-	preloads, script := ScriptArgs(args)
 	// NODE_OPTIONS set by ENV preloads modules too (--require, --import).
+	var optPreloads []string
 	if opts, ok := envValue(j, "NODE_OPTIONS"); ok {
-		more, _ := ScriptArgs(append(strings.Fields(opts), "--"))
-		preloads = append(preloads, more...)
+		optPreloads, _ = ScriptArgs(append(strings.Fields(opts), "--"))
 	}
+	var out, whys []string
+	for _, cmd := range cmds {
+		files, why := commandEntries(j, set, w, cmd, optPreloads)
+		out = append(out, files...)
+		whys = append(whys, why)
+	}
+	if len(out) == 0 {
+		return nil, strings.Join(whys, "; ")
+	}
+	var uniq []string
+	for _, f := range out {
+		if !slices.Contains(uniq, f) {
+			uniq = append(uniq, f)
+		}
+	}
+	return uniq, strings.Join(whys, "; ")
+}
+
+// commandEntries finds the repository files one node command starts with.
+func commandEntries(j *images.Judged, set *images.FileSet, w *walker, cmd NodeCommand, optPreloads []string) ([]string, string) {
+	args := cmd.Args
+	preloads, script := ScriptArgs(args)
+	preloads = append(preloads, optPreloads...)
 	if script == "" {
 		return nil, "node runs no script file (" + strings.Join(args, " ") + ")"
 	}
@@ -117,18 +148,22 @@ func entryFiles(j *images.Judged, set *images.FileSet, c *npmscripts.Chain, w *w
 	for _, m := range append(preloads, script) {
 		if !strings.HasPrefix(m, ".") && !strings.HasPrefix(m, "/") && !strings.Contains(m, "/") && path.Ext(m) == "" {
 			// A bare preload (--require dotenv/config) is a package.
-			if t, ok := w.resolve(path.Join(j.Context, "index.js"), m); ok {
+			if t, ok := w.resolve(path.Join(j.Context, cmd.Dir, "index.js"), m); ok {
 				out = append(out, t)
 				continue
 			}
 		}
-		if t, ok := mapEntry(j, set, w, wd, m); ok {
+		p := m
+		if !path.IsAbs(p) {
+			p = path.Join(cmd.Dir, p)
+		}
+		if t, ok := mapEntry(j, set, w, wd, p); ok {
 			out = append(out, t)
 		} else {
 			missing = append(missing, m)
 		}
 	}
-	why := "node " + strings.Join(args, " ") + " in " + wd
+	why := "node " + strings.Join(args, " ") + " in " + path.Join(wd, cmd.Dir)
 	if len(missing) > 0 {
 		why += "; not found in the repository: " + strings.Join(missing, ", ")
 		if len(out) == 0 {

@@ -290,10 +290,10 @@ func TestEntryBehindWrappers(t *testing.T) {
 	}
 }
 
-// TestNodeArgvBehindWrappers: NodeArgv reads a chain's wrappers with
-// dockerfile.SplitInit, so a user wrapper and an option with a value are
-// skipped as the start command's own reading skips them.
-func TestNodeArgvBehindWrappers(t *testing.T) {
+// TestNodeCommandsBehindWrappers: NodeCommands reads a step's wrappers
+// with dockerfile.SplitInit, so a user wrapper and an option with a value
+// are skipped as the start command's own reading skips them.
+func TestNodeCommandsBehindWrappers(t *testing.T) {
 	t.Parallel()
 	for _, argv := range [][]string{
 		{"gosu", "app", "node", "server.js"},
@@ -301,9 +301,9 @@ func TestNodeArgvBehindWrappers(t *testing.T) {
 		{"/sbin/tini", "-e", "143", "node", "server.js"},
 		{"docker-init", "--", "node", "server.js"},
 	} {
-		got, ok := NodeArgv(&npmscripts.Chain{Program: argv})
-		if !ok || !cmp.Equal(got, []string{"server.js"}) {
-			t.Errorf("NodeArgv(%q) = %q, %v; want [server.js], true", argv, got, ok)
+		got, why := NodeCommands(&npmscripts.Chain{Program: argv, Steps: []npmscripts.Step{{Argv: argv}}})
+		if want := []NodeCommand{{Args: []string{"server.js"}}}; !cmp.Equal(got, want) {
+			t.Errorf("NodeCommands(%q) = %v (%s); want %v", argv, got, why, want)
 		}
 	}
 }

@@ -65,6 +65,10 @@ type Start struct {
 	// && chains), each an argv that starts with node; a generated launcher
 	// runs them.
 	Steps [][]string `json:"steps,omitempty"`
+	// StepEnv, when set, holds each step's own variables (the cross-env
+	// or VAR=x of its command), which the launcher gives that step's
+	// process only; index i is Steps[i]'s.
+	StepEnv [][]string `json:"step_env,omitempty"`
 	// Env are KEY=VALUE pairs that move to ENV.
 	Env []string `json:"env,omitempty"`
 	// Dir is the folder, relative to the image's WORKDIR, that the

@@ -5,6 +5,7 @@ package readiness
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/codegenie/codegenie/internal/probe"
@@ -82,6 +83,13 @@ func (b *builder) chains(f *npmscripts.Facts, r probe.Result) {
 				evs = append(evs, probe.Evidence{File: file, Line: s.Line, Note: s.Name + ": " + s.Command})
 			}
 		}
+		// The scripts the start's steps come from (npm-run-all's, an &&
+		// line's) that the chain's own list does not name.
+		for _, s := range c.Steps {
+			if s.Line > 0 && !slices.ContainsFunc(evs, func(e probe.Evidence) bool { return e.File == s.Package && e.Line == s.Line }) {
+				evs = append(evs, probe.Evidence{File: s.Package, Line: s.Line, Note: s.Script + ": " + strings.Join(s.Argv, " ")})
+			}
+		}
 		switch c.Launcher {
 		case "npx":
 			bl := probe.Blocker{ID: npmscripts.WarnPackageManagerStart, Kind: probe.ShellAtRuntime,
@@ -104,7 +112,8 @@ func (b *builder) chains(f *npmscripts.Facts, r probe.Result) {
 		case "npm", "yarn", "pnpm", string(shellcmd.NodeRun):
 			bl := probe.Blocker{ID: npmscripts.WarnPackageManagerStart, Kind: probe.ShellAtRuntime,
 				Title: fmt.Sprintf("the container starts with %s, which runs %q through sh -c", strings.Join(c.Program, " "), c.Script), Evidence: evs}
-			steps, launcher := launcherSteps(c)
+			ls, launcher := launcherSteps(c)
+			launcher = launcher && len(ls.Steps) > 1
 			st := b.nodeStart(c.Direct, c.Env, "the "+c.Script+" script")
 			st.Dir = c.Dir
 			switch {
@@ -122,8 +131,14 @@ func (b *builder) chains(f *npmscripts.Facts, r probe.Result) {
 				b.setStart(st, false)
 			case launcher:
 				bl.Rule = RuleNodeLauncher
-				bl.Fix = launcherFix(steps)
-				b.setStart(Start{Steps: steps, Dir: c.Dir, From: "the " + c.Script + " script and its hooks"}, false)
+				bl.Fix = launcherFix(ls)
+				ls.From = "the " + c.Script + " script and its hooks"
+				if slices.ContainsFunc(c.Steps, func(s npmscripts.Step) bool {
+					return s.Script != c.Script && s.Script != "pre"+c.Script && s.Script != "post"+c.Script
+				}) {
+					ls.From = "the " + c.Script + " script and the scripts it runs"
+				}
+				b.setStart(ls, false)
 			case c.Convertible:
 				bl.Rule, bl.WhyNot = RuleBinaryAtRuntime, fmt.Sprintf("the %s script runs %s, which is not node", c.Script, strings.Join(st.Program, " "))
 			default:
@@ -133,10 +148,11 @@ func (b *builder) chains(f *npmscripts.Facts, r probe.Result) {
 		case "shell":
 			bl := probe.Blocker{ID: npmscripts.WarnShellFormStart, Kind: probe.ShellAtRuntime,
 				Title: "the start command needs a shell: " + strings.TrimPrefix(strings.Join(c.Blockers, "; "), "start command needs a shell: "), Evidence: evs}
-			if steps, ok := launcherSteps(c); ok {
+			if ls, ok := launcherSteps(c); ok {
 				bl.Rule = RuleNodeLauncher
-				bl.Fix = launcherFix(steps)
-				b.setStart(Start{Steps: steps, From: "the start command line"}, false)
+				bl.Fix = launcherFix(ls)
+				ls.From = "the start command line"
+				b.setStart(ls, false)
 			} else {
 				bl.Rule, bl.WhyNot = RuleShellLine, "one-off steps go into the build or an init job; the service runs as one exec-form command"
 			}
@@ -189,12 +205,15 @@ func (b *builder) chains(f *npmscripts.Facts, r probe.Result) {
 // package.json in the image's WORKDIR.
 const LauncherFile = "codegenie-launch.cjs"
 
-func launcherFix(steps [][]string) string {
-	s := make([]string, len(steps))
-	for i, st := range steps {
-		s[i] = strings.Join(st, " ")
+func launcherFix(st Start) string {
+	s := make([]string, len(st.Steps))
+	for i, argv := range st.Steps {
+		s[i] = strings.Join(argv, " ")
+		if i < len(st.StepEnv) && len(st.StepEnv[i]) > 0 {
+			s[i] = strings.Join(st.StepEnv[i], " ") + " " + s[i]
+		}
 	}
-	return fmt.Sprintf("run the %d node steps (%s) from a generated launcher: CMD [%q]", len(steps), strings.Join(s, "; "), LauncherFile)
+	return fmt.Sprintf("run the %d node steps (%s) from a generated launcher: CMD [%q]", len(st.Steps), strings.Join(s, "; "), LauncherFile)
 }
 
 // viaJSEntry replaces a command that is a shim or an env-node script by
@@ -295,55 +314,26 @@ func nodeScriptOf(args []string) string {
 	return ""
 }
 
-// launcherSteps reports whether a chain is a sequence of node commands
-// (pre/post hooks, && chains) that a generated Node launcher can run
-// without a shell, and lists them.
-func launcherSteps(c npmscripts.Chain) ([][]string, bool) {
-	var steps [][]string
-	add := func(a shellcmd.Analysis) bool {
-		if a.Removable && len(a.Argv) > 0 {
-			if !isNodeWord(a.Argv[0]) || len(a.Env) > 0 {
-				return false
-			}
-			steps = append(steps, a.Argv)
-			return true
-		}
-		for _, r := range a.Reasons {
-			if r != "operator &&" {
-				return false
-			}
-		}
-		for _, cmd := range a.Commands {
-			if len(cmd) == 0 || !isNodeWord(cmd[0]) {
-				return false
-			}
-			for _, w := range cmd {
-				if w == "<expanded>" {
-					return false
-				}
-			}
-			steps = append(steps, cmd)
-		}
-		return len(a.Commands) > 0
+// launcherSteps reads a start whose steps (npmscripts.Chain.Steps: hooks,
+// && lines, npm-run-all, each with its cross-env or VAR=x variables) are
+// node commands run one after the other, in one folder: a generated Node
+// launcher runs them without a shell, as the prestart hook's are run.
+func launcherSteps(c npmscripts.Chain) (Start, bool) {
+	if len(c.Steps) == 0 || c.Parallel {
+		return Start{}, false
 	}
-	if len(c.Scripts) == 0 {
-		if len(c.Program) == 3 && shellcmd.IsShell(c.Program[0]) {
-			return steps, add(shellcmd.Analyze(c.Program[2]))
+	st := Start{Dir: c.Steps[0].Dir}
+	for _, s := range c.Steps {
+		if len(s.Argv) == 0 || !isNodeWord(s.Argv[0]) || s.Dir != st.Dir || slices.Contains(s.Argv, "<expanded>") {
+			return Start{}, false
 		}
-		if c.Start.Cmd != nil && c.Start.Cmd.Form == dockerfile.FormShell && len(c.Start.Cmd.Args) > 0 {
-			return steps, add(shellcmd.Analyze(c.Start.Cmd.Args[0]))
-		}
-		return nil, false
+		st.Steps = append(st.Steps, s.Argv)
+		st.StepEnv = append(st.StepEnv, s.Env)
 	}
-	for _, s := range c.Scripts {
-		if s.Role == "handover" {
-			continue // it only runs the next script, which is listed too
-		}
-		if s.Role == "called" || !add(s.Analysis) {
-			return nil, false
-		}
+	if !slices.ContainsFunc(st.StepEnv, func(e []string) bool { return len(e) > 0 }) {
+		st.StepEnv = nil
 	}
-	return steps, len(steps) > 1
+	return st, true
 }
 
 func pkgFileOf(c npmscripts.Chain) string {

@@ -40,6 +40,47 @@ type step struct {
 	// PassArgs appends the launcher's own arguments (what docker run
 	// gives, or CMD) to the step's, as an entrypoint script's "$@" did.
 	PassArgs bool `json:"pass_args,omitempty"`
+	// Env is what the step's process gets on top of the launcher's
+	// environment: the VAR=x or cross-env variables of its command.
+	Env *orderedEnv `json:"env,omitempty"`
+}
+
+// orderedEnv is a step's variables as a JSON object, in the order the
+// command set them (a later value of a name wins, as in the shell).
+type orderedEnv struct{ kv [][2]string }
+
+func envObject(env []string) *orderedEnv {
+	if len(env) == 0 {
+		return nil
+	}
+	o := &orderedEnv{}
+	for _, e := range env {
+		k, v, _ := strings.Cut(e, "=")
+		if i := slices.IndexFunc(o.kv, func(p [2]string) bool { return p[0] == k }); i >= 0 {
+			o.kv[i][1] = v
+			continue
+		}
+		o.kv = append(o.kv, [2]string{k, v})
+	}
+	return o
+}
+
+// MarshalJSON writes the variables in their order.
+func (o *orderedEnv) MarshalJSON() ([]byte, error) {
+	var b strings.Builder
+	b.WriteByte('{')
+	for i, p := range o.kv {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		k, _ := json.Marshal(p[0])
+		v, _ := json.Marshal(p[1])
+		b.Write(k)
+		b.WriteByte(':')
+		b.Write(v)
+	}
+	b.WriteByte('}')
+	return []byte(b.String()), nil
 }
 
 // launcher returns the launcher that runs steps in order. Each runs as a
@@ -66,7 +107,13 @@ func launcher(steps []step, env []string) []byte {
 		envJS, _ := json.Marshal(env)
 		fmt.Fprintf(&b, "for (const kv of %s) { const i = kv.indexOf('='); process.env[kv.slice(0, i)] = kv.slice(i + 1); }\n", envJS)
 	}
-	b.WriteString(launcherBody)
+	body := launcherBody
+	if slices.ContainsFunc(steps, func(s step) bool { return s.Env != nil }) {
+		// A step's own variables reach its process only, as VAR=x cmd and
+		// cross-env gave them to that command.
+		body = strings.Replace(body, "{ stdio: 'inherit' }", "{ stdio: 'inherit', env: s.env ? { ...process.env, ...s.env } : process.env }", 1)
+	}
+	b.WriteString(body)
 	return []byte(b.String())
 }
 

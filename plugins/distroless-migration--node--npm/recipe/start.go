@@ -36,8 +36,11 @@ func (r *rewriter) startLines() ([]string, error) {
 		return nil, r.refuse(readiness.RuleBinaryAtRuntime, "the service starts "+strings.Join(s.Program, " "), "it is not node, and a distroless node image runs node", 0)
 	case len(s.Steps) > 0 || s.Bin != "" || s.Init != "":
 		var steps []step
-		for _, st := range s.Steps {
+		for i, st := range s.Steps {
 			steps = append(steps, step{Args: readiness.DistrolessCmd(st)})
+			if i < len(s.StepEnv) {
+				steps[i].Env = envObject(s.StepEnv[i])
+			}
 		}
 		switch {
 		case s.Bin != "":

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
+	"slices"
 	"strings"
 
 	"github.com/codegenie/codegenie/internal/probe"
@@ -90,6 +91,19 @@ type Chain struct {
 	Dir string `json:"dir,omitempty"`
 	// Blockers say why the chain does not convert mechanically.
 	Blockers []string `json:"blockers,omitempty"`
+	// Steps are the commands the start comes down to, in the order they
+	// run, each with its own environment and folder: a script's pre and
+	// post hooks, the scripts an && line or npm-run-all runs, with the
+	// package managers, cross-env, env and cd gone. This is the one
+	// reading of what the container runs that readiness, the recipe and
+	// the module graph share. When the chain converts, Steps is its one
+	// command (Direct, Env, Dir). Nil when the start does not come down
+	// to commands run one after the other; StepsWhy then says why.
+	Steps    []Step `json:"steps,omitempty"`
+	StepsWhy string `json:"steps_why,omitempty"`
+	// Parallel is set when some steps run at the same time (run-p,
+	// npm-run-all -p), not one after the other.
+	Parallel bool `json:"parallel,omitempty"`
 }
 
 // Script is one package script the chain runs.
@@ -118,7 +132,7 @@ var _ probe.Probe = (*Probe)(nil)
 func (*Probe) Desc() probe.Desc {
 	return probe.Desc{
 		Name:           Name,
-		Version:        "4", // 4: docker-entrypoint.sh runs node on a path node resolves (issue 21)
+		Version:        "5", // 5: steps, the commands the start comes down to (issue 21)
 		Heaviness:      probe.Light,
 		PerImage:       true,
 		CacheStrategy:  probe.CacheContent,
@@ -251,6 +265,32 @@ func pkgRoot(pk *pkg, beside string) string {
 const maxHandovers = 8
 
 func resolve(f *dockerfile.File, pk *pkg, ps packages) (Chain, []probe.Warning) {
+	c, ws := resolveChain(f, pk, ps)
+	c.settleSteps()
+	return c, ws
+}
+
+// settleSteps makes Direct and Steps say the same: a chain that converts
+// to one command has that command as its one step, and a start whose
+// steps are one command converts to it (cross-env A=b node x.js is node
+// x.js with A=b, and run-s x, whose script x is node x.js, is node x.js).
+func (c *Chain) settleSteps() {
+	if c.Steps == nil && c.Convertible && len(c.Direct) > 0 {
+		c.Steps, c.StepsWhy = []Step{{Argv: c.Direct, Env: c.Env, Dir: c.Dir}}, ""
+		return
+	}
+	if len(c.Steps) != 1 || c.Parallel {
+		return
+	}
+	s := c.Steps[0]
+	if c.Convertible && slices.Equal(s.Argv, c.Direct) {
+		c.Steps[0].Env, c.Steps[0].Dir = c.Env, c.Dir
+		return
+	}
+	c.Direct, c.Env, c.Dir, c.Convertible, c.Blockers = s.Argv, s.Env, s.Dir, true, nil
+}
+
+func resolveChain(f *dockerfile.File, pk *pkg, ps packages) (Chain, []probe.Warning) {
 	c := Chain{Dockerfile: f.Path, Package: pk.path, Stage: f.Final, Start: f.Start(f.Final)}
 	var ws []probe.Warning
 	startEv := []probe.Evidence{{File: f.Path, Line: startLine(c.Start, f.Stages[f.Final].Line)}}
@@ -293,6 +333,7 @@ func resolve(f *dockerfile.File, pk *pkg, ps packages) (Chain, []probe.Warning) 
 		}
 		argv = append([]string{"node"}, argv[1:]...)
 	}
+	c.Steps, c.Parallel, c.StepsWhy = expandStart(pk, ps, argv)
 	// sh -c LINE: removable when LINE is one plain command.
 	if len(argv) == 3 && shellcmd.IsShell(argv[0]) && argv[1] == "-c" {
 		a := shellcmd.Analyze(argv[2])

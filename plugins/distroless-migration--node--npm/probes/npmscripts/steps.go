@@ -1,0 +1,171 @@
+package npmscripts
+
+import (
+	"fmt"
+	"path"
+	"slices"
+
+	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/shellcmd"
+)
+
+// Step is one command the start comes down to.
+type Step struct {
+	Argv []string `json:"argv"`
+	// Env is what the command's environment gets on top of the
+	// container's, in order (a later value wins): VAR=x prefixes,
+	// cross-env's and env's assignments, npm's npm_config_ options.
+	Env []string `json:"env,omitempty"`
+	// Dir is the folder, relative to the container's working directory,
+	// the command runs in ("" is the working directory itself).
+	Dir string `json:"dir,omitempty"`
+	// Script is the package script whose line holds the command ("" for
+	// the Dockerfile's own command), in Package at Line.
+	Script  string `json:"script,omitempty"`
+	Package string `json:"package,omitempty"`
+	Line    int    `json:"line,omitempty"`
+}
+
+// maxFollowed bounds how many script invocations one start expands to.
+const maxFollowed = 64
+
+// expander follows a start command through package managers, script
+// lines joined by &&, npm-run-all, cross-env and cd, down to the commands
+// that run, in order: the one reading of the start that readiness, the
+// recipe and the module graph share.
+type expander struct {
+	ps       packages
+	steps    []Step
+	parallel bool
+	followed int
+}
+
+// expandStart is the start argv's steps, or why it does not come down to
+// a list of commands run one after the other.
+func expandStart(pk *pkg, ps packages, argv []string) (steps []Step, parallel bool, why string) {
+	x := &expander{ps: ps}
+	if why := x.command(pk, ".", argv, nil, ""); why != "" {
+		return nil, false, why
+	}
+	return x.steps, x.parallel, ""
+}
+
+// command expands one command run in dir (relative to the working
+// directory) against package pk, with env.
+func (x *expander) command(pk *pkg, dir string, argv, env []string, script string) string {
+	if len(argv) == 0 {
+		return "an empty command"
+	}
+	if e, rest, ok := shellcmd.EnvPrefix(argv); ok {
+		env, argv = append(slices.Clone(env), e...), rest
+	}
+	if len(argv) == 3 && shellcmd.IsShell(argv[0]) && argv[1] == "-c" {
+		return x.line(pk, dir, argv[2], nil, env, script)
+	}
+	if bin, unsupported, ok := shellcmd.NpxBin(argv); ok {
+		if len(unsupported) > 0 {
+			return "npx option " + unsupported[0]
+		}
+		argv = bin
+	}
+	if names, par, why, ok := shellcmd.RunAll(argv); ok {
+		if why != "" {
+			return path.Base(argv[0]) + ": " + why
+		}
+		x.parallel = x.parallel || par
+		for _, n := range names {
+			// npm-run-all runs each as npm run NAME, hooks included.
+			if why := x.invoke(pk, dir, shellcmd.ScriptInvocation{Runner: shellcmd.NPM, Script: n}, env); why != "" {
+				return why
+			}
+		}
+		return ""
+	}
+	if inv, ok := shellcmd.ParseInvocation(argv); ok {
+		return x.invoke(pk, dir, inv, env)
+	}
+	if shellcmd.IsBuiltin(argv[0]) {
+		return "shell builtin " + argv[0]
+	}
+	st := Step{Argv: argv, Env: env, Dir: cleanDir(dir), Script: script}
+	if script != "" {
+		st.Package, st.Line = pk.path, pk.lines[script]
+	}
+	x.steps = append(x.steps, st)
+	return ""
+}
+
+// invoke expands a package manager's run of a script: its pre hook, the
+// script with the invocation's arguments, its post hook.
+func (x *expander) invoke(pk *pkg, dir string, inv shellcmd.ScriptInvocation, env []string) string {
+	if x.followed++; x.followed > maxFollowed {
+		return fmt.Sprintf("the start runs more than %d scripts", maxFollowed)
+	}
+	if len(inv.Unsupported) > 0 {
+		return fmt.Sprintf("%s option %s", inv.Runner, inv.Unsupported[0])
+	}
+	d, why := x.ps.locate(dir, inv)
+	if why != "" {
+		return fmt.Sprintf("%s %s: %s", inv.Runner, inv.Script, why)
+	}
+	if path.Join(x.ps.root, d, "package.json") != pk.path {
+		p, err := loadOnly(x.ps.repo, path.Join(x.ps.root, d))
+		if err != nil {
+			return fmt.Sprintf("reading the package.json in %s: %v", d, err)
+		}
+		pk = p
+	}
+	main, ok := pk.scripts[inv.Script]
+	if !ok && inv.Script == "start" && inv.Runner == shellcmd.NPM && pk.hasServerJS {
+		main, ok = "node server.js", true
+	}
+	if !ok {
+		return fmt.Sprintf("script %q is not defined", inv.Script)
+	}
+	env = append(slices.Clone(env), inv.Env...)
+	hooks := inv.Runner != shellcmd.PNPM && !inv.NoHooks
+	if pre, ok := pk.scripts["pre"+inv.Script]; ok && hooks {
+		if why := x.line(pk, d, pre, nil, env, "pre"+inv.Script); why != "" {
+			return why
+		}
+	}
+	if why := x.line(pk, d, main, inv.Args, env, inv.Script); why != "" {
+		return why
+	}
+	if post, ok := pk.scripts["post"+inv.Script]; ok && hooks {
+		return x.line(pk, d, post, nil, env, "post"+inv.Script)
+	}
+	return ""
+}
+
+// line expands a command line that sh would run in dir: commands joined
+// by &&, with args (npm's, appended to the line) after the last.
+func (x *expander) line(pk *pkg, dir, line string, args, env []string, script string) string {
+	cmds, why := shellcmd.AndList(line)
+	if why != "" {
+		if script == "" {
+			return "the start command needs a shell: " + why
+		}
+		return fmt.Sprintf("script %q needs a shell: %s", script, why)
+	}
+	if len(args) > 0 {
+		last := &cmds[len(cmds)-1]
+		last.Argv = append(slices.Clone(last.Argv), args...)
+	}
+	for _, c := range cmds {
+		if c.Argv[0] == "cd" {
+			if len(c.Argv) != 2 || c.Argv[1] == "-" || c.Argv[1] == "" || c.Argv[1][0] == '-' || len(c.Env) > 0 {
+				return "a cd that is not cd DIR"
+			}
+			d, why := x.ps.dir(dir, c.Argv[1])
+			if why != "" {
+				return why
+			}
+			dir = d
+			continue
+		}
+		if why := x.command(pk, dir, c.Argv, append(slices.Clone(env), c.Env...), script); why != "" {
+			return why
+		}
+	}
+	return ""
+}

@@ -1,0 +1,95 @@
+package npmscripts
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// TestSteps: the start comes down to the commands that run, in order,
+// each with its own variables and folder, through package managers, &&
+// lines, hooks, npm-run-all and cross-env; a chain that converts has its
+// one command as its one step.
+func TestSteps(t *testing.T) {
+	t.Parallel()
+	type step struct {
+		Argv []string
+		Env  []string
+		Dir  string
+	}
+	tests := []struct {
+		name       string
+		dockerfile string
+		pkg        string
+		more       map[string]string
+		want       []step
+		parallel   bool
+		why        string
+		// direct is Direct when the steps are one command.
+		direct []string
+	}{
+		{name: "cross-env is its variables and the command", dockerfile: `CMD ["npm", "start"]`,
+			pkg:    `{"scripts": {"start": "cross-env NODE_ENV=production PORT=3000 node server.js"}}`,
+			want:   []step{{Argv: []string{"node", "server.js"}, Env: []string{"NODE_ENV=production", "PORT=3000"}}},
+			direct: []string{"node", "server.js"}},
+		{name: "an && line in CMD runs each script", dockerfile: `CMD npm run migrate && npm start`,
+			pkg:  `{"scripts": {"migrate": "node migrate.js", "start": "node server.js"}}`,
+			want: []step{{Argv: []string{"node", "migrate.js"}}, {Argv: []string{"node", "server.js"}}}},
+		{name: "a script's && line of scripts, with hooks and per-command variables", dockerfile: `CMD ["yarn", "start"]`,
+			pkg: `{"scripts": {"start": "npm run build && A=1 npm run server", "build": "node build.js", "preserver": "node check.js", "server": "node src/index.js"}}`,
+			want: []step{{Argv: []string{"node", "build.js"}}, {Argv: []string{"node", "check.js"}, Env: []string{"A=1"}},
+				{Argv: []string{"node", "src/index.js"}, Env: []string{"A=1"}}}},
+		{name: "npm-run-all runs each script through npm run", dockerfile: `CMD ["npm", "run", "start-docker"]`,
+			pkg:  `{"scripts": {"start-docker": "npm-run-all check-db start-server", "check-db": "node scripts/check-db.js", "start-server": "cross-env NODE_ENV=production node server.js"}}`,
+			want: []step{{Argv: []string{"node", "scripts/check-db.js"}}, {Argv: []string{"node", "server.js"}, Env: []string{"NODE_ENV=production"}}}},
+		{name: "run-p runs at the same time", dockerfile: `CMD ["npm", "start"]`,
+			pkg:      `{"scripts": {"start": "run-p api worker", "api": "node api.js", "worker": "node worker.js"}}`,
+			want:     []step{{Argv: []string{"node", "api.js"}}, {Argv: []string{"node", "worker.js"}}},
+			parallel: true},
+		{name: "run-s of one script is that script", dockerfile: `CMD ["npm", "start"]`,
+			pkg:    `{"scripts": {"start": "run-s serve", "serve": "node server.js"}}`,
+			want:   []step{{Argv: []string{"node", "server.js"}}},
+			direct: []string{"node", "server.js"}},
+		{name: "cd in a line moves the later commands", dockerfile: `CMD ["npm", "start"]`,
+			pkg:  `{"scripts": {"start": "node migrate.js && cd api && node server.js"}}`,
+			more: map[string]string{"api/server.js": ""},
+			want: []step{{Argv: []string{"node", "migrate.js"}}, {Argv: []string{"node", "server.js"}, Dir: "api"}}},
+		{name: "npm's arguments follow the line's last command", dockerfile: `CMD ["npm", "start", "--", "--port", "80"]`,
+			pkg:  `{"scripts": {"start": "node migrate.js && node server.js"}}`,
+			want: []step{{Argv: []string{"node", "migrate.js"}}, {Argv: []string{"node", "server.js", "--port", "80"}}}},
+		{name: "|| is not a list of steps", dockerfile: `CMD ["npm", "start"]`,
+			pkg: `{"scripts": {"start": "node migrate.js || node server.js"}}`,
+			why: `script "start" needs a shell: operator ||`},
+		{name: "a missing script", dockerfile: `CMD ["npm", "start"]`,
+			pkg: `{"scripts": {"start": "npm run nope && node server.js"}}`,
+			why: `script "nope" is not defined`},
+		{name: "a pattern of npm-run-all", dockerfile: `CMD ["npm", "start"]`,
+			pkg: `{"scripts": {"start": "npm-run-all 'start:*'", "start:a": "node a.js"}}`,
+			why: `npm-run-all: the pattern or arguments "start:*"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			files := map[string]string{"Dockerfile": "FROM node:22\nWORKDIR /app\nCOPY . .\n" + tt.dockerfile + "\n", "package.json": tt.pkg}
+			for k, v := range tt.more {
+				files[k] = v
+			}
+			facts, _ := runOn(t, files)
+			c := facts.Chains[0]
+			var got []step
+			for _, s := range c.Steps {
+				got = append(got, step{Argv: s.Argv, Env: s.Env, Dir: s.Dir})
+			}
+			if d := cmp.Diff(tt.want, got); d != "" || c.Parallel != tt.parallel || c.StepsWhy != tt.why {
+				t.Errorf("steps (-want +got):\n%s\nparallel %v (want %v), why %q (want %q)", d, c.Parallel, tt.parallel, c.StepsWhy, tt.why)
+			}
+			if tt.direct != nil && (!slices.Equal(c.Direct, tt.direct) || !c.Convertible || !slices.Equal(c.Env, c.Steps[0].Env)) {
+				t.Errorf("Direct %q, Env %q, convertible %v; want the one step %q, %q", c.Direct, c.Env, c.Convertible, tt.direct, c.Steps[0].Env)
+			}
+			if c.Convertible && (len(c.Steps) != 1 || !slices.Equal(c.Steps[0].Argv, c.Direct)) {
+				t.Errorf("the chain converts to %q, but its steps are %v", c.Direct, c.Steps)
+			}
+		})
+	}
+}
