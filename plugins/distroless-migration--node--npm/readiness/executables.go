@@ -10,7 +10,9 @@ import (
 	"strings"
 
 	"github.com/codegenie/codegenie/internal/probe"
+	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/dockerfile"
 	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/probes/entrypoints"
+	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/probes/noderuntime"
 )
 
 // executables: entrypoint scripts, shims and the base image's entrypoint.
@@ -21,6 +23,7 @@ func (b *builder) executables(f *entrypoints.Facts) {
 		if e.RepoPath != "" && e.RepoPath != e.Command {
 			name += " (" + e.RepoPath + ")"
 		}
+		b.scriptWrappers(e, name)
 		switch {
 		case e.Kind == entrypoints.KindBaseImage:
 			b.Add(probe.Blocker{ID: entrypoints.WarnBaseEntry, Kind: probe.ShellAtRuntime, Rule: RuleDistrolessBase,
@@ -75,6 +78,9 @@ func (b *builder) executables(f *entrypoints.Facts) {
 				bl.Fix = "drop the ENTRYPOINT; " + cmdFix(exec, e.Script.Env)
 				st := b.nodeStart(exec, e.Script.Env, "the entrypoint script "+e.Command)
 				b.setStart(st, true)
+			case userWrapped(exec) != "":
+				bl.Rule, bl.WhyNot = RuleScriptLogic, "the script only sets defaults, but it execs through "+userWrapped(exec)+
+					", which switches user and which distroless lacks: set USER in the Dockerfile and exec the command directly"
 			default:
 				bl.Rule, bl.WhyNot = RuleScriptLogic, "the script only sets defaults, but what it execs is not node ("+strings.Join(exec, " ")+")"
 			}
@@ -84,6 +90,12 @@ func (b *builder) executables(f *entrypoints.Facts) {
 				Title: fmt.Sprintf("%s is a shell script (%s)", name, e.Shebang), Evidence: evs}
 			if e.Script != nil && len(e.Script.Reasons) > 0 {
 				bl.WhyNot = "the script does more than set defaults: " + strings.Join(first(e.Script.Reasons, 3), "; ")
+			}
+			if e.Script != nil && e.RepoPath != "" {
+				// The script's own lines that need the shell.
+				for _, l := range firstInts(e.Script.ReasonLines, maxScriptEvidence) {
+					bl.Evidence = append(bl.Evidence, probe.Evidence{File: e.RepoPath, Line: l})
+				}
 			}
 			b.Add(bl)
 		case e.InterpreterKind == "env" && e.NodeArgv != nil:
@@ -97,4 +109,42 @@ func (b *builder) executables(f *entrypoints.Facts) {
 				Title: fmt.Sprintf("%s (run as %s) is not in the repository; what it needs is unknown", e.Command, e.Origin), Evidence: evs})
 		}
 	}
+}
+
+// maxScriptEvidence bounds the script lines a blocker cites.
+const maxScriptEvidence = 5
+
+func firstInts(s []int, n int) []int {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
+}
+
+// scriptWrappers: an init or user wrapper an entrypoint script runs (exec
+// gosu app "$@", or exec $GOSU "$@" after GOSU="gosu app") is a program
+// distroless lacks, as it is in the Dockerfile's own ENTRYPOINT.
+func (b *builder) scriptWrappers(e entrypoints.Executable, name string) {
+	if e.Script == nil || e.RepoPath == "" {
+		return
+	}
+	for _, w := range e.Script.Wrappers {
+		evs := append(ev(e.File, e.Line), probe.Evidence{File: e.RepoPath, Line: w.Line, Note: w.Program})
+		bl := probe.Blocker{ID: noderuntime.WarnMissingBinary, Kind: probe.MissingBinary, Rule: RuleBinaryAtRuntime, Evidence: evs}
+		if dockerfile.IsUserWrapper(w.Program) {
+			bl.Title = fmt.Sprintf("the entrypoint script %s runs %s, which distroless lacks; it switches user before it runs the command", name, w.Program)
+			bl.Fix = "set the user with USER in the Dockerfile and run the command directly"
+		} else {
+			bl.Title = fmt.Sprintf("the entrypoint script %s runs the init %s, which distroless lacks; it forwards signals to the command it wraps", name, w.Program)
+		}
+		b.Add(bl)
+	}
+}
+
+// userWrapped names the user wrapper (gosu, su-exec) argv runs, or "".
+func userWrapped(argv []string) string {
+	if init, _ := dockerfile.SplitInit(argv); init != nil && dockerfile.IsUserWrapper(init[0]) {
+		return init[0]
+	}
+	return ""
 }

@@ -1,10 +1,13 @@
 package shellcmd
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 
 	"mvdan.cc/sh/v3/syntax"
+
+	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/dockerfile"
 )
 
 // Script is what an entrypoint script does, when all it does is set
@@ -26,10 +29,23 @@ type Script struct {
 	// Reasons say what else the script does (a condition, a loop, a trap,
 	// a command before the exec).
 	Reasons []string `json:"reasons,omitempty"`
+	// ReasonLines are the lines of the statements that do more than set
+	// defaults, for evidence.
+	ReasonLines []int `json:"reason_lines,omitempty"`
 	// Programs are the programs the script runs by a literal name (what
 	// exec runs included), in order, once each: "nothing at run time uses
 	// X" is said only when the entrypoint script does not run X either.
 	Programs []string `json:"programs,omitempty"`
+	// Wrappers are the init and user wrappers among Programs (tini,
+	// dumb-init, gosu, su-exec), each with the first line that runs it:
+	// what they wrap is among Programs too.
+	Wrappers []Wrapped `json:"wrappers,omitempty"`
+}
+
+// Wrapped is an init or user wrapper an entrypoint script runs.
+type Wrapped struct {
+	Program string `json:"program"`
+	Line    int    `json:"line"`
 }
 
 // AnalyzeScript reads a POSIX shell script.
@@ -39,7 +55,10 @@ func AnalyzeScript(src string) Script {
 		return Script{Reasons: []string{"not valid shell: " + err.Error()}}
 	}
 	var s Script
-	s.Programs = programs(f)
+	s.Programs, s.Wrappers = programs(f)
+	// vars are the variables the script has set to a literal so far, at
+	// its top level: a later $VAR word is their value.
+	vars := map[string]string{}
 	if strings.Contains(src, "\r") {
 		// sh reads a carriage return (a CRLF line end) as part of a word;
 		// the parser takes it for a blank.
@@ -47,27 +66,10 @@ func AnalyzeScript(src string) Script {
 	}
 	for i, st := range f.Stmts {
 		last := i == len(f.Stmts)-1
-		if st.Negated || st.Background || len(st.Redirs) > 0 {
-			s.Reasons = append(s.Reasons, "a redirection or background job at line "+itoa(st.Pos().Line()))
-			continue
-		}
-		s.Lines = append(s.Lines, int(st.Pos().Line()))
-		switch c := st.Cmd.(type) {
-		case *syntax.CallExpr:
-			s.call(c, last)
-		case *syntax.DeclClause:
-			if c.Variant.Value != "export" {
-				s.Reasons = append(s.Reasons, c.Variant.Value+" at line "+itoa(st.Pos().Line()))
-				continue
-			}
-			for _, as := range c.Args {
-				if as.Naked && as.Value == nil && as.Index == nil && as.Array == nil {
-					continue // export VAR: every ENV variable is exported already
-				}
-				s.assign(as)
-			}
-		default:
-			s.Reasons = append(s.Reasons, "logic at line "+itoa(st.Pos().Line())+" ("+typeName(c)+")")
+		before := len(s.Reasons)
+		s.stmt(st, last, vars)
+		if len(s.Reasons) > before {
+			s.ReasonLines = append(s.ReasonLines, int(st.Pos().Line()))
 		}
 	}
 	if s.Exec == nil && len(s.Reasons) == 0 {
@@ -77,10 +79,38 @@ func AnalyzeScript(src string) Script {
 	return s
 }
 
-func (s *Script) call(c *syntax.CallExpr, last bool) {
+// stmt reads one top-level statement of the script.
+func (s *Script) stmt(st *syntax.Stmt, last bool, vars map[string]string) {
+	if st.Negated || st.Background || len(st.Redirs) > 0 {
+		s.Reasons = append(s.Reasons, "a redirection or background job at line "+itoa(st.Pos().Line()))
+		return
+	}
+	s.Lines = append(s.Lines, int(st.Pos().Line()))
+	switch c := st.Cmd.(type) {
+	case *syntax.CallExpr:
+		s.call(c, last, vars)
+	case *syntax.DeclClause:
+		if c.Variant.Value != "export" {
+			s.Reasons = append(s.Reasons, c.Variant.Value+" at line "+itoa(st.Pos().Line()))
+			return
+		}
+		for _, as := range c.Args {
+			if as.Naked && as.Value == nil && as.Index == nil && as.Array == nil {
+				continue // export VAR: every ENV variable is exported already
+			}
+			s.assign(as)
+			recordVar(vars, as)
+		}
+	default:
+		s.Reasons = append(s.Reasons, "logic at line "+itoa(st.Pos().Line())+" ("+typeName(c)+")")
+	}
+}
+
+func (s *Script) call(c *syntax.CallExpr, last bool, vars map[string]string) {
 	if len(c.Args) == 0 {
 		for _, as := range c.Assigns {
 			s.assign(as)
+			recordVar(vars, as)
 		}
 		return
 	}
@@ -90,12 +120,27 @@ func (s *Script) call(c *syntax.CallExpr, last bool) {
 			argv = append(argv, `"$@"`)
 			continue
 		}
+		if name, quoted, ok := simpleParam(w); ok {
+			if v, known := vars[name]; known {
+				// $GOSU set to "gosu app" above: the words it splits into.
+				if quoted {
+					argv = append(argv, v)
+				} else {
+					argv = append(argv, strings.Fields(v)...)
+				}
+				continue
+			}
+		}
 		v, ok := plainWord(w)
 		if !ok {
 			s.Reasons = append(s.Reasons, "an expanded word at line "+itoa(w.Pos().Line()))
 			return
 		}
 		argv = append(argv, v)
+	}
+	if len(argv) == 0 {
+		// Only variables that were empty: no command at all.
+		return
 	}
 	switch {
 	case argv[0] == "set" && len(c.Assigns) == 0 && onlyOptions(argv[1:]):
@@ -204,32 +249,168 @@ func itoa(n uint) string { return strconv.FormatUint(uint64(n), 10) }
 
 // programs lists the programs f runs by a literal name, anywhere in it
 // (in conditions, loops and functions too), once each, in order; the
-// builtins exec, command and nohup stand for the program they run.
-func programs(f *syntax.File) []string {
-	var out []string
-	seen := map[string]bool{}
-	syntax.Walk(f, func(n syntax.Node) bool {
-		c, ok := n.(*syntax.CallExpr)
-		if !ok {
-			return true
+// builtins exec, command and nohup stand for the program they run, and an
+// init or user wrapper (tini --, gosu USER) for itself and the program it
+// wraps. A word that is a variable the script set to a literal earlier
+// ($GOSU after GOSU="gosu app", in any branch) is each value it may have.
+func programs(f *syntax.File) (out []string, wrappers []Wrapped) {
+	seen, seenWrap := map[string]bool{}, map[string]bool{}
+	vars := map[string][]string{}
+	add := func(v string) {
+		if !seen[v] && !builtin[v] {
+			seen[v] = true
+			out = append(out, v)
 		}
-		for _, w := range c.Args {
-			v, ok := plainWord(w)
-			if !ok || strings.HasPrefix(v, "-") {
-				break
+	}
+	syntax.Walk(f, func(n syntax.Node) bool {
+		switch n := n.(type) {
+		case *syntax.DeclClause:
+			for _, as := range n.Args {
+				recordValues(vars, as)
 			}
-			if v == "exec" || v == "command" || v == "nohup" {
-				continue
+			return true
+		case *syntax.CallExpr:
+			if len(n.Args) == 0 {
+				for _, as := range n.Assigns {
+					recordValues(vars, as)
+				}
+				return true
 			}
-			if !seen[v] && !builtin[v] {
-				seen[v] = true
-				out = append(out, v)
+			for _, argv := range expansions(n.Args, vars) {
+				cmd := commandOf(argv)
+				if len(cmd) == 0 {
+					continue
+				}
+				if init, rest := dockerfile.SplitInit(cmd); init != nil {
+					add(init[0])
+					if !seenWrap[init[0]] {
+						seenWrap[init[0]] = true
+						wrappers = append(wrappers, Wrapped{Program: init[0], Line: int(n.Pos().Line())})
+					}
+					cmd = commandOf(rest)
+					if len(cmd) == 0 {
+						continue
+					}
+				}
+				add(cmd[0])
 			}
-			break
 		}
 		return true
 	})
-	return out
+	return out, wrappers
+}
+
+// unknownWord stands for a word whose value is not known statically.
+const unknownWord = "\x00"
+
+// commandOf returns argv from the program it runs: past exec, command and
+// nohup; nil when that word is not known or is an option.
+func commandOf(argv []string) []string {
+	for i, v := range argv {
+		switch {
+		case v == unknownWord || strings.HasPrefix(v, "-"):
+			return nil
+		case v == "exec" || v == "command" || v == "nohup":
+			continue
+		}
+		return argv[i:]
+	}
+	return nil
+}
+
+// maxExpansions bounds the argv a command line is read as, one per value
+// its variables may have.
+const maxExpansions = 8
+
+// expansions returns the argv a command's words may be, up to the first
+// word whose value is unknown (then unknownWord): a variable with known
+// values is each of them, split into words unless quoted.
+func expansions(words []*syntax.Word, vars map[string][]string) [][]string {
+	alts := [][]string{nil}
+	for _, w := range words {
+		if v, ok := plainWord(w); ok {
+			for i := range alts {
+				alts[i] = append(alts[i], v)
+			}
+			continue
+		}
+		name, quoted, ok := simpleParam(w)
+		vals := vars[name]
+		if !ok || len(vals) == 0 {
+			for i := range alts {
+				alts[i] = append(alts[i], unknownWord)
+			}
+			return alts
+		}
+		var next [][]string
+		for _, a := range alts {
+			for _, v := range vals {
+				if len(next) == maxExpansions {
+					break
+				}
+				words := strings.Fields(v)
+				if quoted {
+					words = []string{v}
+				}
+				next = append(next, append(slices.Clone(a), words...))
+			}
+		}
+		alts = next
+	}
+	return alts
+}
+
+// simpleParam reads a word that is one variable and nothing else: $NAME,
+// ${NAME} or "$NAME" (quoted: not split into words).
+func simpleParam(w *syntax.Word) (name string, quoted, ok bool) {
+	if len(w.Parts) != 1 {
+		return "", false, false
+	}
+	p := w.Parts[0]
+	if dq, isDQ := p.(*syntax.DblQuoted); isDQ && !dq.Dollar && len(dq.Parts) == 1 {
+		p, quoted = dq.Parts[0], true
+	}
+	pe, isPE := p.(*syntax.ParamExp)
+	if !isPE || pe.Excl || pe.Length || pe.Width || pe.Index != nil || pe.Slice != nil || pe.Repl != nil || pe.Names != 0 || pe.Exp != nil || pe.Param == nil {
+		return "", false, false
+	}
+	return pe.Param.Value, quoted, true
+}
+
+// recordVar keeps a variable's literal value (VAR=value, export
+// VAR=value); any other assignment makes it unknown.
+func recordVar(vars map[string]string, as *syntax.Assign) {
+	if as.Name == nil {
+		return
+	}
+	if v, ok := literalAssign(as); ok {
+		vars[as.Name.Value] = v
+		return
+	}
+	if !as.Naked {
+		delete(vars, as.Name.Value)
+	}
+}
+
+// recordValues adds a literal value a variable is given anywhere (in a
+// branch too) to the values it may have.
+func recordValues(vars map[string][]string, as *syntax.Assign) {
+	if as.Name == nil {
+		return
+	}
+	if v, ok := literalAssign(as); ok && !slices.Contains(vars[as.Name.Value], v) {
+		vars[as.Name.Value] = append(vars[as.Name.Value], v)
+	}
+}
+
+func literalAssign(as *syntax.Assign) (string, bool) {
+	if as.Value == nil && !as.Naked && !as.Append && as.Index == nil && as.Array == nil {
+		return "", true // VAR=
+	}
+	if as.Value == nil || as.Naked || as.Append || as.Index != nil || as.Array != nil {
+		return "", false
+	}
+	return plainWord(as.Value)
 }
 
 // builtin are shell builtins, which run no program.

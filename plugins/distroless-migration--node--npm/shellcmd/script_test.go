@@ -28,10 +28,38 @@ func TestAnalyzeScript(t *testing.T) {
 		{"no exec", "#!/bin/sh\nexport A=1\n", Script{}, "does not end"},
 		{"set -- rewrites the arguments", "#!/bin/sh\nset -- /bin/sh -c \"node m.js && node s.js\"\nexec \"$@\"\n", Script{}, "runs set"},
 		{"exec with options", "#!/bin/sh\nexec -a app node s.js\n", Script{}, "runs exec"},
+		// A variable set to a literal above is its value where it is a word.
+		{"exec through a variable", "#!/bin/sh\nGOSU=\"gosu app\"\nexec $GOSU node s.js \"$@\"\n",
+			Script{DefaultsOnly: true, Env: []string{"GOSU=gosu app"}, Exec: []string{"gosu", "app", "node", "s.js", `"$@"`}, ExecLine: 3, Lines: []int{2, 3},
+				Programs: []string{"gosu", "node"}, Wrappers: []Wrapped{{Program: "gosu", Line: 3}}}, ""},
+		{"an empty variable is no word", "#!/bin/sh\nRUNAS=\"\"\nexec ${RUNAS} \"$@\"\n",
+			Script{DefaultsOnly: true, Env: []string{"RUNAS="}, Exec: []string{`"$@"`}, ExecLine: 3, Lines: []int{2, 3}}, ""},
+		{"a variable from the environment", "#!/bin/sh\nexec $GOSU \"$@\"\n", Script{}, "an expanded word"},
+		{"a default is not a known value", "#!/bin/sh\nexport RUN=${RUN:-gosu}\nexec $RUN app \"$@\"\n", Script{}, "an expanded word"},
 	}
 	// The programs a script runs, wherever it runs them.
 	if diff := cmp.Diff([]string{"cat", "nc", "sleep", "wget", "node"}, AnalyzeScript("#!/bin/sh\nset -e\nif [ -f \"$F\" ]; then export A=$(cat \"$F\"); fi\nuntil nc -z db 5432; do sleep 1; done\nwget -qO /tmp/c http://config/\nexec node s.js\n").Programs); diff != "" {
 		t.Errorf("programs (-want +got):\n%s", diff)
+	}
+	// A variable set in any branch: each value it may have (hedgedoc's
+	// entrypoint), and the program an init or user wrapper runs.
+	hedgedoc := AnalyzeScript("#!/bin/sh\nUID=\"$(id -u)\"\n[ \"$UID\" -eq 0 ] && GOSU=\"gosu hedgedoc\" || GOSU=\"\"\nsleep 3\nexec $GOSU \"$@\"\n")
+	if diff := cmp.Diff([]string{"id", "sleep", "gosu"}, hedgedoc.Programs); diff != "" {
+		t.Errorf("programs through a variable (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]Wrapped{{Program: "gosu", Line: 5}}, hedgedoc.Wrappers); diff != "" {
+		t.Errorf("wrappers (-want +got):\n%s", diff)
+	}
+	// The lines that do more than set defaults, for evidence.
+	if diff := cmp.Diff([]int{2, 3, 4, 5}, hedgedoc.ReasonLines); diff != "" {
+		t.Errorf("reason lines (-want +got):\n%s", diff)
+	}
+	wrapped := AnalyzeScript("#!/bin/sh\nif [ -n \"$X\" ]; then exec tini -- pm2-runtime app.js; fi\nexec su-exec node:node node s.js\n")
+	if diff := cmp.Diff([]string{"tini", "pm2-runtime", "su-exec", "node"}, wrapped.Programs); diff != "" {
+		t.Errorf("programs of wrappers (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]Wrapped{{Program: "tini", Line: 2}, {Program: "su-exec", Line: 3}}, wrapped.Wrappers); diff != "" {
+		t.Errorf("wrappers (-want +got):\n%s", diff)
 	}
 	for _, tt := range tests {
 		got := AnalyzeScript(tt.src)
