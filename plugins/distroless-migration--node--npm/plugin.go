@@ -97,13 +97,23 @@ func Rewrite(ctx context.Context, dir string, results []probe.Result, o RewriteO
 			t.Digest = d
 		}
 	}
-	in.Target = &t
+	in.Target, in.TargetChosen = &t, o.TargetImage != ""
+	// The root variant the rewrite picks for a service that needs root
+	// (recipe.DecideUser) is pinned like the target.
+	if rv, ok := recipe.RootVariant(t); ok && o.Digest != nil && !in.TargetChosen && recipe.DecideUser(plan.NonRoot, t, false, "").Root != nil {
+		if d, err := o.Digest(ctx, rv.Ref); err == nil {
+			in.Pins = map[string]string{rv.Ref: d}
+		}
+	}
 	// A stage pinned by digest that moves to the builder image stays
 	// pinned, when its digest resolves.
 	if o.Digest != nil && slices.ContainsFunc(in.File.Stages, func(s dockerfile.Stage) bool { return strings.Contains(s.Base, "@") }) {
 		ref := recipe.BuilderRef(t.Major)
 		if d, err := o.Digest(ctx, ref); err == nil {
-			in.Pins = map[string]string{ref: d}
+			if in.Pins == nil {
+				in.Pins = map[string]string{}
+			}
+			in.Pins[ref] = d
 		}
 	}
 	return recipe.Rewrite(in)

@@ -83,7 +83,8 @@ type Instruction struct {
 	Form Form `json:"form,omitempty"`
 	// Args are the instruction's arguments: the argv of an exec form, the
 	// one command string of a shell form, KEY=VALUE pairs for env, the
-	// sources and destination of copy, the ports of expose.
+	// sources and destination of copy, the ports of expose, the paths of
+	// volume.
 	Args []string `json:"args,omitempty"`
 	// From is COPY --from.
 	From string `json:"from,omitempty"`
@@ -363,6 +364,8 @@ func instruction(c instructions.Command) Instruction {
 		in.Args = []string{c.User}
 	case *instructions.ExposeCommand:
 		in.Args = c.Ports
+	case *instructions.VolumeCommand:
+		in.Args = c.Volumes
 	case *instructions.WorkdirCommand:
 		in.Args = []string{c.Path}
 	case *instructions.EnvCommand:

@@ -19,6 +19,9 @@ type Plan struct {
 	// Start is the start command on a distroless runtime; nil when the
 	// service's start command is not known.
 	Start *Start
+	// NonRoot is what a move to a target that runs as another user
+	// touches (rule nonroot_user); nil without a parsed Dockerfile.
+	NonRoot *NonRoot
 }
 
 // Action is one blocker and what its rewrite needs.
@@ -106,6 +109,9 @@ func (a *Assessor) Plan(results []probe.Result) (*Plan, error) {
 		st := *p.Start
 		st.Init = baseName(b.init[0])
 		p.Start = &st
+	}
+	if p.NonRoot, err = planNonRoot(results, b.judged, p.Start); err != nil {
+		return nil, err
 	}
 	for _, bl := range as.Blockers {
 		p.Actions = append(p.Actions, Action{Blocker: bl, Edit: b.edits[blockerKey(bl)]})

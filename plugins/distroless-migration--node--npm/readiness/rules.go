@@ -35,6 +35,7 @@ const (
 	RuleSameMajor       = "same_major_builder"
 	RuleBumpNode        = "bump_node"
 	RuleInitWrapper     = "init_wrapper"
+	RuleNonRootUser     = "nonroot_user"
 
 	RuleShellInCode     = "shell_in_code"
 	RuleBinaryAtRuntime = "binary_at_runtime"
@@ -60,6 +61,7 @@ var Rules = []Rule{
 	{Name: RuleGlibcBuilder, Removable: true, Rewrite: "an alpine (musl) builder moves to node:<major>-bookworm-slim, so native addons match the glibc runtime"},
 	{Name: RuleSameMajor, Removable: true, Rewrite: "the builder and the runtime use the same Node major, so native addons match the runtime's ABI"},
 	{Name: RuleInitWrapper, Removable: true, Rewrite: "an init wrapper (tini, dumb-init, docker-init, catatonit) goes, and the command it wrapped is judged like any start; the generated Node launcher takes its place as pid 1, runs that command as its child and forwards SIGTERM, SIGINT and SIGHUP to it, so docker stop stops the service even when the app has no SIGTERM handler (ADR 0016)"},
+	{Name: RuleNonRootUser, Removable: true, Rewrite: "a service that ran as root and moves to a target that runs as another user (distroless :nonroot, uid 65532) keeps what root let it do: the directories it writes (VOLUME, directories the runtime stage's RUN steps make, paths its reachable code writes with literal arguments) are made in a files stage and chowned to the target's uid, and copied with ownership kept; a port below 1024 (EXPOSE, or a literal listen), which only root may bind without CAP_NET_BIND_SERVICE, or a write into a system directory (/etc, /usr, /root), which no files stage can hand over, picks the target's root variant (distroless :latest) instead; the change list says which and why (docs/gates/nonroot.md)"},
 	{Name: RuleBumpNode, Removable: true, Rewrite: "a Node major with no distroless image is bumped to the nearest supported LTS (22, 24 or 26), with a warning"},
 
 	{Name: RuleShellInCode, WhyNot: "the app's own code (or a dependency's) runs /bin/sh at run time; only a code change (execFile or spawn with an argv) removes it"},

@@ -17,7 +17,6 @@ import (
 
 // collected is what a chain of stages sets up that the runtime needs.
 type collected struct {
-	madeDirs []string      // directories under the WORKDIR that a RUN mkdir or install -d made
 	args     []string      // ARG instructions, verbatim (ENV may use them)
 	envs     []string      // ENV instructions, verbatim
 	lastUser string        // the last USER, verbatim
@@ -67,15 +66,6 @@ func (r *rewriter) collect(stages []int) collected {
 						continue
 					}
 					switch path.Base(cmd[0]) {
-					case "mkdir", "install":
-						// mkdir and install -d (coreutils) make directories.
-						for _, a := range shellcmd.MadeDirs(cmd) {
-							if !strings.Contains(a, "<expanded>") {
-								if d := resolvePath(wd, a); within(d, r.wd) && d != path.Clean(r.wd) {
-									c.madeDirs = append(c.madeDirs, d)
-								}
-							}
-						}
 					case "npm", "yarn", "pnpm":
 						// With NODE_ENV=production an install leaves dev
 						// dependencies out already.

@@ -20,6 +20,7 @@ import (
 func (r *rewriter) run() error {
 	st := r.d.Stages[r.t]
 	r.wd = r.d.Workdir(r.t)
+	r.decideUser()
 	moves := r.byRule[readiness.RuleMoveToBuilder]
 	r.newBase = dockerfile.ClassifyBase(st.ResolvedBase) != dockerfile.BaseDistroless || r.has(readiness.RuleDistrolessBase) ||
 		r.has(readiness.RuleBumpNode) || r.in.Target != nil && !sameRepo(st.ResolvedBase, r.target.Ref)
@@ -47,9 +48,11 @@ func (r *rewriter) run() error {
 		r.preStart = nil
 	}
 	switch {
-	case st.BaseStage >= 0 && !r.makesFiles(r.t):
+	case st.BaseStage >= 0 && !r.makesFiles(r.t) && len(r.chown) == 0:
 		return r.inline(start, health)
-	case len(moves) > 0 || st.BaseStage >= 0:
+	case len(moves) > 0 || st.BaseStage >= 0 || len(r.chown) > 0:
+		// A files stage is where the directories the service writes are
+		// chowned (nonroot.go).
 		return r.split(start, health)
 	}
 	return r.swap(start, health)

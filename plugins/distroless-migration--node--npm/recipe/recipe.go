@@ -62,9 +62,14 @@ type Input struct {
 	// file's healthcheck).
 	Read func(path string) ([]byte, error)
 	// Pins are the digests of the images other than the target that the
-	// rewrite may name (BuilderRef), by reference, as the caller resolved
-	// them: a FROM pinned by digest that moves to one stays pinned.
+	// rewrite may name (BuilderRef, the target's RootVariant), by
+	// reference, as the caller resolved them: a FROM pinned by digest that
+	// moves to one stays pinned.
 	Pins map[string]string
+	// TargetChosen is set when the user named Target (--target-image):
+	// the rewrite keeps it even where its user cannot do what root did
+	// (DecideUser), and warns.
+	TargetChosen bool
 }
 
 // Result is the rewrite.
@@ -209,6 +214,9 @@ type rewriter struct {
 	preStart []string
 	// others are the other files the rewrite edits (compose files).
 	others []File
+	// chown are the directories the service writes that the files stage
+	// chowns to the target's user (DecideUser).
+	chown []readiness.Write
 }
 
 // Rewrite runs the recipe.

@@ -23,4 +23,5 @@ var carriedOut = map[string]string{
 	readiness.RuleGlibcBuilder:    "builders.go",
 	readiness.RuleSameMajor:       "builders.go",
 	readiness.RuleBumpNode:        "builders.go",
+	readiness.RuleNonRootUser:     "nonroot.go",
 }

@@ -82,13 +82,10 @@ func (r *rewriter) split(start, health []string) error {
 		r.insertAfter(end, "RUN "+c.prune+"\n")
 		r.change(readiness.RuleMoveToBuilder, "dev dependencies are pruned in the files stage: "+c.prune)
 	}
-	// The service ran as root and could write the directories its RUN
-	// steps made; on a target that runs as another user they go to that
-	// user, in the files stage (COPY --from keeps ownership).
-	if dirs := dedupe(c.madeDirs); c.lastUser == "" && r.target.UID != "" && len(dirs) > 0 {
-		r.insertAfter(end, fmt.Sprintf("RUN chown -R %s %s\n", r.target.UID, strings.Join(dirs, " ")))
-		r.change(readiness.RuleMoveToBuilder, fmt.Sprintf("the directories the RUN steps made (%s) go to %s, the target's user, since the service ran as root and wrote there", strings.Join(dirs, ", "), r.target.User))
-	}
+	// The service ran as root and could write where it wrote; on a target
+	// that runs as another user those directories go to that user, in the
+	// files stage (COPY --from keeps ownership).
+	r.chownWrites(end, &c)
 	var b strings.Builder
 	usersCopy := ""
 	if users, groups := r.accounts(r.chain()); len(users)+len(groups) > 0 {
@@ -116,8 +113,13 @@ func (r *rewriter) split(start, health []string) error {
 	}
 	r.insertAfter(end, b.String())
 	r.added++
-	r.change(readiness.RuleMoveToBuilder, fmt.Sprintf("the runtime stage's RUN steps stay in a files stage (%s, on %s); a new runtime stage on %s copies %s from it with COPY --from, ownership kept",
-		files, base, r.target.Pinned(), r.wd))
+	if len(r.byRule[readiness.RuleMoveToBuilder]) == 0 && st.BaseStage < 0 {
+		r.change(readiness.RuleNonRootUser, fmt.Sprintf("the runtime stage becomes a files stage (%s, on %s), where the directories the service writes are chowned; a new runtime stage on %s copies %s from it with COPY --from, ownership kept",
+			files, base, r.target.Pinned(), r.wd))
+	} else {
+		r.change(readiness.RuleMoveToBuilder, fmt.Sprintf("the runtime stage's RUN steps stay in a files stage (%s, on %s); a new runtime stage on %s copies %s from it with COPY --from, ownership kept",
+			files, base, r.target.Pinned(), r.wd))
+	}
 	r.change(readiness.RuleDistrolessBase, "the runtime stage is FROM "+r.target.Pinned())
 	return nil
 }

@@ -152,6 +152,11 @@ type Facts struct {
 	// are those the built image holds, read back from it, not the
 	// checkout's (package imagedeps).
 	ImageNodeModules *imagedeps.Ref `json:"image_node_modules,omitempty"`
+	// Writes and Listens are the literal file writes and listen ports of
+	// the reachable application code (writes.go): what a move to a
+	// non-root user can break.
+	Writes  []Write  `json:"writes,omitempty"`
+	Listens []Listen `json:"listens,omitempty"`
 }
 
 // Finding is one use of child_process.
@@ -253,7 +258,7 @@ func (*Probe) Desc() probe.Desc {
 	}
 	return probe.Desc{
 		Name:           Name,
-		Version:        "11", // 7: an undeclared, uninstalled package is an unresolved edge, tsconfig paths and module-alias followed; 8: wrappers read with dockerfile.SplitInit (issue 21); 9: a COPY --from an image codegenie cannot read leaves the file set incomplete, and a whole lockfile install for an image without devDependencies scopes like the image; 10: the dependencies of nested packages with node_modules of their own; 11: a parent's node_modules stands for the app folder's when it has none
+		Version:        "12", // 7: an undeclared, uninstalled package is an unresolved edge, tsconfig paths and module-alias followed; 8: wrappers read with dockerfile.SplitInit (issue 21); 9: a COPY --from an image codegenie cannot read leaves the file set incomplete, and a whole lockfile install for an image without devDependencies scopes like the image; 10: the dependencies of nested packages with node_modules of their own; 11: a parent's node_modules stands for the app folder's when it has none; 12: literal writes and listen ports of reachable app code
 		After:          []string{imagedeps.Source},
 		Heaviness:      probe.Light,
 		CacheStrategy:  probe.CacheContent,
@@ -328,6 +333,9 @@ func (*Probe) Run(ctx context.Context, repo *probe.Repo, pctx *probe.Context) (p
 	}
 	for i := range facts.Findings {
 		sc.scope(&facts.Findings[i])
+	}
+	if facts.Writes, facts.Listens, err = sc.scanWrites(ctx, repo); err != nil {
+		return probe.Output{}, err
 	}
 	for _, p := range facts.TooLarge {
 		f := Finding{File: p, Origin: OriginApp}

@@ -92,7 +92,7 @@ var _ probe.Probe = (*Probe)(nil)
 func (*Probe) Desc() probe.Desc {
 	return probe.Desc{
 		Name:           Name,
-		Version:        "3", // 3: ARG and ENV values expanded in COPY, ADD, WORKDIR and ENV (issue 21)
+		Version:        "4", // 3: ARG and ENV values expanded in COPY, ADD, WORKDIR and ENV (issue 21); 4: VOLUME paths in Args
 		Heaviness:      probe.Light,
 		CacheStrategy:  probe.CacheContent,
 		PerImage:       true,

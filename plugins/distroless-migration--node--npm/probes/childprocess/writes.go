@@ -1,0 +1,242 @@
+package childprocess
+
+// What the reachable application code writes and listens on, with literal
+// arguments: the directories a service that ran as root writes into, and
+// its ports below 1024, are what a move to a non-root user can break
+// (readiness/nonroot.go, rule nonroot_user). Only the app's own files that
+// the module graph reaches are read, and only those that name a file
+// system module are parsed.
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"path"
+	"regexp"
+	"strconv"
+	"strings"
+
+	sitter "github.com/smacker/go-tree-sitter"
+
+	"github.com/codegenie/codegenie/internal/probe"
+)
+
+// Write is a call of the app's reachable code that writes a file or makes
+// a directory at a literal path.
+type Write struct {
+	File     string `json:"file"`
+	Line     int    `json:"line"`
+	Function string `json:"function"`
+	// Arg is the path argument as written (a literal, or path.join of
+	// __dirname or process.cwd() and literals).
+	Arg string `json:"arg"`
+	// Path is where it writes: absolute, or relative to the process's
+	// working directory when CwdRelative is set.
+	Path        string `json:"path"`
+	CwdRelative bool   `json:"cwd_relative,omitempty"`
+	// MakesDir is set when the call makes Path as a directory, and
+	// Recursive when it may find it made already.
+	MakesDir  bool `json:"makes_dir,omitempty"`
+	Recursive bool `json:"recursive,omitempty"`
+}
+
+// Listen is a listen call of the app's reachable code with a literal port.
+type Listen struct {
+	File string `json:"file"`
+	Line int    `json:"line"`
+	Port int    `json:"port"`
+}
+
+// writeFuncs are the file system functions (node:fs, fs/promises,
+// fs-extra, mkdirp) that write a file or make a directory at their first
+// argument: "file" writes a file, "dir" makes a directory (recursive
+// says whether an existing one is fine).
+var writeFuncs = map[string]struct {
+	dir, recursive bool
+}{
+	"writeFile": {}, "writeFileSync": {}, "appendFile": {}, "appendFileSync": {}, "createWriteStream": {},
+	"outputFile": {}, "outputFileSync": {}, "outputJson": {}, "outputJsonSync": {}, "outputJSON": {}, "outputJSONSync": {},
+	"writeJson": {}, "writeJsonSync": {}, "writeJSON": {}, "writeJSONSync": {},
+	"mkdir": {dir: true}, "mkdirSync": {dir: true},
+	"ensureDir": {dir: true, recursive: true}, "ensureDirSync": {dir: true, recursive: true}, "mkdirp": {dir: true, recursive: true},
+	"mkdirs": {dir: true, recursive: true}, "mkdirsSync": {dir: true, recursive: true},
+}
+
+// fsModuleRE finds a quoted file system module specifier.
+var fsModuleRE = regexp.MustCompile(`['"](node:)?(fs|fs/promises|fs-extra|graceful-fs|mkdirp)['"]`)
+
+// maxWriteScanFiles bounds the files the write scan parses.
+const maxWriteScanFiles = 5000
+
+// scanWrites finds the literal writes and listens of the reachable app
+// files (not node_modules): those the module graph reaches from the
+// entrypoint.
+func (s *scoper) scanWrites(ctx context.Context, repo *probe.Repo) ([]Write, []Listen, error) {
+	if s == nil || s.g == nil {
+		return nil, nil, nil
+	}
+	sc := newScanner()
+	defer sc.close()
+	var writes []Write
+	var listens []Listen
+	n := 0
+	for _, f := range s.g.Files() {
+		if strings.HasPrefix(f, "node_modules/") || strings.Contains(f, "/node_modules/") {
+			continue
+		}
+		l, ok := languageFor(f, appExts)
+		if !ok {
+			continue
+		}
+		if n++; n > maxWriteScanFiles {
+			break
+		}
+		src, err := repo.ReadFile(f)
+		if err != nil || len(src) > MaxParseBytes {
+			continue // unreadable or too large: no literal write is claimed
+		}
+		imageDir := ""
+		if p, ok := s.set.ImagePath(f); ok {
+			imageDir = path.Dir(p)
+		}
+		w, ls, err := sc.fileWrites(ctx, l, src, f, imageDir)
+		if err != nil {
+			return nil, nil, err
+		}
+		writes = append(writes, w...)
+		listens = append(listens, ls...)
+	}
+	return writes, listens, nil
+}
+
+// fileWrites parses src, the source of file, if it names a file system
+// module or calls listen, and returns its literal writes and listens.
+func (sc *scanner) fileWrites(ctx context.Context, l language, src []byte, file, imageDir string) ([]Write, []Listen, error) {
+	fsMod := fsModuleRE.Match(src)
+	if !fsMod && !bytes.Contains(src, []byte(".listen(")) {
+		return nil, nil, nil
+	}
+	tree, err := sc.parser(l).ParseCtx(ctx, nil, src)
+	if err != nil {
+		sc.parsers[l].Close()
+		sc.parsers[l] = nil
+		return nil, nil, fmt.Errorf("parsing %s: %w", file, err)
+	}
+	defer tree.Close()
+	a := &analysis{src: src, root: tree.RootNode(), lines: lineStarts(src)}
+	w, ls := a.writes(file, imageDir, fsMod)
+	return w, ls, nil
+}
+
+// writes walks the tree for the calls scanWrites looks for; fsMod is set
+// when the file names a file system module. imageDir is the file's
+// directory in the image ("" when unknown), which __dirname names.
+func (a *analysis) writes(file, imageDir string, fsMod bool) ([]Write, []Listen) {
+	var writes []Write
+	var listens []Listen
+	var walk func(n *sitter.Node, depth int)
+	walk = func(n *sitter.Node, depth int) {
+		if n == nil || depth > 500 {
+			return
+		}
+		if n.Type() == "call_expression" {
+			name := calleeName(a, n.ChildByFieldName("function"))
+			var args []*sitter.Node
+			if al := n.ChildByFieldName("arguments"); al != nil && al.Type() == "arguments" {
+				args = namedArgs(al)
+			}
+			line := a.pos(n).line
+			if fn, ok := writeFuncs[name]; ok && fsMod && len(args) > 0 {
+				if p, rel, ok := a.pathArg(args[0], imageDir); ok {
+					w := Write{File: file, Line: line, Function: name, Arg: a.text(args[0]), Path: p, CwdRelative: rel, MakesDir: fn.dir, Recursive: fn.recursive}
+					if fn.dir && !fn.recursive && len(args) > 1 && strings.Contains(a.text(args[1]), "recursive: true") {
+						w.Recursive = true
+					}
+					writes = append(writes, w)
+				}
+			}
+			if name == "listen" && len(args) > 0 && args[0].Type() == "number" {
+				if port, err := strconv.Atoi(a.text(args[0])); err == nil {
+					listens = append(listens, Listen{File: file, Line: line, Port: port})
+				}
+			}
+		}
+		for i := 0; i < int(n.NamedChildCount()); i++ {
+			walk(n.NamedChild(i), depth+1)
+		}
+	}
+	walk(a.root, 0)
+	return writes, listens
+}
+
+// calleeName is the name a call calls: the property of a member
+// expression (fs.promises.writeFile), or an identifier.
+func calleeName(a *analysis, fn *sitter.Node) string {
+	if fn == nil {
+		return ""
+	}
+	switch fn.Type() {
+	case "identifier":
+		return a.text(fn)
+	case "member_expression":
+		if p := fn.ChildByFieldName("property"); p != nil {
+			return a.text(p)
+		}
+	}
+	return ""
+}
+
+// pathArg is the path a path argument names: a literal, or path.join or
+// path.resolve of __dirname or process.cwd() and literals. rel is set when
+// it is relative to the process's working directory.
+func (a *analysis) pathArg(n *sitter.Node, imageDir string) (p string, rel bool, ok bool) {
+	if s, ok := a.literal(n); ok {
+		if s == "" {
+			return "", false, false
+		}
+		return s, !path.IsAbs(s), true
+	}
+	if n.Type() != "call_expression" {
+		return "", false, false
+	}
+	callee := a.text(n.ChildByFieldName("function"))
+	if !strings.HasSuffix(callee, ".join") && !strings.HasSuffix(callee, ".resolve") && callee != "join" && callee != "resolve" {
+		return "", false, false
+	}
+	al := n.ChildByFieldName("arguments")
+	if al == nil || al.Type() != "arguments" {
+		return "", false, false
+	}
+	args := namedArgs(al)
+	if len(args) == 0 {
+		return "", false, false
+	}
+	var parts []string
+	base, rel := "", true
+	for i, x := range args {
+		t := a.text(x)
+		switch {
+		case i == 0 && t == "__dirname":
+			if imageDir == "" {
+				return "", false, false
+			}
+			base, rel = imageDir, false
+		case i == 0 && t == "process.cwd()":
+		default:
+			s, ok := a.literal(x)
+			if !ok {
+				return "", false, false
+			}
+			if path.IsAbs(s) && strings.HasSuffix(callee, "resolve") {
+				parts, base, rel = nil, s, false
+				continue
+			}
+			parts = append(parts, s)
+		}
+	}
+	joined := path.Join(append([]string{base}, parts...)...)
+	if joined == "" || joined == "." {
+		return "", false, false
+	}
+	return joined, rel && !path.IsAbs(joined), true
+}
