@@ -45,7 +45,11 @@ func NodeCommands(c *npmscripts.Chain) (cmds []NodeCommand, why string) {
 		case len(argv) > 0 && isJSPath(argv[0]):
 			cmds = append(cmds, NodeCommand{Args: argv, Dir: s.Dir})
 		default:
-			return nil, "the start runs " + strings.Join(s.Argv, " ") + ", which is not node"
+			why := "the start runs " + strings.Join(s.Argv, " ") + ", which is not node"
+			if c.StepsWhy != "" {
+				why += " (" + c.StepsWhy + ")"
+			}
+			return nil, why
 		}
 	}
 	return cmds, ""

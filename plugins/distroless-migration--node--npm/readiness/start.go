@@ -142,7 +142,7 @@ func (b *builder) chains(f *npmscripts.Facts, r probe.Result) {
 			case c.Convertible:
 				bl.Rule, bl.WhyNot = RuleBinaryAtRuntime, fmt.Sprintf("the %s script runs %s, which is not node", c.Script, strings.Join(st.Program, " "))
 			default:
-				bl.Rule, bl.WhyNot = RuleShellLine, "the start chain does not reduce to node commands: "+strings.Join(c.Blockers, "; ")
+				bl.Rule, bl.WhyNot = RuleShellLine, "the start chain does not reduce to node commands: "+strings.Join(c.Blockers, "; ")+stepsWhy(c)
 			}
 			b.Add(bl)
 		case "shell":
@@ -154,7 +154,10 @@ func (b *builder) chains(f *npmscripts.Facts, r probe.Result) {
 				ls.From = "the start command line"
 				b.setStart(ls, false)
 			} else {
-				bl.Rule, bl.WhyNot = RuleShellLine, "one-off steps go into the build or an init job; the service runs as one exec-form command"
+				bl.Rule, bl.WhyNot = RuleShellLine, "one-off steps go into the build or an init job; the service runs as one exec-form command"+stepsWhy(c)
+				if len(c.Steps) == 0 && c.StepsWhy != "" {
+					bl.WhyNot = "the line is more than commands joined by &&, which a launcher runs one after the other: " + c.StepsWhy
+				}
 			}
 			b.Add(bl)
 		case "node", "other":
@@ -199,6 +202,18 @@ func (b *builder) chains(f *npmscripts.Facts, r probe.Result) {
 		}
 		b.setStart(b.nodeStart(prog, c.Env, "the start command"), false)
 	}
+}
+
+// stepsWhy says why a start's steps are not node commands that a
+// launcher runs one after the other ("" when nothing more is known).
+func stepsWhy(c npmscripts.Chain) string {
+	switch {
+	case c.Parallel:
+		return " (some of its scripts run at the same time, as run-p or npm-run-all -p runs them; a launcher runs its steps one after the other)"
+	case c.StepsWhy != "":
+		return " (" + c.StepsWhy + ")"
+	}
+	return ""
 }
 
 // LauncherFile is the generated launcher's name, beside the app's
@@ -324,7 +339,7 @@ func launcherSteps(c npmscripts.Chain) (Start, bool) {
 	}
 	st := Start{Dir: c.Steps[0].Dir}
 	for _, s := range c.Steps {
-		if len(s.Argv) == 0 || !isNodeWord(s.Argv[0]) || s.Dir != st.Dir || slices.Contains(s.Argv, "<expanded>") {
+		if len(s.Argv) == 0 || !isNodeWord(s.Argv[0]) || s.Dir != st.Dir || s.Via != "" || slices.Contains(s.Argv, "<expanded>") {
 			return Start{}, false
 		}
 		st.Steps = append(st.Steps, s.Argv)

@@ -131,12 +131,14 @@ var _ probe.Probe = (*Probe)(nil)
 // Desc describes the probe.
 func (*Probe) Desc() probe.Desc {
 	return probe.Desc{
-		Name:           Name,
-		Version:        "5", // 5: steps, the commands the start comes down to (issue 21)
-		Heaviness:      probe.Light,
-		PerImage:       true,
-		CacheStrategy:  probe.CacheContent,
-		DeclaredInputs: append([]string{"package.json", "**/package.json", "server.js"}, images.Inputs()...),
+		Name:          Name,
+		Version:       "6", // 5: steps, the commands the start comes down to (issue 21); 6: through entrypoint scripts that only set defaults
+		Heaviness:     probe.Light,
+		PerImage:      true,
+		CacheStrategy: probe.CacheContent,
+		// "**/*": the steps follow a shell script the start runs, whatever
+		// its name (docker-entrypoint, start.sh, bin/run).
+		DeclaredInputs: append([]string{"package.json", "**/package.json", "server.js", "**/*"}, images.Inputs()...),
 		NewFacts:       func() any { return new(Facts) },
 	}
 }
@@ -276,13 +278,18 @@ func resolve(f *dockerfile.File, pk *pkg, ps packages) (Chain, []probe.Warning) 
 // x.js with A=b, and run-s x, whose script x is node x.js, is node x.js).
 func (c *Chain) settleSteps() {
 	if c.Steps == nil && c.Convertible && len(c.Direct) > 0 {
-		c.Steps, c.StepsWhy = []Step{{Argv: c.Direct, Env: c.Env, Dir: c.Dir}}, ""
+		// The program the start runs, which StepsWhy says was not followed
+		// further.
+		c.Steps = []Step{{Argv: c.Direct, Env: c.Env, Dir: c.Dir}}
 		return
 	}
 	if len(c.Steps) != 1 || c.Parallel {
 		return
 	}
 	s := c.Steps[0]
+	if s.Via != "" {
+		return // readiness rewrites an entrypoint script by its own rule
+	}
 	if c.Convertible && slices.Equal(s.Argv, c.Direct) {
 		c.Steps[0].Env, c.Steps[0].Dir = c.Env, c.Dir
 		return

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path"
 	"slices"
+	"strings"
 
 	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/shellcmd"
 )
@@ -23,6 +24,11 @@ type Step struct {
 	Script  string `json:"script,omitempty"`
 	Package string `json:"package,omitempty"`
 	Line    int    `json:"line,omitempty"`
+	// Via is the repository's shell script (an entrypoint script that
+	// only sets defaults) whose exec runs the command: the module graph
+	// starts from the command, and readiness's own rule for the script
+	// rewrites it.
+	Via string `json:"via,omitempty"`
 }
 
 // maxFollowed bounds how many script invocations one start expands to.
@@ -37,6 +43,8 @@ type expander struct {
 	steps    []Step
 	parallel bool
 	followed int
+	// via is the shell script whose exec is being expanded.
+	via string
 }
 
 // expandStart is the start argv's steps, or why it does not come down to
@@ -60,6 +68,9 @@ func (x *expander) command(pk *pkg, dir string, argv, env []string, script strin
 	}
 	if len(argv) == 3 && shellcmd.IsShell(argv[0]) && argv[1] == "-c" {
 		return x.line(pk, dir, argv[2], nil, env, script)
+	}
+	if rel, args, ok := x.shellScript(dir, argv); ok {
+		return x.followScript(pk, dir, rel, args, env, script)
 	}
 	if bin, unsupported, ok := shellcmd.NpxBin(argv); ok {
 		if len(unsupported) > 0 {
@@ -86,7 +97,7 @@ func (x *expander) command(pk *pkg, dir string, argv, env []string, script strin
 	if shellcmd.IsBuiltin(argv[0]) {
 		return "shell builtin " + argv[0]
 	}
-	st := Step{Argv: argv, Env: env, Dir: cleanDir(dir), Script: script}
+	st := Step{Argv: argv, Env: env, Dir: cleanDir(dir), Script: script, Via: x.via}
 	if script != "" {
 		st.Package, st.Line = pk.path, pk.lines[script]
 	}
@@ -168,4 +179,102 @@ func (x *expander) line(pk *pkg, dir, line string, args, env []string, script st
 		}
 	}
 	return ""
+}
+
+// maxScriptBytes bounds the shell scripts followed.
+const maxScriptBytes = 256 << 10
+
+// shellScript reads argv as a run of a shell script of the repository
+// that the image holds: bash SCRIPT ARGS, or SCRIPT ARGS with a shell
+// shebang. It returns the script's repository path and its arguments.
+func (x *expander) shellScript(dir string, argv []string) (rel string, args []string, ok bool) {
+	word, args, byShell := argv[0], argv[1:], false
+	if shellcmd.IsShell(word) {
+		if len(argv) < 2 || strings.HasPrefix(argv[1], "-") {
+			return "", nil, false
+		}
+		word, args, byShell = argv[1], argv[2:], true
+	}
+	if x.ps.set == nil {
+		return "", nil, false
+	}
+	var cands []string
+	switch {
+	case path.IsAbs(word):
+		cands = []string{word}
+	case strings.Contains(word, "/") || byShell:
+		cands = []string{path.Join(x.ps.wd, dir, word)}
+	default:
+		// Looked up on PATH.
+		for _, d := range []string{"/usr/local/bin", "/usr/bin", "/bin"} {
+			cands = append(cands, path.Join(d, word))
+		}
+	}
+	for _, c := range cands {
+		if r, found := x.ps.set.RepoPath(c); found {
+			rel = r
+			break
+		}
+	}
+	if rel == "" {
+		return "", nil, false
+	}
+	if byShell {
+		return rel, args, true
+	}
+	src, err := x.ps.repo.ReadFile(rel)
+	if err != nil {
+		return "", nil, false
+	}
+	first, _, _ := strings.Cut(string(src[:min(len(src), 256)]), "\n")
+	f := strings.Fields(strings.TrimPrefix(first, "#!"))
+	if !strings.HasPrefix(first, "#!") || len(f) == 0 {
+		return "", nil, false
+	}
+	sh := f[0]
+	if path.Base(sh) == "env" && len(f) > 1 {
+		sh = f[1]
+	}
+	return rel, args, shellcmd.IsShell(sh)
+}
+
+// followScript expands a shell script that only sets defaults and then
+// execs a command: that command, with "$@" the script's arguments.
+func (x *expander) followScript(pk *pkg, dir, rel string, args, env []string, script string) string {
+	if x.followed++; x.followed > maxFollowed {
+		return fmt.Sprintf("the start runs more than %d scripts", maxFollowed)
+	}
+	src, err := x.ps.repo.ReadFile(rel)
+	if err != nil {
+		return fmt.Sprintf("reading %s: %v", rel, err)
+	}
+	if len(src) > maxScriptBytes {
+		return rel + " is too large to read as a script"
+	}
+	sc := shellcmd.AnalyzeScript(string(src))
+	if !sc.DefaultsOnly {
+		why := rel + " is a shell script that does more than set defaults and exec a command"
+		if len(sc.Reasons) > 0 {
+			why += " (" + sc.Reasons[0] + ")"
+		}
+		return why
+	}
+	var exec []string
+	for i, w := range sc.Exec {
+		switch {
+		case w == `"$@"` && i == len(sc.Exec)-1:
+			exec = append(exec, args...)
+		case strings.Contains(w, "$"):
+			return rel + " execs " + strings.Join(sc.Exec, " ") + ", which needs expansion"
+		default:
+			exec = append(exec, w)
+		}
+	}
+	if len(exec) == 0 {
+		return rel + " execs no command"
+	}
+	outer := x.via
+	x.via = rel
+	defer func() { x.via = outer }()
+	return x.command(pk, dir, exec, append(slices.Clone(env), sc.Env...), script)
 }
