@@ -53,6 +53,10 @@ type builder struct {
 	// scriptBinaries are programs the image's entrypoint scripts run, with
 	// the script.
 	scriptBinaries map[string]string
+	// scriptShells are the shells the start command names to run a script
+	// that was read ("entrypoint bash" for ENTRYPOINT ["bash", "x.sh"]):
+	// the script's own blocker says what needs the shell.
+	scriptShells map[string]bool
 	// healthToNode is set when a health check becomes a generated Node
 	// check, and healthKept when one stays as it is (a rewrite by hand):
 	// the checks' curl or wget is no longer used only with the first and

@@ -24,6 +24,12 @@ func (b *builder) executables(f *entrypoints.Facts) {
 			name += " (" + e.RepoPath + ")"
 		}
 		b.scriptWrappers(e, name)
+		if e.RunBy != "" && e.Script != nil {
+			if b.scriptShells == nil {
+				b.scriptShells = map[string]bool{}
+			}
+			b.scriptShells[e.Origin+" "+e.RunBy] = true
+		}
 		switch {
 		case e.Kind == entrypoints.KindBaseImage:
 			b.Add(probe.Blocker{ID: entrypoints.WarnBaseEntry, Kind: probe.ShellAtRuntime, Rule: RuleDistrolessBase,
@@ -58,7 +64,7 @@ func (b *builder) executables(f *entrypoints.Facts) {
 				}
 			}
 			bl := probe.Blocker{ID: entrypoints.WarnShellShebang, Kind: probe.ShellAtRuntime, Rule: RuleEntrypointToEnv,
-				Title: fmt.Sprintf("%s is a shell script (%s) that only sets defaults and execs %s", name, e.Shebang, strings.Join(e.Script.Exec, " ")), Evidence: evs}
+				Title: fmt.Sprintf("%s is a shell script (%s) that only sets defaults and execs %s", name, shellOf(e), strings.Join(e.Script.Exec, " ")), Evidence: evs}
 			fixed, appends := cutDollarAt(exec)
 			switch {
 			case slices.Contains(fixed, `"$@"`):
@@ -87,7 +93,7 @@ func (b *builder) executables(f *entrypoints.Facts) {
 			b.Add(bl)
 		case e.InterpreterKind == "shell":
 			bl := probe.Blocker{ID: entrypoints.WarnShellShebang, Kind: probe.ShellAtRuntime, Rule: RuleScriptLogic,
-				Title: fmt.Sprintf("%s is a shell script (%s)", name, e.Shebang), Evidence: evs}
+				Title: fmt.Sprintf("%s is a shell script (%s)", name, shellOf(e)), Evidence: evs}
 			if e.Script != nil && len(e.Script.Reasons) > 0 {
 				bl.WhyNot = "the script does more than set defaults: " + strings.Join(first(e.Script.Reasons, 3), "; ")
 			}
@@ -147,4 +153,13 @@ func userWrapped(argv []string) string {
 		return init[0]
 	}
 	return ""
+}
+
+// shellOf says which shell runs a script: the one the start command names
+// (run by bash), else its shebang.
+func shellOf(e entrypoints.Executable) string {
+	if e.RunBy != "" {
+		return "run by " + e.RunBy
+	}
+	return e.Shebang
 }

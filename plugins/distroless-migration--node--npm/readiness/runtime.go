@@ -20,6 +20,9 @@ func (b *builder) runtime(f *noderuntime.Facts) {
 		if u.Origin == "healthcheck" && (u.Binary == "curl" || u.Binary == "wget") {
 			continue // the health check's own blocker says what becomes of it
 		}
+		if b.scriptShells[u.Origin+" "+u.Binary] {
+			continue // the shell runs a script that was read: the script's blocker says what needs it
+		}
 		if dockerfile.IsInit(u.Binary) && u.Origin != "healthcheck" {
 			initBins[u.Binary] = strings.ToUpper(u.Origin)
 			b.Add(probe.Blocker{ID: noderuntime.WarnMissingBinary, Kind: probe.MissingBinary, Rule: RuleInitWrapper,

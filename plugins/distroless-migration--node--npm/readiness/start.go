@@ -261,6 +261,9 @@ func (b *builder) startProgram(ep *entrypoints.Facts, nr *noderuntime.Facts) {
 			if e.Command == prog {
 				return // judged as an executable of its own
 			}
+			if e.RunBy != "" && e.Command == entrypoints.ShellScript(c.Program) {
+				return // a shell that runs a script: judged as that script
+			}
 		}
 		for _, p := range nr.OSPackages {
 			for _, bin := range noderuntime.PackageBinaries(p.Name) {

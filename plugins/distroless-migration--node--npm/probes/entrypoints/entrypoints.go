@@ -108,6 +108,10 @@ type Executable struct {
 	// Script is what a shell script in the repository does, when it is
 	// one: whether it only sets defaults and execs its command.
 	Script *shellcmd.Script `json:"script,omitempty"`
+	// RunBy is the shell the start command names to run the script
+	// (ENTRYPOINT ["/bin/bash", "entrypoint.sh"], sh start.sh): the script
+	// is that shell's, whatever its first line says.
+	RunBy string `json:"run_by,omitempty"`
 	// Evidence is where the container is told to run it.
 	File string `json:"file"`
 	Line int    `json:"line"`
@@ -127,7 +131,7 @@ var _ probe.Probe = (*Probe)(nil)
 func (*Probe) Desc() probe.Desc {
 	return probe.Desc{
 		Name:      Name,
-		Version:   "5", // 4: an entrypoint script's programs (issue 21); 5: variables set to a literal, init and user wrappers, the lines that need the shell
+		Version:   "5", // 4: an entrypoint script's programs (issue 21); 5: variables set to a literal, init and user wrappers, the lines that need the shell, scripts a shell runs (bash entrypoint.sh)
 		Heaviness: probe.Light,
 		PerImage:  true,
 		// The set of executed files depends on the repository's whole
@@ -251,16 +255,44 @@ func (r *resolver) executables(f *dockerfile.File, c npmscripts.Chain) []Executa
 		}
 		return args[0]
 	}
+	// entArgv is the ENTRYPOINT's command past an init wrapper.
+	entArgv := func() []string {
+		args := c.Start.Entrypoint.Args
+		if init, rest := dockerfile.SplitInit(args); init != nil {
+			return rest
+		}
+		return args
+	}
 	switch {
 	case c.Start.Entrypoint != nil && c.Start.Entrypoint.Form == dockerfile.FormExec && len(c.Start.Entrypoint.Args) > 0 && entWord() != "" && !isKnownTool(entWord()):
 		add(r.inspect(f, entWord(), "entrypoint", c.Start.Entrypoint.Line, false))
+	case c.Start.Entrypoint != nil && c.Start.Entrypoint.Form == dockerfile.FormExec && len(c.Start.Entrypoint.Args) > 0 && shellcmd.IsShell(entWord()):
+		// ENTRYPOINT ["/bin/bash", "/app/entrypoint.sh"]: the script the
+		// shell runs, read like any entrypoint script.
+		if script := ShellScript(entArgv()); script != "" {
+			add(r.inspectRunBy(f, script, "entrypoint", c.Start.Entrypoint.Line, false, entWord()))
+		}
+		// ENTRYPOINT ["/bin/sh", "-c", "/app/setup.sh && exec \"$0\" \"$@\""]:
+		// the scripts its line runs.
+		for _, ex := range r.lineScripts(f, entArgv(), "entrypoint", c.Start.Entrypoint.Line) {
+			add(ex)
+		}
 	case c.Start.Entrypoint == nil && c.Start.FromBase == dockerfile.BaseOfficialNode:
 		add(Executable{Dockerfile: f.Path, Command: dockerfile.NodeEntrypoint, Origin: "entrypoint", ResolvedBy: "base_image",
 			Kind: KindBaseImage, Shebang: "#!/bin/sh", Interpreter: "sh", InterpreterKind: "shell", File: f.Path, Line: f.Stages[final].Line})
 	}
 	// The program the CMD runs, when it is not node or a package manager.
 	if len(c.Program) > 0 && c.Launcher == "other" {
-		add(r.inspect(f, c.Program[0], "cmd", startLine, false))
+		if script := ShellScript(c.Program); script != "" {
+			// CMD ["sh", "start.sh"]: the script, not the shell.
+			add(r.inspectRunBy(f, script, "cmd", startLine, false, c.Program[0]))
+		} else if scripts := r.lineScripts(f, c.Program, "cmd", startLine); len(scripts) > 0 {
+			for _, ex := range scripts {
+				add(ex)
+			}
+		} else {
+			add(r.inspect(f, c.Program[0], "cmd", startLine, false))
+		}
 	}
 	// The command npx runs, from node_modules/.bin.
 	if len(c.Direct) > 0 && c.Launcher == "npx" && !isKnownTool(c.Direct[0]) {
@@ -291,10 +323,22 @@ func (r *resolver) executables(f *dockerfile.File, c npmscripts.Chain) []Executa
 	// node_modules/.bin on PATH.
 	for _, s := range c.Scripts {
 		for _, cmd := range s.Analysis.Commands {
-			if len(cmd) == 0 || isKnownTool(cmd[0]) || cmd[0] == "<expanded>" {
+			if len(cmd) == 0 || cmd[0] == "<expanded>" {
 				continue
 			}
-			ex := r.inspect(f, cmd[0], "script:"+s.Name, startLine, true)
+			var ex Executable
+			switch script := ShellScript(cmd); {
+			case script != "" && script != "<expanded>":
+				// "start": "sh ./scripts/start.sh"
+				ex = r.inspectRunBy(f, script, "script:"+s.Name, startLine, false, cmd[0])
+			case isKnownTool(cmd[0]):
+				continue
+			default:
+				ex = r.inspect(f, cmd[0], "script:"+s.Name, startLine, true)
+			}
+			if ex.Command == "" {
+				continue
+			}
 			if s.Line > 0 {
 				ex.File, ex.Line = pkgPath(c), s.Line
 				if s.Package != "" {
@@ -306,6 +350,104 @@ func (r *resolver) executables(f *dockerfile.File, c npmscripts.Chain) []Executa
 	}
 	sort.SliceStable(exs, func(i, j int) bool { return exs[i].Line < exs[j].Line })
 	return exs
+}
+
+// ShellScript returns the script file a shell command line runs (bash
+// /app/entrypoint.sh, sh -e start.sh, bash -- x.sh): the first operand
+// after the shell's options. It is "" when argv is no shell, or the shell
+// reads its commands from -c or standard input.
+func ShellScript(argv []string) string {
+	if len(argv) < 2 || !shellcmd.IsShell(argv[0]) || path.Base(argv[0]) == "busybox" {
+		return ""
+	}
+	for i := 1; i < len(argv); i++ {
+		a := argv[i]
+		switch {
+		case a == "--" || a == "-":
+			if i+1 < len(argv) {
+				return argv[i+1]
+			}
+			return ""
+		case a == "-o" || a == "+o" || a == "--rcfile" || a == "--init-file" || a == "-O" || a == "+O":
+			i++ // the option's value
+		case strings.HasPrefix(a, "--"):
+		case strings.HasPrefix(a, "-") || strings.HasPrefix(a, "+"):
+			if strings.ContainsAny(a[1:], "cs") {
+				return "" // -c LINE, or -s: commands from standard input
+			}
+		default:
+			return a
+		}
+	}
+	return ""
+}
+
+// ShellLine returns the command line of sh -c LINE (with its options
+// before -c), or "".
+func ShellLine(argv []string) string {
+	if len(argv) < 3 || !shellcmd.IsShell(argv[0]) || path.Base(argv[0]) == "busybox" {
+		return ""
+	}
+	for i := 1; i < len(argv)-1; i++ {
+		a := argv[i]
+		switch {
+		case a == "-o" || a == "+o":
+			i++
+		case strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--") && strings.Contains(a, "c"):
+			return argv[i+1]
+		case !strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "+"):
+			return ""
+		}
+	}
+	return ""
+}
+
+// lineScripts inspects the repository scripts a sh -c line runs: a
+// command named by a path (./setup.sh), or a script it hands to a shell
+// (bash setup.sh).
+func (r *resolver) lineScripts(f *dockerfile.File, argv []string, origin string, line int) []Executable {
+	l := ShellLine(argv)
+	if l == "" {
+		return nil
+	}
+	var out []Executable
+	for _, cmd := range shellcmd.Analyze(l).Commands {
+		if len(cmd) == 0 || cmd[0] == "<expanded>" {
+			continue
+		}
+		var ex Executable
+		switch script := ShellScript(cmd); {
+		case script != "" && script != "<expanded>":
+			ex = r.inspectRunBy(f, script, origin, line, false, cmd[0])
+		case strings.Contains(cmd[0], "/") && !isKnownTool(cmd[0]):
+			ex = r.inspect(f, cmd[0], origin, line, false)
+		}
+		if ex.Command != "" {
+			out = append(out, ex)
+		}
+	}
+	return out
+}
+
+// inspectRunBy inspects a script that a shell named in the start command
+// runs: it is that shell's script whatever its first line says.
+func (r *resolver) inspectRunBy(f *dockerfile.File, word, origin string, line int, inScript bool, shell string) Executable {
+	ex := r.inspect(f, word, origin, line, inScript)
+	if ex.Command == "" {
+		return ex
+	}
+	ex.RunBy = path.Base(shell)
+	if ex.RepoPath == "" || ex.Kind == KindOutside || ex.Kind == KindNotRegular || ex.Kind == KindNotFound {
+		return ex
+	}
+	if ex.InterpreterKind != "shell" {
+		ex.Interpreter, ex.InterpreterKind, ex.NodeArgv = ex.RunBy, "shell", nil
+		if ex.Kind == KindNoShebang {
+			ex.Kind = KindScript
+		}
+		r.readScript(&ex)
+	}
+	return ex
 }
 
 // nodeScript returns the script argument of a node command line: the first
@@ -533,16 +675,24 @@ func (r *resolver) classify(ex *Executable) {
 				ex.NodeArgv = []string{"node", js}
 			}
 		}
-		if ex.InterpreterKind == "shell" && !strings.HasPrefix(ex.RepoPath, "node_modules/") {
-			if src, err := r.repo.ReadFile(ex.RepoPath); err == nil && len(src) <= maxScriptBytes {
-				sc := shellcmd.AnalyzeScript(string(src))
-				ex.Script = &sc
-			}
+		if ex.InterpreterKind == "shell" {
+			r.readScript(ex)
 		}
 	default:
 		if ex.Kind != KindSymlinkToJS {
 			ex.Kind = KindNoShebang
 		}
+	}
+}
+
+// readScript reads what a shell script of the repository does.
+func (r *resolver) readScript(ex *Executable) {
+	if strings.HasPrefix(ex.RepoPath, "node_modules/") {
+		return
+	}
+	if src, err := r.repo.ReadFile(ex.RepoPath); err == nil && len(src) <= maxScriptBytes {
+		sc := shellcmd.AnalyzeScript(string(src))
+		ex.Script = &sc
 	}
 }
 
@@ -644,6 +794,8 @@ func warnings(ex Executable) []probe.Warning {
 		return []probe.Warning{{ID: WarnNotFound, Message: fmt.Sprintf("%s, run as %s, is not a regular file (a FIFO, socket or device); it was not read", ex.Command, ex.Origin), Evidence: ev}}
 	case ex.Kind == KindNotFound:
 		return []probe.Warning{{ID: WarnNotFound, Message: fmt.Sprintf("%s, run as %s, was not found in the repository", ex.Command, ex.Origin), Evidence: ev}}
+	case ex.InterpreterKind == "shell" && ex.RunBy != "":
+		return []probe.Warning{{ID: WarnShellShebang, Message: fmt.Sprintf("%s is run by %s, as %s", where, ex.RunBy, ex.Origin), Evidence: ev}}
 	case ex.InterpreterKind == "shell" && ex.Origin == "bin_shim":
 		return []probe.Warning{{ID: WarnShellShim, Message: fmt.Sprintf("the .bin shim %s is a %s wrapper", where, ex.Shebang), Evidence: ev}}
 	case ex.InterpreterKind == "shell":

@@ -139,6 +139,48 @@ func TestExecutables(t *testing.T) {
 			warns: []string{WarnShellShebang},
 		},
 		{
+			// A script the start command runs through a shell is that
+			// shell's script, with or without a shebang.
+			name: "ENTRYPOINT runs a script through bash",
+			files: map[string]file{
+				"Dockerfile":   {body: "FROM node:22-slim\nWORKDIR /app\nCOPY . .\nENTRYPOINT [\"/bin/bash\", \"/app/entry.sh\"]\nCMD [\"node\", \"server.js\"]\n"},
+				"entry.sh":     {body: "git pull\nexec \"$@\"\n"},
+				"package.json": {body: `{"name":"x"}`},
+			},
+			want:  []brief{{"/app/entry.sh", "entrypoint", "entry.sh", KindScript, "shell", nil, 4}},
+			warns: []string{WarnShellShebang},
+		},
+		{
+			name: "CMD runs a script through sh with options",
+			files: map[string]file{
+				"Dockerfile": {body: "FROM node:22-slim\nWORKDIR /app\nCOPY . .\nCMD [\"sh\", \"-e\", \"start.sh\", \"--port\", \"80\"]\n"},
+				"start.sh":   {body: "#!/bin/sh\nexec node server.js \"$@\"\n"},
+			},
+			want: []brief{{"docker-entrypoint.sh", "entrypoint", "", KindBaseImage, "shell", nil, 1},
+				{"start.sh", "cmd", "start.sh", KindScript, "shell", nil, 4}},
+			warns: []string{WarnBaseEntry, WarnShellShebang},
+		},
+		{
+			name: "an npm script runs a script through sh",
+			files: map[string]file{
+				"Dockerfile":       {body: "FROM node:22\nENTRYPOINT []\nCMD [\"npm\", \"start\"]\n"},
+				"package.json":     {body: "{\n\"scripts\": {\n\"start\": \"sh ./scripts/start.sh\"}}"},
+				"scripts/start.sh": {body: "node server.js\n"},
+			},
+			want:  []brief{{"./scripts/start.sh", "script:start", "scripts/start.sh", KindScript, "shell", nil, 3}},
+			warns: []string{WarnShellShebang},
+		},
+		{
+			name: "ENTRYPOINT sh -c runs a setup script, then the CMD",
+			files: map[string]file{
+				"Dockerfile":   {body: "FROM node:22-slim\nWORKDIR /app\nCOPY . .\nENTRYPOINT [\"/bin/sh\", \"-c\", \"./setup.sh && exec \\\"$0\\\" \\\"$@\\\"\"]\nCMD [\"node\", \"server.js\"]\n"},
+				"setup.sh":     {body: "#!/bin/sh\nmkdir -p /app/data\n"},
+				"package.json": {body: `{"name":"x"}`},
+			},
+			want:  []brief{{"./setup.sh", "entrypoint", "setup.sh", KindScript, "shell", nil, 4}},
+			warns: []string{WarnShellShebang},
+		},
+		{
 			name: "entrypoint not in the repo",
 			files: map[string]file{
 				"Dockerfile": {body: "FROM node:22\nENTRYPOINT [\"/opt/start\"]\n"},
@@ -162,5 +204,48 @@ func TestExecutables(t *testing.T) {
 				t.Errorf("warnings (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+func TestShellLine(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		argv []string
+		want string
+	}{
+		{[]string{"/bin/sh", "-c", "./x.sh", "node"}, "./x.sh"},
+		{[]string{"bash", "-o", "pipefail", "-ec", "a && b"}, "a && b"},
+		{[]string{"sh", "x.sh", "-c"}, ""},
+		{[]string{"sh", "-c"}, ""},
+		{[]string{"node", "-c", "x"}, ""},
+	}
+	for _, tt := range tests {
+		if got := ShellLine(tt.argv); got != tt.want {
+			t.Errorf("ShellLine(%q) = %q, want %q", tt.argv, got, tt.want)
+		}
+	}
+}
+
+func TestShellScript(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		argv []string
+		want string
+	}{
+		{[]string{"/bin/bash", "/cryptpad/docker-entrypoint.sh"}, "/cryptpad/docker-entrypoint.sh"},
+		{[]string{"sh", "-eu", "start.sh", "arg"}, "start.sh"},
+		{[]string{"bash", "-o", "pipefail", "--noprofile", "x.sh"}, "x.sh"},
+		{[]string{"bash", "--", "-x.sh"}, "-x.sh"},
+		{[]string{"sh", "-c", "./x.sh"}, ""},
+		{[]string{"sh", "-ec", "./x.sh"}, ""},
+		{[]string{"sh", "-s"}, ""},
+		{[]string{"sh"}, ""},
+		{[]string{"node", "x.js"}, ""},
+		{[]string{"busybox", "sh", "x.sh"}, ""},
+	}
+	for _, tt := range tests {
+		if got := ShellScript(tt.argv); got != tt.want {
+			t.Errorf("ShellScript(%q) = %q, want %q", tt.argv, got, tt.want)
+		}
 	}
 }
