@@ -13,6 +13,7 @@ import (
 	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/dockerfile"
 	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/probes/entrypoints"
 	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/probes/noderuntime"
+	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/shellcmd"
 )
 
 // executables: entrypoint scripts, shims and the base image's entrypoint.
@@ -110,6 +111,9 @@ func (b *builder) executables(f *entrypoints.Facts) {
 		case e.InterpreterKind == "env":
 			b.Add(probe.Blocker{ID: entrypoints.WarnEnvShebang, Kind: probe.MissingBinary, Rule: RuleBinaryAtRuntime,
 				Title: fmt.Sprintf("%s starts with %s; distroless has no /usr/bin/env", name, e.Shebang), Evidence: evs})
+		case e.Kind == entrypoints.KindNotFound && b.envWrapper(e.Command):
+			// ./node_modules/.bin/cross-env A=b node x.js: the rewrite
+			// drops cross-env (env_wrapper_start), whatever its file is.
 		case e.Kind == entrypoints.KindNotFound:
 			b.Add(probe.Blocker{ID: entrypoints.WarnNotFound, Kind: probe.UnknownKind, Rule: RuleUnclassified,
 				Title: fmt.Sprintf("%s (run as %s) is not in the repository; what it needs is unknown", e.Command, e.Origin), Evidence: evs})
@@ -162,4 +166,14 @@ func shellOf(e entrypoints.Executable) string {
 		return "run by " + e.RunBy
 	}
 	return e.Shebang
+}
+
+// envWrapper reports whether command is the cross-env or env that the
+// start command runs its command through.
+func (b *builder) envWrapper(command string) bool {
+	if b.start == nil || len(b.start.Program) == 0 || b.start.Program[0] != command {
+		return false
+	}
+	_, _, ok := shellcmd.EnvPrefix(b.start.Program)
+	return ok
 }

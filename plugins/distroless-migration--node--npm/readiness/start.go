@@ -161,6 +161,24 @@ func (b *builder) chains(f *npmscripts.Facts, r probe.Result) {
 			}
 			b.Add(bl)
 		case "node", "other":
+			if _, rest, ok := shellcmd.EnvPrefix(c.Program); ok {
+				// cross-env A=b CMD, env A=b CMD: the variables move to ENV
+				// and CMD runs itself; the steps read it so (Direct).
+				why := "cross-env spawns it by PATH, and distroless has no node on PATH"
+				if baseName(c.Program[0]) == "env" {
+					why = "distroless has no env"
+				}
+				bl := probe.Blocker{ID: npmscripts.WarnEnvWrapperStart, Kind: probe.MissingBinary,
+					Title: fmt.Sprintf("the container starts %s through %s: %s", strings.Join(rest, " "), baseName(c.Program[0]), why), Evidence: evs}
+				st := b.nodeStart(c.Direct, c.Env, "the "+baseName(c.Program[0])+" command")
+				if c.Convertible && len(c.Direct) > 0 && isNodeWord(c.Direct[0]) && st.Program == nil {
+					bl.Rule, bl.Fix = RuleScriptArgv, cmdFix(c.Direct, c.Env)
+					b.setStart(st, false)
+				} else {
+					bl.Rule, bl.WhyNot = RuleBinaryAtRuntime, fmt.Sprintf("%s runs %s, which is not node", baseName(c.Program[0]), strings.Join(rest, " "))
+				}
+				b.Add(bl)
+			}
 			sc := c.Start
 			shellForm := (sc.Cmd != nil && sc.Cmd.Form == dockerfile.FormShell) || (sc.Entrypoint != nil && sc.Entrypoint.Form == dockerfile.FormShell)
 			if shellForm || c.ViaShell {
@@ -256,6 +274,9 @@ func (b *builder) startProgram(ep *entrypoints.Facts, nr *noderuntime.Facts) {
 	prog := c.Program[0]
 	switch c.Launcher {
 	case "other":
+		if _, _, ok := shellcmd.EnvPrefix(c.Program); ok {
+			return // judged as the env wrapper it is
+		}
 		name := baseName(prog)
 		for _, e := range ep.Executables {
 			if e.Command == prog {

@@ -41,6 +41,7 @@ const (
 	WarnMissingScript       = "npm_scripts.missing_script"
 	WarnShellFormStart      = "npm_scripts.shell_form_start"
 	WarnDistrolessNodeTwice = "npm_scripts.distroless_node_in_cmd"
+	WarnEnvWrapperStart     = "npm_scripts.env_wrapper_start"
 )
 
 // Warnings are the warnings this probe raises.
@@ -51,6 +52,7 @@ var Warnings = []probe.WarningDesc{
 	{ID: WarnMissingScript, Summary: "the start command names a package script that package.json does not define"},
 	{ID: WarnShellFormStart, Summary: "the start command is a shell command line that needs a shell"},
 	{ID: WarnDistrolessNodeTwice, Summary: "on a distroless node base the entrypoint is node already, so CMD must not start with node"},
+	{ID: WarnEnvWrapperStart, Summary: "the container starts its command through cross-env or env, which look the command up by PATH: distroless has no env, and no node on PATH"},
 }
 
 // Facts are one start chain per parsed Dockerfile.
@@ -382,6 +384,9 @@ func resolveChain(f *dockerfile.File, pk *pkg, ps packages) (Chain, []probe.Warn
 		}
 		c.Direct, c.Convertible = bin, true
 		return c, ws
+	}
+	if _, rest, ok := shellcmd.EnvPrefix(argv); ok {
+		warn(WarnEnvWrapperStart, fmt.Sprintf("the container starts %s through %s, which finds it by PATH; the variables move to ENV and the command runs directly", strings.Join(rest, " "), path.Base(argv[0])), startEv)
 	}
 	inv, ok := shellcmd.ParseInvocation(argv)
 	if !ok {

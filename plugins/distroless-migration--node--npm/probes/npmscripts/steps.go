@@ -76,7 +76,7 @@ func (x *expander) command(pk *pkg, dir string, argv, env []string, script strin
 		if len(unsupported) > 0 {
 			return "npx option " + unsupported[0]
 		}
-		argv = bin
+		return x.command(pk, dir, bin, env, script)
 	}
 	if names, par, why, ok := shellcmd.RunAll(argv); ok {
 		if why != "" {
