@@ -38,7 +38,9 @@ type builder struct {
 	// start is the chain of a container that starts node or another
 	// program directly, with its evidence, checked once everything else
 	// is known (startProgram).
-	start   *npmscripts.Chain
+	start *npmscripts.Chain
+	// chain is the judged image's start chain, whatever its launcher.
+	chain   *npmscripts.Chain
 	startEv []probe.Evidence
 	// keptRunBinaries are programs final-stage RUN steps that cannot move
 	// run (so the image is set up for them), with the step's line.

@@ -32,6 +32,9 @@ func (b *builder) executables(f *entrypoints.Facts) {
 			b.scriptShells[e.Origin+" "+e.RunBy] = true
 		}
 		switch {
+		case e.Origin == "bin_shim" && b.stepsDrop(e.Command):
+			// cross-env, npm-run-all: the start's steps run what they ran,
+			// without them.
 		case e.Kind == entrypoints.KindBaseImage:
 			b.Add(probe.Blocker{ID: entrypoints.WarnBaseEntry, Kind: probe.ShellAtRuntime, Rule: RuleDistrolessBase,
 				Title: "the node base image boots through docker-entrypoint.sh (#!/bin/sh) as pid 1",
@@ -175,5 +178,27 @@ func (b *builder) envWrapper(command string) bool {
 		return false
 	}
 	_, _, ok := shellcmd.EnvPrefix(b.start.Program)
+	return ok
+}
+
+// stepsDrop reports whether the start's steps (npmscripts.Chain.Steps)
+// went through the .bin command name and left it out: cross-env and env,
+// whose variables the steps carry, and npm-run-all and run-s, whose
+// scripts they run one after the other. A launcher or ENV then takes
+// their place, so their shims are not run.
+func (b *builder) stepsDrop(name string) bool {
+	if b.chain == nil || len(b.chain.Steps) == 0 || b.chain.Parallel {
+		return false
+	}
+	base := path.Base(name)
+	for _, s := range b.chain.Steps {
+		if len(s.Argv) > 0 && path.Base(s.Argv[0]) == base {
+			return false
+		}
+	}
+	if _, _, ok := shellcmd.EnvPrefix([]string{base, "A=b", "x"}); ok {
+		return true
+	}
+	_, _, _, ok := shellcmd.RunAll([]string{base, "x"})
 	return ok
 }

@@ -66,6 +66,7 @@ func (b *builder) chains(f *npmscripts.Facts, r probe.Result) {
 		warnEv[w.ID] = append(warnEv[w.ID], w.Evidence...)
 	}
 	for _, c := range f.Chains {
+		b.chain = &c
 		startLine := 0
 		switch {
 		case c.Start.Cmd != nil:

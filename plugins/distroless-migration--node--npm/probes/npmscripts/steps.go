@@ -45,6 +45,9 @@ type expander struct {
 	followed int
 	// via is the shell script whose exec is being expanded.
 	via string
+	// runner is the package manager running the current script, which
+	// npm-run-all runs its scripts with (npm outside any).
+	runner shellcmd.Runner
 }
 
 // expandStart is the start argv's steps, or why it does not come down to
@@ -83,9 +86,14 @@ func (x *expander) command(pk *pkg, dir string, argv, env []string, script strin
 			return path.Base(argv[0]) + ": " + why
 		}
 		x.parallel = x.parallel || par
+		runner := x.runner
+		if runner == "" || runner == shellcmd.NodeRun {
+			runner = shellcmd.NPM
+		}
 		for _, n := range names {
-			// npm-run-all runs each as npm run NAME, hooks included.
-			if why := x.invoke(pk, dir, shellcmd.ScriptInvocation{Runner: shellcmd.NPM, Script: n}, env); why != "" {
+			// npm-run-all runs each as RUNNER run NAME (the package manager
+			// that runs it), with the hooks that runner runs.
+			if why := x.invoke(pk, dir, shellcmd.ScriptInvocation{Runner: runner, Script: n}, env); why != "" {
 				return why
 			}
 		}
@@ -134,6 +142,9 @@ func (x *expander) invoke(pk *pkg, dir string, inv shellcmd.ScriptInvocation, en
 	}
 	env = append(slices.Clone(env), inv.Env...)
 	hooks := inv.Runner != shellcmd.PNPM && !inv.NoHooks
+	outer := x.runner
+	x.runner = inv.Runner
+	defer func() { x.runner = outer }()
 	if pre, ok := pk.scripts["pre"+inv.Script]; ok && hooks {
 		if why := x.line(pk, d, pre, nil, env, "pre"+inv.Script); why != "" {
 			return why
