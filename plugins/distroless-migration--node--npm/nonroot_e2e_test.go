@@ -1,0 +1,103 @@
+package nodenpm_test
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/codegenie/codegenie/internal/gatecontrol/client"
+	"github.com/codegenie/codegenie/internal/migrate"
+	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/dockerfile"
+	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/gates"
+)
+
+// TestMigrateNonRootWrites: a service that ran as root and writes its
+// settings into /app/config, a folder COPY made, moves to :nonroot (uid
+// 65532). The recipe's rewrite chowns the folder in a files stage and
+// passes every gate, which boot it as 65532. The control is the same
+// rewrite without its chown step: booted as 65532 it cannot write the
+// folder, and boots fails, which shows the gates check what the chown is
+// for.
+func TestMigrateNonRootWrites(t *testing.T) {
+	e := setupTrace(t)
+	dir := t.TempDir()
+	copyTree(t, filepath.Join("testdata", "migrate-e2e", "nonroot-config"), dir)
+	o := migrateOptions(e)
+	// A gate-control of its own whose spawns each reserve 2 GiB of disk,
+	// not 10: the original's and the rewrite's spawns overlap, and this
+	// tiny service needs far less (a shared machine's free disk refused
+	// the second 10 GiB).
+	gc := client.NewLazy(client.PrivateConfig{Executable: e.bin, Stderr: os.Stderr, ServeArgs: []string{"--disk", strconv.Itoa(2 << 30)}})
+	defer func() { _ = gc.Close() }()
+	o.Sandbox = gc
+	m, err := migrate.Run(t.Context(), dir, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Result.Refused() || m.Gates == nil {
+		t.Fatalf("refused %+v, gates %v", m.Result.Refusals, m.Gates != nil)
+	}
+	if !strings.HasPrefix(m.Result.Target.Pinned(), "gcr.io/distroless/nodejs22-debian13:nonroot") {
+		t.Fatalf("target %s, want :nonroot", m.Result.Target.Pinned())
+	}
+	for _, g := range m.Gates.Gates {
+		want := gates.Passed
+		if g.Gate == "healthcheck" {
+			want = gates.Skipped // no HEALTHCHECK
+		}
+		if g.Status != want {
+			t.Errorf("gate %s: %s (%s %v), want %s", g.Gate, g.Status, g.Detail, g.Evidence, want)
+		}
+	}
+	if !m.Proven {
+		t.Fatal("the rewrite is not proven")
+	}
+	if err := m.Write(dir); err != nil {
+		t.Fatal(err)
+	}
+	// The control: the chown step goes.
+	df := filepath.Join(dir, "Dockerfile")
+	src, err := os.ReadFile(df)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kept []string
+	for _, l := range strings.SplitAfter(string(src), "\n") {
+		if !strings.Contains(l, "chown -R 65532:65532 /app/config") {
+			kept = append(kept, l)
+		}
+	}
+	if len(kept) == len(strings.SplitAfter(string(src), "\n")) {
+		t.Fatalf("the rewrite has no chown of /app/config:\n%s", src)
+	}
+	control := []byte(strings.Join(kept, ""))
+	if err := os.WriteFile(df, control, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	parsed, err := dockerfile.Parse("Dockerfile", control)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := gates.Run(t.Context(), gc, gates.Spec{Migrated: dir, Dockerfile: "Dockerfile", BootFor: o.BootFor,
+		RegistryMirrors: o.RegistryMirrors, Timeout: 3 * time.Minute}, parsed, parsed.Final)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Passed {
+		t.Fatal("the gates passed a :nonroot rewrite that cannot make its config directory")
+	}
+	for _, g := range rep.Gates {
+		if g.Gate != "boots" {
+			continue
+		}
+		out := g.Detail + "\n" + strings.Join(g.Evidence, "\n")
+		if g.Status != gates.Failed || !strings.Contains(out, "EACCES") {
+			t.Fatalf("boots: %s %q, want failed with EACCES", g.Status, out)
+		}
+		return
+	}
+	t.Fatal("no boots gate")
+}
