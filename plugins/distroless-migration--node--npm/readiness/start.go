@@ -283,7 +283,7 @@ func (b *builder) startProgram(ep *entrypoints.Facts, nr *noderuntime.Facts) {
 			if e.Command == prog {
 				return // judged as an executable of its own
 			}
-			if e.RunBy != "" && e.Command == entrypoints.ShellScript(c.Program) {
+			if e.RunBy != "" && e.Command == shellcmd.ShellScript(c.Program) {
 				return // a shell that runs a script: judged as that script
 			}
 		}

@@ -269,7 +269,7 @@ func (r *resolver) executables(f *dockerfile.File, c npmscripts.Chain) []Executa
 	case c.Start.Entrypoint != nil && c.Start.Entrypoint.Form == dockerfile.FormExec && len(c.Start.Entrypoint.Args) > 0 && shellcmd.IsShell(entWord()):
 		// ENTRYPOINT ["/bin/bash", "/app/entrypoint.sh"]: the script the
 		// shell runs, read like any entrypoint script.
-		if script := ShellScript(entArgv()); script != "" {
+		if script := shellcmd.ShellScript(entArgv()); script != "" {
 			add(r.inspectRunBy(f, script, "entrypoint", c.Start.Entrypoint.Line, false, entWord()))
 		}
 		// ENTRYPOINT ["/bin/sh", "-c", "/app/setup.sh && exec \"$0\" \"$@\""]:
@@ -283,7 +283,7 @@ func (r *resolver) executables(f *dockerfile.File, c npmscripts.Chain) []Executa
 	}
 	// The program the CMD runs, when it is not node or a package manager.
 	if len(c.Program) > 0 && c.Launcher == "other" {
-		if script := ShellScript(c.Program); script != "" {
+		if script := shellcmd.ShellScript(c.Program); script != "" {
 			// CMD ["sh", "start.sh"]: the script, not the shell.
 			add(r.inspectRunBy(f, script, "cmd", startLine, false, c.Program[0]))
 		} else if scripts := r.lineScripts(f, c.Program, "cmd", startLine); len(scripts) > 0 {
@@ -327,7 +327,7 @@ func (r *resolver) executables(f *dockerfile.File, c npmscripts.Chain) []Executa
 				continue
 			}
 			var ex Executable
-			switch script := ShellScript(cmd); {
+			switch script := shellcmd.ShellScript(cmd); {
 			case script != "" && script != "<expanded>":
 				// "start": "sh ./scripts/start.sh"
 				ex = r.inspectRunBy(f, script, "script:"+s.Name, startLine, false, cmd[0])
@@ -352,61 +352,11 @@ func (r *resolver) executables(f *dockerfile.File, c npmscripts.Chain) []Executa
 	return exs
 }
 
-// ShellScript returns the script file a shell command line runs (bash
-// /app/entrypoint.sh, sh -e start.sh, bash -- x.sh): the first operand
-// after the shell's options. It is "" when argv is no shell, or the shell
-// reads its commands from -c or standard input.
-func ShellScript(argv []string) string {
-	if len(argv) < 2 || !shellcmd.IsShell(argv[0]) || path.Base(argv[0]) == "busybox" {
-		return ""
-	}
-	for i := 1; i < len(argv); i++ {
-		a := argv[i]
-		switch {
-		case a == "--" || a == "-":
-			if i+1 < len(argv) {
-				return argv[i+1]
-			}
-			return ""
-		case a == "-o" || a == "+o" || a == "--rcfile" || a == "--init-file" || a == "-O" || a == "+O":
-			i++ // the option's value
-		case strings.HasPrefix(a, "--"):
-		case strings.HasPrefix(a, "-") || strings.HasPrefix(a, "+"):
-			if strings.ContainsAny(a[1:], "cs") {
-				return "" // -c LINE, or -s: commands from standard input
-			}
-		default:
-			return a
-		}
-	}
-	return ""
-}
-
-// ShellLine returns the command line of sh -c LINE (with its options
-// before -c), or "".
-func ShellLine(argv []string) string {
-	if len(argv) < 3 || !shellcmd.IsShell(argv[0]) || path.Base(argv[0]) == "busybox" {
-		return ""
-	}
-	for i := 1; i < len(argv)-1; i++ {
-		a := argv[i]
-		switch {
-		case a == "-o" || a == "+o":
-			i++
-		case strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--") && strings.Contains(a, "c"):
-			return argv[i+1]
-		case !strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "+"):
-			return ""
-		}
-	}
-	return ""
-}
-
 // lineScripts inspects the repository scripts a sh -c line runs: a
 // command named by a path (./setup.sh), or a script it hands to a shell
 // (bash setup.sh).
 func (r *resolver) lineScripts(f *dockerfile.File, argv []string, origin string, line int) []Executable {
-	l := ShellLine(argv)
+	l := shellcmd.ShellLine(argv)
 	if l == "" {
 		return nil
 	}
@@ -416,7 +366,7 @@ func (r *resolver) lineScripts(f *dockerfile.File, argv []string, origin string,
 			continue
 		}
 		var ex Executable
-		switch script := ShellScript(cmd); {
+		switch script := shellcmd.ShellScript(cmd); {
 		case script != "" && script != "<expanded>":
 			ex = r.inspectRunBy(f, script, origin, line, false, cmd[0])
 		case strings.Contains(cmd[0], "/") && !isKnownTool(cmd[0]):
