@@ -6,6 +6,7 @@ package readiness
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/codegenie/codegenie/internal/probe"
@@ -35,6 +36,8 @@ func reachableBinaries(f *childprocess.Facts) map[string]bool {
 // the rest is a note that says why it does not.
 func (b *builder) childProcess(f *childprocess.Facts) {
 	notIn, notReached := map[string][]probe.Evidence{}, map[string][]probe.Evidence{}
+	var fallbackEv []probe.Evidence
+	var fallbackWhy []string
 	for _, fd := range f.Findings {
 		if fd.Kind == childprocess.KindNode {
 			continue
@@ -48,6 +51,17 @@ func (b *builder) childProcess(f *childprocess.Facts) {
 			notReached[string(fd.Origin)] = append(notReached[string(fd.Origin)], e)
 			continue
 		case childprocess.ScopeReachable, childprocess.ScopeUnresolved:
+		}
+		if fb, ok := knownFallback(fd); ok {
+			// A known fallback (fallbacks.json): it does not run, or does
+			// not fail, on distroless. Seen, but no blocker.
+			e.Note = fmt.Sprintf("%s, in %s %s", fd.Function, fd.Package, fd.PackageVersion)
+			fallbackEv = append(fallbackEv, e)
+			why := fmt.Sprintf("%s %s: %s (%s)", fb.Package, fb.Versions, fb.Why, fb.Source)
+			if !slices.Contains(fallbackWhy, why) {
+				fallbackWhy = append(fallbackWhy, why)
+			}
+			continue
 		}
 		evs := []probe.Evidence{e}
 		if len(fd.Chain) > 1 {
@@ -94,6 +108,10 @@ func (b *builder) childProcess(f *childprocess.Facts) {
 				Fix:   "make the command a literal (or an allow-list), or show with a trace what runs", Evidence: evs})
 		case childprocess.KindNode:
 		}
+	}
+	if len(fallbackEv) > 0 {
+		b.Note(probe.Note{ID: NoteKnownFallback, Message: fmt.Sprintf("%d child_process use(s) in dependency code the entrypoint may reach are known fallbacks that do not run, or do not fail, on distroless; they block nothing: %s",
+			len(fallbackEv), strings.Join(fallbackWhy, "; ")), Evidence: fallbackEv})
 	}
 	for _, o := range []string{"app", "dependency"} {
 		if e := notIn[o]; len(e) > 0 {

@@ -26,6 +26,7 @@ const (
 	NoteBuilderShells = "distroless_readiness.builder_stage_shells"
 	NoteNotInImage    = "distroless_readiness.not_in_image"
 	NoteNotReachable  = "distroless_readiness.not_reachable"
+	NoteKnownFallback = "distroless_readiness.known_fallback"
 )
 
 // Warnings are the IDs this assessor uses for notes.
@@ -36,6 +37,7 @@ var Warnings = []probe.WarningDesc{
 	{ID: NoteBuilderShells, Summary: "shells ran in builder-stage build steps; they stay in the builder and do not block"},
 	{ID: NoteNotInImage, Summary: "code that runs a shell or a binary is not in the judged image (no COPY brings it in), so it blocks nothing"},
 	{ID: NoteNotReachable, Summary: "code that runs a shell or a binary is in the image but not reachable from the entrypoint, so it blocks nothing"},
+	{ID: NoteKnownFallback, Summary: "a dependency's child_process call is a known fallback (fallbacks.json, with its source) that does not run, or does not fail, on distroless, so it blocks nothing"},
 }
 
 // Assessor is the distroless_readiness assessor.
