@@ -101,3 +101,42 @@ func TestMigrateNonRootWrites(t *testing.T) {
 	}
 	t.Fatal("no boots gate")
 }
+
+// TestMigrateLowPortRoot: a service that ran as root on port 80 moves to
+// the root variant, distroless :latest, pinned, and passes every gate.
+// There is no failing control: the sandbox, like Docker 20.10 and later,
+// lets any user bind port 80 (a :nonroot rewrite served there too), so
+// only a runtime that keeps ports below 1024 privileged (Kubernetes on
+// containerd 1.x, by default) would show the failure; the rule decides
+// (docs/gates/nonroot.md).
+func TestMigrateLowPortRoot(t *testing.T) {
+	e := setupTrace(t)
+	dir := t.TempDir()
+	copyTree(t, filepath.Join("testdata", "migrate-e2e", "nonroot-low-port"), dir)
+	o := migrateOptions(e)
+	gc := client.NewLazy(client.PrivateConfig{Executable: e.bin, Stderr: os.Stderr, ServeArgs: []string{"--disk", strconv.Itoa(2 << 30)}})
+	defer func() { _ = gc.Close() }()
+	o.Sandbox = gc
+	m, err := migrate.Run(t.Context(), dir, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Result.Refused() || m.Gates == nil {
+		t.Fatalf("refused %+v, gates %v", m.Result.Refusals, m.Gates != nil)
+	}
+	if !strings.HasPrefix(m.Result.Target.Pinned(), "gcr.io/distroless/nodejs22-debian13:latest@sha256:") {
+		t.Fatalf("target %s, want the root variant :latest, pinned", m.Result.Target.Pinned())
+	}
+	for _, g := range m.Gates.Gates {
+		want := gates.Passed
+		if g.Gate == "healthcheck" {
+			want = gates.Skipped // no HEALTHCHECK
+		}
+		if g.Status != want {
+			t.Errorf("gate %s: %s (%s %v), want %s", g.Gate, g.Status, g.Detail, g.Evidence, want)
+		}
+	}
+	if !m.Proven {
+		t.Fatal("the rewrite is not proven")
+	}
+}

@@ -2,6 +2,7 @@ package recipe
 
 import (
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -70,6 +71,19 @@ func DecideUser(nr *readiness.NonRoot, t Target, chosen bool, noFiles string) Us
 	}
 	d.Chown = nested(writes)
 	return d
+}
+
+// plainWordRE is a word the shell reads as itself.
+var plainWordRE = regexp.MustCompile(`^[A-Za-z0-9_./@%+=:,-]+$`)
+
+// shellWord is p as one shell word: as it is when the shell reads it as
+// itself, else in single quotes (a path from the app's code may hold a
+// space or a $).
+func shellWord(p string) string {
+	if plainWordRE.MatchString(p) {
+		return p
+	}
+	return "'" + strings.ReplaceAll(p, "'", `'\''`) + "'"
 }
 
 // where is file:line.
@@ -143,9 +157,9 @@ func (r *rewriter) chownWrites(end int, c *collected) {
 	}
 	var dirs, made, whys []string
 	for _, w := range r.chown {
-		dirs = append(dirs, w.Dir)
+		dirs = append(dirs, shellWord(w.Dir))
 		if !strings.HasPrefix(w.How, "RUN ") { // a RUN step made it already
-			made = append(made, w.Dir)
+			made = append(made, shellWord(w.Dir))
 		}
 		whys = append(whys, fmt.Sprintf("%s (%s, %s)", w.Dir, w.How, where(w.Evidence.File, w.Evidence.Line)))
 		if !within(w.Dir, r.wd) {

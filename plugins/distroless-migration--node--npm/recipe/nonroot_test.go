@@ -94,3 +94,17 @@ func TestRootVariant(t *testing.T) {
 		}
 	}
 }
+
+func TestShellWord(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{
+		"/app/config":  "/app/config",
+		"/app/my data": "'/app/my data'",
+		"/app/$HOME":   "'/app/$HOME'",
+		"/app/it's":    `'/app/it'\''s'`,
+	} {
+		if got := shellWord(in); got != want {
+			t.Errorf("shellWord(%q) = %s, want %s", in, got, want)
+		}
+	}
+}

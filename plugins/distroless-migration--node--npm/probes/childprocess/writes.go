@@ -186,10 +186,52 @@ func calleeName(a *analysis, fn *sitter.Node) string {
 	return ""
 }
 
+// dirnameTemplate is the path of a template literal that is __dirname
+// followed by literal text.
+func (a *analysis) dirnameTemplate(n *sitter.Node, imageDir string) (string, bool) {
+	if imageDir == "" || n.NamedChildCount() == 0 {
+		return "", false
+	}
+	first := n.NamedChild(0)
+	if first.Type() != "template_substitution" || strings.TrimSpace(strings.Trim(a.text(first), "${}")) != "__dirname" {
+		return "", false
+	}
+	var b strings.Builder
+	for i := 1; i < int(n.NamedChildCount()); i++ {
+		c := n.NamedChild(i)
+		switch c.Type() {
+		case "string_fragment":
+			b.WriteString(a.text(c))
+		case "escape_sequence":
+			b.WriteString(unescape(a.text(c)))
+		default:
+			return "", false
+		}
+	}
+	return path.Join(imageDir, b.String()), true
+}
+
 // pathArg is the path a path argument names: a literal, or path.join or
 // path.resolve of __dirname or process.cwd() and literals. rel is set when
 // it is relative to the process's working directory.
 func (a *analysis) pathArg(n *sitter.Node, imageDir string) (p string, rel bool, ok bool) {
+	switch n.Type() {
+	case "parenthesized_expression":
+		if n.NamedChildCount() == 1 {
+			return a.pathArg(n.NamedChild(0), imageDir)
+		}
+	case "binary_expression":
+		// process.env.CONFIG_DIR ?? path.join(__dirname, 'config'): the
+		// literal default is where it writes unless the variable is set.
+		if op := n.ChildByFieldName("operator"); op != nil && (op.Type() == "??" || op.Type() == "||") {
+			return a.pathArg(n.ChildByFieldName("right"), imageDir)
+		}
+	case "template_string":
+		// `${__dirname}/config`
+		if p, ok := a.dirnameTemplate(n, imageDir); ok {
+			return p, false, true
+		}
+	}
 	if s, ok := a.literal(n); ok {
 		if s == "" {
 			return "", false, false
