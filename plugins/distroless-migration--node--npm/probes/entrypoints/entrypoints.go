@@ -19,6 +19,7 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 
@@ -131,7 +132,7 @@ var _ probe.Probe = (*Probe)(nil)
 func (*Probe) Desc() probe.Desc {
 	return probe.Desc{
 		Name:      Name,
-		Version:   "5", // 4: an entrypoint script's programs (issue 21); 5: variables set to a literal, init and user wrappers, the lines that need the shell, scripts a shell runs (bash entrypoint.sh)
+		Version:   "6", // 4: an entrypoint script's programs (issue 21); 5: variables set to a literal, init and user wrappers, the lines that need the shell, scripts a shell runs (bash entrypoint.sh); 6: the programs of the scripts it runs by a path
 		Heaviness: probe.Light,
 		PerImage:  true,
 		// The set of executed files depends on the repository's whole
@@ -396,6 +397,7 @@ func (r *resolver) inspectRunBy(f *dockerfile.File, word, origin string, line in
 			ex.Kind = KindScript
 		}
 		r.readScript(&ex)
+		r.followScripts(f, &ex)
 	}
 	return ex
 }
@@ -498,6 +500,7 @@ func (r *resolver) inspect(f *dockerfile.File, word, origin string, line int, in
 		return ex
 	}
 	r.classify(&ex)
+	r.followScripts(f, &ex)
 	return ex
 }
 
@@ -644,6 +647,74 @@ func (r *resolver) readScript(ex *Executable) {
 		sc := shellcmd.AnalyzeScript(string(src))
 		ex.Script = &sc
 	}
+}
+
+// maxNested bounds how deep scripts that scripts run are followed.
+const maxNested = 3
+
+// followScripts adds to a script's Programs those of the repository's
+// shell scripts it runs by a path (./install-extras.sh), and theirs in
+// turn: what they run, the entrypoint runs.
+func (r *resolver) followScripts(f *dockerfile.File, ex *Executable) {
+	if ex.Script == nil {
+		return
+	}
+	seen := map[string]bool{ex.RepoPath: true}
+	var follow func(progs []string, depth int)
+	follow = func(progs []string, depth int) {
+		for _, p := range progs {
+			if !strings.Contains(p, "/") || depth >= maxNested {
+				continue
+			}
+			rp := r.scriptPath(f, p)
+			if rp == "" || seen[rp] {
+				continue
+			}
+			seen[rp] = true
+			src, err := r.repo.ReadFile(rp)
+			if err != nil || len(src) > maxScriptBytes {
+				continue
+			}
+			head := src[:min(len(src), 256)]
+			if bytes.HasPrefix(head, []byte("\x7fELF")) {
+				continue
+			}
+			if first, _, _ := bytes.Cut(head, []byte("\n")); bytes.HasPrefix(first, []byte("#!")) {
+				if _, kind := interpreter(strings.TrimSpace(string(first))); kind != "shell" {
+					continue // not a shell script: ./tool.js
+				}
+			}
+			nested := shellcmd.AnalyzeScript(string(src))
+			for _, q := range nested.Programs {
+				if !slices.Contains(ex.Script.Programs, q) {
+					ex.Script.Programs = append(ex.Script.Programs, q)
+				}
+			}
+			follow(nested.Programs, depth+1)
+		}
+	}
+	follow(slices.Clone(ex.Script.Programs), 0)
+}
+
+// scriptPath finds the repository file a script runs by a path: through
+// the final stage's COPY instructions, else the same path in the
+// repository.
+func (r *resolver) scriptPath(f *dockerfile.File, word string) string {
+	isDir := func(p string) bool {
+		fi, err := os.Stat(r.repo.Abs(p))
+		return err == nil && fi.IsDir()
+	}
+	cp := word
+	if !path.IsAbs(cp) {
+		cp = path.Join(f.Workdir(f.Final), cp)
+	}
+	if rp, ok := f.SourceOf(f.Final, cp, isDir); ok && r.repo.Exists(rp) {
+		return rp
+	}
+	if !path.IsAbs(word) && r.repo.Exists(path.Clean(word)) {
+		return path.Clean(word)
+	}
+	return ""
 }
 
 // shimTarget finds the JS file a .bin name stands for, from the bin field

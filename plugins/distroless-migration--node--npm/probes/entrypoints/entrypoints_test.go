@@ -206,3 +206,25 @@ func TestExecutables(t *testing.T) {
 		})
 	}
 }
+
+// TestNestedScripts: the programs of the shell scripts an entrypoint
+// script runs by a path count as the entrypoint's, through COPY and a
+// few levels deep, once each; a node script it runs is not read as shell.
+func TestNestedScripts(t *testing.T) {
+	t.Parallel()
+	facts, _ := runOn(t, map[string]file{
+		"Dockerfile":        {body: "FROM node:22-slim\nWORKDIR /srv\nCOPY . .\nCOPY tools/ /opt/tools/\nENTRYPOINT [\"/bin/bash\", \"/srv/entry.sh\"]\nCMD [\"node\", \"server.js\"]\n"},
+		"entry.sh":          {body: "if [ \"$X\" = yes ]; then ./install-extras.sh; fi\n/opt/tools/fetch.sh\n./gen.js\nexec \"$@\"\n"},
+		"install-extras.sh": {body: "#!/usr/bin/env bash\ncommand -v rdfind && rdfind -makehardlinks true /srv\nunzip -q x.zip\n./entry.sh\n"},
+		"tools/fetch.sh":    {body: "#!/bin/sh\ngit clone \"$R\" /srv/data\n"},
+		"gen.js":            {body: "#!/usr/bin/env node\nrequire('child_process')\n"},
+		"package.json":      {body: `{"name":"x"}`},
+	})
+	if len(facts.Executables) != 1 || facts.Executables[0].Script == nil {
+		t.Fatalf("executables: %+v, want the entrypoint script read", facts.Executables)
+	}
+	want := []string{"./install-extras.sh", "/opt/tools/fetch.sh", "./gen.js", "rdfind", "unzip", "./entry.sh", "git"}
+	if diff := cmp.Diff(want, facts.Executables[0].Script.Programs); diff != "" {
+		t.Errorf("programs (-want +got):\n%s", diff)
+	}
+}
