@@ -258,7 +258,7 @@ func (*Probe) Desc() probe.Desc {
 	}
 	return probe.Desc{
 		Name:           Name,
-		Version:        "13", // 7: an undeclared, uninstalled package is an unresolved edge, tsconfig paths and module-alias followed; 8: wrappers read with dockerfile.SplitInit (issue 21); 9: a COPY --from an image codegenie cannot read leaves the file set incomplete, and a whole lockfile install for an image without devDependencies scopes like the image; 10: the dependencies of nested packages with node_modules of their own; 11: a parent's node_modules stands for the app folder's when it has none; 12: literal writes and listen ports of reachable app code; 13: the graph starts from every node step of the start (npmscripts steps: && lines, hooks, npm-run-all, cross-env, entrypoint scripts that only set defaults)
+		Version:        "13", // 7: an undeclared, uninstalled package is an unresolved edge, tsconfig paths and module-alias followed; 8: wrappers read with dockerfile.SplitInit (issue 21); 9: a COPY --from an image codegenie cannot read leaves the file set incomplete, and a whole lockfile install for an image without devDependencies scopes like the image; 10: the dependencies of nested packages with node_modules of their own; 11: a parent's node_modules stands for the app folder's when it has none; 12: literal writes and listen ports of reachable app code; 13: their defaults after ?? and ||, ternaries, `${__dirname}/x` and names declared once; 13: the graph starts from every node step of the start (npmscripts steps: && lines, hooks, npm-run-all, cross-env, entrypoint scripts that only set defaults)
 		After:          []string{imagedeps.Source},
 		Heaviness:      probe.Light,
 		CacheStrategy:  probe.CacheContent,

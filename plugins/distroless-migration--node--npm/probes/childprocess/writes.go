@@ -134,6 +134,7 @@ func (sc *scanner) fileWrites(ctx context.Context, l language, src []byte, file,
 func (a *analysis) writes(file, imageDir string, fsMod bool) ([]Write, []Listen) {
 	var writes []Write
 	var listens []Listen
+	e := &pathEval{a: a, imageDir: imageDir}
 	var walk func(n *sitter.Node, depth int)
 	walk = func(n *sitter.Node, depth int) {
 		if n == nil || depth > 500 {
@@ -147,7 +148,7 @@ func (a *analysis) writes(file, imageDir string, fsMod bool) ([]Write, []Listen)
 			}
 			line := a.pos(n).line
 			if fn, ok := writeFuncs[name]; ok && fsMod && len(args) > 0 {
-				if p, rel, ok := a.pathArg(args[0], imageDir); ok {
+				if p, rel, ok := e.pathArg(args[0]); ok {
 					w := Write{File: file, Line: line, Function: name, Arg: a.text(args[0]), Path: p, CwdRelative: rel, MakesDir: fn.dir, Recursive: fn.recursive}
 					if fn.dir && !fn.recursive && len(args) > 1 && strings.Contains(a.text(args[1]), "recursive: true") {
 						w.Recursive = true
@@ -211,21 +212,81 @@ func (a *analysis) dirnameTemplate(n *sitter.Node, imageDir string) (string, boo
 	return path.Join(imageDir, b.String()), true
 }
 
+// pathEval evaluates path arguments in one file.
+type pathEval struct {
+	a *analysis
+	// imageDir is the file's directory in the image, which __dirname
+	// names ("" when unknown).
+	imageDir string
+	// consts maps a name to the values it is declared with in the file
+	// (built on first use).
+	consts map[string][]*sitter.Node
+	depth  int
+}
+
+// constValue is the value of the one declaration of name in the file
+// (const, let or var); nil when there is none or more than one.
+func (e *pathEval) constValue(name string) *sitter.Node {
+	if e.consts == nil {
+		e.consts = map[string][]*sitter.Node{}
+		var walk func(n *sitter.Node, depth int)
+		walk = func(n *sitter.Node, depth int) {
+			if n == nil || depth > 500 {
+				return
+			}
+			if n.Type() == "variable_declarator" {
+				if id := n.ChildByFieldName("name"); id != nil && id.Type() == "identifier" {
+					k := e.a.text(id)
+					e.consts[k] = append(e.consts[k], n.ChildByFieldName("value"))
+				}
+			}
+			for i := 0; i < int(n.NamedChildCount()); i++ {
+				walk(n.NamedChild(i), depth+1)
+			}
+		}
+		walk(e.a.root, 0)
+	}
+	if vs := e.consts[name]; len(vs) == 1 {
+		return vs[0]
+	}
+	return nil
+}
+
 // pathArg is the path a path argument names: a literal, or path.join or
 // path.resolve of __dirname or process.cwd() and literals. rel is set when
 // it is relative to the process's working directory.
-func (a *analysis) pathArg(n *sitter.Node, imageDir string) (p string, rel bool, ok bool) {
+func (e *pathEval) pathArg(n *sitter.Node) (p string, rel bool, ok bool) {
+	a, imageDir := e.a, e.imageDir
+	if n == nil || e.depth > 8 {
+		return "", false, false
+	}
+	e.depth++
+	defer func() { e.depth-- }()
 	switch n.Type() {
 	case "parenthesized_expression":
 		if n.NamedChildCount() == 1 {
-			return a.pathArg(n.NamedChild(0), imageDir)
+			return e.pathArg(n.NamedChild(0))
 		}
 	case "binary_expression":
 		// process.env.CONFIG_DIR ?? path.join(__dirname, 'config'): the
 		// literal default is where it writes unless the variable is set.
 		if op := n.ChildByFieldName("operator"); op != nil && (op.Type() == "??" || op.Type() == "||") {
-			return a.pathArg(n.ChildByFieldName("right"), imageDir)
+			return e.pathArg(n.ChildByFieldName("right"))
 		}
+	case "ternary_expression":
+		// CONFIG ? `${CONFIG}/x` : path.join(__dirname, 'x'): the branch
+		// that is a literal path.
+		if p, rel, ok := e.pathArg(n.ChildByFieldName("alternative")); ok {
+			return p, rel, true
+		}
+		return e.pathArg(n.ChildByFieldName("consequence"))
+	case "identifier":
+		// const DATA_DIR = path.join(__dirname, 'data'), declared once in
+		// the file.
+		if v := e.constValue(a.text(n)); v != nil {
+			return e.pathArg(v)
+		}
+		return "", false, false
 	case "template_string":
 		// `${__dirname}/config`
 		if p, ok := a.dirnameTemplate(n, imageDir); ok {
