@@ -15,6 +15,9 @@ import (
 type NodeCommand struct {
 	Args []string
 	Dir  string
+	// Bin, when set, is a node_modules/.bin command the step runs (Args
+	// are its arguments): node runs the JS file its package's "bin" names.
+	Bin string
 }
 
 // NodeCommands returns the node commands the start runs, one for each of
@@ -44,6 +47,9 @@ func NodeCommands(c *npmscripts.Chain) (cmds []NodeCommand, why string) {
 			cmds = append(cmds, NodeCommand{Args: argv[1:], Dir: s.Dir})
 		case len(argv) > 0 && isJSPath(argv[0]):
 			cmds = append(cmds, NodeCommand{Args: argv, Dir: s.Dir})
+		case len(argv) > 0 && s.Script != "" && binWord(argv[0]):
+			// A package script runs with node_modules/.bin on PATH.
+			cmds = append(cmds, NodeCommand{Bin: path.Base(argv[0]), Args: argv[1:], Dir: s.Dir})
 		default:
 			why := "the start runs " + strings.Join(s.Argv, " ") + ", which is not node"
 			if c.StepsWhy != "" {
@@ -53,6 +59,15 @@ func NodeCommands(c *npmscripts.Chain) (cmds []NodeCommand, why string) {
 		}
 	}
 	return cmds, ""
+}
+
+// binWord reports a word a package script may run from node_modules/.bin:
+// a bare name, or a path into node_modules/.bin.
+func binWord(w string) bool {
+	if strings.Contains(w, "node_modules/.bin/") {
+		return true
+	}
+	return w != "" && !strings.Contains(w, "/") && !strings.HasPrefix(w, "-")
 }
 
 func isJSPath(p string) bool {
@@ -123,11 +138,13 @@ func entryFiles(j *images.Judged, set *images.FileSet, c *npmscripts.Chain, w *w
 	var out, whys []string
 	for _, cmd := range cmds {
 		files, why := commandEntries(j, set, w, cmd, optPreloads)
-		out = append(out, files...)
 		whys = append(whys, why)
-	}
-	if len(out) == 0 {
-		return nil, strings.Join(whys, "; ")
+		if len(files) == 0 {
+			// Code the graph cannot see runs at start (a build's output,
+			// a package not installed): no step is the whole of it.
+			return nil, strings.Join(whys, "; ")
+		}
+		out = append(out, files...)
 	}
 	var uniq []string
 	for _, f := range out {
@@ -140,6 +157,16 @@ func entryFiles(j *images.Judged, set *images.FileSet, c *npmscripts.Chain, w *w
 
 // commandEntries finds the repository files one node command starts with.
 func commandEntries(j *images.Judged, set *images.FileSet, w *walker, cmd NodeCommand, optPreloads []string) ([]string, string) {
+	if cmd.Bin != "" {
+		// knex migrate:latest: the JS file of the package whose "bin"
+		// names knex, in the app's node_modules.
+		for _, dir := range []string{path.Join(j.Context, cmd.Dir), j.Context} {
+			if t, ok := w.binEntry(dir, cmd.Bin); ok {
+				return []string{t}, cmd.Bin + " (" + t + ")"
+			}
+		}
+		return nil, cmd.Bin + " is a command that no installed package's \"bin\" names"
+	}
 	args := cmd.Args
 	preloads, script := ScriptArgs(args)
 	preloads = append(preloads, optPreloads...)

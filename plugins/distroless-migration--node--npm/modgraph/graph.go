@@ -574,6 +574,45 @@ type manifest struct {
 	PeerDependencies     map[string]string `json:"peerDependencies"`
 	// ModuleAliases is module-alias's map of names to folders.
 	ModuleAliases map[string]string `json:"_moduleAliases"`
+	// Bin is a file, or a map of command names to files.
+	Bin json.RawMessage `json:"bin"`
+}
+
+// binEntry finds the JS file of the node_modules/.bin command name in the
+// node_modules of folder dir: the package whose package.json "bin" names
+// it (a string "bin" is named after the package).
+func (w *walker) binEntry(dir, name string) (string, bool) {
+	nm := path.Join(dir, "node_modules")
+	cands := []string{path.Join(nm, name)}
+	for _, f := range w.files {
+		rel, ok := strings.CutPrefix(f, nm+"/")
+		if !ok || path.Base(rel) != "package.json" {
+			continue
+		}
+		if parts := strings.Split(rel, "/"); len(parts) == 2 || (len(parts) == 3 && strings.HasPrefix(parts[0], "@")) {
+			cands = append(cands, path.Dir(f))
+		}
+	}
+	for _, d := range cands {
+		m := w.manifestAt(d)
+		if m == nil || len(m.Bin) == 0 {
+			continue
+		}
+		var one string
+		if json.Unmarshal(m.Bin, &one) == nil {
+			if path.Base(m.Name) == name {
+				return w.file(path.Join(d, one))
+			}
+			continue
+		}
+		var many map[string]string
+		if json.Unmarshal(m.Bin, &many) == nil {
+			if t, ok := many[name]; ok {
+				return w.file(path.Join(d, t))
+			}
+		}
+	}
+	return "", false
 }
 
 func (w *walker) manifestAt(dir string) *manifest {

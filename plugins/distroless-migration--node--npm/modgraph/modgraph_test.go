@@ -307,3 +307,35 @@ func TestNodeCommandsBehindWrappers(t *testing.T) {
 		}
 	}
 }
+
+// TestEntriesFromEveryStep: the graph starts from each step the start
+// comes down to: a script's node_modules/.bin command (the JS file its
+// package's "bin" names) and node's script. A step whose code cannot be
+// found (a build's output) leaves the graph with no entry, not with the
+// other steps' alone.
+func TestEntriesFromEveryStep(t *testing.T) {
+	t.Parallel()
+	files := map[string]string{
+		"Dockerfile":                       "FROM node:22-slim\nWORKDIR /app\nCOPY . .\nCMD npm run migrate && npm start\n",
+		"package.json":                     `{"name":"svc","scripts":{"migrate":"knex migrate:latest","start":"cross-env NODE_ENV=production node server.js"}}`,
+		"server.js":                        "require('./lib/a');\n",
+		"lib/a.js":                         "",
+		"node_modules/knex/package.json":   `{"name":"knex","bin":{"knex":"bin/cli.js"}}`,
+		"node_modules/knex/bin/cli.js":     "require('../lib/migrate');\n",
+		"node_modules/knex/lib/migrate.js": "",
+		"node_modules/knex/scripts/x.js":   "",
+	}
+	g := graphOf(t, files)
+	for _, f := range []string{"lib/a.js", "node_modules/knex/lib/migrate.js"} {
+		if !g.Reached(f) {
+			t.Errorf("%s not reached (entries %v: %s)", f, g.Entries, g.EntryWhy)
+		}
+	}
+	if g.Reached("node_modules/knex/scripts/x.js") {
+		t.Error("a file nothing loads is reached")
+	}
+	files["package.json"] = `{"name":"svc","scripts":{"migrate":"node dist/migrate.js","start":"node server.js"}}`
+	if g := graphOf(t, files); len(g.Entries) > 0 {
+		t.Errorf("entries %v, want none: dist/migrate.js is not in the repository (%s)", g.Entries, g.EntryWhy)
+	}
+}

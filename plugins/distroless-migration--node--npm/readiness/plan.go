@@ -72,6 +72,11 @@ type Start struct {
 	// or VAR=x of its command), which the launcher gives that step's
 	// process only; index i is Steps[i]'s.
 	StepEnv [][]string `json:"step_env,omitempty"`
+	// StepBin, when set, names for each step the node_modules/.bin
+	// command it runs ("" for a node step): the launcher finds that
+	// command's JS file at run time and runs it with the step's other
+	// words as its arguments.
+	StepBin []string `json:"step_bin,omitempty"`
 	// Env are KEY=VALUE pairs that move to ENV.
 	Env []string `json:"env,omitempty"`
 	// Dir is the folder, relative to the image's WORKDIR, that the

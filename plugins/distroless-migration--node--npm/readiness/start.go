@@ -113,7 +113,7 @@ func (b *builder) chains(f *npmscripts.Facts, r probe.Result) {
 		case "npm", "yarn", "pnpm", string(shellcmd.NodeRun):
 			bl := probe.Blocker{ID: npmscripts.WarnPackageManagerStart, Kind: probe.ShellAtRuntime,
 				Title: fmt.Sprintf("the container starts with %s, which runs %q through sh -c", strings.Join(c.Program, " "), c.Script), Evidence: evs}
-			ls, launcher := launcherSteps(c)
+			ls, launcher := b.launcherSteps(c)
 			launcher = launcher && len(ls.Steps) > 1
 			st := b.nodeStart(c.Direct, c.Env, "the "+c.Script+" script")
 			st.Dir = c.Dir
@@ -149,7 +149,7 @@ func (b *builder) chains(f *npmscripts.Facts, r probe.Result) {
 		case "shell":
 			bl := probe.Blocker{ID: npmscripts.WarnShellFormStart, Kind: probe.ShellAtRuntime,
 				Title: "the start command needs a shell: " + strings.TrimPrefix(strings.Join(c.Blockers, "; "), "start command needs a shell: "), Evidence: evs}
-			if ls, ok := launcherSteps(c); ok {
+			if ls, ok := b.launcherSteps(c); ok {
 				bl.Rule = RuleNodeLauncher
 				bl.Fix = launcherFix(ls)
 				ls.From = "the start command line"
@@ -247,7 +247,11 @@ func launcherFix(st Start) string {
 			s[i] = strings.Join(st.StepEnv[i], " ") + " " + s[i]
 		}
 	}
-	return fmt.Sprintf("run the %d node steps (%s) from a generated launcher: CMD [%q]", len(st.Steps), strings.Join(s, "; "), LauncherFile)
+	what := "node steps"
+	if len(st.StepBin) > 0 {
+		what = "steps (node, and node_modules/.bin commands' JS files, which the launcher finds at run time)"
+	}
+	return fmt.Sprintf("run the %d %s (%s) from a generated launcher: CMD [%q]", len(st.Steps), what, strings.Join(s, "; "), LauncherFile)
 }
 
 // viaJSEntry replaces a command that is a shim or an env-node script by
@@ -358,20 +362,34 @@ func nodeScriptOf(args []string) string {
 // && lines, npm-run-all, each with its cross-env or VAR=x variables) are
 // node commands run one after the other, in one folder: a generated Node
 // launcher runs them without a shell, as the prestart hook's are run.
-func launcherSteps(c npmscripts.Chain) (Start, bool) {
+func (b *builder) launcherSteps(c npmscripts.Chain) (Start, bool) {
 	if len(c.Steps) == 0 || c.Parallel {
 		return Start{}, false
 	}
 	st := Start{Dir: c.Steps[0].Dir}
 	for _, s := range c.Steps {
-		if len(s.Argv) == 0 || !isNodeWord(s.Argv[0]) || s.Dir != st.Dir || s.Via != "" || slices.Contains(s.Argv, "<expanded>") {
+		if len(s.Argv) == 0 || s.Dir != st.Dir || s.Via != "" || slices.Contains(s.Argv, "<expanded>") {
 			return Start{}, false
 		}
-		st.Steps = append(st.Steps, s.Argv)
+		argv, bin := b.viaJSEntry(s.Argv), ""
+		switch {
+		case isNodeWord(argv[0]):
+		case s.Script != "" && b.binCommands[argv[0]]:
+			// A script's knex migrate:latest: the .bin command's JS file,
+			// found at run time.
+			bin = baseName(argv[0])
+		default:
+			return Start{}, false
+		}
+		st.Steps = append(st.Steps, argv)
 		st.StepEnv = append(st.StepEnv, s.Env)
+		st.StepBin = append(st.StepBin, bin)
 	}
 	if !slices.ContainsFunc(st.StepEnv, func(e []string) bool { return len(e) > 0 }) {
 		st.StepEnv = nil
+	}
+	if !slices.ContainsFunc(st.StepBin, func(b string) bool { return b != "" }) {
+		st.StepBin = nil
 	}
 	return st, true
 }

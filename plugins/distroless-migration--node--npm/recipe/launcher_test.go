@@ -42,6 +42,9 @@ process.exit(Number(code));
 		{name: "the first failure stops the chain with its status",
 			steps: []step{{Args: []string{"step.js", "3", "migrate"}}, {Args: []string{"step.js", "0", "serve"}}},
 			code:  3, log: []string{"3 migrate A= B="}},
+		{name: "a node_modules/.bin step runs its JS file, then the node step",
+			steps: []step{{Bin: "tool", Args: []string{"0", "migrate:latest"}}, {Args: []string{"step.js", "0", "serve"}}},
+			log:   []string{"0 migrate:latest A= B=", "0 serve A= B="}},
 		{name: "no step variables: the launcher's own environment",
 			steps: []step{{Args: []string{"step.js", "0", "serve"}}},
 			env:   []string{"A=outer"}, log: []string{"0 serve A=outer B="}},
@@ -50,6 +53,21 @@ process.exit(Number(code));
 			t.Parallel()
 			dir := t.TempDir()
 			if err := os.WriteFile(filepath.Join(dir, "step.js"), []byte(stepJS), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			// node_modules/.bin/tool links to a package's JS file, as npm
+			// links a bin.
+			pkg := filepath.Join(dir, "node_modules", "tool")
+			if err := os.MkdirAll(filepath.Join(dir, "node_modules", ".bin"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.MkdirAll(pkg, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(pkg, "cli.js"), []byte("#!/usr/bin/env node\n"+stepJS), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink("../tool/cli.js", filepath.Join(dir, "node_modules", ".bin", "tool")); err != nil {
 				t.Fatal(err)
 			}
 			if err := os.WriteFile(filepath.Join(dir, LauncherName), launcher(tc.steps, nil), 0o644); err != nil {

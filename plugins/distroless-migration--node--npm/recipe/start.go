@@ -37,7 +37,11 @@ func (r *rewriter) startLines() ([]string, error) {
 	case len(s.Steps) > 0 || s.Bin != "" || s.Init != "":
 		var steps []step
 		for i, st := range s.Steps {
-			steps = append(steps, step{Args: readiness.DistrolessCmd(st)})
+			if i < len(s.StepBin) && s.StepBin[i] != "" {
+				steps = append(steps, step{Bin: s.StepBin[i], Args: append([]string{}, st[1:]...)})
+			} else {
+				steps = append(steps, step{Args: readiness.DistrolessCmd(st)})
+			}
 			if i < len(s.StepEnv) {
 				steps[i].Env = envObject(s.StepEnv[i])
 			}

@@ -132,7 +132,7 @@ var _ probe.Probe = (*Probe)(nil)
 func (*Probe) Desc() probe.Desc {
 	return probe.Desc{
 		Name:      Name,
-		Version:   "6", // 4: an entrypoint script's programs (issue 21); 5: variables set to a literal, init and user wrappers, the lines that need the shell, scripts a shell runs (bash entrypoint.sh); 6: the programs of the scripts it runs by a path
+		Version:   "7", // 4: an entrypoint script's programs (issue 21); 5: variables set to a literal, init and user wrappers, the lines that need the shell, scripts a shell runs (bash entrypoint.sh); 6: the programs of the scripts it runs by a path; 7: the first word of each step of the start (npm run migrate && npm start in CMD)
 		Heaviness: probe.Light,
 		PerImage:  true,
 		// The set of executed files depends on the repository's whole
@@ -348,6 +348,22 @@ func (r *resolver) executables(f *dockerfile.File, c npmscripts.Chain) []Executa
 			}
 			add(ex)
 		}
+	}
+	// The first word of each step the start comes down to that a script's
+	// line runs (npm run migrate && npm start in CMD: knex migrate:latest),
+	// also when the chain lists no scripts.
+	for _, s := range c.Steps {
+		if s.Script == "" || s.Via != "" || len(s.Argv) == 0 || isKnownTool(s.Argv[0]) || s.Argv[0] == "<expanded>" {
+			continue
+		}
+		ex := r.inspect(f, s.Argv[0], "script:"+s.Script, startLine, true)
+		if ex.Command == "" {
+			continue
+		}
+		if s.Line > 0 {
+			ex.File, ex.Line = s.Package, s.Line
+		}
+		add(ex)
 	}
 	sort.SliceStable(exs, func(i, j int) bool { return exs[i].Line < exs[j].Line })
 	return exs
