@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"path"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -128,63 +129,64 @@ func (sc *scanner) fileWrites(ctx context.Context, l language, src []byte, file,
 	return w, ls, nil
 }
 
-// writes walks the tree for the calls scanWrites looks for; fsMod is set
-// when the file names a file system module. imageDir is the file's
-// directory in the image ("" when unknown), which __dirname names.
+// callNameRE finds the name of a call scanWrites looks for, before its
+// opening parenthesis.
+var callNameRE = func() *regexp.Regexp {
+	names := []string{"listen"}
+	for n := range writeFuncs {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return regexp.MustCompile(`\b(` + strings.Join(names, "|") + `)\s*\(`)
+}()
+
+// writes finds the calls scanWrites looks for; fsMod is set when the file
+// names a file system module. imageDir is the file's directory in the
+// image ("" when unknown), which __dirname names. As the child_process
+// analysis does, it searches the bytes for the names and asks the tree
+// only what sits there, so a large file's other nodes are never made.
 func (a *analysis) writes(file, imageDir string, fsMod bool) ([]Write, []Listen) {
 	var writes []Write
 	var listens []Listen
 	e := &pathEval{a: a, imageDir: imageDir}
-	var walk func(n *sitter.Node, depth int)
-	walk = func(n *sitter.Node, depth int) {
-		if n == nil || depth > 500 {
-			return
+	for _, m := range callNameRE.FindAllSubmatchIndex(a.src, -1) {
+		id := a.nodeAt(m[2], m[3])
+		if id == nil || (id.Type() != "identifier" && id.Type() != "property_identifier") {
+			continue // in a string or a comment
 		}
-		if n.Type() == "call_expression" {
-			name := calleeName(a, n.ChildByFieldName("function"))
-			var args []*sitter.Node
-			if al := n.ChildByFieldName("arguments"); al != nil && al.Type() == "arguments" {
-				args = namedArgs(al)
-			}
-			line := a.pos(n).line
-			if fn, ok := writeFuncs[name]; ok && fsMod && len(args) > 0 {
-				if p, rel, ok := e.pathArg(args[0]); ok {
-					w := Write{File: file, Line: line, Function: name, Arg: a.text(args[0]), Path: p, CwdRelative: rel, MakesDir: fn.dir, Recursive: fn.recursive}
-					if fn.dir && !fn.recursive && len(args) > 1 && strings.Contains(a.text(args[1]), "recursive: true") {
-						w.Recursive = true
-					}
-					writes = append(writes, w)
+		fnNode := id
+		if p := id.Parent(); p != nil && p.Type() == "member_expression" && isField(p, "property", id) {
+			fnNode = p
+		}
+		call := fnNode.Parent()
+		if call == nil || call.Type() != "call_expression" || !isField(call, "function", fnNode) {
+			continue
+		}
+		name := a.text(id)
+		var args []*sitter.Node
+		if al := call.ChildByFieldName("arguments"); al != nil && al.Type() == "arguments" {
+			args = namedArgs(al)
+		}
+		if len(args) == 0 {
+			continue
+		}
+		line := a.pos(call).line
+		if fn, ok := writeFuncs[name]; ok && fsMod {
+			if p, rel, ok := e.pathArg(args[0]); ok {
+				w := Write{File: file, Line: line, Function: name, Arg: a.text(args[0]), Path: p, CwdRelative: rel, MakesDir: fn.dir, Recursive: fn.recursive}
+				if fn.dir && !fn.recursive && len(args) > 1 && strings.Contains(a.text(args[1]), "recursive: true") {
+					w.Recursive = true
 				}
-			}
-			if name == "listen" && len(args) > 0 && args[0].Type() == "number" {
-				if port, err := strconv.Atoi(a.text(args[0])); err == nil {
-					listens = append(listens, Listen{File: file, Line: line, Port: port})
-				}
+				writes = append(writes, w)
 			}
 		}
-		for i := 0; i < int(n.NamedChildCount()); i++ {
-			walk(n.NamedChild(i), depth+1)
+		if name == "listen" && args[0].Type() == "number" {
+			if port, err := strconv.Atoi(a.text(args[0])); err == nil {
+				listens = append(listens, Listen{File: file, Line: line, Port: port})
+			}
 		}
 	}
-	walk(a.root, 0)
 	return writes, listens
-}
-
-// calleeName is the name a call calls: the property of a member
-// expression (fs.promises.writeFile), or an identifier.
-func calleeName(a *analysis, fn *sitter.Node) string {
-	if fn == nil {
-		return ""
-	}
-	switch fn.Type() {
-	case "identifier":
-		return a.text(fn)
-	case "member_expression":
-		if p := fn.ChildByFieldName("property"); p != nil {
-			return a.text(p)
-		}
-	}
-	return ""
 }
 
 // dirnameTemplate is the path of a template literal that is __dirname
@@ -218,35 +220,40 @@ type pathEval struct {
 	// imageDir is the file's directory in the image, which __dirname
 	// names ("" when unknown).
 	imageDir string
-	// consts maps a name to the values it is declared with in the file
-	// (built on first use).
+	// consts maps a name to the values it is declared with in the file,
+	// as each is first asked for.
 	consts map[string][]*sitter.Node
 	depth  int
 }
 
 // constValue is the value of the one declaration of name in the file
-// (const, let or var); nil when there is none or more than one.
+// (const, let or var); nil when there is none or more than one. It looks
+// only where the name occurs.
 func (e *pathEval) constValue(name string) *sitter.Node {
 	if e.consts == nil {
 		e.consts = map[string][]*sitter.Node{}
-		var walk func(n *sitter.Node, depth int)
-		walk = func(n *sitter.Node, depth int) {
-			if n == nil || depth > 500 {
-				return
-			}
-			if n.Type() == "variable_declarator" {
-				if id := n.ChildByFieldName("name"); id != nil && id.Type() == "identifier" {
-					k := e.a.text(id)
-					e.consts[k] = append(e.consts[k], n.ChildByFieldName("value"))
-				}
-			}
-			for i := 0; i < int(n.NamedChildCount()); i++ {
-				walk(n.NamedChild(i), depth+1)
-			}
-		}
-		walk(e.a.root, 0)
 	}
-	if vs := e.consts[name]; len(vs) == 1 {
+	if vs, ok := e.consts[name]; ok {
+		return one(vs)
+	}
+	var vs []*sitter.Node
+	re := regexp.MustCompile(`\b` + regexp.QuoteMeta(name) + `\b`)
+	for _, m := range re.FindAllIndex(e.a.src, -1) {
+		id := e.a.nodeAt(m[0], m[1])
+		if id == nil || id.Type() != "identifier" {
+			continue
+		}
+		if d := id.Parent(); d != nil && d.Type() == "variable_declarator" && isField(d, "name", id) {
+			vs = append(vs, d.ChildByFieldName("value"))
+		}
+	}
+	e.consts[name] = vs
+	return one(vs)
+}
+
+// one is the only node of vs, nil unless there is exactly one.
+func one(vs []*sitter.Node) *sitter.Node {
+	if len(vs) == 1 {
 		return vs[0]
 	}
 	return nil

@@ -37,6 +37,8 @@ func TestFileWrites(t *testing.T) {
 				{File: "s.js", Line: 6, Function: "writeFileSync", Arg: "CFG", Path: "/etc/app/c.json"}}, nil},
 		{"names that stand for each other end", fsReq + "const A = B;\nconst B = A;\nfs.writeFileSync(A, '');", nil, nil},
 		{"a name declared twice is not followed", fsReq + "let out = '/a';\nfunction f() { let out = '/b'; fs.writeFileSync(out, ''); }", nil, nil},
+		{"fs.promises, and text that only looks like a call", fsReq + "// fs.writeFileSync('/not/a/call', '');\nconst s = \"fs.mkdirSync('/nor/this')\";\nawait fs.promises.writeFile('/srv/out.json', s);",
+			[]Write{{File: "s.js", Line: 5, Function: "writeFile", Arg: "'/srv/out.json'", Path: "/srv/out.json"}}, nil},
 		{"a computed path is not claimed", fsReq + "fs.writeFileSync(process.env.OUT, 'x');\nfs.writeFileSync(`${dir}/x`, 'x');", nil, nil},
 		{"no file system module: a writeFile of something else", "store.writeFileSync('/app/x', 1);", nil, nil},
 		{"a literal low port, and a computed one", "require('http').createServer(h).listen(80);\napp.listen(port);",
