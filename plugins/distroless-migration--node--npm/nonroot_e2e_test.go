@@ -106,8 +106,8 @@ func TestMigrateNonRootWrites(t *testing.T) {
 // the root variant, distroless :latest, pinned, and passes every gate.
 // There is no failing control: the sandbox, like Docker 20.10 and later,
 // lets any user bind port 80 (a :nonroot rewrite served there too), so
-// only a runtime that keeps ports below 1024 privileged (Kubernetes on
-// containerd 1.x, by default) would show the failure; the rule decides
+// only a runtime that keeps ports below 1024 privileged would show the
+// failure; the rule decides
 // (docs/gates/nonroot.md).
 func TestMigrateLowPortRoot(t *testing.T) {
 	e := setupTrace(t)

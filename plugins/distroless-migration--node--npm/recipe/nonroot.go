@@ -45,7 +45,7 @@ func DecideUser(nr *readiness.NonRoot, t Target, chosen bool, noFiles string) Us
 	}
 	var needRoot []string
 	for _, p := range nr.LowPorts {
-		needRoot = append(needRoot, fmt.Sprintf("it listens on port %d (%s, %s), which only root may bind without CAP_NET_BIND_SERVICE (Docker 20.10 and later lower net.ipv4.ip_unprivileged_port_start to 0, Kubernetes does not)", p.Port, p.How, where(p.Evidence.File, p.Evidence.Line)))
+		needRoot = append(needRoot, fmt.Sprintf("it listens on port %d (%s, %s), which only root may bind without CAP_NET_BIND_SERVICE (Docker 20.10 and later set net.ipv4.ip_unprivileged_port_start to 0 in a container; not every Kubernetes runtime does)", p.Port, p.How, where(p.Evidence.File, p.Evidence.Line)))
 	}
 	var writes []readiness.Write
 	for _, w := range nr.Writes {
