@@ -12,7 +12,8 @@ import (
 )
 
 // What a files stage hands the runtime stage (rule move_to_builder): the
-// app directory, users, files outside the WORKDIR, ARG, ENV and USER, and
+// app directory, users, files and directories outside the WORKDIR, ARG,
+// ENV and USER, and
 // the step that prunes dev dependencies.
 
 // collected is what a chain of stages sets up that the runtime needs.
@@ -65,6 +66,20 @@ func (r *rewriter) collect(stages []int) collected {
 					if len(cmd) == 0 {
 						continue
 					}
+					// A directory the step makes outside the WORKDIR
+					// (mkdir, install -d) is the service's, with the
+					// owner and mode the step gave it: the runtime stage
+					// gets it too, not only the app directory. The
+					// system's own directories are not handed over.
+					for _, d := range shellcmd.MadeDirs(cmd) {
+						if strings.ContainsAny(d, "$*?<") {
+							continue // a word the shell expands
+						}
+						dir := resolvePath(wd, d)
+						if !within(dir, r.wd) && !within(r.wd, dir) && !readiness.SystemDir(dir) && dir != "/tmp" {
+							c.outside = append(c.outside, outsideCopy{src: dir, dest: dir})
+						}
+					}
 					switch path.Base(cmd[0]) {
 					case "npm", "yarn", "pnpm":
 						// With NODE_ENV=production an install leaves dev
@@ -104,6 +119,19 @@ func (r *rewriter) copies(b *strings.Builder, files string, c collected, users s
 	if c.lastUser != "" {
 		b.WriteString(c.lastUser)
 	}
+}
+
+// handed names what the runtime stage copies from a files stage: the app
+// directory wd, then what lies outside it, for the change list.
+func handed(wd string, c collected) string {
+	names := []string{wd}
+	for _, o := range dedupe(c.outside) {
+		names = append(names, o.src)
+	}
+	if len(names) == 1 {
+		return wd
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
 }
 
 // outsideCopy is one COPY --from line for what a files stage put outside

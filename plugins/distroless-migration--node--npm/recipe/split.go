@@ -115,10 +115,10 @@ func (r *rewriter) split(start, health []string) error {
 	r.added++
 	if len(r.byRule[readiness.RuleMoveToBuilder]) == 0 && st.BaseStage < 0 {
 		r.change(readiness.RuleNonRootUser, fmt.Sprintf("the runtime stage becomes a files stage (%s, on %s), where the directories the service writes are chowned; a new runtime stage on %s copies %s from it with COPY --from, ownership kept",
-			files, base, r.target.Pinned(), r.wd))
+			files, base, r.target.Pinned(), handed(r.wd, c)))
 	} else {
 		r.change(readiness.RuleMoveToBuilder, fmt.Sprintf("the runtime stage's RUN steps stay in a files stage (%s, on %s); a new runtime stage on %s copies %s from it with COPY --from, ownership kept",
-			files, base, r.target.Pinned(), r.wd))
+			files, base, r.target.Pinned(), handed(r.wd, c)))
 	}
 	r.change(readiness.RuleDistrolessBase, "the runtime stage is FROM "+r.target.Pinned())
 	return nil
