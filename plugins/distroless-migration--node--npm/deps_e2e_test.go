@@ -85,6 +85,7 @@ func TestDepsE2E(t *testing.T) {
 		{name: "apt-install", verdict: probe.ReadyAfterRewrite, host: "deb.debian.org"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			dir := t.TempDir()
 			copyTree(t, filepath.Join("testdata", "deps", tc.name), dir)
 			out, err := gather.Run(t.Context(), dir, gather.Options{

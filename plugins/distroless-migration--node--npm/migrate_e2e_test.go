@@ -82,6 +82,7 @@ func TestMigrateE2E(t *testing.T) {
 		{name: "npm-start-on-24", dir: "npm-start", targetImage: "gcr.io/distroless/nodejs24-debian13"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			dir := t.TempDir()
 			src := tc.name
 			if tc.dir != "" {

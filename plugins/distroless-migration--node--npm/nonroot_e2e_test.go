@@ -3,12 +3,10 @@ package nodenpm_test
 import (
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/codegenie/codegenie/internal/gatecontrol/client"
 	"github.com/codegenie/codegenie/internal/migrate"
 	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/dockerfile"
 	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/gates"
@@ -26,13 +24,6 @@ func TestMigrateNonRootWrites(t *testing.T) {
 	dir := t.TempDir()
 	copyTree(t, filepath.Join("testdata", "migrate-e2e", "nonroot-config"), dir)
 	o := migrateOptions(e)
-	// A gate-control of its own whose spawns each reserve 2 GiB of disk,
-	// not 10: the original's and the rewrite's spawns overlap, and this
-	// tiny service needs far less (a shared machine's free disk refused
-	// the second 10 GiB).
-	gc := client.NewLazy(client.PrivateConfig{Executable: e.bin, Stderr: os.Stderr, ServeArgs: []string{"--disk", strconv.Itoa(2 << 30)}})
-	defer func() { _ = gc.Close() }()
-	o.Sandbox = gc
 	m, err := migrate.Run(t.Context(), dir, o)
 	if err != nil {
 		t.Fatal(err)
@@ -81,7 +72,7 @@ func TestMigrateNonRootWrites(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := gates.Run(t.Context(), gc, gates.Spec{Migrated: dir, Dockerfile: "Dockerfile", BootFor: o.BootFor,
+	rep, err := gates.Run(t.Context(), e.sandbox, gates.Spec{Migrated: dir, Dockerfile: "Dockerfile", BootFor: o.BootFor,
 		RegistryMirrors: o.RegistryMirrors, Timeout: 3 * time.Minute}, parsed, parsed.Final)
 	if err != nil {
 		t.Fatal(err)
@@ -114,9 +105,6 @@ func TestMigrateLowPortRoot(t *testing.T) {
 	dir := t.TempDir()
 	copyTree(t, filepath.Join("testdata", "migrate-e2e", "nonroot-low-port"), dir)
 	o := migrateOptions(e)
-	gc := client.NewLazy(client.PrivateConfig{Executable: e.bin, Stderr: os.Stderr, ServeArgs: []string{"--disk", strconv.Itoa(2 << 30)}})
-	defer func() { _ = gc.Close() }()
-	o.Sandbox = gc
 	m, err := migrate.Run(t.Context(), dir, o)
 	if err != nil {
 		t.Fatal(err)

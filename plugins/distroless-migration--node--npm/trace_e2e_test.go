@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -40,6 +41,16 @@ type traceEnv struct {
 	mirrors  image.Mirrors
 	bin      string // the codegenie binary gate-control runs as
 }
+
+// testServeArgs are the private gate-control's flags in these tests. Every
+// spawn reserves its disk on the host when it starts and is refused when
+// free space (less what live spawns were promised) is short; the default,
+// 10 GiB, let only one or two spawns live at once on a machine with 20 GB
+// free, and the subtests run two at a time, each with up to two spawns (a
+// migration's gates build the original and the rewrite at once). No
+// fixture writes near 4 GiB: the largest, apt-get install on the full
+// node:22, copies its 645 MB base a few times.
+var testServeArgs = []string{"--disk", strconv.Itoa(4 << 30)}
 
 var (
 	envOnce sync.Once
@@ -92,7 +103,7 @@ func setupTrace(t testing.TB) *traceEnv {
 			envErr = err
 			return
 		}
-		lazy := client.NewLazy(client.PrivateConfig{Executable: bin, Stderr: os.Stderr})
+		lazy := client.NewLazy(client.PrivateConfig{Executable: bin, Stderr: os.Stderr, ServeArgs: testServeArgs})
 		mirrors, _ := image.ParseMirrors(reg.Mirrors())
 		env = &traceEnv{registry: reg, sandbox: &countingSandbox{inner: lazy}, mirrors: mirrors, bin: bin,
 			stop: func() { _ = lazy.Close(); _ = reg.Close(); testbin.Remove() }}
@@ -340,6 +351,7 @@ func TestTraceFixtures(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			start := time.Now()
 			c, err := cache.Open(t.TempDir())
 			if err != nil {
