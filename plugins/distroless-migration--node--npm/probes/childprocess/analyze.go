@@ -813,8 +813,15 @@ func (a *analysis) literal(n *sitter.Node) (string, bool) {
 	if n == nil || (n.Type() != "string" && n.Type() != "template_string") {
 		return "", false
 	}
+	return a.fragments(n, 0)
+}
+
+// fragments joins the text of a string's named children from the from'th
+// on: false when one of them is not text (a substitution, or something
+// unexpected).
+func (a *analysis) fragments(n *sitter.Node, from int) (string, bool) {
 	var b strings.Builder
-	for i := 0; i < int(n.NamedChildCount()); i++ {
+	for i := from; i < int(n.NamedChildCount()); i++ {
 		c := n.NamedChild(i)
 		switch c.Type() {
 		case "string_fragment":
@@ -822,7 +829,7 @@ func (a *analysis) literal(n *sitter.Node) (string, bool) {
 		case "escape_sequence":
 			b.WriteString(unescape(a.text(c)))
 		default:
-			return "", false // a substitution, or something unexpected
+			return "", false
 		}
 	}
 	return b.String(), true

@@ -199,19 +199,11 @@ func (a *analysis) dirnameTemplate(n *sitter.Node, imageDir string) (string, boo
 	if first.Type() != "template_substitution" || strings.TrimSpace(strings.Trim(a.text(first), "${}")) != "__dirname" {
 		return "", false
 	}
-	var b strings.Builder
-	for i := 1; i < int(n.NamedChildCount()); i++ {
-		c := n.NamedChild(i)
-		switch c.Type() {
-		case "string_fragment":
-			b.WriteString(a.text(c))
-		case "escape_sequence":
-			b.WriteString(unescape(a.text(c)))
-		default:
-			return "", false
-		}
+	rest, ok := a.fragments(n, 1)
+	if !ok {
+		return "", false
 	}
-	return path.Join(imageDir, b.String()), true
+	return path.Join(imageDir, rest), true
 }
 
 // pathEval evaluates path arguments in one file.
