@@ -8,10 +8,16 @@ import (
 
 // Instruction returns the commands a Dockerfile instruction's arguments
 // run: an exec-form instruction's argv as its one command, a shell-form
-// one's as the shell would split and run them.
+// one's as the shell would split and run them, and an exec-form sh -c
+// LINE's as that line's.
 func Instruction(in dockerfile.Instruction) [][]string {
 	if in.Form == dockerfile.FormShell {
 		return Analyze(strings.Join(in.Args, " ")).Commands
+	}
+	if l := ShellLineOnly(in.Args); l != "" {
+		// ["bash", "-c", LINE]: the shell is judged as the start's shell
+		// (shell_form_start); what it runs are the line's commands.
+		return Analyze(l).Commands
 	}
 	return [][]string{in.Args}
 }

@@ -344,8 +344,8 @@ func resolveChain(f *dockerfile.File, pk *pkg, ps packages) (Chain, []probe.Warn
 	}
 	c.Steps, c.Parallel, c.StepsWhy = expandStart(pk, ps, argv)
 	// sh -c LINE: removable when LINE is one plain command.
-	if len(argv) == 3 && shellcmd.IsShell(argv[0]) && argv[1] == "-c" {
-		a := shellcmd.Analyze(argv[2])
+	if line := shellcmd.ShellLineOnly(argv); line != "" {
+		a := shellcmd.Analyze(line)
 		if !a.Removable && len(a.Commands) == 1 && onlyScriptCalls(a.Reasons) {
 			// sh -c "npm run x": the shell only wraps one package-manager
 			// command; resolve the script it runs.
@@ -357,7 +357,7 @@ func resolveChain(f *dockerfile.File, pk *pkg, ps packages) (Chain, []probe.Warn
 			if why != "" {
 				c.Launcher = "shell"
 				c.Blockers = append(c.Blockers, "start command changes directory: "+why)
-				warn(WarnShellFormStart, fmt.Sprintf("the start command %q changes directory: %s", argv[2], why), startEv)
+				warn(WarnShellFormStart, fmt.Sprintf("the start command %q changes directory: %s", line, why), startEv)
 				return c, ws
 			}
 			a.Removable, a.Argv, c.Dir = true, cmd, cleanDir(d)
@@ -365,7 +365,7 @@ func resolveChain(f *dockerfile.File, pk *pkg, ps packages) (Chain, []probe.Warn
 		if !a.Removable {
 			c.Launcher = "shell"
 			c.Blockers = append(c.Blockers, "start command needs a shell: "+strings.Join(a.Reasons, ", "))
-			warn(WarnShellFormStart, fmt.Sprintf("the start command %q needs a shell: %s", argv[2], strings.Join(a.Reasons, ", ")), startEv)
+			warn(WarnShellFormStart, fmt.Sprintf("the start command %q needs a shell: %s", line, strings.Join(a.Reasons, ", ")), startEv)
 			return c, ws
 		}
 		argv, c.Env = a.Argv, a.Env

@@ -69,8 +69,8 @@ func (x *expander) command(pk *pkg, dir string, argv, env []string, script strin
 	if e, rest, ok := shellcmd.EnvPrefix(argv); ok {
 		env, argv = append(slices.Clone(env), e...), rest
 	}
-	if len(argv) == 3 && shellcmd.IsShell(argv[0]) && argv[1] == "-c" {
-		return x.line(pk, dir, argv[2], nil, env, script)
+	if l := shellcmd.ShellLineOnly(argv); l != "" {
+		return x.line(pk, dir, l, nil, env, script)
 	}
 	if rel, args, ok := x.shellScript(dir, argv); ok {
 		return x.followScript(pk, dir, rel, args, env, script)
@@ -201,10 +201,11 @@ const maxScriptBytes = 256 << 10
 func (x *expander) shellScript(dir string, argv []string) (rel string, args []string, ok bool) {
 	word, args, byShell := argv[0], argv[1:], false
 	if shellcmd.IsShell(word) {
-		if len(argv) < 2 || strings.HasPrefix(argv[1], "-") {
+		// bash x.sh, sh -e x.sh, bash -- x.sh; not sh -c or sh -s.
+		if word, args = shellcmd.ShellScriptArgs(argv); word == "" {
 			return "", nil, false
 		}
-		word, args, byShell = argv[1], argv[2:], true
+		byShell = true
 	}
 	if x.ps.set == nil {
 		return "", nil, false
