@@ -180,6 +180,71 @@ func TestStoreLock(t *testing.T) {
 	}
 }
 
+// TestPullsShareTheWriteLock: a backend's pulls write the store together
+// (the two bases of a two-stage build at once), while builds and other
+// backends' pulls still wait for the last of them.
+func TestPullsShareTheWriteLock(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	st, other := &baseStore{dir: dir}, &baseStore{dir: dir}
+	ctx := t.Context()
+	short := func() context.Context {
+		c, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+		t.Cleanup(cancel)
+		return c
+	}
+	// Two pulls queue behind a build; both get the store when it ends.
+	r, err := st.reading(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan func(), 2)
+	for range 2 {
+		go func() {
+			release, err := st.writing(ctx)
+			if err != nil {
+				t.Error(err)
+				release = func() {}
+			}
+			got <- release
+		}()
+	}
+	waitHeld(t, st.path(gateLockName))
+	r()
+	var w []func()
+	for range 2 {
+		select {
+		case release := <-got:
+			w = append(w, release)
+		case <-time.After(2 * time.Minute):
+			t.Fatal("the second queued pull did not get the store beside the first within 2 minutes")
+		}
+	}
+	w1, w2 := w[0], w[1]
+	// A third pull of this backend joins at once.
+	w3, err := st.writing(short())
+	if err != nil {
+		t.Fatalf("a pull beside the backend's other pulls: %v", err)
+	}
+	// Another backend's pull and any build wait for the last of them.
+	if _, err := other.writing(short()); err == nil {
+		t.Fatal("another backend's pull wrote while this one's pulls did")
+	}
+	for _, release := range []func(){w1, w2} {
+		release()
+		release() // a second call is a no-op
+		if _, err := st.reading(short()); err == nil {
+			t.Fatal("a build read the store while a pull still wrote it")
+		}
+	}
+	w3()
+	r2, err := st.reading(short())
+	if err != nil {
+		t.Fatalf("a build after the last pull: %v", err)
+	}
+	r2()
+}
+
 // waitHeld waits, for minutes at most, until someone holds file's flock.
 func waitHeld(t *testing.T, file string) {
 	t.Helper()
