@@ -441,3 +441,53 @@ func TestDeclaredInputsCoverOutput(t *testing.T) {
 		}
 	}
 }
+
+// TestWorkspaceMembersDependencies: the root's workspace packages' own
+// dependencies are production code, hoisted or not; a member whose
+// dependency the image leaves out is not a missing dependency.
+func TestWorkspaceMembersDependencies(t *testing.T) {
+	t.Parallel()
+	shelly := `const { exec } = require("child_process"); module.exports = (n) => exec("command -v " + n);`
+	tests := []struct {
+		name, root string
+		more       map[string]string
+		want       []string // packages scanned
+	}{
+		{name: "workspaces list", root: `{"private": true, "workspaces": ["apps/*"]}`, want: []string{"shelly"}},
+		{name: "workspaces object", root: `{"private": true, "workspaces": {"packages": ["apps/**"]}}`, want: []string{"shelly"}},
+		{name: "pnpm-workspace.yaml", root: `{"private": true}`, more: map[string]string{"pnpm-workspace.yaml": "packages:\n  - 'apps/*'\n"}, want: []string{"shelly"}},
+		{name: "a negated member", root: `{"private": true, "workspaces": ["apps/*", "!apps/api"]}`},
+		{name: "no workspaces", root: `{"private": true}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			files := map[string]string{
+				"package.json":                     tt.root,
+				"apps/api/package.json":            `{"name": "api", "dependencies": {"shelly": "1.0.0", "left-out": "1.0.0"}}`,
+				"apps/api/index.js":                `require("shelly")("git");`,
+				"node_modules/shelly/package.json": `{"name": "shelly", "version": "1.0.0"}`,
+				"node_modules/shelly/index.js":     shelly,
+				"docs/package.json":                `{"name": "docs", "dependencies": {"other": "1.0.0"}}`,
+				"node_modules/other/package.json":  `{"name": "other", "version": "1.0.0"}`,
+				"node_modules/other/index.js":      shelly,
+			}
+			for k, v := range tt.more {
+				files[k] = v
+			}
+			writeRepo(t, dir, files)
+			out := runProbe(t, dir)
+			f := out.Facts.(*Facts)
+			var got []string
+			for _, x := range f.Findings {
+				if x.Origin == "dependency" {
+					got = append(got, x.Package)
+				}
+			}
+			if !cmp.Equal(got, tt.want) || len(f.MissingDependencies) != 0 {
+				t.Errorf("dependency findings in %q, missing %v; want %q and none missing", got, f.MissingDependencies, tt.want)
+			}
+		})
+	}
+}

@@ -8,6 +8,8 @@ import (
 	"path"
 	"sort"
 	"strings"
+
+	"go.yaml.in/yaml/v3"
 )
 
 // pkg is one installed production package.
@@ -86,6 +88,18 @@ func (s *session) resolveDependencies() error {
 		queue = appendEdges(queue, dir, dir+"/package.json", m.OptionalDependencies, true)
 		s.nodeModules = true
 	}
+	// The root's workspace packages: npm, yarn and pnpm install their
+	// dependencies with the root's, hoisted to the root node_modules or in
+	// the member's own. A member the image leaves out has none installed,
+	// so its edges are optional: not installed is not missing.
+	for _, dir := range s.workspaceMembers() {
+		m, ok, err := s.readManifest(dir + "/package.json")
+		if err != nil || !ok {
+			continue
+		}
+		queue = appendEdges(queue, dir, dir+"/package.json", m.Dependencies, true)
+		queue = appendEdges(queue, dir, dir+"/package.json", m.OptionalDependencies, true)
+	}
 	if !s.nodeModules {
 		return nil
 	}
@@ -140,7 +154,6 @@ func (s *session) resolveDependencies() error {
 	return nil
 }
 
-// appendEdges adds deps in name order, so the walk is deterministic.
 // nestedPackages lists the repository's folders below its root, outside
 // node_modules and at most three levels down, that hold a package.json and
 // a node_modules beside it, in path order.
@@ -158,6 +171,71 @@ func (s *session) nestedPackages() []string {
 	return out
 }
 
+// workspaceMembers lists the folders of the root's workspace packages,
+// which package.json "workspaces" (a list, or {"packages": [...]}) or
+// pnpm-workspace.yaml names, outside node_modules, in path order. A
+// pattern ending in /** matches every folder below its base.
+func (s *session) workspaceMembers() []string {
+	var pats []string
+	if data, err := s.repo.ReadFile("pnpm-workspace.yaml"); err == nil && s.listed("pnpm-workspace.yaml") {
+		var y struct {
+			Packages []string `yaml:"packages"`
+		}
+		if yaml.Unmarshal(data, &y) == nil {
+			pats = append(pats, y.Packages...)
+		}
+	}
+	if data, err := s.repo.ReadFile("package.json"); err == nil && s.listed("package.json") {
+		var pj struct {
+			Workspaces json.RawMessage `json:"workspaces"`
+		}
+		if json.Unmarshal(data, &pj) == nil && len(pj.Workspaces) > 0 {
+			var list []string
+			var obj struct {
+				Packages []string `json:"packages"`
+			}
+			if json.Unmarshal(pj.Workspaces, &list) == nil {
+				pats = append(pats, list...)
+			} else if json.Unmarshal(pj.Workspaces, &obj) == nil {
+				pats = append(pats, obj.Packages...)
+			}
+		}
+	}
+	if len(pats) == 0 {
+		return nil
+	}
+	match := func(p, dir string) bool {
+		p = strings.TrimSuffix(strings.TrimPrefix(p, "./"), "/")
+		if base, ok := strings.CutSuffix(p, "/**"); ok {
+			return strings.HasPrefix(dir, base+"/")
+		}
+		ok, _ := path.Match(p, dir)
+		return ok
+	}
+	var out []string
+	for _, f := range s.files {
+		dir, ok := strings.CutSuffix(f, "/package.json")
+		if !ok || dir == "" || strings.Contains(f, "node_modules/") {
+			continue
+		}
+		in := false
+		for _, p := range pats {
+			if neg, ok := strings.CutPrefix(p, "!"); ok {
+				if match(neg, dir) {
+					in = false
+				}
+			} else if match(p, dir) {
+				in = true
+			}
+		}
+		if in {
+			out = append(out, dir)
+		}
+	}
+	return out
+}
+
+// appendEdges adds deps in name order, so the walk is deterministic.
 func appendEdges(q []edge, from, by string, deps map[string]string, optional bool) []edge {
 	names := make([]string, 0, len(deps))
 	for n := range deps {

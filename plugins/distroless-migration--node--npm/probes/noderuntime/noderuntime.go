@@ -143,7 +143,7 @@ var _ probe.Probe = (*Probe)(nil)
 func (*Probe) Desc() probe.Desc {
 	return probe.Desc{
 		Name:          Name,
-		Version:       "3", // 3: package.json and binding.gyp read in the image's app folder (issue 21)
+		Version:       "4", // 3: package.json and binding.gyp read in the image's app folder (issue 21); 4: an exec-form sh -c LINE runs the line's commands, not a missing shell binary
 		Heaviness:     probe.Light,
 		PerImage:      true,
 		CacheStrategy: probe.CacheContent,

@@ -134,7 +134,7 @@ var _ probe.Probe = (*Probe)(nil)
 func (*Probe) Desc() probe.Desc {
 	return probe.Desc{
 		Name:          Name,
-		Version:       "6", // 5: steps, the commands the start comes down to (issue 21); 6: through entrypoint scripts that only set defaults
+		Version:       "7", // 5: steps, the commands the start comes down to (issue 21); 6: through entrypoint scripts that only set defaults; 7: shell options before -c LINE or a script (bash -ec, sh -e x.sh)
 		Heaviness:     probe.Light,
 		PerImage:      true,
 		CacheStrategy: probe.CacheContent,
