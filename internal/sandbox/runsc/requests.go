@@ -44,7 +44,7 @@ import (
 // {"listen":PORT,"at":MS} when the service listens, then a JSON line per
 // request, or {"noport":true} when it never listened before its deadline.
 const requestScript = `const fs=require('fs'),http=require('http');
-const plan=JSON.parse(process.argv[1]);const until=Date.now()+plan.wait_ms;
+const plan=JSON.parse(process.argv[1]);plan.ports=plan.ports||[];plan.paths=plan.paths||[];const until=Date.now()+plan.wait_ms;
 function listening(){const ports=[];for(const f of ['/proc/net/tcp','/proc/net/tcp6']){try{for(const l of fs.readFileSync(f,'utf8').split('\n').slice(1)){const c=l.trim().split(/\s+/);if(c[3]==='0A'){ports.push(parseInt(c[1].split(':').pop(),16));}}}catch(e){}}return ports;}
 function connects(p){return new Promise(r=>{const s=require('net').connect({host:'127.0.0.1',port:p});const t=setTimeout(()=>{s.destroy();r(false);},500);s.on('connect',()=>{clearTimeout(t);s.destroy();r(true);});s.on('error',()=>{clearTimeout(t);r(false);});});}
 (async()=>{let port;while(Date.now()<until){const l=listening();port=plan.ports.length?plan.ports.find(p=>l.includes(p)):l[0];if(!port&&plan.connect){for(const p of plan.ports){if(await connects(p)){port=p;break;}}}if(port)break;await new Promise(r=>setTimeout(r,100));}
@@ -139,7 +139,11 @@ var reURL = regexp.MustCompile(`https?://(?:localhost|127\.0\.0\.1)(?::(\d{1,5})
 // URL's path and the request's probe paths (validated by
 // SpawnRequest.Validate), each once, on its exposed ports and the URL's.
 func planRequests(cfg imageConfig, probePaths []string) requestPlan {
-	p := requestPlan{Paths: []string{"/"}}
+	// Ports is [] rather than null with no port: the client reads its
+	// length (a null made it throw at once, so a service with no EXPOSE
+	// was never found listening, and its boot ran to the no-port minimum
+	// with no request sent).
+	p := requestPlan{Paths: []string{"/"}, Ports: []int{}}
 	seen := map[int]bool{}
 	for spec := range cfg.ExposedPorts {
 		port, proto, _ := strings.Cut(spec, "/")
