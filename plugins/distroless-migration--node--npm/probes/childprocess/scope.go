@@ -125,6 +125,17 @@ func (s *scoper) scope(f *Finding) {
 		f.Scope, f.ScopeNote = ScopeNotReachable, "a test file of its package (test/, __tests__/, *.test.*, *.spec.*) that the module graph does not reach"
 		return
 	}
+	if f.Origin == OriginDependency && packageToolFile(f.File) {
+		// A package's own build and release tooling (knex/scripts/clean.js,
+		// mongoose/scripts/create-tarball.js) ships with it too, and runs
+		// from the package's npm scripts in its own repository, not from
+		// an install. A computed require elsewhere in the package (knex
+		// loading the app's migration files by path) does not make it
+		// loaded; a require('./scripts/' + x) is a literal edge the graph
+		// follows.
+		f.Scope, f.ScopeNote = ScopeNotReachable, "a file of its package's scripts/ folder (the package's own build and release tooling) that the module graph does not reach"
+		return
+	}
 	var why []string
 	switch {
 	case !ships && len(s.set.Unresolved) > 0:
@@ -172,6 +183,21 @@ func first(s []string, n int) []string {
 		return append(append([]string{}, s[:n]...), fmt.Sprintf("and %d more", len(s)-n))
 	}
 	return s
+}
+
+// packageToolFile reports whether rel, a file under node_modules, lies in
+// its package's top-level scripts/ folder.
+func packageToolFile(rel string) bool {
+	i := strings.LastIndex(rel, "node_modules/")
+	if i < 0 {
+		return false
+	}
+	inside := rel[i+len("node_modules/"):]
+	if strings.HasPrefix(inside, "@") {
+		_, inside, _ = strings.Cut(inside, "/")
+	}
+	_, inside, ok := strings.Cut(inside, "/")
+	return ok && strings.HasPrefix(inside, "scripts/")
 }
 
 // packageTestFile reports whether rel, a file under node_modules, is a

@@ -130,6 +130,21 @@ func TestPackageTestFile(t *testing.T) {
 	}
 }
 
+func TestPackageToolFile(t *testing.T) {
+	for rel, want := range map[string]bool{
+		"node_modules/knex/scripts/clean.js":               true,
+		"node_modules/@s/n/scripts/build/x.js":             true,
+		"node_modules/a/node_modules/b/scripts/release.js": true,
+		"node_modules/a/lib/scripts/x.js":                  false, // not the package's top-level folder
+		"node_modules/scripts/index.js":                    false, // a package named scripts
+		"scripts/deploy.js":                                false, // the application's own
+	} {
+		if got := packageToolFile(rel); got != want {
+			t.Errorf("packageToolFile(%q) = %v, want %v", rel, got, want)
+		}
+	}
+}
+
 // TestScopesMissingPackageInImage: a dependency that loads a package
 // node_modules lacks (an optional peer, required in a try block) leaves
 // the reachability of that dependency's other files open when
