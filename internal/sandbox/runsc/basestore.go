@@ -81,20 +81,6 @@ const pullPhasePrefix = "pull:"
 type baseStore struct {
 	dir      string
 	maxBytes int64
-
-	// A backend's pulls write the store together: containers/storage
-	// orders a writer's locks the same way in each (layers, then images),
-	// so pulls cannot deadlock one another; only a pull and a build can.
-	// writers counts this backend's pulls that hold the store's write
-	// lock, and unlock ends it when the last one is done. The two bases
-	// of a two-stage Dockerfile are then pulled at once, not one after
-	// the other.
-	wmu     sync.Mutex
-	writers int
-	unlock  func()
-	// taking is closed when a pull waiting for the write lock has it, or
-	// has given up; nil when none waits.
-	taking chan struct{}
 }
 
 func (s *baseStore) path(name string) string { return filepath.Join(s.dir, name) }
@@ -220,62 +206,7 @@ func (s *baseStore) reading(ctx context.Context) (release func(), err error) {
 }
 
 // writing takes the store for a pull that writes it; release ends it.
-// Pulls of one backend share the write lock (see baseStore.writers).
 func (s *baseStore) writing(ctx context.Context) (release func(), err error) {
-	for {
-		s.wmu.Lock()
-		if s.writers > 0 {
-			s.writers++
-			s.wmu.Unlock()
-			return s.releaseWrite(), nil
-		}
-		if ch := s.taking; ch != nil {
-			// Another pull of this backend is waiting for the lock: share
-			// what it gets, or try again if it gives up.
-			s.wmu.Unlock()
-			select {
-			case <-ch:
-				continue
-			case <-ctx.Done():
-				return nil, fmt.Errorf("waiting for the builds that read the shared store: %w", context.Cause(ctx))
-			}
-		}
-		ch := make(chan struct{})
-		s.taking = ch
-		s.wmu.Unlock()
-		unlock, err := s.lockWrite(ctx)
-		s.wmu.Lock()
-		s.taking = nil
-		close(ch)
-		if err != nil {
-			s.wmu.Unlock()
-			return nil, err
-		}
-		s.unlock, s.writers = unlock, 1
-		s.wmu.Unlock()
-		return s.releaseWrite(), nil
-	}
-}
-
-// releaseWrite is one pull's release of the shared write lock: the last
-// one unlocks the store.
-func (s *baseStore) releaseWrite() func() {
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			s.wmu.Lock()
-			defer s.wmu.Unlock()
-			if s.writers--; s.writers == 0 {
-				s.unlock()
-				s.unlock = nil
-			}
-		})
-	}
-}
-
-// lockWrite takes the store's write lock on the host: no build reads it,
-// and no other backend's pull writes it, until unlock.
-func (s *baseStore) lockWrite(ctx context.Context) (unlock func(), err error) {
 	gate, err := waitLock(ctx, s.path(gateLockName), unix.LOCK_EX, "another pull into the shared store")
 	if err != nil {
 		return nil, err
