@@ -151,6 +151,12 @@ var Files = &probe.Analyzer[*FileSet]{
 		set.OmitsDevDependencies = b.installs && b.omitsDev
 		set.Compiled = map[string]string{}
 		for _, g := range set.Generated {
+			if path.Base(g.StagePath) == "node_modules" {
+				// What a package manager installed, not what the stage's
+				// sources compile to: a build script beside the install
+				// (tools/release.js) does not ship with node_modules.
+				continue
+			}
 			st, ok := j.File.StageRef(g.Stage)
 			if !ok {
 				continue
