@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 
@@ -76,29 +77,27 @@ func (s *session) resolveDependencies() error {
 		}
 	}
 	s.declared = len(queue)
-	// A package of the repository below its root with node_modules of its
-	// own (a service in server/ with its own lockfile, installed there):
-	// its dependencies are production code too.
-	for _, dir := range s.nestedPackages() {
+	// Other packages of the repository whose dependencies are production
+	// code too:
+	//   - one below the root with node_modules of its own (a service in
+	//     server/ with its own lockfile, installed there);
+	//   - the root's workspace packages: npm, yarn and pnpm install their
+	//     dependencies with the root's, hoisted to the root node_modules
+	//     or in the member's own. A member the image leaves out has none
+	//     installed, so its edges are optional: not installed is not
+	//     missing.
+	nested, members := s.nestedPackages(), s.workspaceMembers()
+	for _, dir := range append(nested, members...) {
 		m, ok, err := s.readManifest(dir + "/package.json")
 		if err != nil || !ok {
 			continue
 		}
-		queue = appendEdges(queue, dir, dir+"/package.json", m.Dependencies, false)
+		member := !slices.Contains(nested, dir)
+		queue = appendEdges(queue, dir, dir+"/package.json", m.Dependencies, member)
 		queue = appendEdges(queue, dir, dir+"/package.json", m.OptionalDependencies, true)
-		s.nodeModules = true
-	}
-	// The root's workspace packages: npm, yarn and pnpm install their
-	// dependencies with the root's, hoisted to the root node_modules or in
-	// the member's own. A member the image leaves out has none installed,
-	// so its edges are optional: not installed is not missing.
-	for _, dir := range s.workspaceMembers() {
-		m, ok, err := s.readManifest(dir + "/package.json")
-		if err != nil || !ok {
-			continue
+		if !member {
+			s.nodeModules = true
 		}
-		queue = appendEdges(queue, dir, dir+"/package.json", m.Dependencies, true)
-		queue = appendEdges(queue, dir, dir+"/package.json", m.OptionalDependencies, true)
 	}
 	if !s.nodeModules {
 		return nil

@@ -185,18 +185,26 @@ func first(s []string, n int) []string {
 	return s
 }
 
-// packageToolFile reports whether rel, a file under node_modules, lies in
-// its package's top-level scripts/ folder.
-func packageToolFile(rel string) bool {
+// inPackage returns rel's path inside its node_modules package
+// (node_modules/@s/n/lib/x.js → lib/x.js); ok is false for a file of the
+// application's own, or a package's own folder.
+func inPackage(rel string) (inside string, ok bool) {
 	i := strings.LastIndex(rel, "node_modules/")
 	if i < 0 {
-		return false
+		return "", false
 	}
-	inside := rel[i+len("node_modules/"):]
+	inside = rel[i+len("node_modules/"):]
 	if strings.HasPrefix(inside, "@") {
 		_, inside, _ = strings.Cut(inside, "/")
 	}
-	_, inside, ok := strings.Cut(inside, "/")
+	_, inside, ok = strings.Cut(inside, "/")
+	return inside, ok
+}
+
+// packageToolFile reports whether rel, a file under node_modules, lies in
+// its package's top-level scripts/ folder.
+func packageToolFile(rel string) bool {
+	inside, ok := inPackage(rel)
 	return ok && strings.HasPrefix(inside, "scripts/")
 }
 
@@ -204,15 +212,7 @@ func packageToolFile(rel string) bool {
 // test of its package: under a test/, tests/ or __tests__/ folder of the
 // package, or named *.test.* or *.spec.*.
 func packageTestFile(rel string) bool {
-	i := strings.LastIndex(rel, "node_modules/")
-	if i < 0 {
-		return false
-	}
-	inside := rel[i+len("node_modules/"):]
-	if strings.HasPrefix(inside, "@") {
-		_, inside, _ = strings.Cut(inside, "/")
-	}
-	_, inside, ok := strings.Cut(inside, "/")
+	inside, ok := inPackage(rel)
 	if !ok {
 		return false
 	}
