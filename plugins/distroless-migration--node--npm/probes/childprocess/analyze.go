@@ -94,6 +94,9 @@ type call struct {
 	kind         Kind
 	command      string
 	binary       string
+	// platform is the other system a process.platform guard restricts
+	// the call to ("win32"), or "".
+	platform string
 }
 
 // fileScan is what parsing one file found.
@@ -651,6 +654,7 @@ func (a *analysis) add(n *sitter.Node, c call) {
 	a.seen[k] = true
 	p := a.pos(n)
 	c.line, c.column = p.line, p.column
+	c.platform = a.platformGuard(n)
 	a.calls = append(a.calls, c)
 }
 

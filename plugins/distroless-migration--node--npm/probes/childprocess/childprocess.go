@@ -179,6 +179,9 @@ type Finding struct {
 	// its package.json.
 	Package        string `json:"package,omitempty"`
 	PackageVersion string `json:"package_version,omitempty"`
+	// Platform is the other system (win32, darwin) that a process.platform
+	// test around the call restricts it to: it never runs in a Linux image.
+	Platform string `json:"platform,omitempty"`
 	// Scope says whether the code ships in the judged image and runs.
 	Scope     Scope  `json:"scope"`
 	ScopeNote string `json:"scope_note,omitempty"`
@@ -258,7 +261,7 @@ func (*Probe) Desc() probe.Desc {
 	}
 	return probe.Desc{
 		Name:           Name,
-		Version:        "18", // 7: an undeclared, uninstalled package is an unresolved edge, tsconfig paths and module-alias followed; 8: wrappers read with dockerfile.SplitInit (issue 21); 9: a COPY --from an image codegenie cannot read leaves the file set incomplete, and a whole lockfile install for an image without devDependencies scopes like the image; 10: the dependencies of nested packages with node_modules of their own; 11: a parent's node_modules stands for the app folder's when it has none; 12: literal writes and listen ports of reachable app code; 13: their defaults after ?? and ||, ternaries, `${__dirname}/x` and names declared once; 13: the graph starts from every node step of the start (npmscripts steps: && lines, hooks, npm-run-all, cross-env, entrypoint scripts that only set defaults); 14: a script step's node_modules/.bin command enters at its package's bin file, and a step whose code is not found leaves no entry; 15: the write scan searches the call names, not walking the tree; 16: the dependencies of the root's workspace packages; 17: a package's scripts/ folder is its own tooling, not loaded by a computed require; 18: a builder stage's sources do not ship with the node_modules it installs
+		Version:        "19", // 7: an undeclared, uninstalled package is an unresolved edge, tsconfig paths and module-alias followed; 8: wrappers read with dockerfile.SplitInit (issue 21); 9: a COPY --from an image codegenie cannot read leaves the file set incomplete, and a whole lockfile install for an image without devDependencies scopes like the image; 10: the dependencies of nested packages with node_modules of their own; 11: a parent's node_modules stands for the app folder's when it has none; 12: literal writes and listen ports of reachable app code; 13: their defaults after ?? and ||, ternaries, `${__dirname}/x` and names declared once; 13: the graph starts from every node step of the start (npmscripts steps: && lines, hooks, npm-run-all, cross-env, entrypoint scripts that only set defaults); 14: a script step's node_modules/.bin command enters at its package's bin file, and a step whose code is not found leaves no entry; 15: the write scan searches the call names, not walking the tree; 16: the dependencies of the root's workspace packages; 17: a package's scripts/ folder is its own tooling, not loaded by a computed require; 18: a builder stage's sources do not ship with the node_modules it installs; 19: calls guarded by a process.platform test for another system
 		After:          []string{imagedeps.Source},
 		Heaviness:      probe.Light,
 		CacheStrategy:  probe.CacheContent,
@@ -430,7 +433,7 @@ func (s *session) output(tasks []task, results []result) probe.Output {
 			f := Finding{
 				File: t.path, Line: c.line, Column: c.column,
 				Function: c.function, Kind: c.kind, Command: c.command, Binary: c.binary,
-				Origin: t.origin,
+				Origin: t.origin, Platform: c.platform,
 			}
 			if t.pkg != nil {
 				f.Package, f.PackageVersion = t.pkg.name, t.pkg.version

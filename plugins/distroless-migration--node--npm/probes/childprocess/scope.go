@@ -91,6 +91,10 @@ func (s *scoper) scope(f *Finding) {
 		f.Scope, f.ScopeNote = ScopeUnresolved, "no parsed Dockerfile: the image's files are unknown, so the finding counts as in the image"
 		return
 	}
+	if f.Platform != "" {
+		f.Scope, f.ScopeNote = ScopeNotReachable, "runs only on "+f.Platform+" (a process.platform test guards it); the image runs Linux"
+		return
+	}
 	ships, known := s.set.Ships(f.File)
 	if s.image != nil && s.image.Holds(f.File) {
 		ships, known = true, true // read back from the built image
