@@ -87,7 +87,10 @@ type tsconfig struct {
 	CompilerOptions struct {
 		BaseURL *string             `json:"baseUrl"`
 		Paths   map[string][]string `json:"paths"`
+		OutDir  *string             `json:"outDir"`
+		RootDir *string             `json:"rootDir"`
 	} `json:"compilerOptions"`
+	Include []string `json:"include"`
 }
 
 // tsPaths is a tsconfig's resolved mapping: the folder its baseUrl names
@@ -97,6 +100,11 @@ type tsPaths struct {
 	baseURL  string
 	pathsDir string
 	paths    map[string][]string
+	// outDir is where tsc writes, and roots the folders whose sources it
+	// compiles there (rootDir, else the tsconfig's folder and the folders
+	// its "include" patterns start with); "" and nil when it sets none.
+	outDir string
+	roots  []string
 }
 
 // tsconfigPaths resolves spec through the nearest tsconfig.json or
@@ -212,7 +220,51 @@ func (w *walker) readTsconfig(p string, depth int) *tsPaths {
 			out.pathsDir = out.baseURL
 		}
 	}
+	if o := cfg.CompilerOptions.OutDir; o != nil {
+		out.outDir, out.roots = path.Join(dir, *o), []string{dir}
+		if r := cfg.CompilerOptions.RootDir; r != nil {
+			out.roots = []string{path.Join(dir, *r)}
+		} else {
+			// With no rootDir, tsc writes below outDir each source's path
+			// from the folder common to them all: often the folder an
+			// include pattern starts with.
+			for _, inc := range cfg.Include {
+				if first, _, _ := strings.Cut(strings.TrimPrefix(inc, "./"), "/"); first != "" && !strings.ContainsAny(first, "*?[.") {
+					out.roots = append(out.roots, path.Join(dir, first))
+				}
+			}
+		}
+	}
 	return out
+}
+
+// fromOutDir maps p, a file below a tsconfig's outDir (dist/index.js from
+// server/tsconfig.json's "outDir": "../dist"), to the source it was
+// compiled from.
+func (w *walker) fromOutDir(p string) (string, bool) {
+	if w.outDirs == nil {
+		w.outDirs = []*tsPaths{}
+		for _, f := range w.files {
+			if path.Base(f) != "tsconfig.json" || strings.Contains(f, "node_modules/") {
+				continue
+			}
+			if cfg := w.readTsconfig(f, 0); cfg != nil && cfg.outDir != "" {
+				w.outDirs = append(w.outDirs, cfg)
+			}
+		}
+	}
+	for _, cfg := range w.outDirs {
+		rest, ok := strings.CutPrefix(p, cfg.outDir+"/")
+		if !ok {
+			continue
+		}
+		for _, root := range cfg.roots {
+			if t, ok := w.file(path.Join(root, rest)); ok {
+				return t, true
+			}
+		}
+	}
+	return "", false
 }
 
 // moduleAlias resolves spec through the "_moduleAliases" of the nearest

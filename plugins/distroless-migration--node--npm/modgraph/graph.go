@@ -219,6 +219,9 @@ type walker struct {
 	pkgs  map[string]*manifest
 	names map[string]string   // package name → folder, for workspaces
 	tscfg map[string]*tsPaths // folder → the tsconfig paths that apply there
+	// outDirs are the repository's tsconfig files that set outDir, read
+	// once; nil before.
+	outDirs []*tsPaths
 }
 
 func (w *walker) run(ctx context.Context) error {
@@ -511,6 +514,9 @@ func (w *walker) escapes(p string) bool {
 // fromSource maps compiled output to the sources in the repository:
 // dist/x.js or build/x.js → src/x.ts (or x.js) when only sources exist.
 func (w *walker) fromSource(p string) (string, bool) {
+	if t, ok := w.fromOutDir(p); ok {
+		return t, true
+	}
 	for _, out := range []string{"dist", "build", "lib", "out"} {
 		segs := strings.Split(p, "/")
 		for i, s := range segs {

@@ -113,6 +113,30 @@ func TestCompiledOutputMapsToSources(t *testing.T) {
 	}
 }
 
+// TestCompiledOutputOfATsconfigOutDir: dist/index.js is what
+// server/tsconfig.json's "outDir": "../dist" holds of server/index.ts (as
+// overseerr builds), with or without rootDir, and through an include.
+func TestCompiledOutputOfATsconfigOutDir(t *testing.T) {
+	t.Parallel()
+	dockerfile := "FROM node:22 AS b\nWORKDIR /app\nCOPY . .\nRUN yarn build\nFROM gcr.io/distroless/nodejs22-debian13\nWORKDIR /app\nCOPY --from=b /app/dist ./dist\nCMD [\"dist/index.js\"]\n"
+	for name, cfg := range map[string][2]string{
+		"outDir":            {"server/tsconfig.json", `{"compilerOptions": {"outDir": "../dist"}}`},
+		"rootDir":           {"tsconfig.json", `{"compilerOptions": {"outDir": "dist", "rootDir": "server"}}`},
+		"include, comments": {"tsconfig.json", "{\n  // the server only\n  \"compilerOptions\": {\"outDir\": \"./dist\",},\n  \"include\": [\"server/**/*.ts\"]\n}"},
+	} {
+		g := graphOf(t, map[string]string{
+			"Dockerfile":        dockerfile,
+			"package.json":      "{}",
+			cfg[0]:              cfg[1],
+			"server/index.ts":   "import { run } from './lib/run';\nrun();\n",
+			"server/lib/run.ts": "export const run = () => {};\n",
+		})
+		if len(g.Entries) != 1 || g.Entries[0] != "server/index.ts" || !g.Reached("server/lib/run.ts") {
+			t.Errorf("%s: entries %v (%s), run.ts reached %v; want server/index.ts, reached", name, g.Entries, g.EntryWhy, g.Reached("server/lib/run.ts"))
+		}
+	}
+}
+
 func TestEntryThroughInitAndNpmStart(t *testing.T) {
 	t.Parallel()
 	for name, files := range map[string]map[string]string{

@@ -132,7 +132,7 @@ var _ probe.Probe = (*Probe)(nil)
 func (*Probe) Desc() probe.Desc {
 	return probe.Desc{
 		Name:      Name,
-		Version:   "7", // 4: an entrypoint script's programs (issue 21); 5: variables set to a literal, init and user wrappers, the lines that need the shell, scripts a shell runs (bash entrypoint.sh); 6: the programs of the scripts it runs by a path; 7: the first word of each step of the start (npm run migrate && npm start in CMD)
+		Version:   "8", // 4: an entrypoint script's programs (issue 21); 5: variables set to a literal, init and user wrappers, the lines that need the shell, scripts a shell runs (bash entrypoint.sh); 6: the programs of the scripts it runs by a path; 7: the first word of each step of the start (npm run migrate && npm start in CMD); 8: compiled output mapped to its sources through tsconfig outDir
 		Heaviness: probe.Light,
 		PerImage:  true,
 		// The set of executed files depends on the repository's whole
