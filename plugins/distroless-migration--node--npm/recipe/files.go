@@ -67,11 +67,18 @@ func (r *rewriter) collect(stages []int) collected {
 						continue
 					}
 					// A directory the step makes outside the WORKDIR
-					// (mkdir, install -d) is the service's, with the
-					// owner and mode the step gave it: the runtime stage
-					// gets it too, not only the app directory. The
-					// system's own directories are not handed over.
-					for _, d := range shellcmd.MadeDirs(cmd) {
+					// (mkdir, install -d), or what it copies or moves
+					// there (cp, mv: mv public /srv/public), is the
+					// service's, with the owner and mode the step gave
+					// it: the runtime stage gets it too, not only the app
+					// directory. The system's own directories are not
+					// handed over.
+					made := shellcmd.MadeDirs(cmd)
+					if b := path.Base(cmd[0]); b == "cp" || b == "mv" {
+						w, _ := shellcmd.Written(cmd)
+						made = append(made, w...)
+					}
+					for _, d := range made {
 						if strings.ContainsAny(d, "$*?<") {
 							continue // a word the shell expands
 						}
