@@ -270,8 +270,14 @@ func TestBuildTwoStage(t *testing.T) {
 	})
 	res := spawnTraced(ctx, t, b, buildRequest(ws, m, ""))
 	checkProgress(t, reports)
-	if diff := cmp.Diff([]string{"pull:node:22", "pull:node:22-slim", "build:builder:step 2", "build:1", "boot"}, phaseNames(res.Phases)); diff != "" {
+	// The image declares no port: the service is found listening all the
+	// same, and asked for / (before, its boot ran to the no-port minimum
+	// with no request).
+	if diff := cmp.Diff([]string{"pull:node:22", "pull:node:22-slim", "build:builder:step 2", "build:1", "boot", "request:/"}, phaseNames(res.Phases)); diff != "" {
 		t.Errorf("phases (-want +got):\n%s", diff)
+	}
+	if r := phase(res.Phases, "request:/"); r.Failed || r.Response == nil || r.Response.Status != 200 {
+		t.Errorf("request phase %+v; want / answered 200", r)
 	}
 	for _, p := range res.Phases {
 		if strings.Contains(p.OutputTail, b.Config().StateDir) || strings.Contains(p.OutputTail, b.idPrefix()) {
