@@ -5,12 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"path"
 	"slices"
 	"sort"
 	"strings"
 
-	"go.yaml.in/yaml/v3"
+	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/probes/nodeproject"
 )
 
 // pkg is one installed production package.
@@ -175,31 +176,13 @@ func (s *session) nestedPackages() []string {
 // pnpm-workspace.yaml names, outside node_modules, in path order. A
 // pattern ending in /** matches every folder below its base.
 func (s *session) workspaceMembers() []string {
-	var pats []string
-	if data, err := s.repo.ReadFile("pnpm-workspace.yaml"); err == nil && s.listed("pnpm-workspace.yaml") {
-		var y struct {
-			Packages []string `yaml:"packages"`
+	read := func(p string) ([]byte, error) {
+		if !s.listed(p) {
+			return nil, fs.ErrNotExist
 		}
-		if yaml.Unmarshal(data, &y) == nil {
-			pats = append(pats, y.Packages...)
-		}
+		return s.repo.ReadFile(p)
 	}
-	if data, err := s.repo.ReadFile("package.json"); err == nil && s.listed("package.json") {
-		var pj struct {
-			Workspaces json.RawMessage `json:"workspaces"`
-		}
-		if json.Unmarshal(data, &pj) == nil && len(pj.Workspaces) > 0 {
-			var list []string
-			var obj struct {
-				Packages []string `json:"packages"`
-			}
-			if json.Unmarshal(pj.Workspaces, &list) == nil {
-				pats = append(pats, list...)
-			} else if json.Unmarshal(pj.Workspaces, &obj) == nil {
-				pats = append(pats, obj.Packages...)
-			}
-		}
-	}
+	pats, _ := nodeproject.WorkspacePatterns(read, "")
 	if len(pats) == 0 {
 		return nil
 	}

@@ -1,13 +1,10 @@
 package npmscripts
 
 import (
-	"encoding/json"
 	"path"
 	"slices"
 	"strconv"
 	"strings"
-
-	"go.yaml.in/yaml/v3"
 
 	"github.com/codegenie/codegenie/internal/probe"
 	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/images"
@@ -133,35 +130,7 @@ func (ps packages) members(dir string) ([]member, string) {
 
 // workspaceGlobs reads folder d's workspace patterns.
 func (ps packages) workspaceGlobs(d string) ([]string, bool) {
-	if data, err := ps.repo.ReadFile(path.Join(ps.root, d, "pnpm-workspace.yaml")); err == nil {
-		var y struct {
-			Packages []string `yaml:"packages"`
-		}
-		if yaml.Unmarshal(data, &y) == nil {
-			return y.Packages, true
-		}
-	}
-	data, err := ps.repo.ReadFile(path.Join(ps.root, d, "package.json"))
-	if err != nil {
-		return nil, false
-	}
-	var pj struct {
-		Workspaces json.RawMessage `json:"workspaces"`
-	}
-	if json.Unmarshal(data, &pj) != nil || len(pj.Workspaces) == 0 {
-		return nil, false
-	}
-	var list []string
-	if json.Unmarshal(pj.Workspaces, &list) == nil {
-		return list, true
-	}
-	var obj struct {
-		Packages []string `json:"packages"`
-	}
-	if json.Unmarshal(pj.Workspaces, &obj) == nil {
-		return obj.Packages, true
-	}
-	return nil, false
+	return nodeproject.WorkspacePatterns(ps.repo.ReadFile, path.Join(ps.root, d))
 }
 
 // expand lists the packages that workspace root d's patterns match, less
