@@ -40,6 +40,7 @@ type answer struct {
 	final     int    // /final's answer
 	challenge bool   // 401 with a Basic challenge until credentials come
 	delay     time.Duration
+	body      string // the body of /health's and /final's answers; "body\n" when empty
 }
 
 var answers = []answer{
@@ -56,6 +57,11 @@ var answers = []answer{
 	{name: "401 challenge", status: 200, challenge: true},
 	{name: "404", status: 404},
 	{name: "500", status: 500},
+	// For the lines that pipe the body into grep.
+	{name: "200 saying OK", status: 200, body: "uptime: 3\nstatus: OK\n"},
+	{name: "500 saying OK", status: 500, body: "status: OK\n"},
+	{name: "200 saying ok in JSON", status: 200, body: `{"status":"ok"}`},
+	{name: "302 to a 200 saying OK", status: 302, location: "/final", final: 200, body: "status: OK\n"},
 }
 
 // slow is an answer that comes late, for the cases with a timeout.
@@ -124,7 +130,11 @@ func (s *checkServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusOK)
 	}
 	if r.Method != http.MethodHead {
-		fmt.Fprintln(w, "body")
+		body := a.body
+		if body == "" || r.URL.Path != "/health" && r.URL.Path != "/final" {
+			body = "body\n"
+		}
+		fmt.Fprint(w, body)
 	}
 }
 
@@ -173,7 +183,22 @@ var checkCases = []checkCase{
 	{line: "curl -f -x http://proxy:3128 {URL}/health", refused: "-x"},
 	{line: "curl -f -b session=1 {URL}/health", refused: "-b"},
 	{line: "curl -f -o /tmp/health.out {URL}/health", refused: "-o"},
-	{line: "curl -f {URL}/health | grep -q ok", refused: "curl"},
+	// A pipe into grep: grep's status is the line's.
+	{line: "curl -f {URL}/health | grep -q ok"},
+	{line: "curl -fsS {URL}/health | grep -q OK"},
+	{line: "curl -s {URL}/health | grep -qi 'status: ok' || exit 1"},
+	{line: "curl -sL {URL}/health | grep -q '^status'"},
+	{line: "curl -s --fail-with-body {URL}/health | grep -q OK"},
+	{line: "curl -s {URL}/health | grep -q '\"status\":\"ok\"'"},
+	{line: "curl -s {URL}/health | grep -q 'status.*OK$'"},
+	{line: "curl -s -o /dev/null -w '%{http_code}' {URL}/health | grep -qx 200"},
+	{line: "curl -sL -o /dev/null -w '%{http_code}\\n' {URL}/health | grep -q '^2'"},
+	{line: "curl -fs {URL}/health | grep -qv OK", refused: "-v"},
+	{line: "curl -si {URL}/health | grep -q OK", refused: "headers"},
+	{line: "curl -s {URL}/health | grep -q 'O[K]'", refused: "["},
+	{line: "curl -s {URL}/health | jq -e .ok", refused: "jq"},
+	{line: "curl -s --retry 2 {URL}/health | grep -q OK", refused: "--retry"},
+	{line: "curl -s {URL}/health {URL}/other | grep -q OK", refused: "several"},
 	{line: "curl -f {URL}/health && curl -f {URL}/other", refused: "curl"},
 	// GNU Wget: a 2xx passes; it follows redirects; --spider asks with
 	// HEAD; credentials wait for a challenge.
@@ -192,6 +217,9 @@ var checkCases = []checkCase{
 	{line: "wget -qO- {TLSURL}/health"},
 	{line: "wget -q {URL}/health", refused: "-O"},
 	{line: "wget -qO- -e robots=off {URL}/health", refused: "-e"},
+	{line: "wget -qO- {URL}/health | grep -q OK || exit 1"},
+	{line: "wget -qO- {URL}/health 2>/dev/null | grep -cF 'status: OK'"},
+	{line: "wget -q --spider {URL}/health | grep -q OK", refused: "nothing"},
 	// BusyBox wget: 200 to 204 pass; --spider asks with GET.
 	{line: "wget -q --spider {URL}/health", busybox: true},
 	{line: "wget -qO- {URL}/health", busybox: true},
@@ -199,6 +227,7 @@ var checkCases = []checkCase{
 	{line: "wget -qO- --post-data a=1 {URL}/health", busybox: true},
 	{line: "wget -qO- --header 'X-A: 1' -U probe {URL}/health", busybox: true},
 	{line: "wget -qO- http://u:p@{HOSTPORT}/health", busybox: true},
+	{line: "wget -qO- {URL}/health | grep -q OK", busybox: true},
 	{line: "wget -qO- --method=PUT {URL}/health", busybox: true, refused: "--method"},
 }
 

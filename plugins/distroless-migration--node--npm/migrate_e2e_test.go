@@ -64,6 +64,9 @@ func TestMigrateE2E(t *testing.T) {
 		{name: "var-prefix"},
 		{name: "prestart-hook"},
 		{name: "healthcheck-curl", healthcheck: true},
+		// wget -qO- URL | grep -q TEXT: grep decides, so the generated
+		// check reads the body.
+		{name: "healthcheck-grep", healthcheck: true},
 		// "type": "module": the generated launcher and health check are
 		// .cjs, or they would crash with require undefined.
 		{name: "esm-module", healthcheck: true},

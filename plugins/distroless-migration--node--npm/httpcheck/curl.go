@@ -112,8 +112,11 @@ func parseCurl(args []string) (*Check, error) {
 			}
 			if flag {
 				switch name {
+				case "--include":
+					c.out.other = true
 				case "--fail", "--fail-with-body":
 					c.FailOnError = true
+					c.out.bodyOnError = name == "--fail-with-body"
 				case "--fail-early":
 					c.StopOnFailure = true
 				case "--location":
@@ -124,6 +127,7 @@ func parseCurl(args []string) (*Check, error) {
 					c.Insecure = true
 				case "--head":
 					head = true
+					c.out.other = true // the headers go to standard output
 				case "--get":
 					get = true
 				case "--ipv4":
@@ -158,8 +162,17 @@ func parseCurl(args []string) (*Check, error) {
 				if v != "/dev/null" && v != "-" {
 					return nil, &UnsupportedError{tool, o + " " + v, "it writes to a file, and whether that write succeeds is part of the check; write to /dev/null"}
 				}
-			case "--write-out", "--noproxy":
-				// Output only; a Node check uses no proxy.
+				switch {
+				case name == "--output":
+					c.out.bodyGone = v == "/dev/null"
+				case name == "--dump-header" && v == "-":
+					c.out.other = true // the headers go to standard output
+				}
+			case "--write-out":
+				w := v
+				c.out.writeOut = &w
+			case "--noproxy":
+				// A Node check uses no proxy.
 			case "--max-time":
 				ms, err := seconds(tool, o, v)
 				if err != nil {

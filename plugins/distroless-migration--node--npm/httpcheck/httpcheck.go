@@ -89,6 +89,11 @@ type Check struct {
 	// AlwaysSucceeds is set when the check line exits 0 whatever the
 	// command does ("|| exit 0"): the requests are still made.
 	AlwaysSucceeds bool `json:"always_succeeds,omitempty"`
+	// Filter is set when the line pipes the tool's output into grep (Pipe):
+	// the line's status is then the filter's.
+	Filter *Filter `json:"filter,omitempty"`
+
+	out output // what the tool prints on standard output
 }
 
 // Header is one request header.
@@ -293,6 +298,20 @@ func (c *Check) Rule() string {
 		r = "follows redirects and passes on a 2xx answer"
 	default:
 		r = "follows redirects and passes on a 200 to 204 answer or a redirect without a Location"
+	}
+	if f := c.Filter; f != nil {
+		var read string
+		switch {
+		case f.Reads == ReadsStatus:
+			read = "the status code"
+		case c.Tool != Curl:
+			read = "the body of an answer that passes (" + r + ")"
+		case c.FailOnError && !f.BodyOnError:
+			read = "the body of an answer below 400"
+		default:
+			read = "the body of any answer"
+		}
+		r = "pipes " + read + " into " + f.Command + ": the check passes when a line of it matches"
 	}
 	if c.AlwaysSucceeds {
 		r += ", yet the line exits 0 whatever the answer"

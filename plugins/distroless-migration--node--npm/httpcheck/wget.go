@@ -259,6 +259,7 @@ func parseWget(args []string, tool string) (*Check, error) {
 	if output == "" && !spider {
 		return nil, &UnsupportedError{tool, "without -O or --spider", "wget saves the answer to a file in the working directory, and whether that write succeeds is part of the check; add -O /dev/null"}
 	}
+	c.out.bodyGone = output != "-"
 	if output != "" && output != "-" && output != "/dev/null" {
 		return nil, &UnsupportedError{tool, "-O " + output, "it writes the answer to a file, and whether that write succeeds is part of the check; write to /dev/null"}
 	}

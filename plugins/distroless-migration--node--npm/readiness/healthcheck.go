@@ -48,7 +48,7 @@ func (b *builder) healthcheck(d *dockerfile.File, hc dockerfile.Instruction, hcF
 			b.httpHealth(bl, cl, env, inCompose)
 		case len(a.Commands) > 0 && httpcheck.IsClient(a.Commands[0]):
 			// A curl or wget check in a line that does more: a pipe into
-			// grep, a second request, an expansion.
+			// a grep it cannot carry, a second request, an expansion.
 			if why == "" {
 				why = "it does more than run " + a.Commands[0][0]
 			}
@@ -166,6 +166,9 @@ func noProxy(list, host string) bool {
 func (b *builder) httpHealth(bl probe.Blocker, cl shellcmd.CheckLine, env httpEnv, inCompose bool) {
 	prog := path.Base(cl.Argv[0])
 	c, err := httpcheck.Parse(cl.Argv, env.opts)
+	if err == nil && cl.Grep != nil {
+		err = c.Pipe(cl.Grep.Regexp, cl.Grep.IgnoreCase, strings.Join(cl.Grep.Argv, " "))
+	}
 	why := ""
 	switch {
 	case len(cl.Env) > 0:
@@ -221,7 +224,9 @@ func healthAnalysis(line string) shellcmd.Analysis {
 	if a.Removable || !a.NeedsShell {
 		return a
 	}
-	if cl, _, ok := shellcmd.ParseCheckLine(line); ok && !cl.AlwaysSucceeds && len(cl.Env) == 0 {
+	// A pipe into grep is carried only into a generated curl or wget
+	// check (httpHealth): grep decides the line's status.
+	if cl, _, ok := shellcmd.ParseCheckLine(line); ok && !cl.AlwaysSucceeds && len(cl.Env) == 0 && cl.Grep == nil {
 		return shellcmd.Analysis{NeedsShell: true, Reasons: a.Reasons, Removable: true, Argv: cl.Argv, Commands: [][]string{cl.Argv}}
 	}
 	return a

@@ -113,6 +113,11 @@ func ClassifyRun(in dockerfile.Instruction, workdir string) RunStep {
 		case sideEffects[name] != "":
 			return RunStep{Why: name + " " + sideEffects[name] + ": that is not a file the builder can hand over"}
 		case packageManagers[name]:
+			// The step moves to a Debian (glibc) stage, where apk's
+			// packages need their Debian names.
+			if unknown := UnknownApkPackages(c); len(unknown) > 0 {
+				return RunStep{Why: "apk adds " + strings.Join(unknown, ", ") + ", which has no Debian package codegenie knows, and the step would move to a Debian (glibc) stage; write its apt-get install by hand"}
+			}
 			does = append(does, name+" installs OS packages, each judged on its own")
 		case name == "curl" || name == "wget":
 			does = append(does, name+" downloads at build time")

@@ -59,10 +59,18 @@ func (b *builder) runtime(f *noderuntime.Facts) {
 				if !isMusl(st.ResolvedBase) {
 					continue
 				}
-				b.addEdit(probe.Blocker{ID: noderuntime.WarnMuslGlibc, Kind: probe.NativeABI, Rule: RuleGlibcBuilder,
+				bl := probe.Blocker{ID: noderuntime.WarnMuslGlibc, Kind: probe.NativeABI, Rule: RuleGlibcBuilder,
 					Title: fmt.Sprintf("native code built on musl (%s, stage %s) ships in the image (%s), but distroless is glibc", st.ResolvedBase, b.judged.StageName(ns.Root), ns.Why),
-					Fix:   fmt.Sprintf("build on node:%d-bookworm-slim (glibc), the Node major the runtime runs", target), Evidence: ev(img.Dockerfile, st.Line)},
-					Edit{Stages: []int{ns.Root}})
+					Fix:   fmt.Sprintf("build on node:%d-bookworm-slim (glibc), the Node major the runtime runs", target), Evidence: ev(img.Dockerfile, st.Line)}
+				if line, unknown := unknownApk(b.judged, ns.Root); len(unknown) > 0 {
+					// The builder's apk steps move with it, by their
+					// Debian names; one codegenie cannot name stops it.
+					bl.Rule, bl.Fix = RuleRunSideEffects, ""
+					bl.WhyNot = fmt.Sprintf("the builder moves to a Debian (glibc) image, and its step at line %d adds %s with apk, which has no Debian package codegenie knows; write its apt-get install by hand", line, strings.Join(unknown, ", "))
+					b.Add(bl)
+					continue
+				}
+				b.addEdit(bl, Edit{Stages: []int{ns.Root}})
 			}
 		}
 		if img.Builder == nil {

@@ -44,21 +44,6 @@ var (
 	busyboxUserRE = regexp.MustCompile(`\b(adduser|addgroup)(\s+[^&;|]*)`)
 )
 
-// aptNames maps alpine package names to Debian's; "" is a package Debian
-// needs no counterpart of (node, npm and yarn come with the node image the
-// stage moves to).
-var aptNames = map[string]string{
-	"build-base": "build-essential", "python3": "python3", "python3-dev": "python3-dev", "py3-pip": "python3-pip", "python": "python3",
-	"make": "make", "g++": "g++", "gcc": "gcc", "git": "git", "openssl": "openssl", "ca-certificates": "ca-certificates",
-	"curl": "curl", "wget": "wget", "bash": "bash", "libc6-compat": "", "gcompat": "", "libstdc++": "", "musl-dev": "libc6-dev",
-	"linux-headers": "linux-libc-dev", "vips-dev": "libvips-dev", "vips": "libvips42", "cairo-dev": "libcairo2-dev",
-	"pango-dev": "libpango1.0-dev", "jpeg-dev": "libjpeg-dev", "giflib-dev": "libgif-dev", "pixman-dev": "libpixman-1-dev",
-	"openssh": "openssh-client", "openssh-client": "openssh-client", "tini": "tini", "dumb-init": "dumb-init",
-	"openssl-dev": "libssl-dev", "zlib-dev": "zlib1g-dev", "sqlite-dev": "libsqlite3-dev", "postgresql-dev": "libpq-dev",
-	"tzdata": "tzdata", "nodejs": "", "npm": "", "nodejs-current": "", "yarn": "", "jq": "jq", "unzip": "unzip", "zip": "zip", "autoconf": "autoconf", "automake": "automake",
-	"libtool": "libtool", "nasm": "nasm", "pkgconfig": "pkg-config", "pkgconf": "pkg-config", "file": "file",
-}
-
 // debianRun rewrites one RUN instruction's text; unknown lists packages it
 // cannot name on Debian.
 func debianRun(src string) (string, []string) {
@@ -98,7 +83,7 @@ func debianRunFrom(src string, updated *bool) (string, []string) {
 			if j := strings.IndexAny(name, "=~<>"); j > 0 {
 				name = name[:j]
 			}
-			deb, ok := aptNames[name]
+			deb, ok := readiness.DebianPackage(name)
 			switch {
 			case !ok:
 				unknown = append(unknown, name)

@@ -178,6 +178,7 @@ func healthTool(t string) string {
 
 const healthBody = `
 const redirects = [300, 301, 302, 303, 307, 308];
+const maxBody = 16 << 20;
 
 // passes is the tool's rule for a final answer: curl takes any answer
 // (below 400 with -f), GNU Wget a 2xx, BusyBox a 200 to 204 or a redirect
@@ -262,8 +263,17 @@ function request(u, method, body, auth, signal) {
       else finish({ error: 'network' });
     });
     req.on('response', (res) => {
-      res.on('data', () => {});
-      res.on('end', () => finish({ status: res.statusCode, headers: res.headers }));
+      // The body is kept only for a filter to read, and only as much of
+      // it as a health check's answer should need.
+      const chunks = [];
+      let size = 0;
+      res.on('data', (c) => {
+        if (check.filter && size < maxBody) {
+          chunks.push(c);
+          size += c.length;
+        }
+      });
+      res.on('end', () => finish({ status: res.statusCode, headers: res.headers, body: Buffer.concat(chunks) }));
       res.on('aborted', () => finish({ error: signal.aborted ? 'timeout' : 'reset' }));
       res.on('error', () => finish({ error: signal.aborted ? 'timeout' : 'reset' }));
     });
@@ -295,7 +305,7 @@ async function transfer(raw, method) {
         continue;
       }
       const loc = r.headers.location;
-      if (!follows(r.status) || loc === undefined) return { status: r.status, headers: r.headers, ok: passes(r.status) };
+      if (!follows(r.status) || loc === undefined) return { status: r.status, headers: r.headers, body: r.body, ok: passes(r.status) };
       if (check.max_redirects >= 0 && hops >= check.max_redirects) return { error: 'redirects' };
       hops++;
       u = new URL(loc, u);
@@ -318,8 +328,29 @@ async function transfer(raw, method) {
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
+// printed is what the tool prints on standard output for its final
+// answer r, for the filter to read: the status code (curl -w
+// '%{http_code}', 000 when there was no answer), or the body when the
+// tool prints it (curl unless -f fails the answer, wget when it passes).
+function printed(r) {
+  const f = check.filter;
+  if (!f) return '';
+  if (f.reads === 'status') return r.error ? '000' : String(r.status);
+  if (r.error) return '';
+  if (check.tool === 'curl') return check.fail_on_error && r.status >= 400 && !f.body_on_error ? '' : r.body.toString();
+  return r.ok ? r.body.toString() : '';
+}
+
+// grep is the filter's status: whether a line of text matches.
+function grep(text) {
+  const re = new RegExp(check.filter.regexp, check.filter.ignore_case ? 'i' : '');
+  const lines = text.split('\n');
+  if (lines[lines.length - 1] === '') lines.pop();
+  return lines.some((l) => re.test(l));
+}
+
 // fetch requests one URL, retrying as the tool does; it resolves to
-// whether the URL passed.
+// whether the URL passed and what the tool printed for it.
 async function fetch(raw) {
   const retry = check.retry || {};
   const start = Date.now();
@@ -334,7 +365,9 @@ async function fetch(raw) {
       method = 'GET';
       again = true;
     }
-    if (!again || attempt >= (retry.count || 0) || (retry.max_time_ms && Date.now() - start >= retry.max_time_ms)) return !r.error && r.ok;
+    if (!again || attempt >= (retry.count || 0) || (retry.max_time_ms && Date.now() - start >= retry.max_time_ms)) {
+      return { passed: !r.error && r.ok, printed: printed(r) };
+    }
     let wait;
     if (check.tool === 'curl') {
       const after = r.headers && Number(r.headers['retry-after']);
@@ -349,14 +382,18 @@ async function fetch(raw) {
 
 (async () => {
   let ok = true;
+  let out = '';
   for (const raw of check.urls) {
-    const passed = await fetch(raw);
-    ok = check.last_decides ? passed : ok && passed;
-    if (!passed && check.stop_on_failure) {
+    const r = await fetch(raw);
+    out += r.printed;
+    ok = check.last_decides ? r.passed : ok && r.passed;
+    if (!r.passed && check.stop_on_failure) {
       ok = false;
       break;
     }
   }
+  // A pipe into grep: the line's status is grep's (sh has no pipefail).
+  if (check.filter) ok = grep(out);
   process.exit(ok || check.always_succeeds ? 0 : 1);
 })().catch(() => process.exit(check.always_succeeds ? 0 : 1));
 `

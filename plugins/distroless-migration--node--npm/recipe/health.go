@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/dockerfile"
 	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/httpcheck"
 	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/readiness"
 )
@@ -63,11 +64,16 @@ func (r *rewriter) healthLines() ([]string, error) {
 	if opts != "" {
 		opts += " "
 	}
+	// The author's line breaks and indentation before CMD are kept.
+	head := "HEALTHCHECK " + opts
+	if p := r.healthPrefix(hc, opts); p != "" {
+		head = p
+	}
 	node := r.target.Node
 	var out []string
 	switch act.Blocker.Rule {
 	case readiness.RuleHealthExecForm:
-		out = append(out, "HEALTHCHECK "+opts+"CMD "+execForm(append([]string{node}, act.Edit.Health...))+"\n")
+		out = append(out, head+"CMD "+execForm(append([]string{node}, act.Edit.Health...))+"\n")
 		r.change(readiness.RuleHealthExecForm, "the HEALTHCHECK runs "+node+" in exec form, options kept")
 	case readiness.RuleHealthNode:
 		c, err := r.httpCheck(act, HealthName)
@@ -76,11 +82,31 @@ func (r *rewriter) healthLines() ([]string, error) {
 		}
 		dest := path.Join(r.wd, HealthName)
 		out = append(out, fmt.Sprintf("COPY %s %s\n", HealthName, dest))
-		out = append(out, "HEALTHCHECK "+opts+"CMD "+execForm([]string{node, dest})+"\n")
+		out = append(out, head+"CMD "+execForm([]string{node, dest})+"\n")
 		r.change(readiness.RuleHealthNode, fmt.Sprintf("the %s HEALTHCHECK becomes %s, a generated Node script that requests %s as %s did and %s; interval, timeout and retries kept",
 			healthTool(c.Tool), HealthName, strings.Join(c.URLs, " and "), healthTool(c.Tool), c.Rule()))
 	}
 	return out, nil
+}
+
+// healthCmdRE finds the CMD keyword of a HEALTHCHECK's text.
+var healthCmdRE = regexp.MustCompile(`(?i)\sCMD[\s\[]`)
+
+// healthPrefix is hc's text up to its CMD as the author wrote it, with
+// its continuation lines and indentation, when that text holds nothing but
+// HEALTHCHECK and opts (no comment between the lines); "" otherwise.
+func (r *rewriter) healthPrefix(hc dockerfile.Instruction, opts string) string {
+	v := r.verbatim(hc)
+	loc := healthCmdRE.FindStringIndex(v)
+	if loc == nil {
+		return ""
+	}
+	prefix := v[:loc[0]+1]
+	joined := strings.NewReplacer("\\\r\n", " ", "\\\n", " ", "`\r\n", " ", "`\n", " ").Replace(prefix)
+	if !strings.EqualFold(strings.Join(strings.Fields(joined), " "), strings.TrimSpace("HEALTHCHECK "+opts)) {
+		return ""
+	}
+	return prefix
 }
 
 // httpCheck generates the Node check of a curl or wget health check and

@@ -78,7 +78,7 @@ func (r *rewriter) startLines() ([]string, error) {
 			r.change(readiness.RuleScriptArgv, fmt.Sprintf("%s becomes %s%s, which runs %s's JS file from node_modules", s.From, LauncherName, cmd, s.Bin))
 		}
 		if s.Init != "" {
-			r.change(readiness.RuleInitWrapper, fmt.Sprintf("%s goes; %s runs %s as its child and forwards SIGTERM, SIGINT and SIGHUP to it", s.Init, LauncherName, s.From))
+			r.change(readiness.RuleInitWrapper, fmt.Sprintf("%s goes; %s runs %s as its child and forwards SIGTERM, SIGINT and SIGHUP to it%s", s.Init, LauncherName, s.From, cmd))
 		}
 	default:
 		args = s.Args

@@ -19,11 +19,17 @@ type CheckLine struct {
 	// check's outcome as the command's: Docker takes any non-zero status
 	// as unhealthy.
 	AlwaysSucceeds bool
+	// Grep is set when the command's output is piped into grep: the
+	// line's status is then grep's (sh has no pipefail), not the
+	// command's.
+	Grep *Grep
 }
 
 // ParseCheckLine reads line as a health check: one command, its output
-// sent to /dev/null or not, and at most one fallback after ||. ok is false,
-// with why, for anything else (a pipe, a chain, an expansion).
+// sent to /dev/null or not, or piped into a grep whose pattern a generated
+// check can carry (ParseGrep), and at most one fallback after ||. ok is
+// false, with why, for anything else (another pipe, a chain, an
+// expansion).
 func ParseCheckLine(line string) (cl CheckLine, why string, ok bool) {
 	if strings.Contains(line, "\r") {
 		return cl, "it has a carriage return", false
@@ -40,7 +46,7 @@ func ParseCheckLine(line string) (cl CheckLine, why string, ok bool) {
 		return cl, "it negates, backgrounds or redirects the whole line", false
 	}
 	cmd := st
-	if bin, isBin := st.Cmd.(*syntax.BinaryCmd); isBin {
+	if bin, isBin := st.Cmd.(*syntax.BinaryCmd); isBin && bin.Op != syntax.Pipe {
 		if bin.Op != syntax.OrStmt {
 			return cl, "it runs more than one command (" + bin.Op.String() + ")", false
 		}
@@ -50,6 +56,18 @@ func ParseCheckLine(line string) (cl CheckLine, why string, ok bool) {
 		}
 		cl.AlwaysSucceeds = always
 		cmd = bin.X
+	}
+	if pipe, isPipe := cmd.Cmd.(*syntax.BinaryCmd); isPipe && pipe.Op == syntax.Pipe && !cmd.Negated && len(cmd.Redirs) == 0 {
+		gargv, ok := plainArgv(pipe.Y)
+		if !ok {
+			return cl, "what the pipe feeds is not a plain command", false
+		}
+		g, why, ok := ParseGrep(gargv)
+		if !ok {
+			return cl, why, false
+		}
+		cl.Grep = &g
+		cmd = pipe.X
 	}
 	call, isCall := cmd.Cmd.(*syntax.CallExpr)
 	if !isCall || cmd.Negated || cmd.Background || cmd.Coprocess {
@@ -87,6 +105,24 @@ func ParseCheckLine(line string) (cl CheckLine, why string, ok bool) {
 		return cl, "it runs " + cl.Argv[0], false
 	}
 	return cl, "", true
+}
+
+// plainArgv is st's words when st is a plain command: no assignment,
+// redirection or expansion.
+func plainArgv(st *syntax.Stmt) ([]string, bool) {
+	call, isCall := st.Cmd.(*syntax.CallExpr)
+	if !isCall || st.Negated || st.Background || st.Coprocess || len(st.Redirs) > 0 || len(call.Assigns) > 0 {
+		return nil, false
+	}
+	var argv []string
+	for _, w := range call.Args {
+		v, ok := plainWord(w)
+		if !ok {
+			return nil, false
+		}
+		argv = append(argv, v)
+	}
+	return argv, len(argv) > 0
 }
 
 // fallback reads what runs after ||: always is true when it exits 0.
