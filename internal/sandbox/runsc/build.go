@@ -316,6 +316,7 @@ func (b *Backend) spawnBuild(ctx context.Context, req sandbox.SpawnRequest) (san
 		if err := os.WriteFile(br.bh.path("storage.conf"), []byte(b.bases.readOnlyConf(br.bh.path("s"), br.bh.path("rr"))), 0o600); err != nil {
 			return res, fmt.Errorf("writing the build's storage.conf: %w", err)
 		}
+		br.bh.shared = b.bases.path("s")
 		phases, pinned, err := br.pullBases(ctx)
 		res.Phases = append(res.Phases, phases...)
 		switch last := len(phases) - 1; {

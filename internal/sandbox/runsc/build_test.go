@@ -395,6 +395,64 @@ func TestBuildDistroless(t *testing.T) {
 	}
 }
 
+// TestBootLeavesTheImageAlone checks that what the booted service writes
+// (a setuid file in /usr/local/bin, a package under node_modules, a new
+// shell) lands in the boot's own overlay, not in the image: the facts and
+// the node_modules read from the image after the boot are the image's.
+// The boot reads the image's root filesystem in place (mount reads the
+// vfs layer, no copy), so this is what keeps the store's images intact.
+func TestBootLeavesTheImageAlone(t *testing.T) {
+	b := newBackend(t, Config{})
+	m := mirrors(t)
+	ws := workspace(t, map[string]string{
+		"Dockerfile": "FROM node:22-slim\nWORKDIR /app\nCOPY server.js ./\nRUN mkdir -p node_modules/left && echo '{}' > node_modules/left/package.json\nCMD [\"node\", \"server.js\"]\n",
+		"server.js": `const fs = require('fs');
+fs.writeFileSync('/usr/local/bin/made-at-boot', '#!/bin/sh\n', { mode: 0o4755 });
+fs.chmodSync('/usr/local/bin/made-at-boot', 0o4755);
+fs.copyFileSync('/bin/sh', '/usr/local/bin/bash');
+fs.chmodSync('/usr/local/bin/bash', 0o755);
+fs.mkdirSync('/app/node_modules/made-at-boot', { recursive: true });
+fs.writeFileSync('/app/node_modules/made-at-boot/package.json', '{}');
+fs.rmSync('/app/node_modules/left', { recursive: true });
+console.log('wrote');
+` + listeningServer,
+	})
+	req := buildRequest(ws, m, "")
+	req.Build.ReadNodeModules = true
+	res := spawnTraced(t.Context(), t, b, req)
+	boot := phase(res.Phases, "boot")
+	if boot.Failed || !strings.Contains(boot.OutputTail, "wrote") {
+		t.Fatalf("boot: %+v; want the service to write its files and listen", boot)
+	}
+	f := res.ImageFacts
+	if f == nil || f.Incomplete != "" {
+		t.Fatalf("image facts %+v; want them whole", f)
+	}
+	for _, p := range f.Setuid {
+		if p == "/usr/local/bin/made-at-boot" {
+			t.Errorf("the image's setuid files %v hold the file the boot made", f.Setuid)
+		}
+	}
+	for _, sh := range f.Shells {
+		if sh.Path == "/usr/local/bin/bash" {
+			t.Errorf("the image's shells %v hold the copy the boot made", f.Shells)
+		}
+	}
+	if res.NodeModules == nil {
+		t.Fatal("no node_modules read from the image")
+	}
+	var left bool
+	for _, file := range res.NodeModules.Files {
+		if strings.Contains(file.Path, "made-at-boot") {
+			t.Errorf("the image's node_modules hold %s, which the boot wrote", file.Path)
+		}
+		left = left || file.Path == "/app/node_modules/left/package.json"
+	}
+	if !left {
+		t.Errorf("the image's node_modules %v lack left/package.json, which the boot removed in its own overlay only", res.NodeModules.Files)
+	}
+}
+
 // stepScriptsDockerfile runs a builder script that a later step deletes,
 // and tries one that a later step creates: only the step's own rootfs
 // tells the script's interpreter and the attempt's ENOENT. The final stage

@@ -106,6 +106,9 @@ func (b *Backend) buildTools() (buildTools, error) {
 type buildah struct {
 	tools buildTools
 	dir   string
+	// shared is the graphroot of the shared base-image store the build
+	// reads (additionalimagestores), "" when none.
+	shared string
 	// cgroup is the spawn's tracking cgroup that buildah starts in; nil
 	// when the host has none.
 	cgroup *os.File
@@ -326,11 +329,20 @@ type mounted struct {
 	rootfs string // its root filesystem on the host
 }
 
-// mount makes a working container name from image (never pulling) and
-// returns its root filesystem. With vfs storage that is a plain directory
-// in the private store: no kernel mount is involved, so it is visible
-// outside buildah's mount namespace, and removing the store removes it.
+// mount returns image's root filesystem, for reading: the boot's sandbox
+// reads it as the lower layer of its overlay (its writes go to the upper
+// layer, never to the host), and the facts and the trace's interpreters
+// read files in it. With vfs storage every layer's directory holds the
+// whole tree, so the image's top layer is its root filesystem, and no copy
+// is made (a working container would copy the whole image: seconds for
+// a node image). When the layer cannot be found, mount makes a working
+// container name from image (never pulling) and returns its root
+// filesystem: a plain directory in the private store, visible outside
+// buildah's mount namespace, that removing the store removes.
 func (bh *buildah) mount(ctx context.Context, image, name string) (mounted, error) {
+	if dir, ok := bh.layerRoot(image); ok {
+		return mounted{name: name, rootfs: dir}, nil
+	}
 	if _, err := bh.output(ctx, "from", "--pull=never", "--quiet", "--name", name, image); err != nil {
 		return mounted{}, err
 	}
@@ -347,6 +359,53 @@ func (bh *buildah) mount(ctx context.Context, image, name string) (mounted, erro
 	}
 	return mounted{name: name, rootfs: dir}, nil
 }
+
+// vfsImage is an image as a vfs store's vfs-images/images.json lists it.
+type vfsImage struct {
+	ID    string `json:"id"`
+	Layer string `json:"layer"`
+}
+
+// layerRoot finds image (an image ID, or a prefix of one of at least 11
+// digits, as buildah's output gives them) in the private store, then the
+// shared one, and returns the directory of its top layer. The images of a
+// finished build and the shared bases stay put while the build runs: the
+// build holds the shared store's use lock, which the store's eviction
+// waits for.
+func (bh *buildah) layerRoot(image string) (string, bool) {
+	if len(image) < 11 || !reHex.MatchString(image) {
+		return "", false
+	}
+	for _, store := range []string{bh.path("s"), bh.shared} {
+		if store == "" {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(store, "vfs-images", "images.json"))
+		if err != nil {
+			continue
+		}
+		var images []vfsImage
+		if json.Unmarshal(b, &images) != nil {
+			continue
+		}
+		var found []vfsImage
+		for _, im := range images {
+			if strings.HasPrefix(im.ID, image) {
+				found = append(found, im)
+			}
+		}
+		if len(found) != 1 || !reHex.MatchString(found[0].Layer) {
+			continue
+		}
+		dir := filepath.Join(store, "vfs", "dir", found[0].Layer)
+		if isDir(dir) == nil {
+			return dir, true
+		}
+	}
+	return "", false
+}
+
+var reHex = regexp.MustCompile(`^[0-9a-f]+$`)
 
 // registriesConf is the registries.conf of a build: docker.io for short
 // names, and each mirror of mirrors in front of its registry. A mirror on
