@@ -298,8 +298,14 @@
 //
 // # Boot
 //
-// buildah from --pull=never the last image, buildah mount (with vfs a plain
-// directory of the private store), and buildah inspect for its config. The
+// The last image's root filesystem is read in place: with vfs every layer's
+// directory holds the whole tree, so the directory of the image's top layer
+// (from the private store's vfs-images/images.json, else the shared base
+// store's) is the rootfs, with no copy; the sandbox's overlay (Spawn) keeps
+// the boot's writes off it, and TestBootLeavesTheImageAlone checks that.
+// Only when the layer cannot be found does the boot make a working
+// container (buildah from --pull=never, buildah mount: a copy of the whole
+// image). buildah inspect gives its config. The
 // command is entrypoint + cmd (neither: a Failed boot phase), with the
 // image's env (PATH and HOME added when missing), working directory
 // (default /) and user: a name or uid, with an optional :group, resolved
@@ -359,7 +365,7 @@
 // for a build step, the start's args, resolved in the stage's image with
 // the default PATH. Every exec of a file that is not ELF gets Event.Interp,
 // its shebang's interpreter (blind spot 1), read host-side: for the boot
-// from its working container; for a step of a stage other than the
+// from its root filesystem; for a step of a stage other than the
 // target's from its snapshot, a copy of what the trace reads of its rootfs
 // (the tree, with the heads of executables; other files hard-linked) that
 // the step's poststop hook took once it exited, before buildah went on
@@ -367,7 +373,7 @@
 // unknown, and its phase's output says why. A step of the target's stage,
 // and every step when there is no Config.StepHook, reads from the image
 // of its stage once the build is over (the committed layer of the stage's
-// last step, mounted as a working container while the boot runs), which
+// last step, read in place like the boot's), which
 // is the image after the stage, not the step's own rootfs: a script that a
 // later step deleted or rewrote reads as unknown or as its later self. A
 // file that cannot be read gets trace.InterpUnknown. The
