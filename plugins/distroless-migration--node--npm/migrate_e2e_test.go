@@ -67,6 +67,9 @@ func TestMigrateE2E(t *testing.T) {
 		// wget -qO- URL | grep -q TEXT: grep decides, so the generated
 		// check reads the body.
 		{name: "healthcheck-grep", healthcheck: true},
+		// "start": "sh -e bin/start.sh", a script that only sets
+		// defaults and execs node: ENV and CMD, the script gone.
+		{name: "npm-script-defaults-sh"},
 		// "type": "module": the generated launcher and health check are
 		// .cjs, or they would crash with require undefined.
 		{name: "esm-module", healthcheck: true},

@@ -173,15 +173,18 @@ func rewriteFinalStage(t *testing.T, path, cmd, env, health string) {
 	}
 	out := append([]string{}, lines[:final]...)
 	out = append(out, "FROM gcr.io/distroless/nodejs22-debian13")
+	dropping := false // the dropped instruction goes on to this line
 	for _, l := range lines[final+1:] {
 		up := strings.ToUpper(l)
 		switch {
+		case dropping:
 		case strings.HasPrefix(up, "CMD ") || strings.HasPrefix(up, "ENTRYPOINT "):
-			continue
 		case strings.HasPrefix(up, "HEALTHCHECK ") && health != "":
+		default:
+			out = append(out, l)
 			continue
 		}
-		out = append(out, l)
+		dropping = strings.HasSuffix(strings.TrimRight(l, " \t"), "\\")
 	}
 	if env != "" {
 		out = append(out, env)

@@ -59,6 +59,11 @@ type builder struct {
 	// that was read ("entrypoint bash" for ENTRYPOINT ["bash", "x.sh"]):
 	// the script's own blocker says what needs the shell.
 	scriptShells map[string]bool
+	// startScripts are the shell scripts a package script runs (sh -e
+	// bin/start.sh) that only set defaults and exec node, when the start
+	// was rewritten to that command: the script goes with npm start, and
+	// the start's blocker says so.
+	startScripts map[string]bool
 	// healthToNode is set when a health check becomes a generated Node
 	// check, and healthKept when one stays as it is (a rewrite by hand):
 	// the checks' curl or wget is no longer used only with the first and

@@ -95,6 +95,10 @@ func (b *builder) executables(f *entrypoints.Facts) {
 				bl.Rule, bl.WhyNot = RuleScriptLogic, "the script only sets defaults, but what it execs is not node ("+strings.Join(exec, " ")+")"
 			}
 			b.Add(bl)
+		case e.InterpreterKind == "shell" && e.Script != nil && e.Script.DefaultsOnly && b.startScripts[e.RepoPath]:
+			// A package script's sh -e bin/start.sh that only sets
+			// defaults and execs node: the start's rewrite runs that
+			// command with the defaults as ENV (the start's blocker).
 		case e.InterpreterKind == "shell":
 			bl := probe.Blocker{ID: entrypoints.WarnShellShebang, Kind: probe.ShellAtRuntime, Rule: RuleScriptLogic,
 				Title: fmt.Sprintf("%s is a shell script (%s)", name, shellOf(e)), Evidence: evs}

@@ -120,6 +120,16 @@ func (b *builder) chains(f *npmscripts.Facts, r probe.Result) {
 			switch {
 			case c.Convertible && st.Program == nil:
 				bl.Rule, bl.Fix = RuleScriptArgv, cmdFix(b.viaJSEntry(c.Direct), c.Env)
+				for _, s := range c.Steps {
+					if s.Via != "" && s.ViaScript != "" {
+						// sh -e bin/start.sh: defaults, then exec node.
+						if b.startScripts == nil {
+							b.startScripts = map[string]bool{}
+						}
+						b.startScripts[s.Via] = true
+						bl.Evidence = append(bl.Evidence, probe.Evidence{File: s.Via, Note: "sets defaults (they become ENV), then execs " + strings.Join(s.Argv, " ")})
+					}
+				}
 				if c.Dir != "" {
 					// Relative to the image's WORKDIR, as Docker reads it.
 					bl.Fix = "WORKDIR " + c.Dir + " and " + bl.Fix

@@ -134,7 +134,7 @@ var _ probe.Probe = (*Probe)(nil)
 func (*Probe) Desc() probe.Desc {
 	return probe.Desc{
 		Name:          Name,
-		Version:       "7", // 5: steps, the commands the start comes down to (issue 21); 6: through entrypoint scripts that only set defaults; 7: shell options before -c LINE or a script (bash -ec, sh -e x.sh)
+		Version:       "8", // 8: a package script's sh x.sh whose script only sets defaults and execs node converts to that command; 5: steps, the commands the start comes down to (issue 21); 6: through entrypoint scripts that only set defaults; 7: shell options before -c LINE or a script (bash -ec, sh -e x.sh)
 		Heaviness:     probe.Light,
 		PerImage:      true,
 		CacheStrategy: probe.CacheContent,
@@ -289,7 +289,7 @@ func (c *Chain) settleSteps() {
 		return
 	}
 	s := c.Steps[0]
-	if s.Via != "" {
+	if s.Via != "" && s.ViaScript == "" {
 		return // readiness rewrites an entrypoint script by its own rule
 	}
 	if c.Convertible && slices.Equal(s.Argv, c.Direct) {

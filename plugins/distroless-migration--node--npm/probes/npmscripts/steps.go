@@ -29,6 +29,11 @@ type Step struct {
 	// starts from the command, and readiness's own rule for the script
 	// rewrites it.
 	Via string `json:"via,omitempty"`
+	// ViaScript is the package script whose line runs Via (sh -e
+	// bin/start.sh in "start"); "" when the Dockerfile's own command runs
+	// it. Such a script goes with the package manager: the start becomes
+	// the command it execs, with its defaults as ENV.
+	ViaScript string `json:"via_script,omitempty"`
 }
 
 // maxFollowed bounds how many script invocations one start expands to.
@@ -43,8 +48,9 @@ type expander struct {
 	steps    []Step
 	parallel bool
 	followed int
-	// via is the shell script whose exec is being expanded.
-	via string
+	// via is the shell script whose exec is being expanded, and
+	// viaScript the package script whose line ran it.
+	via, viaScript string
 	// runner is the package manager running the current script, which
 	// npm-run-all runs its scripts with (npm outside any).
 	runner shellcmd.Runner
@@ -105,7 +111,7 @@ func (x *expander) command(pk *pkg, dir string, argv, env []string, script strin
 	if shellcmd.IsBuiltin(argv[0]) {
 		return "shell builtin " + argv[0]
 	}
-	st := Step{Argv: argv, Env: env, Dir: cleanDir(dir), Script: script, Via: x.via}
+	st := Step{Argv: argv, Env: env, Dir: cleanDir(dir), Script: script, Via: x.via, ViaScript: x.viaScript}
 	if script != "" {
 		st.Package, st.Line = pk.path, pk.lines[script]
 	}
@@ -285,8 +291,8 @@ func (x *expander) followScript(pk *pkg, dir, rel string, args, env []string, sc
 	if len(exec) == 0 {
 		return rel + " execs no command"
 	}
-	outer := x.via
-	x.via = rel
-	defer func() { x.via = outer }()
+	outer, outerScript := x.via, x.viaScript
+	x.via, x.viaScript = rel, script
+	defer func() { x.via, x.viaScript = outer, outerScript }()
 	return x.command(pk, dir, exec, append(slices.Clone(env), sc.Env...), script)
 }
