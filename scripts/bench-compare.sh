@@ -8,6 +8,13 @@
 #   bash scripts/bench-compare.sh BASE_REV N -- migrate examples/hello-service
 #   bash scripts/bench-compare.sh 026093b 5 -- gather --no-cache --format json examples/hello-service
 #
+# Each run starts from a fresh cache and an empty base-image store, so
+# that the pulls are timed too; with BENCH_BASES=pulled, each binary first
+# fills a store of its own, untimed, and every timed run reads it (a
+# machine that has run codegenie before):
+#
+#   BENCH_BASES=pulled bash scripts/bench-compare.sh 026093b 3 -- migrate examples/hello-service
+#
 # The command gets --registry-mirror for the stand-ins; its output is
 # discarded and its exit code ignored (gather's 1 is an answer), except
 # that a run that fails outright (exit 2 or more than 3) stops the
@@ -50,12 +57,20 @@ done
 mirror=$(sed -n 's/^registry-mirror: //p' "$work/reg")
 [ -n "$mirror" ] || { log "the local registry did not start"; exit 1; }
 
-# run BIN: one timed run, in ms, with a fresh cache and base store.
+case "${BENCH_BASES:-empty}" in
+  empty | pulled) ;;
+  *) log "BENCH_BASES must be empty or pulled, not $BENCH_BASES"; exit 2 ;;
+esac
+
+# run BIN: one timed run, in ms, with a fresh cache, and a fresh base
+# store unless BENCH_BASES=pulled.
 run() {
-  local dir rc=0 t0 t1
+  local dir rc=0 t0 t1 bases
   dir=$(mktemp -d "$work/run.XXXXXX")
+  bases=$dir/bases
+  [ "${BENCH_BASES:-empty}" = pulled ] && bases=$work/bases-$(basename "$1")
   t0=$(date +%s%N)
-  CODEGENIE_BASE_STORE="$dir/bases" \
+  CODEGENIE_BASE_STORE="$bases" \
     "$1" --cache-dir "$dir/cache" "$CMD" --registry-mirror "$mirror" "${ARGS[@]}" >/dev/null 2>"$dir/err" || rc=$?
   t1=$(date +%s%N)
   if [ "$rc" -ge 2 ] && [ "$rc" -ne 3 ]; then
@@ -67,6 +82,12 @@ run() {
 CMD=$1
 shift
 ARGS=("$@")
+
+if [ "${BENCH_BASES:-empty}" = pulled ]; then
+  for which in old new; do
+    log "filling $which's base store (untimed): $(run "$work/$which") ms"
+  done
+fi
 
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 : >"$work/old.ms"
