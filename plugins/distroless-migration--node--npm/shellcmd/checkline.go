@@ -127,17 +127,9 @@ func plainArgv(st *syntax.Stmt) ([]string, bool) {
 
 // fallback reads what runs after ||: always is true when it exits 0.
 func fallback(st *syntax.Stmt) (always, ok bool) {
-	call, isCall := st.Cmd.(*syntax.CallExpr)
-	if !isCall || st.Negated || st.Background || len(st.Redirs) > 0 || len(call.Assigns) > 0 {
+	argv, plain := plainArgv(st)
+	if !plain {
 		return false, false
-	}
-	var argv []string
-	for _, w := range call.Args {
-		v, ok := plainWord(w)
-		if !ok {
-			return false, false
-		}
-		argv = append(argv, v)
 	}
 	switch {
 	case len(argv) == 1 && (argv[0] == "true" || argv[0] == ":"):
