@@ -89,6 +89,7 @@ func TestParseGrep(t *testing.T) {
 		{argv: []string{"grep", "-qx", "200"}, re: "^(?:200)$"},
 		{argv: []string{"grep", "-q", `1\.0`}, re: `1\.0`},
 		{argv: []string{"grep", "-q", "a+b"}, re: `a\+b`}, // BRE: + is literal
+		{argv: []string{"grep", "-q", "état: prêt"}, re: "état: prêt"},
 		{argv: []string{"grep", "-qE", "a+b"}, refusal: "+"},
 		{argv: []string{"egrep", "-q", "up|ok"}, refusal: "|"},
 		{argv: []string{"grep", "-q", "o[k]"}, refusal: "["},

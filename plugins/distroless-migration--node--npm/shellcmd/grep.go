@@ -169,7 +169,9 @@ func carryPattern(p string, extended bool) (string, string) {
 			extended && strings.IndexByte("+?|(){}", c) >= 0:
 			return "", "the grep pattern " + quoteForWhy(p) + " uses " + string(c) + ", which a generated check does not carry"
 		default:
-			b.WriteString(regexp.QuoteMeta(string(c)))
+			// A byte of the pattern as it is: the bytes of a UTF-8
+			// character stay together, and only ASCII is quoted.
+			b.WriteString(regexp.QuoteMeta(rest[i : i+1]))
 		}
 	}
 	b.WriteString(end)
