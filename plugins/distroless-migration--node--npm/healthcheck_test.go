@@ -199,6 +199,14 @@ var checkCases = []checkCase{
 	{line: "curl -s {URL}/health | jq -e .ok", refused: "jq"},
 	{line: "curl -s --retry 2 {URL}/health | grep -q OK", refused: "--retry"},
 	{line: "curl -s {URL}/health {URL}/other | grep -q OK", refused: "several"},
+	// The URL built from the environment, which the check runs with
+	// (CHECK_PORT is the test server's port; UNSET_PORT is unset).
+	{line: `wget -qO- "http://127.0.0.1:${CHECK_PORT:-1}/health" | grep -q OK || exit 1`},
+	{line: "curl -fsS http://127.0.0.1:$CHECK_PORT/health"},
+	{line: `curl -fsS "127.0.0.1:${CHECK_PORT}/health"`},
+	{line: `curl -fsS "http://127.0.0.1:${UNSET_PORT:-{PORT}}/health"`},
+	{line: `curl -fsS -H "X-Port: $CHECK_PORT" {URL}/health`, refused: "other than the URL"},
+	{line: `curl -fsS "http://127.0.0.1:$(cat /port)/health"`, refused: "command substitution"},
 	{line: "curl -f {URL}/health && curl -f {URL}/other", refused: "curl"},
 	// GNU Wget: a 2xx passes; it follows redirects; --spider asks with
 	// HEAD; credentials wait for a challenge.
@@ -301,7 +309,7 @@ func TestHealthCheckRewriteChecksTheSame(t *testing.T) {
 			if err := os.WriteFile(js, script, 0o644); err != nil {
 				t.Fatal(err)
 			}
-			env := []string{"PATH=" + path, "HOME=" + work}
+			env := []string{"PATH=" + path, "HOME=" + work, "CHECK_PORT=" + port}
 			as := answers
 			if c.slow {
 				as = append(slices.Clone(answers), slow)

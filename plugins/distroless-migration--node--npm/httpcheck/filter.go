@@ -2,6 +2,8 @@ package httpcheck
 
 import (
 	"strings"
+
+	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/shellcmd"
 )
 
 // A health check line may pipe the tool's output into grep:
@@ -90,4 +92,36 @@ func (c *Check) Pipe(regexp string, ignoreCase bool, command string) error {
 	}
 	c.Filter = f
 	return nil
+}
+
+// URLFromEnv is a URL the check line builds from the environment
+// (http://localhost:${PORT:-3000}/_health): Docker runs the check with the
+// container's environment, so a generated check builds it again from its
+// own, with the same defaults. Index is its place in URLs, which holds it
+// as the image's ENV resolves it.
+type URLFromEnv struct {
+	Index int                `json:"index"`
+	Parts []shellcmd.EnvPart `json:"parts"`
+}
+
+// FromEnv records that the command-line word resolved (as the image's ENV
+// resolves it) is built from the environment as parts say. Only a URL may
+// be: a header, a body or an option built from the environment is refused,
+// and so are credentials in such a URL.
+func (c *Check) FromEnv(resolved string, parts []shellcmd.EnvPart) error {
+	other := &UnsupportedError{c.Tool, resolved, "a word other than the URL is built from the environment"}
+	u, auth, err := absURL(c.Tool, resolved)
+	if err != nil {
+		return other
+	}
+	if auth != nil {
+		return &UnsupportedError{c.Tool, "URL " + resolved, "credentials in a URL built from the environment"}
+	}
+	for k, have := range c.URLs {
+		if have == u {
+			c.URLsFromEnv = append(c.URLsFromEnv, URLFromEnv{Index: k, Parts: parts})
+			return nil
+		}
+	}
+	return other
 }

@@ -92,6 +92,9 @@ type Check struct {
 	// Filter is set when the line pipes the tool's output into grep (Pipe):
 	// the line's status is then the filter's.
 	Filter *Filter `json:"filter,omitempty"`
+	// URLsFromEnv are the URLs the line builds from the environment
+	// (FromEnv).
+	URLsFromEnv []URLFromEnv `json:"urls_from_env,omitempty"`
 
 	out output // what the tool prints on standard output
 }
@@ -312,6 +315,9 @@ func (c *Check) Rule() string {
 			read = "the body of any answer"
 		}
 		r = "pipes " + read + " into " + f.Command + ": the check passes when a line of it matches"
+	}
+	if len(c.URLsFromEnv) > 0 {
+		r += " (the URL is built at run time from the container's environment, as the shell built it)"
 	}
 	if c.AlwaysSucceeds {
 		r += ", yet the line exits 0 whatever the answer"

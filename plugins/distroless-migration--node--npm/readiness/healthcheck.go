@@ -5,9 +5,11 @@ package readiness
 
 import (
 	"fmt"
+	"maps"
 	"net/url"
 	"path"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/codegenie/codegenie/internal/probe"
@@ -26,7 +28,7 @@ func (b *builder) healthcheck(d *dockerfile.File, hc dockerfile.Instruction, hcF
 	}
 	argv := hc.Args
 	inCompose := hcFile != d.Path
-	env := httpEnv{opts: httpcheck.Options{BusyboxWget: busyboxWget(d)}, proxy: proxyEnv(d)}
+	env := httpEnv{opts: httpcheck.Options{BusyboxWget: busyboxWget(d)}, proxy: proxyEnv(d), image: imageEnv(d)}
 	var line string
 	var bl probe.Blocker
 	switch {
@@ -77,6 +79,7 @@ func (b *builder) healthcheck(d *dockerfile.File, hc dockerfile.Instruction, hcF
 type httpEnv struct {
 	opts  httpcheck.Options
 	proxy map[string]string // proxy variables the final stage's ENV sets, and no_proxy
+	image map[string]string // every variable the final stage's ENV sets
 }
 
 // busyboxWget reports a final stage whose wget is BusyBox's: an Alpine or
@@ -99,8 +102,23 @@ var apkAddWgetRE = regexp.MustCompile(`\bapk\s+(?:[^&;|]*\s)?add\b[^&;|]*\swget\
 
 // proxyEnv returns the proxy variables (and no_proxy) the final stage's
 // ENV sets, by lower-case name: curl and wget send their requests through
-// them. A later ENV wins, as in the image.
+// them.
 func proxyEnv(d *dockerfile.File) map[string]string {
+	out := map[string]string{}
+	env := imageEnv(d)
+	// HTTP_PROXY and http_proxy: the lower-case one, as curl reads them.
+	for _, k := range slices.Sorted(maps.Keys(env)) {
+		switch lk := strings.ToLower(k); lk {
+		case "http_proxy", "https_proxy", "all_proxy", "no_proxy":
+			out[lk] = env[k]
+		}
+	}
+	return out
+}
+
+// imageEnv returns the variables the final stage's ENV (and its FROM
+// chain's) sets, as the image has them: a later ENV wins.
+func imageEnv(d *dockerfile.File) map[string]string {
 	var chain []int
 	for i := d.Final; i >= 0 && i < len(d.Stages) && len(chain) <= len(d.Stages); i = d.Stages[i].BaseStage {
 		chain = append([]int{i}, chain...)
@@ -112,12 +130,8 @@ func proxyEnv(d *dockerfile.File) map[string]string {
 				continue
 			}
 			for _, kv := range in.Args {
-				k, v, ok := strings.Cut(kv, "=")
-				switch k = strings.ToLower(k); k {
-				case "http_proxy", "https_proxy", "all_proxy", "no_proxy":
-					if ok {
-						out[k] = strings.Trim(v, `"'`)
-					}
+				if k, v, ok := strings.Cut(kv, "="); ok {
+					out[k] = strings.Trim(v, `"'`)
 				}
 			}
 		}
@@ -165,7 +179,18 @@ func noProxy(list, host string) bool {
 // something a generated check would not, a rewrite by hand, saying what.
 func (b *builder) httpHealth(bl probe.Blocker, cl shellcmd.CheckLine, env httpEnv, inCompose bool) {
 	prog := path.Base(cl.Argv[0])
-	c, err := httpcheck.Parse(cl.Argv, env.opts)
+	// Words built from the environment are read as the image's ENV
+	// resolves them; the generated check builds them again at run time.
+	argv := slices.Clone(cl.Argv)
+	for _, w := range cl.EnvWords {
+		argv[w.Index] = w.Resolve(env.image)
+	}
+	c, err := httpcheck.Parse(argv, env.opts)
+	for _, w := range cl.EnvWords {
+		if err == nil {
+			err = c.FromEnv(argv[w.Index], w.Parts)
+		}
+	}
 	if err == nil && cl.Grep != nil {
 		err = c.Pipe(cl.Grep.Regexp, cl.Grep.IgnoreCase, strings.Join(cl.Grep.Argv, " "))
 	}
@@ -226,7 +251,7 @@ func healthAnalysis(line string) shellcmd.Analysis {
 	}
 	// A pipe into grep is carried only into a generated curl or wget
 	// check (httpHealth): grep decides the line's status.
-	if cl, _, ok := shellcmd.ParseCheckLine(line); ok && !cl.AlwaysSucceeds && len(cl.Env) == 0 && cl.Grep == nil {
+	if cl, _, ok := shellcmd.ParseCheckLine(line); ok && !cl.AlwaysSucceeds && len(cl.Env) == 0 && cl.Grep == nil && len(cl.EnvWords) == 0 {
 		return shellcmd.Analysis{NeedsShell: true, Reasons: a.Reasons, Removable: true, Argv: cl.Argv, Commands: [][]string{cl.Argv}}
 	}
 	return a

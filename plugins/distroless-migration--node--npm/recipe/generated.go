@@ -349,6 +349,24 @@ function grep(text) {
   return lines.some((l) => re.test(l));
 }
 
+// urlOf is the i-th URL. One that the line built from the environment
+// (http://localhost:${PORT:-3000}/) is built again from the check's own,
+// which Docker gives it from the container's, with the same defaults.
+function urlOf(i) {
+  const t = (check.urls_from_env || []).find((u) => u.index === i);
+  if (!t) return check.urls[i];
+  let raw = '';
+  for (const p of t.parts) {
+    if (!p.env) {
+      raw += p.text || '';
+      continue;
+    }
+    const v = process.env[p.env];
+    raw += v === undefined || (p.colon && v === '') ? p.default || '' : v;
+  }
+  return raw.includes('://') ? raw : 'http://' + raw;
+}
+
 // fetch requests one URL, retrying as the tool does; it resolves to
 // whether the URL passed and what the tool printed for it.
 async function fetch(raw) {
@@ -383,8 +401,8 @@ async function fetch(raw) {
 (async () => {
   let ok = true;
   let out = '';
-  for (const raw of check.urls) {
-    const r = await fetch(raw);
+  for (let i = 0; i < check.urls.length; i++) {
+    const r = await fetch(urlOf(i));
     out += r.printed;
     ok = check.last_decides ? r.passed : ok && r.passed;
     if (!r.passed && check.stop_on_failure) {

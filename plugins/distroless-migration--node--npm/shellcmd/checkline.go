@@ -23,6 +23,10 @@ type CheckLine struct {
 	// line's status is then grep's (sh has no pipefail), not the
 	// command's.
 	Grep *Grep
+	// EnvWords are the words of Argv that the shell builds from the
+	// environment (http://localhost:${PORT:-3000}/health); Argv holds
+	// them with their defaults.
+	EnvWords []EnvWord
 }
 
 // ParseCheckLine reads line as a health check: one command, its output
@@ -91,12 +95,24 @@ func ParseCheckLine(line string) (cl CheckLine, why string, ok bool) {
 	for _, w := range call.Args {
 		v, ok := plainWord(w)
 		if !ok {
-			return cl, "a word is expanded by the shell (a variable, a glob, a command substitution)", false
+			parts, isEnv := envWord(w)
+			if !isEnv {
+				return cl, "a word is expanded by the shell (a glob, a command substitution, or a variable expansion other than $VAR, ${VAR} and ${VAR:-default})", false
+			}
+			ew := EnvWord{Index: len(cl.Argv), Parts: parts}
+			cl.EnvWords = append(cl.EnvWords, ew)
+			v = ew.Resolve(nil)
 		}
 		cl.Argv = append(cl.Argv, v)
 	}
 	if len(cl.Argv) > 1 && cl.Argv[0] == "exec" {
 		cl.Argv = cl.Argv[1:]
+		for i := range cl.EnvWords {
+			cl.EnvWords[i].Index--
+		}
+	}
+	if len(cl.EnvWords) > 0 && cl.EnvWords[0].Index <= 0 {
+		return cl, "the command's name comes from a variable", false
 	}
 	if len(cl.Argv) == 0 {
 		return cl, "it runs no command", false
