@@ -32,7 +32,7 @@ func TestParseCheckLine(t *testing.T) {
 			Grep: &Grep{Argv: []string{"grep", "-qi", "status: ok"}, Regexp: "status: ok", IgnoreCase: true}}},
 		{"curl -f localhost | grep ok || exit 0", &CheckLine{Argv: []string{"curl", "-f", "localhost"}, AlwaysSucceeds: true, Grep: &Grep{Argv: []string{"grep", "ok"}, Regexp: "ok"}}},
 		{`wget -qO- "http://localhost:${PORT:-3000}/_health" | grep -q "OK" || exit 1`, &CheckLine{Argv: []string{"wget", "-qO-", "http://localhost:3000/_health"},
-			Grep: &Grep{Argv: []string{"grep", "-q", "OK"}, Regexp: "OK"},
+			Grep:     &Grep{Argv: []string{"grep", "-q", "OK"}, Regexp: "OK"},
 			EnvWords: []EnvWord{{Index: 2, Parts: []EnvPart{{Text: "http://localhost:"}, {Env: "PORT", Default: "3000", Colon: true}, {Text: "/_health"}}}}}},
 		{"exec curl -f http://$HOST:$PORT/", &CheckLine{Argv: []string{"curl", "-f", "http://:/"},
 			EnvWords: []EnvWord{{Index: 2, Parts: []EnvPart{{Text: "http://"}, {Env: "HOST"}, {Text: ":"}, {Env: "PORT"}, {Text: "/"}}}}}},
