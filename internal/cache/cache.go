@@ -96,6 +96,13 @@ func Open(dir string) (*Cache, error) {
 	if dir == "" {
 		return nil, errors.New("opening cache: empty directory")
 	}
+	// A relative directory is taken from the working directory now, once:
+	// paths the cache hands out (dependency folders mounted into a graph,
+	// say) must not change meaning when a later step runs elsewhere.
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("opening cache: %w", err)
+	}
 	if err := os.MkdirAll(filepath.Join(dir, layout), 0o700); err != nil {
 		return nil, fmt.Errorf("opening cache: %w", err)
 	}

@@ -210,3 +210,27 @@ func ExampleNewKey() {
 	fmt.Println(len(k.String()))
 	// Output: 64
 }
+
+// A relative directory is fixed against the working directory when the
+// cache opens: the dependency folders it hands out are mounted into the
+// module graph by path, and a relative one was refused there
+// (`--cache-dir cache` failed every `gather --deps lockfile`).
+func TestOpenRelativeDirIsAbsolute(t *testing.T) {
+	wd := t.TempDir()
+	t.Chdir(wd)
+	c, err := Open("cache")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := filepath.Join(wd, "cache")
+	if got := c.Dir(); got != want {
+		t.Fatalf("Dir() = %q, want %q", got, want)
+	}
+	t.Chdir(t.TempDir())
+	if got := c.Dir(); got != want {
+		t.Fatalf("after a change of directory, Dir() = %q, want %q", got, want)
+	}
+	if _, err := os.Stat(filepath.Join(want, layout)); err != nil {
+		t.Fatalf("the cache was not made where asked: %v", err)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -77,14 +78,24 @@ func (g *globals) logger() *slog.Logger {
 }
 
 func (g *globals) openCache() (*cache.Cache, error) {
-	dir := g.cacheDir
-	if dir == "" {
-		var err error
-		if dir, err = cache.DefaultDir(); err != nil {
-			return nil, err
-		}
+	dir, err := g.cacheBase()
+	if err != nil {
+		return nil, err
 	}
 	return cache.Open(dir)
+}
+
+// cacheBase is --cache-dir made absolute, else the default cache
+// directory.
+func (g *globals) cacheBase() (string, error) {
+	if g.cacheDir == "" {
+		return cache.DefaultDir()
+	}
+	dir, err := filepath.Abs(g.cacheDir)
+	if err != nil {
+		return "", fmt.Errorf("--cache-dir %s: %w", g.cacheDir, err)
+	}
+	return dir, nil
 }
 
 // NewRootCmd returns the codegenie command tree writing to s.

@@ -15,7 +15,6 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/codegenie/codegenie/internal/cache"
 	"github.com/codegenie/codegenie/internal/fleet"
 	"github.com/codegenie/codegenie/internal/pipeline"
 	"github.com/codegenie/codegenie/internal/portfolio"
@@ -152,12 +151,9 @@ func resultStoreDir(g *globals, flag string) (string, error) {
 	if flag != "" {
 		return flag, nil
 	}
-	base := g.cacheDir
-	if base == "" {
-		var err error
-		if base, err = cache.DefaultDir(); err != nil {
-			return "", err
-		}
+	base, err := g.cacheBase()
+	if err != nil {
+		return "", err
 	}
 	return filepath.Join(base, "results"), nil
 }
@@ -480,11 +476,9 @@ func runWorker(ctx context.Context, g *globals, f *workerFlags) error {
 	log := slog.New(slog.NewTextHandler(g.stderr, nil))
 	co := &fleet.Checkouts{Root: f.checkouts, MaxBytes: f.cacheSize, AllowLocal: f.allowLocal, CredentialHelper: f.credHelper, TokenFile: f.tokenFile, Store: c.Store, FetchTimeout: f.fetchTimeout, SubmoduleHosts: f.subHosts}
 	if co.Root == "" {
-		base := g.cacheDir
-		if base == "" {
-			if base, err = cache.DefaultDir(); err != nil {
-				return err
-			}
+		base, err := g.cacheBase()
+		if err != nil {
+			return err
 		}
 		co.Root = filepath.Join(base, "checkouts")
 	}
