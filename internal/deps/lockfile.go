@@ -428,7 +428,15 @@ func parseYarnClassic(data []byte, roots map[string]string) (*Lock, error) {
 				if name == "" {
 					return nil, fmt.Errorf("line %d: %q is not name@range", line, d)
 				}
+				// An alias (es6@npm:@elastic/elasticsearch@6) installs
+				// under its own name, which the dependents' refs carry,
+				// and is fetched by the name it has on the registry.
 				cur.name = name
+				if real, ok := strings.CutPrefix(d[len(name)+1:], "npm:"); ok {
+					if cur.name = descriptorName(real); cur.name == "" {
+						cur.name = real
+					}
+				}
 				g.nodes[d] = cur
 				byName[name] = append(byName[name], d)
 			}

@@ -157,6 +157,9 @@ func TestDepsLockfileOffline(t *testing.T) {
 	if res.Confidence != probe.Medium || res.Reason != childprocess.ReasonDependenciesUnavailable {
 		t.Errorf("confidence %s, reason %s; want medium, %s", res.Confidence, res.Reason, childprocess.ReasonDependenciesUnavailable)
 	}
+	if !strings.Contains(res.Detail, "(a@1.0.0;") {
+		t.Errorf("the detail does not name the package it lacks: %s", res.Detail)
+	}
 	var warned bool
 	for _, w := range res.Warnings {
 		if w.ID == childprocess.WarnDependencyNotFetched && strings.Contains(w.Message, "a@1.0.0") {

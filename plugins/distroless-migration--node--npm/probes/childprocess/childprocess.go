@@ -498,7 +498,11 @@ func unavailable(out *probe.Output, d *probe.Dependencies) {
 		}
 		out.Warnings = append(out.Warnings, probe.Warning{ID: id, Message: fmt.Sprintf("%s@%s (%s, from %s): %s", u.Name, u.Version, u.Path, d.Lockfile, u.Error)})
 	}
-	detail := fmt.Sprintf("%d of the %d production packages %s pins could not be provided, so their code was not scanned", len(d.Unavailable), len(d.Unavailable)+d.Installed, d.Lockfile)
+	names := make([]string, 0, len(d.Unavailable))
+	for _, u := range d.Unavailable {
+		names = append(names, u.Name+"@"+u.Version)
+	}
+	detail := fmt.Sprintf("%d of the %d production packages %s pins could not be provided (%s; the warnings say why), so their code was not scanned", len(d.Unavailable), len(d.Unavailable)+d.Installed, d.Lockfile, strings.Join(first(names, 3), ", "))
 	if out.Confidence == probe.High {
 		out.Confidence, out.Reason, out.Detail = probe.Medium, ReasonDependenciesUnavailable, detail
 	} else {
