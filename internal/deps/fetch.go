@@ -116,6 +116,8 @@ type Result struct {
 	Format    string
 	Installed []Installed
 	Missing   []Missing
+	// Lock is the lockfile the packages came from.
+	Lock *Lock
 }
 
 // Fetcher downloads, verifies and unpacks packages into its cache. It is
@@ -207,7 +209,7 @@ func (f *Fetcher) InstallLock(ctx context.Context, lock *Lock, regs Registries) 
 		}()
 	}
 	wg.Wait()
-	r := &Result{Format: lock.Format}
+	r := &Result{Format: lock.Format, Lock: lock}
 	for _, o := range outs {
 		switch {
 		case o.err != nil:

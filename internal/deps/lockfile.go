@@ -51,6 +51,38 @@ type Package struct {
 type Lock struct {
 	Format   string
 	Packages []Package
+	// text is the lockfile as read, for Mentions.
+	text []byte
+}
+
+// Mentions reports whether the lockfile may pin a package that installs
+// as name, in any dependency type (development ones too): its text holds
+// the name between the characters that delimit a package name in the
+// four formats (a quote, a slash, a space or a line start before it; an
+// @, a quote or a colon after it). It errs toward yes: a false yes keeps a
+// package's absence unknown, while a no says that an install from this
+// lockfile cannot place the package at all (npm ci, yarn --frozen-lockfile
+// and pnpm install --frozen-lockfile place what the lockfile pins, nothing
+// else). A Lock that was not read from text mentions every name.
+func (l *Lock) Mentions(name string) bool {
+	if l == nil || l.text == nil {
+		return true
+	}
+	t := l.text
+	for off := 0; ; {
+		i := bytes.Index(t[off:], []byte(name))
+		if i < 0 {
+			return false
+		}
+		at := off + i
+		end := at + len(name)
+		before := at == 0 || strings.IndexByte("\"'/ \t\n", t[at-1]) >= 0
+		after := end < len(t) && strings.IndexByte("@\"':", t[end]) >= 0
+		if before && after {
+			return true
+		}
+		off = at + 1
+	}
 }
 
 // LockfileError is a lockfile that cannot be read as its format.
@@ -91,6 +123,7 @@ func ReadLock(dir string) (*Lock, error) {
 		if err != nil {
 			return nil, &LockfileError{File: f, Err: err}
 		}
+		l.text = data
 		return l, nil
 	}
 	return nil, ErrNoLockfile

@@ -457,3 +457,37 @@ snapshots:
 		t.Errorf("(-want +got):\n%s", d)
 	}
 }
+
+// Mentions finds a name in each format's own spelling, errs toward yes on
+// a name inside a scoped one, and says no for a name the lockfile never
+// pins (an optional peer) or that only ends another name.
+func TestLockMentions(t *testing.T) {
+	dir := t.TempDir()
+	lock := `{"name": "svc", "lockfileVersion": 3, "packages": {
+  "": {"name": "svc", "dependencies": {"ws": "^8"}},
+  "node_modules/ws": {"version": "8.0.0", "integrity": "` + shaA + `", "peerDependencies": {"utf-8-validate": ">=5"}, "peerDependenciesMeta": {"utf-8-validate": {"optional": true}}},
+  "node_modules/@types/ws": {"version": "8.0.0", "dev": true, "integrity": "` + shaB + `"},
+  "node_modules/my-bufferutil": {"version": "1.0.0", "dev": true, "integrity": "` + shaB + `"}
+}}`
+	if err := os.WriteFile(filepath.Join(dir, "package-lock.json"), []byte(lock), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	l, err := deps.ReadLock(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]bool{
+		"ws":             true,  // pinned
+		"@types/ws":      true,  // a devDependency is pinned too
+		"utf-8-validate": true,  // named as a peer: errs toward yes
+		"bufferutil":     false, // only the end of my-bufferutil
+		"kerberos":       false, // never named
+	} {
+		if got := l.Mentions(name); got != want {
+			t.Errorf("Mentions(%q) = %v, want %v", name, got, want)
+		}
+	}
+	if !(&deps.Lock{}).Mentions("anything") {
+		t.Error("a Lock not read from text must mention every name")
+	}
+}

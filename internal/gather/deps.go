@@ -8,6 +8,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/codegenie/codegenie/internal/deps"
@@ -31,16 +32,20 @@ func mountDependencies(ctx context.Context, repo *probe.Repo, f *deps.Fetcher, p
 	}
 	d := &probe.Dependencies{Memo: &f.Memo}
 	var mounts []probe.Mount
+	var locks []*deps.Lock
+	skipped := false // a folder whose packages no lockfile here names
 	var formats []string
 	for _, dir := range dirs {
 		if fi, err := os.Lstat(filepath.Join(repo.Root, dir, "node_modules")); err == nil && fi.IsDir() {
 			if pctx.Logger != nil {
 				pctx.Logger.Info("a folder has its own node_modules: --deps lockfile fetches nothing for it", "folder", dir)
 			}
+			skipped = true
 			continue
 		}
 		res, err := f.Install(ctx, filepath.Join(repo.Root, dir))
 		if errors.Is(err, deps.ErrNoLockfile) {
+			skipped = true
 			continue // child_process says the dependencies are not installed
 		}
 		if le, ok := errors.AsType[*deps.LockfileError](err); ok {
@@ -66,6 +71,9 @@ func mountDependencies(ctx context.Context, repo *probe.Repo, f *deps.Fetcher, p
 		for _, m := range res.Missing {
 			d.Unavailable = append(d.Unavailable, probe.UnavailableDependency{Name: m.Name, Version: m.Version, Path: at(m.Path), Kind: string(m.Kind), Error: m.Error})
 		}
+		if res.Lock != nil {
+			locks = append(locks, res.Lock)
+		}
 		d.Installed += len(res.Installed)
 		formats = append(formats, at(res.Format))
 	}
@@ -76,6 +84,11 @@ func mountDependencies(ctx context.Context, repo *probe.Repo, f *deps.Fetcher, p
 		return err
 	}
 	d.Lockfile = strings.Join(formats, ", ")
+	if !skipped {
+		d.Mentions = func(name string) bool {
+			return slices.ContainsFunc(locks, func(l *deps.Lock) bool { return l.Mentions(name) })
+		}
+	}
 	pctx.Dependencies = d
 	return nil
 }

@@ -269,3 +269,56 @@ func TestDepsLockfileNestedFolder(t *testing.T) {
 		t.Errorf("verdict %s, want blocked", a.Verdict)
 	}
 }
+
+// TestDepsLockfileMissingPeerIsAbsent: an image that keeps its
+// devDependencies (RUN npm ci) is not the production set the lockfile run
+// mounts, so a package the graph requires and node_modules lacks may be in
+// the image, and leaves a dependency's unreached file counted as shipping.
+// A package the lockfile does not pin at all (ws's optional bufferutil)
+// cannot be there, and leaves nothing open: the unreached call is not
+// reachable. A step that adds a package by name (npm install bufferutil)
+// may put one there, and the file counts again.
+func TestDepsLockfileMissingPeerIsAbsent(t *testing.T) {
+	reg := depstest.NewRegistry(t)
+	wsp := depstest.Package(t, "wsp", "1.0.0", nil, map[string]string{
+		"index.js":    "let b\ntry { b = require('bufferutil') } catch (e) {}\nmodule.exports = b\n",
+		"lib/tool.js": "require('child_process').execSync('make all')\n",
+	})
+	for _, tc := range []struct {
+		name, run string
+		want      childprocess.Scope
+	}{
+		{"lockfile install", "RUN npm ci", childprocess.ScopeNotReachable},
+		{"named install after it", "RUN npm ci && npm install bufferutil", childprocess.ScopeUnresolved},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := lockedService(t, reg, "require('wsp')\n", map[string]string{"wsp": "^1.0.0"},
+				map[string][]byte{"node_modules/wsp": wsp}, map[string]string{"node_modules/wsp": "wsp"})
+			df := "FROM node:22\nWORKDIR /app\nCOPY package*.json ./\n" + tc.run + "\nCOPY . .\nCMD [\"node\", \"index.js\"]\n"
+			if err := os.WriteFile(filepath.Join(dir, "Dockerfile"), []byte(df), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			o := options(t)
+			o.Task = "distroless-migration"
+			o.Deps = &deps.Fetcher{Dir: t.TempDir()}
+			out, err := Run(t.Context(), dir, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, facts := childProcessFacts(t, out)
+			var found bool
+			for _, f := range facts.Findings {
+				if f.File != "node_modules/wsp/lib/tool.js" {
+					continue
+				}
+				found = true
+				if f.Scope != tc.want {
+					t.Errorf("scope %s (%s), want %s", f.Scope, f.ScopeNote, tc.want)
+				}
+			}
+			if !found {
+				t.Fatalf("the dependency's execSync was not found: %+v", facts.Findings)
+			}
+		})
+	}
+}

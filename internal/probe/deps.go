@@ -18,6 +18,10 @@ type Dependencies struct {
 	// archive): they were verified against the hash the registry
 	// publishes, a weaker check.
 	RegistryVerified []string
+	// Mentions reports whether one of the lockfiles may pin a package
+	// that installs as name, development ones included (deps.Lock.Mentions:
+	// it errs toward yes). nil means unknown: every name may be pinned.
+	Mentions func(name string) bool
 	// Memo, when set, holds what probes derive from one mounted package's
 	// content alone, keyed by Mount.Key and the probe's own key: shared by
 	// every repository a process gathers (a portfolio), so each distinct

@@ -45,6 +45,10 @@ type FileSet struct {
 	// NODE_ENV=production): the image's node_modules is the production
 	// set a lockfile pins.
 	OmitsDevDependencies bool
+	// AddsPackages is set when such a stage adds named packages that the
+	// lockfile need not pin (npm install x, yarn add x, pnpm add x): its
+	// node_modules may hold packages no lockfile names.
+	AddsPackages bool
 	// Unresolved says why part of the file set is unknown (a COPY source
 	// with a variable, an ADD of a URL); when it is not empty, a file not in
 	// Files may still be in the image.
@@ -149,6 +153,7 @@ var Files = &probe.Analyzer[*FileSet]{
 		set.ContextGuessed = j.ContextWhy == contextGuessWhy && j.Context != "."
 		set.InstallsDependencies = b.installs
 		set.OmitsDevDependencies = b.installs && b.omitsDev
+		set.AddsPackages = b.adds
 		set.Compiled = map[string]string{}
 		for _, g := range set.Generated {
 			if path.Base(g.StagePath) == "node_modules" {
@@ -186,6 +191,7 @@ type setBuilder struct {
 	unresolved []string
 	installs   bool
 	omitsDev   bool
+	adds       bool
 }
 
 type ctxFile struct{ rel, repo string }
@@ -218,6 +224,9 @@ func (b *setBuilder) stage(i, depth int) []mapping {
 				wd = joinAbs(wd, in.Args[0])
 			}
 		case "run":
+			if addsPackages(in) {
+				b.adds = true
+			}
 			if installsPackages(in) {
 				b.installs = true
 				if omitsDev(in) {
@@ -411,6 +420,50 @@ func installsPackages(in dockerfile.Instruction) bool {
 		}
 	}
 	return strings.TrimSpace(cmd) == "yarn" || strings.Contains(cmd, "&& yarn") || strings.HasPrefix(strings.TrimSpace(cmd), "yarn &&")
+}
+
+// addsPackages reports a step that installs packages by name into a
+// project (npm install x, npm i x, yarn add x, pnpm add x), not what a
+// lockfile pins. A global install (-g) goes to the global folder, which
+// require() does not search, and is not counted.
+func addsPackages(in dockerfile.Instruction) bool {
+	words := strings.Fields(strings.Join(in.Args, " "))
+	sep := func(w string) bool {
+		return w == "&&" || w == "||" || w == ";" || w == "|" || strings.HasSuffix(w, ";")
+	}
+	for i, w := range words {
+		pm := path.Base(w)
+		if pm != "npm" && pm != "yarn" && pm != "pnpm" {
+			continue
+		}
+		// The subcommand may follow options (pnpm --allow-build=x add y).
+		sub := -1
+		for j := i + 1; j < len(words) && !sep(words[j]); j++ {
+			if v := words[j]; v == "add" || pm == "npm" && (v == "install" || v == "i" || v == "isntall") {
+				sub = j
+				break
+			}
+		}
+		if sub < 0 {
+			continue
+		}
+		named, global := false, false
+		for _, v := range words[sub+1:] {
+			if sep(v) {
+				break
+			}
+			switch {
+			case v == "-g" || v == "--global" || v == "--location=global":
+				global = true
+			case !strings.HasPrefix(v, "-"):
+				named = true
+			}
+		}
+		if named && !global {
+			return true
+		}
+	}
+	return false
 }
 
 // omitsDev reports an install or prune step that leaves out

@@ -388,3 +388,28 @@ func TestIsDevCompose(t *testing.T) {
 		}
 	}
 }
+
+// addsPackages tells a step that installs packages by name, which a
+// lockfile need not pin, from installs of what the lockfile pins and from
+// global installs (outside any project's node_modules).
+func TestAddsPackages(t *testing.T) {
+	for cmd, want := range map[string]bool{
+		"npm ci --omit=dev": false,
+		"npm install":       false,
+		"npm install --omit=dev && npm cache clean --force": false,
+		"yarn install --frozen-lockfile":                    false,
+		"pnpm install --frozen-lockfile":                    false,
+		"npm install -g pnpm":                               false,
+		"npm i --location=global pm2":                       false,
+		"npm install bufferutil":                            true,
+		"npm ci && npm i sharp@0.33":                        true,
+		"yarn add left-pad":                                 true,
+		"pnpm --allow-build='@prisma/engines' add prisma@7": true,
+		"/usr/local/bin/npm install --no-save pg":           true,
+	} {
+		in := dockerfile.Instruction{Command: "run", Args: []string{cmd}}
+		if got := addsPackages(in); got != want {
+			t.Errorf("addsPackages(%q) = %v, want %v", cmd, got, want)
+		}
+	}
+}

@@ -56,6 +56,10 @@ type scoper struct {
 	// every pinned production package, for an image that installs only
 	// those: the mounted node_modules is the image's.
 	lockfileWhole bool
+	// mentions, on a --deps lockfile run for an image whose every install
+	// is from the lockfiles read, reports whether they may pin a package
+	// (probe.Dependencies.Mentions); nil otherwise.
+	mentions func(string) bool
 }
 
 func newScoper(ctx context.Context, repo *probe.Repo, pctx *probe.Context) (*scoper, *Graph, error) {
@@ -79,6 +83,9 @@ func newScoper(ctx context.Context, repo *probe.Repo, pctx *probe.Context) (*sco
 	sc := &scoper{set: set, g: g}
 	if d := pctx.Dependencies; d != nil && len(d.Unavailable) == 0 && set != nil && set.OmitsDevDependencies {
 		sc.lockfileWhole = true
+	}
+	if d := pctx.Dependencies; d != nil && d.Mentions != nil && set != nil && set.InstallsDependencies && !set.AddsPackages {
+		sc.mentions = d.Mentions
 	}
 	return sc, sum, nil
 }
@@ -167,14 +174,37 @@ func (s *scoper) scope(f *Finding) {
 	// run that mounted every production package, for an image that
 	// installs no devDependencies: npm ci installs what the lockfile
 	// pins, and nothing else.
-	if f.Origin == OriginDependency && s.g != nil && len(s.g.MissingPackages) > 0 && !s.wholeImage() && !s.lockfileWhole {
-		why = append(why, "node_modules lacks "+strings.Join(first(s.g.MissingPackages, 3), ", "))
+	//
+	// Otherwise a package the lockfile does not pin at all (ws's optional
+	// bufferutil, a db driver knex loads only when configured) is not in
+	// the image either, when every install there is from that lockfile:
+	// only a missing package the lockfile may pin (one that could not be
+	// fetched, or a devDependency the image keeps) leaves it open.
+	if f.Origin == OriginDependency && s.g != nil && !s.wholeImage() && !s.lockfileWhole {
+		if lacks := s.mayLack(); len(lacks) > 0 {
+			why = append(why, "node_modules lacks "+strings.Join(first(lacks, 3), ", "))
+		}
 	}
 	if len(why) > 0 {
 		f.Scope, f.ScopeNote = ScopeUnresolved, "counted as in the image: "+strings.Join(why, "; ")
 		return
 	}
 	f.Scope, f.ScopeNote = ScopeNotReachable, "not reachable from the entrypoint ("+strings.Join(s.g.Entries, ", ")+")"
+}
+
+// mayLack lists the packages the graph required but node_modules lacks,
+// and that the image may nevertheless hold.
+func (s *scoper) mayLack() []string {
+	if s.mentions == nil {
+		return s.g.MissingPackages
+	}
+	var out []string
+	for _, p := range s.g.MissingPackages {
+		if s.mentions(p) {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // wholeImage reports a traced run whose image node_modules were all read.
