@@ -176,6 +176,7 @@ func commandEntries(j *images.Judged, set *images.FileSet, w *walker, cmd NodeCo
 	wd := j.File.Workdir(j.File.Final)
 	var out []string
 	var missing []string
+	nextWhy := ""
 	for _, m := range append(preloads, script) {
 		if !strings.HasPrefix(m, ".") && !strings.HasPrefix(m, "/") && !strings.Contains(m, "/") && path.Ext(m) == "" {
 			// A bare preload (--require dotenv/config) is a package.
@@ -190,11 +191,27 @@ func commandEntries(j *images.Judged, set *images.FileSet, w *walker, cmd NodeCo
 		}
 		if t, ok := mapEntry(j, set, w, wd, p); ok {
 			out = append(out, t)
-		} else {
-			missing = append(missing, m)
+			continue
 		}
+		ip := p
+		if !path.IsAbs(ip) {
+			ip = path.Join(wd, p)
+		}
+		if m == script {
+			if files, why, ok := nextStandalone(j, set, w, ip); ok {
+				out = append(out, files...)
+				nextWhy = why
+				continue
+			} else if why != "" {
+				nextWhy = why
+			}
+		}
+		missing = append(missing, m)
 	}
 	why := "node " + strings.Join(args, " ") + " in " + path.Join(wd, cmd.Dir)
+	if nextWhy != "" {
+		why += "; " + nextWhy
+	}
 	if len(missing) > 0 {
 		why += "; not found in the repository: " + strings.Join(missing, ", ")
 		if len(out) == 0 {

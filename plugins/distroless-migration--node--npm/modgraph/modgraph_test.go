@@ -1,6 +1,7 @@
 package modgraph
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -361,5 +362,55 @@ func TestEntriesFromEveryStep(t *testing.T) {
 	files["package.json"] = `{"name":"svc","scripts":{"migrate":"node dist/migrate.js","start":"node server.js"}}`
 	if g := graphOf(t, files); len(g.Entries) > 0 {
 		t.Errorf("entries %v, want none: dist/migrate.js is not in the repository (%s)", g.Entries, g.EntryWhy)
+	}
+}
+
+// TestNextStandaloneServer: `node server.js` on a copied .next/standalone
+// runs the server.js `next build` wrote, which is in no repository. The
+// graph starts at next's start-server and at the app's server-side
+// sources (umami, homepage and the OpenTelemetry demo's frontend ship
+// this way), not nowhere: with no entry, every file in node_modules
+// counted as in the image.
+func TestNextStandaloneServer(t *testing.T) {
+	t.Parallel()
+	df := "FROM node:22 AS builder\nWORKDIR /app\nCOPY . .\nRUN npm ci && npm run build\n" +
+		"FROM node:22-slim\nWORKDIR /app\nCOPY --from=builder /app/.next/standalone ./\nCOPY --from=builder /app/.next/static ./.next/static\nCMD [\"node\", \"server.js\"]\n"
+	files := map[string]string{
+		"Dockerfile":                                        df,
+		"package.json":                                      `{"name":"web","dependencies":{"next":"15.0.0","pinger":"1.0.0","unused":"1.0.0"}}`,
+		"next.config.js":                                    "module.exports = { output: 'standalone' }\n",
+		"src/pages/index.tsx":                               "import Card from '../components/Card'\nexport default function Home() { return Card() }\n",
+		"src/pages/api/ping.js":                             "import ping from 'pinger'\nexport default async function h(req, res) { res.json(await ping('x')) }\n",
+		"src/components/Card.tsx":                           "export default function Card() { return null }\n",
+		"src/lib/unused-helper.js":                          "module.exports = 1\n",
+		"node_modules/next/package.json":                    `{"name":"next","main":"./dist/server/next.js"}`,
+		"node_modules/next/dist/server/next.js":             "",
+		"node_modules/next/dist/server/lib/start-server.js": "require('../next')\n",
+		"node_modules/next/dist/cli/next-dev.js":            "",
+		"node_modules/pinger/package.json":                  `{"name":"pinger","main":"index.js"}`,
+		"node_modules/pinger/index.js":                      "",
+		"node_modules/unused/package.json":                  `{"name":"unused","main":"index.js"}`,
+		"node_modules/unused/index.js":                      "",
+	}
+	g := graphOf(t, files)
+	want := []string{"node_modules/next/dist/server/lib/start-server.js", "next.config.js", "src/pages/api/ping.js", "src/pages/index.tsx"}
+	if diff := cmp.Diff(want, g.Entries); diff != "" {
+		t.Errorf("entries (-want +got):\n%s\nwhy: %s", diff, g.EntryWhy)
+	}
+	for _, f := range []string{"node_modules/next/dist/server/next.js", "node_modules/pinger/index.js", "src/components/Card.tsx"} {
+		if !g.Reached(f) {
+			t.Errorf("%s not reached", f)
+		}
+	}
+	for _, f := range []string{"node_modules/unused/index.js", "node_modules/next/dist/cli/next-dev.js", "src/lib/unused-helper.js"} {
+		if g.Reached(f) {
+			t.Errorf("%s reached", f)
+		}
+	}
+
+	// server.js copied from anywhere else is not Next's.
+	files["Dockerfile"] = strings.Replace(df, "/app/.next/standalone ./", "/app/build ./", 1)
+	if g := graphOf(t, files); len(g.Entries) != 0 {
+		t.Errorf("a server.js from /app/build started at %v", g.Entries)
 	}
 }

@@ -1,0 +1,99 @@
+package modgraph
+
+import (
+	"path"
+	"slices"
+	"strings"
+
+	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/images"
+)
+
+// A Next.js app built with output: 'standalone' ships .next/standalone,
+// whose server.js `next build` writes: it requires next and calls
+// next/dist/server/lib/start-server, which serves the app's compiled
+// pages, route handlers, middleware and instrumentation. None of that is
+// in the repository, so the graph starts where the same code comes from:
+// next's start-server module, the app's next.config, and the sources of
+// its server-side code (pages/, app/, src/pages/, src/app/, middleware
+// and instrumentation files). Client components are in those folders too
+// and are counted with them: more reachable code, never less.
+
+// nextServerDirs are the folders of a Next app whose files the server runs
+// compiled.
+var nextServerDirs = []string{"pages", "app", "src/pages", "src/app"}
+
+// nextRootFiles are the project's own files next's server loads, by base
+// name without extension.
+var nextRootFiles = []string{"next.config", "middleware", "instrumentation", "src/middleware", "src/instrumentation"}
+
+// nextStandalone returns the entries of a Next.js standalone server.js at
+// image path ip, when a stage's .next/standalone output was copied so
+// that its server.js is ip; ok is false otherwise.
+func nextStandalone(j *images.Judged, set *images.FileSet, w *walker, ip string) (entries []string, why string, ok bool) {
+	if set == nil || path.Base(ip) != "server.js" {
+		return nil, "", false
+	}
+	var from *images.Generated
+	for i, g := range set.Generated {
+		if path.Base(g.StagePath) == "standalone" && path.Base(path.Dir(g.StagePath)) == ".next" && path.Join(g.ImagePath, "server.js") == ip {
+			from = &set.Generated[i]
+			break
+		}
+	}
+	if from == nil {
+		return nil, "", false
+	}
+	proj, found := w.nextProject(j.Context)
+	if !found {
+		return nil, "server.js is the Next.js standalone server that " + from.StagePath + " holds, but no Next.js project (a package.json that depends on next, with a next.config) was found in the build context", false
+	}
+	start, found := w.resolve(path.Join(proj, "index.js"), "next/dist/server/lib/start-server")
+	if !found {
+		return nil, "server.js is the Next.js standalone server of " + proj + ", but next/dist/server/lib/start-server is not installed", false
+	}
+	entries = []string{start}
+	for _, f := range w.files {
+		rel, in := strings.CutPrefix(f, strings.TrimSuffix(proj, ".")+"/")
+		if proj == "." {
+			rel, in = f, true
+		}
+		if !in || !loadable(f) || path.Ext(f) == "" || strings.Contains(rel, "node_modules/") {
+			continue
+		}
+		base := strings.TrimSuffix(rel, path.Ext(rel))
+		if slices.Contains(nextRootFiles, base) || slices.ContainsFunc(nextServerDirs, func(d string) bool { return strings.HasPrefix(rel, d+"/") }) {
+			entries = append(entries, f)
+		}
+	}
+	return entries, "server.js is the Next.js standalone server (" + from.Stage + ":" + from.StagePath + "): next's " + start + " and the server-side sources of " + proj, true
+}
+
+// nextProject finds the Next.js project of the build context ctx: ctx
+// itself when its package.json depends on next, else the one folder under
+// it with a next.config and such a package.json.
+func (w *walker) nextProject(ctx string) (string, bool) {
+	usesNext := func(dir string) bool {
+		m := w.manifestAt(dir)
+		if m == nil {
+			return false
+		}
+		_, a := m.Dependencies["next"]
+		_, b := m.DevDependencies["next"]
+		return a || b
+	}
+	if usesNext(ctx) {
+		return ctx, true
+	}
+	var found []string
+	for _, f := range w.files {
+		if strings.HasPrefix(path.Base(f), "next.config.") && !strings.Contains(f, "node_modules/") && (ctx == "." || strings.HasPrefix(f, ctx+"/")) {
+			if d := path.Dir(f); usesNext(d) && !slices.Contains(found, d) {
+				found = append(found, d)
+			}
+		}
+	}
+	if len(found) == 1 {
+		return found[0], true
+	}
+	return "", false
+}
