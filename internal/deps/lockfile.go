@@ -51,37 +51,31 @@ type Package struct {
 type Lock struct {
 	Format   string
 	Packages []Package
-	// text is the lockfile as read, for Mentions.
-	text []byte
+	// names are the names the lockfile installs packages under (every
+	// entry and every dependency that names one, development ones too;
+	// not the peers a package merely accepts), for Mentions.
+	names map[string]bool
 }
 
-// Mentions reports whether the lockfile may pin a package that installs
-// as name, in any dependency type (development ones too): its text holds
-// the name between the characters that delimit a package name in the
-// four formats (a quote, a slash, a space or a line start before it; an
-// @, a quote or a colon after it). It errs toward yes: a false yes keeps a
-// package's absence unknown, while a no says that an install from this
-// lockfile cannot place the package at all (npm ci, yarn --frozen-lockfile
-// and pnpm install --frozen-lockfile place what the lockfile pins, nothing
-// else). A Lock that was not read from text mentions every name.
+// Mentions reports whether the lockfile installs a package under name, in
+// any dependency type (development ones too). No means an install from
+// this lockfile cannot place it at all: npm ci, yarn --frozen-lockfile and
+// pnpm install --frozen-lockfile place what the lockfile pins, nothing
+// else. A Lock a parser did not make mentions every name.
 func (l *Lock) Mentions(name string) bool {
-	if l == nil || l.text == nil {
+	if l == nil || l.names == nil {
 		return true
 	}
-	t := l.text
-	for off := 0; ; {
-		i := bytes.Index(t[off:], []byte(name))
-		if i < 0 {
-			return false
-		}
-		at := off + i
-		end := at + len(name)
-		before := at == 0 || strings.IndexByte("\"'/ \t\n", t[at-1]) >= 0
-		after := end < len(t) && strings.IndexByte("@\"':", t[end]) >= 0
-		if before && after {
-			return true
-		}
-		off = at + 1
+	return l.names[name]
+}
+
+// mention records names a lockfile installs packages under.
+func (l *Lock) mention(names ...string) {
+	if l.names == nil {
+		l.names = map[string]bool{}
+	}
+	for _, n := range names {
+		l.names[n] = true
 	}
 }
 
@@ -123,7 +117,6 @@ func ReadLock(dir string) (*Lock, error) {
 		if err != nil {
 			return nil, &LockfileError{File: f, Err: err}
 		}
-		l.text = data
 		return l, nil
 	}
 	return nil, ErrNoLockfile
@@ -202,6 +195,9 @@ func ParseNPM(data []byte) (*Lock, error) {
 	case raw.LockfileVersion >= 2 && raw.Packages != nil:
 		for key, p := range raw.Packages {
 			i := strings.LastIndex(key, "node_modules/")
+			if i >= 0 {
+				l.mention(key[i+len("node_modules/"):])
+			}
 			if key == "" || i < 0 || p.Link || p.Dev || p.DevOptional || p.InBundle {
 				continue
 			}
@@ -214,6 +210,7 @@ func ParseNPM(data []byte) (*Lock, error) {
 			}
 		}
 	case raw.LockfileVersion == 1 || raw.Dependencies != nil:
+		mentionNPMv1(l, raw.Dependencies)
 		if err := walkNPMv1(l, "", raw.Dependencies); err != nil {
 			return nil, err
 		}
@@ -222,6 +219,15 @@ func ParseNPM(data []byte) (*Lock, error) {
 	}
 	sortLock(l)
 	return l, nil
+}
+
+// mentionNPMv1 records every name a version 1 lockfile installs under,
+// development ones too.
+func mentionNPMv1(l *Lock, deps map[string]npmDep) {
+	for name, d := range deps {
+		l.mention(name)
+		mentionNPMv1(l, d.Dependencies)
+	}
 }
 
 func walkNPMv1(l *Lock, parent string, deps map[string]npmDep) error {
@@ -403,6 +409,27 @@ func (g *graph) layout(format string) (*Lock, error) {
 	return l, nil
 }
 
+// layoutNaming lays the graph out and records the names it installs
+// packages under: every entry's (byName's keys) and every dependency's.
+func (g *graph) layoutNaming(format string, byName ...map[string][]string) (*Lock, error) {
+	l, err := g.layout(format)
+	if err != nil {
+		return nil, err
+	}
+	l.mention()
+	for _, m := range byName {
+		for n := range m {
+			l.mention(n)
+		}
+	}
+	for _, n := range g.nodes {
+		for _, d := range n.deps {
+			l.mention(d.name)
+		}
+	}
+	return l, nil
+}
+
 func joinNM(dir, name string) string {
 	if dir == "" {
 		return "node_modules/" + name
@@ -515,7 +542,7 @@ func parseYarnClassic(data []byte, roots map[string]string) (*Lock, error) {
 		}
 	}
 	g.roots = rootDescriptors(roots, g.nodes, byName, func(name, rng string) string { return name + "@" + rng })
-	return g.layout(FormatYarn)
+	return g.layoutNaming(FormatYarn, byName)
 }
 
 // rootDescriptors resolves each root dependency to a lockfile entry: the
@@ -599,6 +626,7 @@ func parseBerry(data []byte, roots map[string]string) (*Lock, error) {
 	}
 	g := &graph{nodes: map[string]*node{}}
 	byName := map[string][]string{}
+	local := map[string][]string{}
 	keys := make([]string, 0, len(raw))
 	for k := range raw {
 		keys = append(keys, k)
@@ -618,6 +646,11 @@ func parseBerry(data []byte, roots map[string]string) (*Lock, error) {
 			name, ver, ok = e.Resolution[:i+1], e.Resolution[i+1+len("@npm:"):], true
 		}
 		if !ok { // workspace:, patch:, git, file: not from the registry
+			for _, d := range strings.Split(k, ",") {
+				if dname := descriptorName(strings.TrimSpace(d)); dname != "" {
+					local[dname] = nil // installed (linked), not fetched
+				}
+			}
 			continue
 		}
 		n := &node{name: name, version: ver}
@@ -651,7 +684,7 @@ func parseBerry(data []byte, roots map[string]string) (*Lock, error) {
 		}
 		return name + "@" + rng
 	})
-	return g.layout(FormatYarn)
+	return g.layoutNaming(FormatYarn, byName, local)
 }
 
 // pnpmLock is pnpm-lock.yaml, versions 5 to 9.
@@ -660,6 +693,7 @@ type pnpmLock struct {
 	Importers            map[string]pnpmImporter  `yaml:"importers"`
 	Dependencies         map[string]any           `yaml:"dependencies"`
 	OptionalDependencies map[string]any           `yaml:"optionalDependencies"`
+	DevDependencies      map[string]any           `yaml:"devDependencies"`
 	Packages             map[string]pnpmPackage   `yaml:"packages"`
 	Snapshots            map[string]pnpmSnapshots `yaml:"snapshots"`
 }
@@ -667,6 +701,7 @@ type pnpmLock struct {
 type pnpmImporter struct {
 	Dependencies         map[string]any `yaml:"dependencies"`
 	OptionalDependencies map[string]any `yaml:"optionalDependencies"`
+	DevDependencies      map[string]any `yaml:"devDependencies"`
 }
 
 type pnpmPackage struct {
@@ -737,7 +772,7 @@ func ParsePNPM(data []byte) (*Lock, error) {
 	// folder below it. The root importer's come first, then the others
 	// in path order; a name another importer already placed keeps that
 	// version (the hoisted layout has one slot per name).
-	imps := []pnpmImporter{{Dependencies: raw.Dependencies, OptionalDependencies: raw.OptionalDependencies}}
+	imps := []pnpmImporter{{Dependencies: raw.Dependencies, OptionalDependencies: raw.OptionalDependencies, DevDependencies: raw.DevDependencies}}
 	if len(raw.Importers) > 0 {
 		imps = imps[:0]
 		paths := make([]string, 0, len(raw.Importers))
@@ -774,7 +809,32 @@ func ParsePNPM(data []byte) (*Lock, error) {
 			g.roots = append(g.roots, ref{name: n, key: pnpmDepKey(n, versions[n], key)})
 		}
 	}
-	return g.layout(FormatPNPM)
+	names := map[string][]string{}
+	for k := range raw.Packages {
+		if name, _ := pnpmKey(k); name != "" {
+			names[name] = nil
+		}
+	}
+	for _, p := range raw.Packages {
+		if p.Name != "" {
+			names[p.Name] = nil
+		}
+	}
+	for _, imp := range imps {
+		for _, m := range []map[string]any{imp.Dependencies, imp.OptionalDependencies, imp.DevDependencies} {
+			for n := range m {
+				names[n] = nil
+			}
+		}
+	}
+	for _, sn := range raw.Snapshots {
+		for _, m := range []map[string]string{sn.Dependencies, sn.OptionalDependencies} {
+			for n := range m {
+				names[n] = nil
+			}
+		}
+	}
+	return g.layoutNaming(FormatPNPM, names)
 }
 
 func pnpmRefs(deps [2]map[string]string, key func(string, string) string) []ref {

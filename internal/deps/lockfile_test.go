@@ -458,36 +458,92 @@ snapshots:
 	}
 }
 
-// Mentions finds a name in each format's own spelling, errs toward yes on
-// a name inside a scoped one, and says no for a name the lockfile never
-// pins (an optional peer) or that only ends another name.
+// Mentions knows the names each format installs packages under,
+// development ones and aliases too, and not a peer a package only
+// accepts.
 func TestLockMentions(t *testing.T) {
-	dir := t.TempDir()
-	lock := `{"name": "svc", "lockfileVersion": 3, "packages": {
+	for name, tc := range map[string]struct {
+		file, text string
+		yes, no    []string
+	}{
+		"npm": {"package-lock.json", `{"name": "svc", "lockfileVersion": 3, "packages": {
   "": {"name": "svc", "dependencies": {"ws": "^8"}},
   "node_modules/ws": {"version": "8.0.0", "integrity": "` + shaA + `", "peerDependencies": {"utf-8-validate": ">=5"}, "peerDependenciesMeta": {"utf-8-validate": {"optional": true}}},
   "node_modules/@types/ws": {"version": "8.0.0", "dev": true, "integrity": "` + shaB + `"},
   "node_modules/my-bufferutil": {"version": "1.0.0", "dev": true, "integrity": "` + shaB + `"}
-}}`
-	if err := os.WriteFile(filepath.Join(dir, "package-lock.json"), []byte(lock), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	l, err := deps.ReadLock(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for name, want := range map[string]bool{
-		"ws":             true,  // pinned
-		"@types/ws":      true,  // a devDependency is pinned too
-		"utf-8-validate": true,  // named as a peer: errs toward yes
-		"bufferutil":     false, // only the end of my-bufferutil
-		"kerberos":       false, // never named
+}}`, []string{"ws", "@types/ws", "my-bufferutil"}, []string{"utf-8-validate", "bufferutil", "kerberos"}},
+		"yarn": {"yarn.lock", `ws@^8:
+  version "8.0.0"
+  integrity ` + shaA + `
+
+"es6@npm:@elastic/elasticsearch@6":
+  version "6.8.8"
+  integrity ` + shaA + `
+  dependencies:
+    debug "^4"
+
+"debug@^4":
+  version "4.0.0"
+  integrity ` + shaB + `
+
+typescript@^5:
+  version "5.0.0"
+  integrity ` + shaB + `
+`, []string{"ws", "es6", "debug", "typescript"}, []string{"bufferutil", "@elastic/elasticsearch"}},
+		"pnpm": {"pnpm-lock.yaml", `lockfileVersion: '9.0'
+importers:
+  .:
+    dependencies:
+      knex:
+        specifier: ^3
+        version: 3.0.0
+    devDependencies:
+      vitest:
+        specifier: ^1
+        version: 1.0.0
+packages:
+  knex@3.0.0:
+    resolution: {integrity: ` + shaA + `}
+    peerDependencies:
+      pg: '*'
+      sqlite3: '*'
+    peerDependenciesMeta:
+      sqlite3:
+        optional: true
+  vitest@1.0.0:
+    resolution: {integrity: ` + shaB + `}
+snapshots:
+  knex@3.0.0:
+    dependencies:
+      colorette: 2.0.0
+  vitest@1.0.0: {}
+`, []string{"knex", "vitest", "colorette"}, []string{"sqlite3", "pg"}},
 	} {
-		if got := l.Mentions(name); got != want {
-			t.Errorf("Mentions(%q) = %v, want %v", name, got, want)
-		}
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			if err := os.WriteFile(filepath.Join(dir, tc.file), []byte(tc.text), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, "package.json"), []byte(`{"name":"svc","dependencies":{"ws":"^8","es6":"npm:@elastic/elasticsearch@6"}}`), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			l, err := deps.ReadLock(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, n := range tc.yes {
+				if !l.Mentions(n) {
+					t.Errorf("Mentions(%q) = false, want true", n)
+				}
+			}
+			for _, n := range tc.no {
+				if l.Mentions(n) {
+					t.Errorf("Mentions(%q) = true, want false", n)
+				}
+			}
+		})
 	}
 	if !(&deps.Lock{}).Mentions("anything") {
-		t.Error("a Lock not read from text must mention every name")
+		t.Error("a Lock no parser made must mention every name")
 	}
 }
