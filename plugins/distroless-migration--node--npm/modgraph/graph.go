@@ -20,6 +20,8 @@ import (
 	"sort"
 	"strings"
 
+	sitter "github.com/smacker/go-tree-sitter"
+
 	"github.com/codegenie/codegenie/internal/probe"
 	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/images"
 	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/probes/npmscripts"
@@ -222,6 +224,9 @@ type walker struct {
 	// outDirs are the repository's tsconfig files that set outDir, read
 	// once; nil before.
 	outDirs []*tsPaths
+	// parsers read the files that may guard a load with a platform test,
+	// one per grammar.
+	parsers map[*sitter.Language]*sitter.Parser
 }
 
 func (w *walker) run(ctx context.Context) error {
@@ -247,6 +252,7 @@ func (w *walker) run(ctx context.Context) error {
 			return err
 		}
 		imps, dyn := Scan(data)
+		imps, dyn, _ = w.unguarded(ctx, f, data, imps, dyn)
 		for _, d := range dyn {
 			w.g.Dynamic = append(w.g.Dynamic, Site{File: f, Line: d.Line, Prefix: d.Prefix})
 		}

@@ -414,3 +414,50 @@ func TestNextStandaloneServer(t *testing.T) {
 		t.Errorf("a server.js from /app/build started at %v", g.Entries)
 	}
 }
+
+// TestPlatformGuardedLoads: a module loaded only in a switch case or an
+// if for another system is never loaded in a Linux image
+// (@opentelemetry/resources' getMachineId-darwin, -bsd and -win run a
+// shell); the Linux case and an unguarded load are followed.
+func TestPlatformGuardedLoads(t *testing.T) {
+	t.Parallel()
+	g := graphOf(t, map[string]string{
+		"Dockerfile":   "FROM node:22\nWORKDIR /app\nCOPY . .\nCMD [\"node\", \"index.js\"]\n",
+		"package.json": `{"name":"svc"}`,
+		"index.js":     "require('./machine-id')\nrequire('./clip')\n",
+		"machine-id.js": `const process = require('process');
+async function getMachineId() {
+  switch (process.platform) {
+    case 'darwin':
+      return (await import('./id-darwin.js')).get();
+    case 'linux':
+      return (await import('./id-linux.js')).get();
+    case 'freebsd':
+    case 'openbsd':
+      return (await import('./id-bsd.js')).get();
+    default:
+      return (await import('./id-unsupported.js')).get();
+  }
+}
+module.exports = getMachineId;
+`,
+		"clip.js":           "if (process.platform === 'win32') {\n  module.exports = require('./clip-win');\n} else {\n  module.exports = require('./clip-posix');\n}\nconst name = process.platform === 'darwin' ? require('./name-mac') : 'x';\n",
+		"id-darwin.js":      "",
+		"id-linux.js":       "",
+		"id-bsd.js":         "",
+		"id-unsupported.js": "",
+		"clip-win.js":       "",
+		"clip-posix.js":     "",
+		"name-mac.js":       "",
+	})
+	for _, f := range []string{"id-linux.js", "id-unsupported.js", "clip-posix.js"} {
+		if !g.Reached(f) {
+			t.Errorf("%s not reached", f)
+		}
+	}
+	for _, f := range []string{"id-darwin.js", "id-bsd.js", "clip-win.js", "name-mac.js"} {
+		if g.Reached(f) {
+			t.Errorf("%s reached, though only another system loads it", f)
+		}
+	}
+}

@@ -9,11 +9,15 @@ import (
 type Import struct {
 	Spec string
 	Line int
+	// Offset is where the load's text starts in the source.
+	Offset int
 }
 
 // Dynamic is a require or import() whose argument is not a literal.
 type Dynamic struct {
 	Line int
+	// Offset is where the load's text starts in the source.
+	Offset int
 	// Prefix is the literal start of the argument ('./plugins/' in
 	// require('./plugins/' + name)), when it has one.
 	Prefix string
@@ -54,7 +58,7 @@ func Scan(src []byte) ([]Import, []Dynamic) {
 			literal[m[0]] = true
 			for g := 2; g+1 < len(m); g += 2 {
 				if m[g] >= 0 {
-					imps = append(imps, Import{Spec: text[m[g]:m[g+1]], Line: lineAt(m[g])})
+					imps = append(imps, Import{Spec: text[m[g]:m[g+1]], Line: lineAt(m[g]), Offset: m[0]})
 					break
 				}
 			}
@@ -72,7 +76,7 @@ func Scan(src []byte) ([]Import, []Dynamic) {
 			if isMember(text, m[0]) || literal[m[0]] {
 				continue
 			}
-			d := Dynamic{Line: lineAt(m[0])}
+			d := Dynamic{Line: lineAt(m[0]), Offset: m[0]}
 			if c := text[m[2]]; c == '"' || c == '\'' || c == '`' {
 				if end := strings.IndexByte(text[m[2]+1:], c); end >= 0 {
 					d.Prefix = text[m[2]+1 : m[2]+1+end]

@@ -13,6 +13,8 @@ import (
 	"github.com/smacker/go-tree-sitter/javascript"
 	"github.com/smacker/go-tree-sitter/typescript/tsx"
 	"github.com/smacker/go-tree-sitter/typescript/typescript"
+
+	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/jsplatform"
 )
 
 // language is the grammar a file is parsed with.
@@ -654,7 +656,7 @@ func (a *analysis) add(n *sitter.Node, c call) {
 	a.seen[k] = true
 	p := a.pos(n)
 	c.line, c.column = p.line, p.column
-	c.platform = a.platformGuard(n)
+	c.platform = jsplatform.Guard(n, a.text)
 	a.calls = append(a.calls, c)
 }
 

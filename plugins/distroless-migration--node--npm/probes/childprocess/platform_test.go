@@ -29,6 +29,20 @@ func TestPlatformGuards(t *testing.T) {
 		{"the condition's right of &&", "if (process.platform === 'win32' && cp.execSync('x')) { y(); }", "win32"},
 		{"the condition's left of &&", "if (cp.execSync('x') && process.platform === 'win32') { y(); }", ""},
 		{"no guard", "cp.execSync('uname');", ""},
+		{"after an early throw", "async function id() {\n  if (process.platform !== 'darwin') {\n    throw new Error('macOS only');\n  }\n  return cp.execFileSync('defaults', ['read']);\n}", "darwin"},
+		{"after an early return", "function v() { if (process.platform !== 'win32') return null; return cp.execSync('ver'); }", "win32"},
+		{"at the top level after an exit", "if (process.platform === 'linux') { process.exitCode = 1; throw new Error('x'); }\ncp.execSync('sw_vers');", "a system other than linux"},
+		{"an early exit that may fall through", "function v() { if (process.platform !== 'darwin') { log('x'); } return cp.execSync('sw_vers'); }", ""},
+		{"an early exit with an else", "function v() { if (process.platform !== 'darwin') { return 1; } else { y(); } return cp.execSync('sw_vers'); }", ""},
+		{"an early exit on Linux's own test", "function v() { if (process.platform === 'win32') { return 1; } return cp.execSync('uname'); }", ""},
+		{"a switch case", "switch (process.platform) {\n  case 'darwin':\n    cp.execSync('sw_vers');\n    break;\n  case 'linux':\n    x();\n}", "darwin"},
+		{"grouped cases", "switch (os.platform()) { case 'freebsd': case 'openbsd': return cp.execSync('kenv'); default: x(); }", "openbsd"},
+		{"the linux case", "switch (process.platform) { case 'darwin': y(); break; case 'linux': cp.execSync('uname'); break; }", ""},
+		{"a case linux falls into", "switch (process.platform) { case 'linux': y(); case 'darwin': cp.execSync('sw_vers'); break; }", ""},
+		{"a case after one that returns", "switch (process.platform) { case 'linux': return y(); case 'win32': cp.execSync('ver'); }", "win32"},
+		{"a default", "switch (process.platform) { case 'darwin': break; default: cp.execSync('uname'); }", ""},
+		{"a switch on something else", "switch (mode) { case 'darwin': cp.execSync('sw_vers'); }", ""},
+		{"an exit after the call", "function v() { cp.execSync('uname'); if (process.platform !== 'darwin') { return 1; } }", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,0 +1,99 @@
+package modgraph
+
+import (
+	"bytes"
+	"context"
+	"path"
+
+	sitter "github.com/smacker/go-tree-sitter"
+	"github.com/smacker/go-tree-sitter/javascript"
+	"github.com/smacker/go-tree-sitter/typescript/tsx"
+	"github.com/smacker/go-tree-sitter/typescript/typescript"
+
+	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/jsplatform"
+)
+
+// A load that a process.platform test for another system guards is never
+// made in a Linux image, so the walk does not follow it:
+//
+//	switch (process.platform) {
+//	case 'darwin': impl = (await import('./getMachineId-darwin.js')).getMachineId; break
+//	case 'linux':  impl = (await import('./getMachineId-linux.js')).getMachineId; break
+//	}
+//
+// (@opentelemetry/resources, whose darwin, bsd and win32 modules run
+// ioreg, kenv and REG QUERY through a shell). Only files that mention
+// "platform" are parsed; one the grammar cannot read without errors keeps
+// every load.
+
+// platformWord is the cheap test for a file that may hold a guard.
+var platformWord = []byte("platform")
+
+// unguarded returns the loads of file f (source data) that no platform
+// guard keeps from running on Linux, and the number it dropped.
+func (w *walker) unguarded(ctx context.Context, f string, data []byte, imps []Import, dyn []Dynamic) ([]Import, []Dynamic, int) {
+	if len(imps)+len(dyn) == 0 || !bytes.Contains(data, platformWord) {
+		return imps, dyn, 0
+	}
+	lang := javascript.GetLanguage()
+	switch path.Ext(f) {
+	case ".ts", ".mts", ".cts":
+		lang = typescript.GetLanguage()
+	case ".tsx":
+		lang = tsx.GetLanguage()
+	}
+	if w.parsers == nil {
+		w.parsers = map[*sitter.Language]*sitter.Parser{}
+	}
+	p, ok := w.parsers[lang]
+	if !ok {
+		p = sitter.NewParser()
+		p.SetLanguage(lang)
+		w.parsers[lang] = p
+	}
+	tree, err := p.ParseCtx(ctx, nil, data)
+	if err != nil {
+		return imps, dyn, 0
+	}
+	defer tree.Close()
+	root := tree.RootNode()
+	if root.HasError() {
+		return imps, dyn, 0
+	}
+	text := func(n *sitter.Node) string {
+		if n == nil {
+			return ""
+		}
+		return n.Content(data)
+	}
+	guarded := func(off int) bool {
+		n := root.NamedDescendantForPointRange(pointAt(data, off), pointAt(data, off+1))
+		return n != nil && jsplatform.Guard(n, text) != ""
+	}
+	dropped := 0
+	keptI := imps[:0:0]
+	for _, imp := range imps {
+		if guarded(imp.Offset) {
+			dropped++
+			continue
+		}
+		keptI = append(keptI, imp)
+	}
+	keptD := dyn[:0:0]
+	for _, d := range dyn {
+		if guarded(d.Offset) {
+			dropped++
+			continue
+		}
+		keptD = append(keptD, d)
+	}
+	return keptI, keptD, dropped
+}
+
+// pointAt is the row and byte column of offset off in data.
+func pointAt(data []byte, off int) sitter.Point {
+	off = min(off, len(data))
+	row := bytes.Count(data[:off], []byte{'\n'})
+	col := off - (bytes.LastIndexByte(data[:off], '\n') + 1)
+	return sitter.Point{Row: uint32(row), Column: uint32(col)}
+}
