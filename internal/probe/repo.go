@@ -130,6 +130,13 @@ func OpenRepo(dir string) (*Repo, error) {
 	if err != nil {
 		return nil, fmt.Errorf("resolving %s: %w", dir, err)
 	}
+	// The root the user names may be a link to the checkout (~/src/app
+	// -> /data/app): the view is of the folder it leads to, whose walk
+	// would otherwise stop at the link. Links inside it are still not
+	// followed out of it.
+	if real, err := filepath.EvalSymlinks(abs); err == nil {
+		abs = real
+	}
 	fi, err := os.Stat(abs)
 	if err != nil {
 		return nil, err

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -192,5 +193,28 @@ func TestMounts(t *testing.T) {
 		if err := r.AddMounts(bad); err == nil {
 			t.Errorf("AddMounts(%+v) accepted", bad)
 		}
+	}
+}
+
+// A repository named through a link to its folder is read whole: its
+// walk began at the link and listed nothing ("no Dockerfile in the
+// repository").
+func TestOpenRepoThroughALink(t *testing.T) {
+	t.Parallel()
+	dir := writeTree(t, "Dockerfile", "src/app.js")
+	link := filepath.Join(t.TempDir(), "svc")
+	if err := os.Symlink(dir, link); err != nil {
+		t.Fatal(err)
+	}
+	r, err := OpenRepo(link)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := r.Files()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(files, "Dockerfile") || !slices.Contains(files, "src/app.js") {
+		t.Errorf("files through a link = %v, want Dockerfile and src/app.js", files)
 	}
 }
