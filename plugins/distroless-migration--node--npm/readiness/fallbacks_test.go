@@ -41,6 +41,29 @@ func TestFallbacksTable(t *testing.T) {
 			t.Errorf("%s: known fallback %v, want %v", tc.name, got, tc.want)
 		}
 	}
+	// google-auth-library's gcloud call: only that literal command, in the
+	// releases read.
+	gal := childprocess.Finding{File: "node_modules/google-auth-library/build/src/auth/googleauth.js", Line: 569, Function: "exec", Kind: childprocess.KindShell,
+		Origin: childprocess.OriginDependency, Package: "google-auth-library", PackageVersion: "9.14.1", Scope: childprocess.ScopeReachable,
+		Command: "gcloud config config-helper --format json"}
+	for _, tc := range []struct {
+		name string
+		edit func(*childprocess.Finding)
+		want bool
+	}{
+		{"9.14.1", func(*childprocess.Finding) {}, true},
+		{"11.3.4", func(f *childprocess.Finding) { f.PackageVersion = "11.3.4" }, true},
+		{"8.9.0 is unread", func(f *childprocess.Finding) { f.PackageVersion = "8.9.0" }, false},
+		{"11.4.0 is unread", func(f *childprocess.Finding) { f.PackageVersion = "11.4.0" }, false},
+		{"another command", func(f *childprocess.Finding) { f.Command = "gcloud auth print-access-token" }, false},
+		{"a computed command", func(f *childprocess.Finding) { f.Command = "" }, false},
+	} {
+		fd := gal
+		tc.edit(&fd)
+		if _, got := knownFallback(fd); got != tc.want {
+			t.Errorf("google-auth-library %s: known fallback %v, want %v", tc.name, got, tc.want)
+		}
+	}
 	for _, tc := range []struct{ name, json, want string }{
 		{"no source", `{"fallbacks":[{"package":"a","file":"x.js","functions":["exec"],"why":"w","says":"s"}]}`, "a source"},
 		{"no why", `{"fallbacks":[{"package":"a","file":"x.js","functions":["exec"],"source":"https://x","says":"s"}]}`, "why"},
