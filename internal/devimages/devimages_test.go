@@ -102,11 +102,25 @@ func TestBuildAndServe(t *testing.T) {
 	if node["usr/local/bin/npm"] != "../lib/node_modules/npm/bin/npm-cli.js" {
 		t.Errorf("npm links to %q", node["usr/local/bin/npm"])
 	}
+	// Yarn classic, as the official images carry it: a RUN yarn step of a
+	// real Dockerfile fails on a stand-in without it ("yarn: not found",
+	// excalidraw-room's builder).
+	yarnDir := "opt/yarn-v" + YarnVersion + "/"
+	for _, p := range []string{yarnDir + "bin/yarn", yarnDir + "bin/yarn.js", yarnDir + "lib/cli.js"} {
+		if !has(node, p) {
+			t.Errorf("node image lacks %s", p)
+		}
+	}
+	for _, l := range []string{"yarn", "yarnpkg"} {
+		if got, want := node["usr/local/bin/"+l], "/"+yarnDir+"bin/"+l; got != want {
+			t.Errorf("%s links to %q, want %q", l, got, want)
+		}
+	}
 	if has(node, "bin/busybox") {
 		t.Error("node image has busybox")
 	}
 	slim := files(t, set.Slim)
-	for _, p := range []string{"usr/local/bin/node", "bin/sh", "usr/bin/apt-get", "usr/sbin/groupadd", "usr/sbin/useradd"} {
+	for _, p := range []string{"usr/local/bin/node", "bin/sh", "usr/bin/apt-get", "usr/sbin/groupadd", "usr/sbin/useradd", "usr/local/bin/yarn"} {
 		if !has(slim, p) {
 			t.Errorf("slim image lacks %s", p)
 		}
