@@ -56,6 +56,20 @@ func childProcessFacts(t *testing.T, out *Outcome) (*probe.Result, *childprocess
 	return nil, nil
 }
 
+// lockfileFacts gathers dir with --deps lockfile (a fresh dependency
+// cache) and returns its child_process result.
+func lockfileFacts(t *testing.T, dir string) (*probe.Result, *childprocess.Facts) {
+	t.Helper()
+	o := options(t)
+	o.Task = "distroless-migration"
+	o.Deps = &deps.Fetcher{Dir: t.TempDir()}
+	out, err := Run(t.Context(), dir, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return childProcessFacts(t, out)
+}
+
 // TestDepsLockfileFindsShellInDependency: a dependency that shells out
 // when required, fetched from the lockfile, is a blocker with its import
 // chain; its test file that shells out too does not count; warm equals
@@ -197,14 +211,7 @@ func TestDepsLockfileYarnBerry(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	o := options(t)
-	o.Task = "distroless-migration"
-	o.Deps = &deps.Fetcher{Dir: t.TempDir()}
-	out, err := Run(t.Context(), dir, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, facts := childProcessFacts(t, out)
+	res, facts := lockfileFacts(t, dir)
 	var found, warned bool
 	for _, f := range facts.Findings {
 		found = found || (f.File == "node_modules/@s/shelly/index.js" && f.Scope == childprocess.ScopeReachable)
@@ -298,14 +305,7 @@ func TestDepsLockfileMissingPeerIsAbsent(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(dir, "Dockerfile"), []byte(df), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			o := options(t)
-			o.Task = "distroless-migration"
-			o.Deps = &deps.Fetcher{Dir: t.TempDir()}
-			out, err := Run(t.Context(), dir, o)
-			if err != nil {
-				t.Fatal(err)
-			}
-			_, facts := childProcessFacts(t, out)
+			_, facts := lockfileFacts(t, dir)
 			var found bool
 			for _, f := range facts.Findings {
 				if f.File != "node_modules/wsp/lib/tool.js" {

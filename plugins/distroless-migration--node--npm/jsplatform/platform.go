@@ -175,13 +175,20 @@ func exitGuard(block, child *sitter.Node, text func(*sitter.Node) string) string
 // exits reports a statement that always leaves its function: a throw or
 // a return, alone or as a block's last statement.
 func exits(st *sitter.Node) bool {
+	st = last(st)
+	return st != nil && (st.Type() == "throw_statement" || st.Type() == "return_statement")
+}
+
+// last is a statement, or the last statement of a block (nested blocks
+// followed); nil for an empty block.
+func last(st *sitter.Node) *sitter.Node {
 	for st != nil && st.Type() == "statement_block" {
 		if st.NamedChildCount() == 0 {
-			return false
+			return nil
 		}
 		st = st.NamedChild(int(st.NamedChildCount()) - 1)
 	}
-	return st != nil && (st.Type() == "throw_statement" || st.Type() == "return_statement")
+	return st
 }
 
 // platformValue matches the value a switch on the platform tests.
@@ -243,13 +250,7 @@ func caseBody(c *sitter.Node) []*sitter.Node {
 // endsJump reports a statement that leaves a switch case: break, continue,
 // return or throw, alone or last in a block.
 func endsJump(st *sitter.Node) bool {
-	for st != nil && st.Type() == "statement_block" {
-		if st.NamedChildCount() == 0 {
-			return false
-		}
-		st = st.NamedChild(int(st.NamedChildCount()) - 1)
-	}
-	if st == nil {
+	if st = last(st); st == nil {
 		return false
 	}
 	switch st.Type() {

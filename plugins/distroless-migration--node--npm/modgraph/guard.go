@@ -70,24 +70,21 @@ func (w *walker) unguarded(ctx context.Context, f string, data []byte, imps []Im
 		n := root.NamedDescendantForPointRange(pointAt(data, off), pointAt(data, off+1))
 		return n != nil && jsplatform.Guard(n, text) != ""
 	}
-	dropped := 0
-	keptI := imps[:0:0]
-	for _, imp := range imps {
-		if guarded(imp.Offset) {
-			dropped++
-			continue
+	keptI, n := unguardedOf(imps, func(i Import) bool { return guarded(i.Offset) })
+	keptD, m := unguardedOf(dyn, func(d Dynamic) bool { return guarded(d.Offset) })
+	return keptI, keptD, n + m
+}
+
+// unguardedOf returns the loads that guarded does not hold, in order, and
+// how many it dropped.
+func unguardedOf[T any](loads []T, guarded func(T) bool) ([]T, int) {
+	kept := make([]T, 0, len(loads))
+	for _, l := range loads {
+		if !guarded(l) {
+			kept = append(kept, l)
 		}
-		keptI = append(keptI, imp)
 	}
-	keptD := dyn[:0:0]
-	for _, d := range dyn {
-		if guarded(d.Offset) {
-			dropped++
-			continue
-		}
-		keptD = append(keptD, d)
-	}
-	return keptI, keptD, dropped
+	return kept, len(loads) - len(kept)
 }
 
 // pointAt is the row and byte column of offset off in data.
