@@ -19,6 +19,11 @@ import (
 // DefaultRegistry is the npm registry every build may reach.
 var DefaultRegistry = Rule{Host: "registry.npmjs.org", Port: 443}
 
+// YarnRegistry is Yarn's default registry (classic and berry), which
+// serves npm's packages and which a yarn.lock's resolved URLs name; a
+// yarn project's build may reach it.
+var YarnRegistry = Rule{Host: "registry.yarnpkg.com", Port: 443}
+
 // Bounds on what RepoRules and MirrorRules read.
 const (
 	maxConfigBytes = npmconf.MaxFileBytes
@@ -27,7 +32,8 @@ const (
 
 // RepoRules returns the package registries a repository's own configuration
 // names (npmconf.Registries: .npmrc, .yarnrc, .yarnrc.yml and
-// pnpm-workspace.yaml at its root), always with DefaultRegistry, sorted and
+// pnpm-workspace.yaml at its root), always with DefaultRegistry, and with
+// YarnRegistry when a yarn.lock is at its root, sorted and
 // without duplicates. A URL's port is its own, or that of its scheme (443
 // for https, 80 for http).
 //
@@ -42,6 +48,9 @@ func RepoRules(root *os.Root) (rules []Rule, notes []string, err error) {
 		return nil, nil, err
 	}
 	rules = []Rule{DefaultRegistry}
+	if fi, err := root.Stat("yarn.lock"); err == nil && fi.Mode().IsRegular() {
+		rules = append(rules, YarnRegistry)
+	}
 	for _, r := range regs {
 		rule, note := ruleFromURL(r.URL)
 		if note != "" {

@@ -42,6 +42,10 @@ func TestRepoRules(t *testing.T) {
 		wantNotes []string
 	}{
 		{"no configuration", nil, []string{"registry.npmjs.org:443"}, nil},
+		// yarn.lock's resolved URLs name Yarn's registry; a yarn install
+		// in a build fetched from it and was refused (excalidraw-room).
+		{"yarn.lock", map[string]string{"yarn.lock": "a@^1:\n  version \"1.0.0\"\n  resolved \"https://registry.yarnpkg.com/a/-/a-1.0.0.tgz\"\n"},
+			[]string{"registry.npmjs.org:443", "registry.yarnpkg.com:443"}, nil},
 		{"npmrc", map[string]string{".npmrc": `
 # company registry
 registry=https://npm.corp.example/
