@@ -492,8 +492,12 @@ func describeFinding(fd childprocess.Finding) string {
 		}
 	}
 	line := fmt.Sprintf("%s:%d: %s calls %s (%s)", fd.File, fd.Line, where, what, fd.Kind)
-	if len(fd.Chain) > 1 {
+	switch {
+	case len(fd.Chain) > 1:
 		line += ", reached by " + strings.Join(fd.Chain, " → ")
+	case fd.ScopeNote != "":
+		// Not reached by a known chain: say why it still counts.
+		line += "; " + fd.ScopeNote
 	}
 	return line
 }

@@ -394,3 +394,20 @@ func TestRunImages(t *testing.T) {
 		})
 	}
 }
+
+// A shipped call the gate fails on says why it counts: its chain from the
+// entrypoint, or, with none, the scope's reason (an incomplete graph, a
+// computed load), so that the failure can be acted on.
+func TestDescribeFindingSaysWhy(t *testing.T) {
+	t.Parallel()
+	fd := childprocess.Finding{File: "node_modules/tree-kill/index.js", Line: 45, Function: "spawn", Command: "ps", Kind: childprocess.KindBinary,
+		Origin: childprocess.OriginDependency, Package: "tree-kill", PackageVersion: "1.2.2", Scope: childprocess.ScopeUnresolved,
+		ScopeNote: "counted as in the image: node_modules lacks x"}
+	if got := describeFinding(fd); !strings.HasSuffix(got, "; counted as in the image: node_modules lacks x") {
+		t.Errorf("without a chain: %q", got)
+	}
+	fd.Chain = []string{"index.js:1", "node_modules/tree-kill/index.js:45"}
+	if got := describeFinding(fd); !strings.HasSuffix(got, ", reached by index.js:1 → node_modules/tree-kill/index.js:45") {
+		t.Errorf("with a chain: %q", got)
+	}
+}
