@@ -239,6 +239,15 @@ func Read(ctx context.Context, repo *probe.Repo, pctx *probe.Context) (*Installe
 	return in, nil
 }
 
+// PackagesWhole reports that the image's node_modules were listed whole:
+// read back, not cut short, with none outside the application's folder
+// left out. Files too large to read leave their own content unread, not
+// the list of packages.
+func (in *Installed) PackagesWhole() bool {
+	r := in.Ref
+	return r != nil && r.Unread == "" && !r.Truncated && len(in.Outside) == 0
+}
+
 // Partial says, for people, what of the image's node_modules the scan
 // could not read: "" when it read all of it.
 func (in *Installed) Partial() string {

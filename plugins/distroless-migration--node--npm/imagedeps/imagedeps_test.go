@@ -240,3 +240,27 @@ func TestReadParentNodeModules(t *testing.T) {
 		t.Errorf("outside %q, want only NODE_PATH's /opt/np", in.Outside)
 	}
 }
+
+// The package list is whole unless the read-back failed, was cut short,
+// or left node_modules out: a file too large to read (typescript.js, 9
+// MB) leaves its own content unread, not the packages, so a package the
+// graph needs and the image lacks is still known to be absent.
+func TestPackagesWhole(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		in   Installed
+		want bool
+	}{
+		{"read whole", Installed{Ref: &Ref{Files: 10}}, true},
+		{"a file too large", Installed{Ref: &Ref{Files: 10, TooLarge: []string{"node_modules/typescript/lib/typescript.js"}}}, true},
+		{"cut short", Installed{Ref: &Ref{Files: 10, Truncated: true}}, false},
+		{"unread", Installed{Ref: &Ref{Unread: "no such folder"}}, false},
+		{"node_modules outside the app", Installed{Ref: &Ref{Files: 10}, Outside: []string{"/node_modules"}}, false},
+		{"no read-back", Installed{}, false},
+	} {
+		if got := tc.in.PackagesWhole(); got != tc.want {
+			t.Errorf("%s: PackagesWhole() = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

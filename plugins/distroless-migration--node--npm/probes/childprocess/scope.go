@@ -207,9 +207,12 @@ func (s *scoper) mayLack() []string {
 	return out
 }
 
-// wholeImage reports a traced run whose image node_modules were all read.
+// wholeImage reports a traced run whose image node_modules were listed
+// whole: every package folder is known, so one the graph needs and does
+// not find is not in the image. A file too large to read leaves its own
+// content unread (the graph says so), not the set of packages.
 func (s *scoper) wholeImage() bool {
-	return s.image != nil && s.image.Ref != nil && s.image.Partial() == ""
+	return s.image != nil && s.image.PackagesWhole()
 }
 
 func first(s []string, n int) []string {
