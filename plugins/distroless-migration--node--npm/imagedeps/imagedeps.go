@@ -16,7 +16,9 @@ package imagedeps
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
@@ -121,8 +123,14 @@ type Installed struct {
 	Outside []string
 	// Prefixes are the repository folders the image's files stand in.
 	Prefixes []string
-	dir      string
+	// roots are the image folders mounted, each with its repository
+	// folder.
+	roots []root
+	dir   string
 }
+
+// root is an image folder mounted at a repository folder.
+type root struct{ image, repo string }
 
 // Holds reports whether rel is a file of the image's node_modules as
 // mounted: the image holds it, whatever the Dockerfile's COPYs say.
@@ -190,6 +198,22 @@ func Read(ctx context.Context, repo *probe.Repo, pctx *probe.Context) (*Installe
 			return nil, err
 		}
 	}
+	// A file too large to read back stands as an empty one: a require of
+	// it still resolves, so the graph reaches it and the scan says it is
+	// unread (TooLargeFiles), instead of losing the edge.
+	for _, tl := range set.TooLarge {
+		p := filepath.Join(in.dir, filepath.FromSlash(path.Clean("/"+tl)))
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			return nil, err
+		}
+		f, err := os.OpenFile(p, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+		if err != nil && !errors.Is(err, fs.ErrExist) {
+			return nil, err
+		}
+		if f != nil {
+			f.Close()
+		}
+	}
 	own := path.Join(in.AppDir, "node_modules")
 	if !slices.Contains(set.Roots, own) {
 		// The app's folder has none, and a parent's is the first that
@@ -204,12 +228,14 @@ func Read(ctx context.Context, repo *probe.Repo, pctx *probe.Context) (*Installe
 		}
 	}
 	mounts := []probe.Mount{{Path: "node_modules", Dir: filepath.Join(in.dir, filepath.FromSlash(own))}}
+	in.roots = append(in.roots, root{image: own, repo: "node_modules"})
 	for _, r := range set.Roots {
 		rel, inside := strings.CutPrefix(r, strings.TrimSuffix(in.AppDir, "/")+"/")
 		switch {
 		case r == own:
 		case inside:
 			mounts = append(mounts, probe.Mount{Path: rel, Dir: filepath.Join(in.dir, filepath.FromSlash(r))})
+			in.roots = append(in.roots, root{image: r, repo: rel})
 		default:
 			in.Outside = append(in.Outside, r)
 		}
@@ -246,6 +272,25 @@ func Read(ctx context.Context, repo *probe.Repo, pctx *probe.Context) (*Installe
 func (in *Installed) PackagesWhole() bool {
 	r := in.Ref
 	return r != nil && r.Unread == "" && !r.Truncated && len(in.Outside) == 0
+}
+
+// TooLargeFiles are the files of the image's node_modules over
+// sandbox.MaxFileSetFile, not read back, as the repository paths the
+// mounted view holds them at (those under Outside's roots have none).
+func (in *Installed) TooLargeFiles() []string {
+	if in == nil || in.Ref == nil {
+		return nil
+	}
+	var out []string
+	for _, p := range in.Ref.TooLarge {
+		for _, r := range in.roots {
+			if rest, ok := strings.CutPrefix(p, r.image+"/"); ok {
+				out = append(out, path.Join(r.repo, rest))
+				break
+			}
+		}
+	}
+	return out
 }
 
 // Partial says, for people, what of the image's node_modules the scan

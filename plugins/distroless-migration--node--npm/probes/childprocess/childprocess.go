@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/codegenie/codegenie/internal/probe"
+	"github.com/codegenie/codegenie/internal/sandbox"
 	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/imagedeps"
 	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/images"
 )
@@ -261,7 +262,7 @@ func (*Probe) Desc() probe.Desc {
 	}
 	return probe.Desc{
 		Name:           Name,
-		Version:        "24", // 24: a traced image's node_modules listed whole (a file too large to read leaves the package list whole) leaves a missing package absent; 23: loads and calls that a switch (process.platform) case, or an early exit unless another system, keeps off Linux (package jsplatform); 22: a Next.js standalone server.js starts at next's start-server and the app's server-side sources; 21: a missing package no lockfile pins leaves reachability known, for an image whose installs are all from the lockfile; 7: an undeclared, uninstalled package is an unresolved edge, tsconfig paths and module-alias followed; 8: wrappers read with dockerfile.SplitInit (issue 21); 9: a COPY --from an image codegenie cannot read leaves the file set incomplete, and a whole lockfile install for an image without devDependencies scopes like the image; 10: the dependencies of nested packages with node_modules of their own; 11: a parent's node_modules stands for the app folder's when it has none; 12: literal writes and listen ports of reachable app code; 13: their defaults after ?? and ||, ternaries, `${__dirname}/x` and names declared once; 13: the graph starts from every node step of the start (npmscripts steps: && lines, hooks, npm-run-all, cross-env, entrypoint scripts that only set defaults); 14: a script step's node_modules/.bin command enters at its package's bin file, and a step whose code is not found leaves no entry; 15: the write scan searches the call names, not walking the tree; 16: the dependencies of the root's workspace packages; 17: a package's scripts/ folder is its own tooling, not loaded by a computed require; 18: a builder stage's sources do not ship with the node_modules it installs; 19: calls guarded by a process.platform test for another system; 20: compiled output mapped to its sources through tsconfig outDir and rootDir
+		Version:        "25", // 25: an image file too large to read back stands as an empty file, so a load of it resolves, and only one the entrypoint may reach leaves the scan short; 24: a traced image's node_modules listed whole (a file too large to read leaves the package list whole) leaves a missing package absent; 23: loads and calls that a switch (process.platform) case, or an early exit unless another system, keeps off Linux (package jsplatform); 22: a Next.js standalone server.js starts at next's start-server and the app's server-side sources; 21: a missing package no lockfile pins leaves reachability known, for an image whose installs are all from the lockfile; 7: an undeclared, uninstalled package is an unresolved edge, tsconfig paths and module-alias followed; 8: wrappers read with dockerfile.SplitInit (issue 21); 9: a COPY --from an image codegenie cannot read leaves the file set incomplete, and a whole lockfile install for an image without devDependencies scopes like the image; 10: the dependencies of nested packages with node_modules of their own; 11: a parent's node_modules stands for the app folder's when it has none; 12: literal writes and listen ports of reachable app code; 13: their defaults after ?? and ||, ternaries, `${__dirname}/x` and names declared once; 13: the graph starts from every node step of the start (npmscripts steps: && lines, hooks, npm-run-all, cross-env, entrypoint scripts that only set defaults); 14: a script step's node_modules/.bin command enters at its package's bin file, and a step whose code is not found leaves no entry; 15: the write scan searches the call names, not walking the tree; 16: the dependencies of the root's workspace packages; 17: a package's scripts/ folder is its own tooling, not loaded by a computed require; 18: a builder stage's sources do not ship with the node_modules it installs; 19: calls guarded by a process.platform test for another system; 20: compiled output mapped to its sources through tsconfig outDir and rootDir
 		After:          []string{imagedeps.Source},
 		Heaviness:      probe.Light,
 		CacheStrategy:  probe.CacheContent,
@@ -350,6 +351,26 @@ func (*Probe) Run(ctx context.Context, repo *probe.Repo, pctx *probe.Context) (p
 			facts.UnreadInImage = append(facts.UnreadInImage, p)
 		}
 	}
+	// The image's files too large to read back: unread, so only one the
+	// entrypoint may reach leaves the scan short (a compiler's 9 MB bundle
+	// that nothing loads does not).
+	var unread []string
+	for _, p := range in.TooLargeFiles() {
+		f := Finding{File: p, Origin: OriginDependency}
+		sc.scope(&f)
+		if f.Scope == ScopeReachable || f.Scope == ScopeUnresolved {
+			facts.UnreadInImage = append(facts.UnreadInImage, p)
+			unread = append(unread, p)
+		}
+	}
+	if len(unread) > 0 {
+		detail := fmt.Sprintf("%d files of the image's node_modules that the entrypoint may reach are over %d MiB and were not read (%s)", len(unread), sandbox.MaxFileSetFile>>20, strings.Join(first(unread, 3), ", "))
+		if out.Confidence == probe.High {
+			out.Confidence, out.Reason, out.Detail = probe.Medium, ReasonImageDependenciesPartial, detail
+		} else {
+			out.Detail += "; " + detail
+		}
+	}
 	return out, nil
 }
 
@@ -379,8 +400,8 @@ func (s *session) output(tasks []task, results []result) probe.Output {
 		// The image is what ships: a dependency it lacks is not code
 		// that can run. What could not be read back is said instead.
 		facts.ImageNodeModules = s.image.Ref
-		if d := s.image.Partial(); d != "" {
-			issues = append(issues, issue{ReasonImageDependenciesPartial, d})
+		if !s.image.PackagesWhole() {
+			issues = append(issues, issue{ReasonImageDependenciesPartial, s.image.Partial()})
 		}
 	case s.declared > 0 && !s.nodeModules && len(s.unavailable) == 0:
 		warnings = append(warnings, probe.Warning{ID: WarnDependencyNotInstalled, Message: fmt.Sprintf("package.json declares %d production dependencies but node_modules is absent; they were not scanned", s.declared)})

@@ -66,3 +66,31 @@ func TestScanImage(t *testing.T) {
 		t.Fatalf("without the image: %d blocking, reason %s", n, s.Reason)
 	}
 }
+
+// A file of the image's node_modules too large to read back leaves the
+// scan short only when the entrypoint may load it: a bundled compiler
+// that nothing requires does not (excalidraw-room ships typescript, whose
+// typescript.js is 9 MB, in "dependencies"), and a required one does.
+func TestScanImageUnreadFile(t *testing.T) {
+	dir, set := shellWhenCalled(t)
+	img := probe.ImageRef{Dockerfile: "Dockerfile", Target: "0"}
+	set.Files = append([]sandbox.File{
+		{Path: "/app/node_modules/big/package.json", Data: []byte(`{"name":"big","version":"1.0.0","main":"big.js"}`)}}, set.Files...)
+	set.TooLarge = []string{"/app/node_modules/big/big.js"}
+	s, err := ScanImage(t.Context(), dir, img, set)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Facts.UnreadInImage) != 0 || s.Reason == ReasonImageDependenciesPartial {
+		t.Fatalf("an unread file nothing loads: unread in image %v, reason %s (%s)", s.Facts.UnreadInImage, s.Reason, s.Detail)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "server.js"), []byte("require('big');\nrequire('node-cmd');\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if s, err = ScanImage(t.Context(), dir, img, set); err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Facts.UnreadInImage) != 1 || s.Facts.UnreadInImage[0] != "node_modules/big/big.js" || s.Reason != ReasonImageDependenciesPartial {
+		t.Fatalf("an unread file the entrypoint loads: unread in image %v, reason %s (%s)", s.Facts.UnreadInImage, s.Reason, s.Detail)
+	}
+}
