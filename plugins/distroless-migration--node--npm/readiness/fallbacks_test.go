@@ -41,11 +41,10 @@ func TestFallbacksTable(t *testing.T) {
 			t.Errorf("%s: known fallback %v, want %v", tc.name, got, tc.want)
 		}
 	}
-	// google-auth-library's gcloud call: only that literal command, in the
-	// releases read.
+	// google-auth-library's gcloud call, the file's only one (the scan of a
+	// dependency may not record its command), in the releases read.
 	gal := childprocess.Finding{File: "node_modules/google-auth-library/build/src/auth/googleauth.js", Line: 569, Function: "exec", Kind: childprocess.KindShell,
-		Origin: childprocess.OriginDependency, Package: "google-auth-library", PackageVersion: "9.14.1", Scope: childprocess.ScopeReachable,
-		Command: "gcloud config config-helper --format json"}
+		Origin: childprocess.OriginDependency, Package: "google-auth-library", PackageVersion: "9.14.1", Scope: childprocess.ScopeReachable}
 	for _, tc := range []struct {
 		name string
 		edit func(*childprocess.Finding)
@@ -55,8 +54,10 @@ func TestFallbacksTable(t *testing.T) {
 		{"11.3.4", func(f *childprocess.Finding) { f.PackageVersion = "11.3.4" }, true},
 		{"8.9.0 is unread", func(f *childprocess.Finding) { f.PackageVersion = "8.9.0" }, false},
 		{"11.4.0 is unread", func(f *childprocess.Finding) { f.PackageVersion = "11.4.0" }, false},
-		{"another command", func(f *childprocess.Finding) { f.Command = "gcloud auth print-access-token" }, false},
-		{"a computed command", func(f *childprocess.Finding) { f.Command = "" }, false},
+		{"another function", func(f *childprocess.Finding) { f.Function = "execSync" }, false},
+		{"another file", func(f *childprocess.Finding) {
+			f.File = "node_modules/google-auth-library/build/src/auth/pluggable-auth-handler.js"
+		}, false},
 	} {
 		fd := gal
 		tc.edit(&fd)
