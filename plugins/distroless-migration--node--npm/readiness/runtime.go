@@ -180,6 +180,11 @@ func (b *builder) osPackages(pkgs []noderuntime.OSPackage, runtimeBins map[strin
 // nothing does after the rewrite, what used it and why that use goes
 // (gone); both are "" for a package nothing uses.
 func (b *builder) packageUse(name string, runtimeBins map[string]bool, initBins map[string]string) (need, gone string) {
+	if name == "nodejs" || strings.HasPrefix(name, "nodejs-") && !strings.HasSuffix(name, "-dev") && !strings.HasSuffix(name, "-doc") {
+		// apk add nodejs on alpine, apt-get install nodejs: the node the
+		// start runs, which the distroless base brings itself.
+		return "", "the Node runtime the container runs, which the distroless base brings"
+	}
 	for _, bin := range noderuntime.PackageBinaries(name) {
 		switch {
 		case runtimeBins[bin]:
