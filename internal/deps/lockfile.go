@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"path"
 	"path/filepath"
 	"sort"
@@ -55,6 +56,10 @@ type Lock struct {
 	// entry and every dependency that names one, development ones too;
 	// not the peers a package merely accepts), for Mentions.
 	names map[string]bool
+	// links are the names a package depends on as a link to a folder
+	// (pnpm's link:PATH, relative to the lockfile's folder), with the
+	// folders: ReadLock mentions those whose folder exists.
+	links map[string][]string
 }
 
 // Mentions reports whether the lockfile installs a package under name, in
@@ -116,6 +121,16 @@ func ReadLock(dir string) (*Lock, error) {
 		}
 		if err != nil {
 			return nil, &LockfileError{File: f, Err: err}
+		}
+		for n, targets := range l.links {
+			for _, t := range targets {
+				// A folder out of the repository is not looked at: it
+				// may hold the package.
+				t = filepath.FromSlash(t)
+				if _, err := os.Stat(filepath.Join(dir, t)); err == nil || !filepath.IsLocal(t) {
+					l.mention(n)
+				}
+			}
 		}
 		return l, nil
 	}
@@ -827,14 +842,26 @@ func ParsePNPM(data []byte) (*Lock, error) {
 			}
 		}
 	}
+	links := map[string][]string{}
 	for _, sn := range raw.Snapshots {
 		for _, m := range []map[string]string{sn.Dependencies, sn.OptionalDependencies} {
-			for n := range m {
+			for n, v := range m {
+				if t, ok := strings.CutPrefix(v, "link:"); ok {
+					// An override to a folder (prompt: link:node_modules/.cache/null
+					// drops a package): installed only if the folder is.
+					links[n] = append(links[n], t)
+					continue
+				}
 				names[n] = nil
 			}
 		}
 	}
-	return g.layoutNaming(FormatPNPM, names)
+	l, err := g.layoutNaming(FormatPNPM, names)
+	if err != nil {
+		return nil, err
+	}
+	l.links = links
+	return l, nil
 }
 
 func pnpmRefs(deps [2]map[string]string, key func(string, string) string) []ref {
