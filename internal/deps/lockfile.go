@@ -873,6 +873,9 @@ func pnpmRefs(deps [2]map[string]string, key func(string, string) string) []ref 
 		}
 		sort.Strings(names)
 		for _, n := range names {
+			if strings.HasPrefix(m[n], "link:") {
+				continue // a folder, not a registry package (Lock.links)
+			}
 			out = append(out, ref{name: n, key: pnpmDepKey(n, m[n], key)})
 		}
 	}

@@ -496,7 +496,7 @@ importers:
     dependencies:
       knex:
         specifier: ^3
-        version: 3.0.0
+        version: 3.0.0(pg@8.0.0)
     devDependencies:
       vitest:
         specifier: ^1
@@ -504,6 +504,10 @@ importers:
 packages:
   knex@3.0.0:
     resolution: {integrity: ` + shaA + `}
+    dependencies:
+      colorette: 2.0.0
+      prompt: link:node_modules/.cache/null
+      local-lib: link:libs/local
     peerDependencies:
       pg: '*'
       sqlite3: '*'
@@ -513,15 +517,22 @@ packages:
   vitest@1.0.0:
     resolution: {integrity: ` + shaB + `}
 snapshots:
-  knex@3.0.0:
+  knex@3.0.0(pg@8.0.0):
     dependencies:
       colorette: 2.0.0
+      prompt: link:node_modules/.cache/null
+      local-lib: link:libs/local
   vitest@1.0.0: {}
-`, []string{"knex", "vitest", "colorette"}, []string{"sqlite3", "pg"}},
+`, []string{"knex", "vitest", "colorette", "local-lib"}, []string{"sqlite3", "pg", "prompt"}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
 			if err := os.WriteFile(filepath.Join(dir, tc.file), []byte(tc.text), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			// A link to a folder that exists installs; one to nothing
+			// (pnpm's override that drops prompt) does not.
+			if err := os.MkdirAll(filepath.Join(dir, "libs", "local"), 0o755); err != nil {
 				t.Fatal(err)
 			}
 			if err := os.WriteFile(filepath.Join(dir, "package.json"), []byte(`{"name":"svc","dependencies":{"ws":"^8","es6":"npm:@elastic/elasticsearch@6"}}`), 0o644); err != nil {
