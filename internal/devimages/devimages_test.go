@@ -111,6 +111,10 @@ func TestBuildAndServe(t *testing.T) {
 			t.Errorf("node image lacks %s", p)
 		}
 	}
+	// corepack, which Node 22 and 24 bundle: corepack enable, then pnpm.
+	if !has(node, "usr/local/lib/node_modules/corepack/dist/corepack.js") || node["usr/local/bin/corepack"] != "../lib/node_modules/corepack/dist/corepack.js" {
+		t.Errorf("corepack: %q links to %q", "usr/local/bin/corepack", node["usr/local/bin/corepack"])
+	}
 	for _, l := range []string{"yarn", "yarnpkg"} {
 		if got, want := node["usr/local/bin/"+l], "/"+yarnDir+"bin/"+l; got != want {
 			t.Errorf("%s links to %q, want %q", l, got, want)
