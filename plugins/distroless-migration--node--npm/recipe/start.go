@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/dockerfile"
 	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/readiness"
 )
 
@@ -126,7 +127,7 @@ func (r *rewriter) startLines() ([]string, error) {
 				r.changeIfBlocked(rule, what)
 			}
 		}
-		if !slices.ContainsFunc(startRules, r.has) {
+		if !slices.ContainsFunc(startRules, r.has) && !r.startUnchanged(out, args) {
 			// No blocker asked for it: the start is rewritten for the new
 			// base, whose entrypoint is node.
 			r.change(readiness.RuleDropNodeArgv, what+", for "+r.target.Ref+"'s entrypoint")
@@ -134,4 +135,28 @@ func (r *rewriter) startLines() ([]string, error) {
 	}
 	r.changeIfBlocked(readiness.RuleJSEntry, "the start runs the JS file itself, not its shim or #!/usr/bin/env node wrapper")
 	return out, nil
+}
+
+// startUnchanged reports a start the rewrite writes as it was: the one
+// line CMD args, where the stage already runs that exec-form CMD and no
+// ENTRYPOINT of its own (an image already on distroless). It is no
+// change, and the change list does not name one.
+func (r *rewriter) startUnchanged(out, args []string) bool {
+	if len(out) != 1 || out[0] != "CMD "+execForm(args)+"\n" {
+		return false
+	}
+	// On a node base the same CMD ran through docker-entrypoint.sh; say
+	// that it now runs through node.
+	if dockerfile.ClassifyBase(r.d.RootBase(r.t)) != dockerfile.BaseDistroless {
+		return false
+	}
+	if _, set := r.d.Effective(r.t, "entrypoint"); set {
+		return false
+	}
+	cmd, set := r.d.Effective(r.t, "cmd")
+	if !set || cmd.Form != dockerfile.FormExec || !slices.Equal(cmd.Args, args) || cmd.Line < 1 || cmd.Line > len(r.src) || cmd.EndLine > cmd.Line {
+		return false
+	}
+	// Written the same way too (CMD ["index.js"], not cmd [ "index.js" ]).
+	return strings.TrimRight(string(r.src[cmd.Line-1]), "\r\n") == strings.TrimSuffix(out[0], "\n")
 }
