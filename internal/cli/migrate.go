@@ -7,6 +7,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -23,6 +25,7 @@ import (
 	nodenpm "github.com/codegenie/codegenie/plugins/distroless-migration--node--npm"
 	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/gates"
 	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/readiness"
+	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/recipe"
 )
 
 type migrateFlags struct {
@@ -257,12 +260,12 @@ func printMigration(w io.Writer, m *migrate.Migration) {
 	fmt.Fprintf(w, "image: %s (target %s), verdict before: %s\n", m.Image.Dockerfile, m.Image.Target, m.Before)
 	if len(res.Changes) > 0 {
 		fmt.Fprintf(w, "changes (runtime %s):\n", res.Target.Pinned())
-		for _, c := range res.Changes {
+		for _, g := range groupChanges(res.Changes) {
 			where := ""
-			if c.Line > 0 {
-				where = fmt.Sprintf(" %s:%d", res.Dockerfile, c.Line)
+			if len(g.lines) > 0 {
+				where = fmt.Sprintf(" %s:%s", res.Dockerfile, strings.Join(g.lines, ", "))
 			}
-			fmt.Fprintf(w, "  %s%s: %s\n", c.Rule, where, c.What)
+			fmt.Fprintf(w, "  %s%s: %s\n", g.rule, where, g.what)
 		}
 	}
 	for _, warn := range res.Warnings {
@@ -387,4 +390,29 @@ func encodeMigrationSARIF(w io.Writer, m *migrate.Migration) error {
 		props["images"] = m.Gates.Images
 	}
 	return report.EncodeFindings(w, Version, m.Repo, rules, findings, props)
+}
+
+// changeGroup is the changes of one rule that say the same thing, with
+// the lines of the blockers each removes.
+type changeGroup struct {
+	rule, what string
+	lines      []string
+}
+
+// groupChanges folds the changes that differ only in their line (one per
+// blocker the same rewrite removes: a files stage that takes two RUN
+// steps) into one, in first-seen order, for people; JSON keeps each.
+func groupChanges(cs []recipe.Change) []changeGroup {
+	var out []changeGroup
+	for _, c := range cs {
+		i := slices.IndexFunc(out, func(g changeGroup) bool { return g.rule == c.Rule && g.what == c.What })
+		if i < 0 {
+			out = append(out, changeGroup{rule: c.Rule, what: c.What})
+			i = len(out) - 1
+		}
+		if l := strconv.Itoa(c.Line); c.Line > 0 && !slices.Contains(out[i].lines, l) {
+			out[i].lines = append(out[i].lines, l)
+		}
+	}
+	return out
 }
