@@ -111,7 +111,20 @@ func (r *rewriter) split(start, health []string) error {
 	for _, s := range start {
 		b.WriteString(s)
 	}
-	r.insertAfter(end, b.String())
+	// Blank lines that set the runtime-only lines apart stay where they
+	// were: the new stage goes after them, and they separate it, instead
+	// of trailing it at the end of the file.
+	at, text := end, b.String()
+	if r.t == len(r.d.Stages)-1 {
+		l := end
+		for l < len(r.src) && strings.TrimSpace(string(r.src[l])) == "" {
+			l++
+		}
+		if l > end {
+			at, text = l, strings.TrimPrefix(text, "\n")
+		}
+	}
+	r.insertAfter(at, text)
 	r.added++
 	if len(r.byRule[readiness.RuleMoveToBuilder]) == 0 && st.BaseStage < 0 {
 		r.change(readiness.RuleNonRootUser, fmt.Sprintf("the runtime stage becomes a files stage (%s, on %s), where the directories the service writes are chowned; a new runtime stage on %s copies %s from it with COPY --from, ownership kept",
