@@ -65,6 +65,24 @@ func TestFallbacksTable(t *testing.T) {
 			t.Errorf("google-auth-library %s: known fallback %v, want %v", tc.name, got, tc.want)
 		}
 	}
+	// node-pre-gyp's install-time commands: loaded only when the CLI runs one.
+	for _, tc := range []struct {
+		file, fn, version string
+		want              bool
+	}{
+		{"lib/testbinary.js", "execFile", "1.0.11", true},
+		{"lib/util/compile.js", "spawn", "2.0.3", true},
+		{"lib/util/compile.js", "spawn", "1.0.0", true},
+		{"lib/util/compile.js", "spawn", "2.0.4", false},
+		{"lib/testbinary.js", "spawn", "1.0.11", false},
+		{"lib/main.js", "execFile", "1.0.11", false},
+	} {
+		fd := childprocess.Finding{File: "node_modules/@mapbox/node-pre-gyp/" + tc.file, Function: tc.fn, Kind: childprocess.KindMaybeShell,
+			Origin: childprocess.OriginDependency, Package: "@mapbox/node-pre-gyp", PackageVersion: tc.version, Scope: childprocess.ScopeUnresolved}
+		if _, got := knownFallback(fd); got != tc.want {
+			t.Errorf("node-pre-gyp %s %s %s: known fallback %v, want %v", tc.version, tc.file, tc.fn, got, tc.want)
+		}
+	}
 	for _, tc := range []struct{ name, json, want string }{
 		{"no source", `{"fallbacks":[{"package":"a","file":"x.js","functions":["exec"],"why":"w","says":"s"}]}`, "a source"},
 		{"no why", `{"fallbacks":[{"package":"a","file":"x.js","functions":["exec"],"source":"https://x","says":"s"}]}`, "why"},
