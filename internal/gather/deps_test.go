@@ -56,9 +56,9 @@ func childProcessFacts(t *testing.T, out *Outcome) (*probe.Result, *childprocess
 	return nil, nil
 }
 
-// lockfileFacts gathers dir with --deps lockfile (a fresh dependency
-// cache) and returns its child_process result.
-func lockfileFacts(t *testing.T, dir string) (*probe.Result, *childprocess.Facts) {
+// lockfileRun gathers dir with --deps lockfile (a fresh dependency
+// cache).
+func lockfileRun(t *testing.T, dir string) *Outcome {
 	t.Helper()
 	o := options(t)
 	o.Task = "distroless-migration"
@@ -67,7 +67,13 @@ func lockfileFacts(t *testing.T, dir string) (*probe.Result, *childprocess.Facts
 	if err != nil {
 		t.Fatal(err)
 	}
-	return childProcessFacts(t, out)
+	return out
+}
+
+// lockfileFacts is lockfileRun's child_process result.
+func lockfileFacts(t *testing.T, dir string) (*probe.Result, *childprocess.Facts) {
+	t.Helper()
+	return childProcessFacts(t, lockfileRun(t, dir))
 }
 
 // TestDepsLockfileFindsShellInDependency: a dependency that shells out
@@ -249,13 +255,7 @@ func TestDepsLockfileNestedFolder(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "Dockerfile"), []byte("FROM node:22-slim\nWORKDIR /app\nCOPY server/ .\nCMD [\"node\", \"index.js\"]\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	o := options(t)
-	o.Task = "distroless-migration"
-	o.Deps = &deps.Fetcher{Dir: t.TempDir()}
-	out, err := Run(t.Context(), dir, o)
-	if err != nil {
-		t.Fatal(err)
-	}
+	out := lockfileRun(t, dir)
 	_, facts := childProcessFacts(t, out)
 	var found bool
 	for _, f := range facts.Findings {
