@@ -2,6 +2,7 @@ package recipe
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/dockerfile"
@@ -20,6 +21,36 @@ func BuilderRef(major int) string {
 
 // builderRef is the glibc builder image of the service's major.
 func (r *rewriter) builderRef() string { return BuilderRef(r.target.Major) }
+
+// builderVariants are the official node image variants (the tag after the
+// version) a glibc builder keeps when it moves to another major.
+var builderVariants = map[string]bool{"": true, "slim": true, "bookworm": true, "bookworm-slim": true, "trixie": true, "trixie-slim": true}
+
+// builderRefFor is the image a builder stage on base moves to: on an
+// official glibc node image, the target major in base's own variant
+// (node:18-bookworm becomes node:22-bookworm, so the compilers a full
+// image has stay for native builds); else builderRef.
+func (r *rewriter) builderRefFor(base string) string {
+	if dockerfile.ClassifyBase(base) != dockerfile.BaseOfficialNode || strings.Contains(base, "alpine") {
+		return r.builderRef()
+	}
+	ref, _, _ := strings.Cut(base, "@")
+	tag := ""
+	if i := strings.LastIndex(ref, ":"); i > strings.LastIndex(ref, "/") {
+		tag = ref[i+1:]
+	}
+	if tag == "" || tag[0] < '0' || tag[0] > '9' {
+		return r.builderRef() // latest, lts, current: no version to keep beside
+	}
+	_, variant, _ := strings.Cut(tag, "-")
+	if !builderVariants[variant] {
+		return r.builderRef()
+	}
+	if variant != "" {
+		variant = "-" + variant
+	}
+	return fmt.Sprintf("node:%d%s", r.target.Major, variant)
+}
 
 // builders moves builder stages to glibc and the runtime's Node major, as
 // the native-ABI and version rules ask.
@@ -50,6 +81,7 @@ func (r *rewriter) builders() error {
 		}
 	}
 	done := map[int]bool{}
+	var refs []string
 	for i := range r.d.Stages {
 		if !roots[i] {
 			continue
@@ -69,7 +101,11 @@ func (r *rewriter) builders() error {
 				rule = ru
 			}
 		}
-		r.edits = append(r.edits, edit{from: st.Line, to: max(st.Line, st.EndLine), text: from(st.Platform, r.baseRef(i, r.builderRef(), rule), r.name(i))})
+		ref := r.builderRefFor(st.ResolvedBase)
+		if !slices.Contains(refs, ref) {
+			refs = append(refs, ref)
+		}
+		r.edits = append(r.edits, edit{from: st.Line, to: max(st.Line, st.EndLine), text: from(st.Platform, r.baseRef(i, ref, rule), r.name(i))})
 		if musl {
 			for j := range r.d.Stages {
 				if r.root(j) == i && j != r.t {
@@ -81,7 +117,7 @@ func (r *rewriter) builders() error {
 		}
 	}
 	if len(done) > 0 {
-		what := fmt.Sprintf("the builder runs on %s (glibc, Node %d), so native addons match the runtime", r.builderRef(), r.target.Major)
+		what := fmt.Sprintf("the builder runs on %s (glibc, Node %d), so native addons match the runtime", strings.Join(refs, " and "), r.target.Major)
 		for _, rule := range []string{readiness.RuleGlibcBuilder, readiness.RuleSameMajor} {
 			if r.has(rule) {
 				r.change(rule, what)

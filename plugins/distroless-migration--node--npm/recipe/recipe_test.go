@@ -168,3 +168,28 @@ func TestEveryRemovableRuleIsCarriedOut(t *testing.T) {
 		}
 	}
 }
+
+// A glibc builder keeps its variant when it moves to the target major:
+// node:18-bookworm has the compilers a native build falls back to, and
+// its move to node:22-bookworm-slim dropped them (actual-server).
+func TestBuilderRefKeepsTheVariant(t *testing.T) {
+	t.Parallel()
+	r := &rewriter{target: Target{Major: 22}}
+	for base, want := range map[string]string{
+		"node:18-bookworm":            "node:22-bookworm",
+		"node:18-bookworm-slim":       "node:22-bookworm-slim",
+		"node:18":                     "node:22",
+		"node:20.11.1-slim":           "node:22-slim",
+		"docker.io/library/node:24":   "node:22",
+		"node:18-bookworm@sha256:abc": "node:22-bookworm",
+		"node:18-alpine":              "node:22-bookworm-slim",
+		"node:18-bullseye":            "node:22-bookworm-slim",
+		"node:lts":                    "node:22-bookworm-slim",
+		"node":                        "node:22-bookworm-slim",
+		"ubuntu:24.04":                "node:22-bookworm-slim",
+	} {
+		if got := r.builderRefFor(base); got != want {
+			t.Errorf("builderRefFor(%q) = %q, want %q", base, got, want)
+		}
+	}
+}
