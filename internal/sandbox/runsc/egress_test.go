@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -210,5 +211,35 @@ http.get("http://` + target + `/config", (r) => {
 		if res.Egress == nil || len(res.Egress.Conns) != 1 || res.Egress.Conns[0].Phase != sandbox.PhaseBoot || !res.Egress.Conns[0].Allowed {
 			t.Errorf("egress %+v; want one allowed connection in the boot", res.Egress)
 		}
+	}
+}
+
+// A build's CA reaches Node clients through NODE_EXTRA_CA_CERTS, and no
+// step gets a Yarn 2+ setting by a name some Yarn refuses: Yarn 4 stops at
+// YARN_CA_FILE_PATH ("Unrecognized or legacy configuration settings found:
+// caFilePath"), which failed actual-server's yarn workspaces focus.
+func TestEgressEnvCA(t *testing.T) {
+	t.Parallel()
+	env := egressEnv("127.0.0.1:3128", true)
+	has := func(name string) bool {
+		for _, kv := range env {
+			if n, _, _ := strings.Cut(kv, "="); n == name {
+				return true
+			}
+		}
+		return false
+	}
+	for _, want := range []string{"NODE_EXTRA_CA_CERTS", "npm_config_cafile", "YARN_CAFILE", "SSL_CERT_FILE", "HTTPS_PROXY"} {
+		if !has(want) {
+			t.Errorf("the step's environment lacks %s: %v", want, env)
+		}
+	}
+	for _, refused := range []string{"YARN_CA_FILE_PATH", "YARN_HTTPS_CA_FILE_PATH"} {
+		if has(refused) {
+			t.Errorf("the step's environment sets %s, which one Yarn or another refuses", refused)
+		}
+	}
+	if e := egressEnv("127.0.0.1:3128", false); slices.ContainsFunc(e, func(kv string) bool { return strings.HasPrefix(kv, "NODE_EXTRA_CA_CERTS=") }) {
+		t.Errorf("no CA, yet the environment names one: %v", e)
 	}
 }
