@@ -298,11 +298,11 @@ func mergeEnv(env, add []string) []string {
 // (127.0.0.1:PORT in the step's network namespace) and, when ca is set,
 // the build's CA bundle: both spellings of the proxy variables, which npm,
 // yarn, pnpm, apt, curl, git and pip read, and the CA settings that add to
-// (Node) or replace (OpenSSL, npm, yarn 1, pip) a client's trust. Yarn 2
-// and later get the bundle through NODE_EXTRA_CA_CERTS: their own setting
-// was renamed (caFilePath, then httpsCaFilePath), and Yarn 4 refuses the
-// old name in the environment ("Unrecognized or legacy configuration
-// settings found: caFilePath"), which failed actual-server's install.
+// (Node) or replace (OpenSSL, npm, pip) a client's trust. Yarn gets the
+// bundle through NODE_EXTRA_CA_CERTS (and Yarn 1 through npm_config_cafile
+// too): no YARN_* setting is set, since Yarn 4 refuses the legacy names in
+// the environment ("Unrecognized or legacy configuration settings found:
+// cafile", and caFilePath), which failed actual-server's install.
 func egressEnv(addr string, ca bool) []string {
 	url := "http://" + addr
 	env := []string{
@@ -311,7 +311,7 @@ func egressEnv(addr string, ca bool) []string {
 		"NO_PROXY=", "no_proxy=",
 	}
 	if ca {
-		for _, name := range []string{"NODE_EXTRA_CA_CERTS", "npm_config_cafile", "YARN_CAFILE",
+		for _, name := range []string{"NODE_EXTRA_CA_CERTS", "npm_config_cafile",
 			"SSL_CERT_FILE", "CURL_CA_BUNDLE", "GIT_SSL_CAINFO", "PIP_CERT", "REQUESTS_CA_BUNDLE"} {
 			env = append(env, name+"="+buildCAPath)
 		}
