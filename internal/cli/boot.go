@@ -54,7 +54,7 @@ func (f *netFlags) register(fl *pflag.FlagSet) {
 	fl.StringArrayVar(&f.boot, "boot-egress", nil, "a destination HOST[:PORT] that the booted service may reach, for one that calls an API as it starts (repeatable): through a proxy of its own, named by HTTP_PROXY and HTTPS_PROXY with NODE_USE_ENV_PROXY=1 in its environment, so only proxy-aware clients use it; boots are offline without it")
 	fl.StringArrayVar(&f.bootEnv, "boot-env", nil, "NAME=value (or NAME, for this process's value) in the booted service's environment, as docker run -e gives it: for a service that needs a setting to start (repeatable); the values reach no output, and the cache key holds only their digest")
 	fl.BoolVar(&f.private, "build-egress-private", false, "let build steps reach loopback, private, link-local and metadata addresses through the egress proxy (refused otherwise, whatever the name resolves to)")
-	fl.StringVar(&f.ca, "build-ca", "", "PEM CA bundle that every build step trusts besides its image's own (NODE_EXTRA_CA_CERTS, npm and yarn cafile, SSL_CERT_FILE, CURL_CA_BUNDLE), for networks that inspect TLS; the image's trust store is not changed")
+	fl.StringVar(&f.ca, "build-ca", "", "PEM CA bundle that every build step trusts besides its image's own (NODE_EXTRA_CA_CERTS, which Node clients such as yarn and corepack read, npm's cafile, SSL_CERT_FILE, CURL_CA_BUNDLE), for networks that inspect TLS; the image's trust store is not changed")
 	fl.StringArrayVar(&f.secrets, "build-secret", nil, "a build secret, id=NAME,src=FILE, for RUN --mount=type=secret,id=NAME (repeatable); its bytes appear in no output, cache or log")
 }
 
