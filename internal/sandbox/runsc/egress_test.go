@@ -215,9 +215,10 @@ http.get("http://` + target + `/config", (r) => {
 }
 
 // A build's CA reaches Node clients through NODE_EXTRA_CA_CERTS, and no
-// step gets a YARN_* setting: Yarn 4 stops at YARN_CAFILE and
+// step gets a YARN_* CA setting: Yarn 4 stops at YARN_CAFILE and
 // YARN_CA_FILE_PATH ("Unrecognized or legacy configuration settings found:
-// cafile"), which failed actual-server's yarn workspaces focus.
+// cafile"), which failed actual-server's yarn workspaces focus. Yarn 2+
+// gets the proxy by its own names.
 func TestEgressEnvCA(t *testing.T) {
 	t.Parallel()
 	env := egressEnv("127.0.0.1:3128", true)
@@ -229,13 +230,16 @@ func TestEgressEnvCA(t *testing.T) {
 		}
 		return false
 	}
-	for _, want := range []string{"NODE_EXTRA_CA_CERTS", "npm_config_cafile", "SSL_CERT_FILE", "HTTPS_PROXY"} {
+	for _, want := range []string{"NODE_EXTRA_CA_CERTS", "npm_config_cafile", "SSL_CERT_FILE", "HTTPS_PROXY", "YARN_HTTPS_PROXY"} {
 		if !has(want) {
 			t.Errorf("the step's environment lacks %s: %v", want, env)
 		}
 	}
+	// Yarn 2+ reads its own proxy settings (YARN_HTTP_PROXY,
+	// YARN_HTTPS_PROXY), which every Yarn since 2 knows; a CA setting by
+	// any YARN_ name is one Yarn 4 refuses.
 	for _, kv := range env {
-		if strings.HasPrefix(kv, "YARN_") {
+		if n, _, _ := strings.Cut(kv, "="); strings.HasPrefix(n, "YARN_") && n != "YARN_HTTP_PROXY" && n != "YARN_HTTPS_PROXY" {
 			t.Errorf("the step's environment sets %s, a Yarn setting that Yarn 4 may refuse", kv)
 		}
 	}

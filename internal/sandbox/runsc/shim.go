@@ -300,7 +300,7 @@ func mergeEnv(env, add []string) []string {
 // yarn, pnpm, apt, curl, git and pip read, and the CA settings that add to
 // (Node) or replace (OpenSSL, npm, pip) a client's trust. Yarn gets the
 // bundle through NODE_EXTRA_CA_CERTS (and Yarn 1 through npm_config_cafile
-// too): no YARN_* setting is set, since Yarn 4 refuses the legacy names in
+// too): no YARN_* CA setting is set, since Yarn 4 refuses the legacy names in
 // the environment ("Unrecognized or legacy configuration settings found:
 // cafile", and caFilePath), which failed actual-server's install.
 func egressEnv(addr string, ca bool) []string {
@@ -309,6 +309,10 @@ func egressEnv(addr string, ca bool) []string {
 		"HTTP_PROXY=" + url, "http_proxy=" + url,
 		"HTTPS_PROXY=" + url, "https_proxy=" + url,
 		"NO_PROXY=", "no_proxy=",
+		// Yarn 2 and later read their own settings, not the variables
+		// above: without these, a step's yarn install resolves the registry
+		// itself and fails (getaddrinfo EAI_AGAIN registry.yarnpkg.com).
+		"YARN_HTTP_PROXY=" + url, "YARN_HTTPS_PROXY=" + url,
 	}
 	if ca {
 		for _, name := range []string{"NODE_EXTRA_CA_CERTS", "npm_config_cafile",
