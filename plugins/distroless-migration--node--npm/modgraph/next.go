@@ -73,13 +73,7 @@ func nextStandalone(j *images.Judged, set *images.FileSet, w *walker, ip string)
 // it with a next.config and such a package.json.
 func (w *walker) nextProject(ctx string) (string, bool) {
 	usesNext := func(dir string) bool {
-		m := w.manifestAt(dir)
-		if m == nil {
-			return false
-		}
-		_, a := m.Dependencies["next"]
-		_, b := m.DevDependencies["next"]
-		return a || b
+		return w.manifestAt(dir) != nil && w.declared(path.Join(dir, "package.json"), "next")
 	}
 	if usesNext(ctx) {
 		return ctx, true
