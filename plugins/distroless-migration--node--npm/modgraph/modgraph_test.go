@@ -378,7 +378,7 @@ func TestNextStandaloneServer(t *testing.T) {
 	files := map[string]string{
 		"Dockerfile":                                        df,
 		"package.json":                                      `{"name":"web","dependencies":{"next":"15.0.0","pinger":"1.0.0","unused":"1.0.0"}}`,
-		"next.config.js":                                    "module.exports = { output: 'standalone' }\n",
+		"next.config.js":                                    "require('dotenv-expand')\nmodule.exports = { output: 'standalone' }\n",
 		"src/pages/index.tsx":                               "import Card from '../components/Card'\nexport default function Home() { return Card() }\n",
 		"src/pages/api/ping.js":                             "import ping from 'pinger'\nexport default async function h(req, res) { res.json(await ping('x')) }\n",
 		"src/components/Card.tsx":                           "export default function Card() { return null }\n",
@@ -391,9 +391,11 @@ func TestNextStandaloneServer(t *testing.T) {
 		"node_modules/pinger/index.js":                      "",
 		"node_modules/unused/package.json":                  `{"name":"unused","main":"index.js"}`,
 		"node_modules/unused/index.js":                      "",
+		"node_modules/dotenv-expand/package.json":           `{"name":"dotenv-expand","main":"main.js"}`,
+		"node_modules/dotenv-expand/main.js":                "",
 	}
 	g := graphOf(t, files)
-	want := []string{"node_modules/next/dist/server/lib/start-server.js", "next.config.js", "src/pages/api/ping.js", "src/pages/index.tsx"}
+	want := []string{"node_modules/next/dist/server/lib/start-server.js", "src/pages/api/ping.js", "src/pages/index.tsx"}
 	if diff := cmp.Diff(want, g.Entries); diff != "" {
 		t.Errorf("entries (-want +got):\n%s\nwhy: %s", diff, g.EntryWhy)
 	}
@@ -402,7 +404,9 @@ func TestNextStandaloneServer(t *testing.T) {
 			t.Errorf("%s not reached", f)
 		}
 	}
-	for _, f := range []string{"node_modules/unused/index.js", "node_modules/next/dist/cli/next-dev.js", "src/lib/unused-helper.js"} {
+	// next.config runs at build time: the standalone server.js carries
+	// the config it made, so what next.config requires does not ship.
+	for _, f := range []string{"node_modules/unused/index.js", "node_modules/next/dist/cli/next-dev.js", "src/lib/unused-helper.js", "next.config.js", "node_modules/dotenv-expand/main.js"} {
 		if g.Reached(f) {
 			t.Errorf("%s reached", f)
 		}

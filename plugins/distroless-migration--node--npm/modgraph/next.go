@@ -13,10 +13,17 @@ import (
 // next/dist/server/lib/start-server, which serves the app's compiled
 // pages, route handlers, middleware and instrumentation. None of that is
 // in the repository, so the graph starts where the same code comes from:
-// next's start-server module, the app's next.config, and the sources of
-// its server-side code (pages/, app/, src/pages/, src/app/, middleware
-// and instrumentation files). Client components are in those folders too
-// and are counted with them: more reachable code, never less.
+// next's start-server module and the sources of its server-side code
+// (pages/, app/, src/pages/, src/app/, middleware and instrumentation
+// files). Client components are in those folders too and are counted with
+// them: more reachable code, never less.
+//
+// next.config is not an entry: `next build` writes the resolved config
+// into server.js (const nextConfig = {...}) and hands it to the server in
+// __NEXT_PRIVATE_STANDALONE_CONFIG, and next's loadConfig returns that
+// without loading next.config (next/dist/build/utils.js and
+// next/dist/server/config.js, read in next 16.3.1). What next.config
+// requires (dotenv-expand, say) runs at build time, in the builder.
 
 // nextServerDirs are the folders of a Next app whose files the server runs
 // compiled.
@@ -24,7 +31,7 @@ var nextServerDirs = []string{"pages", "app", "src/pages", "src/app"}
 
 // nextRootFiles are the project's own files next's server loads, by base
 // name without extension.
-var nextRootFiles = []string{"next.config", "middleware", "instrumentation", "src/middleware", "src/instrumentation"}
+var nextRootFiles = []string{"middleware", "instrumentation", "src/middleware", "src/instrumentation"}
 
 // nextStandalone returns the entries of a Next.js standalone server.js at
 // image path ip, when a stage's .next/standalone output was copied so
