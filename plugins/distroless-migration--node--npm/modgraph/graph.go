@@ -60,6 +60,8 @@ type Site struct {
 	Line int
 	// Prefix is the literal start of a computed load's argument.
 	Prefix string
+	// Env is the environment variable that is the whole argument.
+	Env string
 }
 
 // Complete reports whether the walk started from a known entry and
@@ -123,6 +125,16 @@ func (g *Graph) DynamicIn(file string) (Site, bool) {
 	pkg := PackageOf(file)
 	for _, d := range g.Dynamic {
 		if PackageOf(d.File) != pkg {
+			continue
+		}
+		// A package's require(process.env.X) loads the module the
+		// deployment names in X (mongodb's
+		// MONGODB_CLIENT_ENCRYPTION_OVERRIDE): a package or a path of the
+		// operator's choosing, not one of the package's own files, so it
+		// leaves the rest of the package unreached. The app's own such
+		// load may name any of its files (a config module), and leaves
+		// them open.
+		if d.Env != "" && pkg != "" {
 			continue
 		}
 		// require('./plugins/' + name) loads only files below ./plugins.
@@ -254,7 +266,7 @@ func (w *walker) run(ctx context.Context) error {
 		imps, dyn := Scan(data)
 		imps, dyn, _ = w.unguarded(ctx, f, data, imps, dyn)
 		for _, d := range dyn {
-			w.g.Dynamic = append(w.g.Dynamic, Site{File: f, Line: d.Line, Prefix: d.Prefix})
+			w.g.Dynamic = append(w.g.Dynamic, Site{File: f, Line: d.Line, Prefix: d.Prefix, Env: d.Env})
 		}
 		for _, imp := range imps {
 			to, ok := w.resolveAt(f, imp)

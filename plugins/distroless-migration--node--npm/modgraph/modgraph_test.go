@@ -177,6 +177,38 @@ func TestDynamicInScopesByPrefix(t *testing.T) {
 	}
 }
 
+// TestDynamicEnvLoad: a dependency's require(process.env.X) loads the
+// module the deployment names (mongodb 4's
+// require(process.env.MONGODB_CLIENT_ENCRYPTION_OVERRIDE) in lib/utils.js,
+// which left every mongodb file, etc/prepare.js's spawn of npm among
+// them, counted as loaded). It leaves the package's other files
+// unreached; the app's own such load still leaves the app's files open.
+func TestDynamicEnvLoad(t *testing.T) {
+	t.Parallel()
+	_, dyn := Scan([]byte("a = require(process.env.MONGODB_OVERRIDE);\nb = require(process.env['CFG'] )\nc = require(process.env.X || './x')\nd = require(env.Y)\n"))
+	var envs []string
+	for _, d := range dyn {
+		envs = append(envs, d.Env)
+	}
+	if diff := cmp.Diff([]string{"MONGODB_OVERRIDE", "CFG", "", ""}, envs); diff != "" {
+		t.Errorf("Env of the computed loads (-want +got):\n%s", diff)
+	}
+	g := &Graph{Dynamic: []Site{
+		{File: "node_modules/mongodb/lib/utils.js", Line: 1067, Env: "MONGODB_OVERRIDE"},
+		{File: "server.js", Line: 2, Env: "CONFIG_MODULE"},
+		{File: "node_modules/knex/lib/index.js", Line: 9},
+	}}
+	for file, want := range map[string]bool{
+		"node_modules/mongodb/etc/prepare.js": false,
+		"src/config/prod.js":                  true,
+		"node_modules/knex/lib/migrate.js":    true,
+	} {
+		if _, got := g.DynamicIn(file); got != want {
+			t.Errorf("DynamicIn(%s) = %v, want %v", file, got, want)
+		}
+	}
+}
+
 // TestGraphHoles: loads the walk cannot follow but that may name a
 // repository file leave that package's files possibly loaded; workspace
 // packages, "#" imports, export subpaths, .mjs for .mts and fork targets

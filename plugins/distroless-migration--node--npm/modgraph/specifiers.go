@@ -21,6 +21,10 @@ type Dynamic struct {
 	// Prefix is the literal start of the argument ('./plugins/' in
 	// require('./plugins/' + name)), when it has one.
 	Prefix string
+	// Env is the variable the argument is, when it is one and nothing
+	// else: MONGODB_CLIENT_ENCRYPTION_OVERRIDE in
+	// require(process.env.MONGODB_CLIENT_ENCRYPTION_OVERRIDE).
+	Env string
 }
 
 var (
@@ -32,7 +36,9 @@ var (
 	fromRE      = regexp.MustCompile(`(?m)(?:^|[;}\s])(?:import|export)\b[^'";]*?\bfrom\s*(?:"([^"\n]*)"|'([^'\n]*)')`)
 	bareImport  = regexp.MustCompile(`(?m)(?:^|[;}\s])import\s*(?:"([^"\n]*)"|'([^'\n]*)')`)
 	dynImportRE = regexp.MustCompile("\\bimport\\s*\\(\\s*(?:\"([^\"\\n]*)\"|'([^'\\n]*)'|`([^`$\\n]*)`)\\s*[,)]")
-	dynAnyRE    = regexp.MustCompile(`\bimport\s*\(\s*([^\s)])`)
+	// process.env.NAME or process.env['NAME'], then the call's end.
+	envArgRE = regexp.MustCompile(`^process\.env(?:\.([A-Za-z_$][\w$]*)|\[\s*(?:"([^"\n]*)"|'([^'\n]*)')\s*\])\s*\)`)
+	dynAnyRE = regexp.MustCompile(`\bimport\s*\(\s*([^\s)])`)
 	// new Worker('./job.js'), new Worker(new URL('./job.js', import.meta.url)),
 	// fork('./child.js'): code that runs in another thread or process.
 	workerRE = regexp.MustCompile("\\bnew\\s+Worker\\s*\\(\\s*(?:new\\s+URL\\s*\\(\\s*)?(?:\"([^\"\\n]*)\"|'([^'\\n]*)'|`([^`$\\n]*)`)")
@@ -84,6 +90,9 @@ func Scan(src []byte) ([]Import, []Dynamic) {
 						d.Prefix, _, _ = strings.Cut(d.Prefix, "${")
 					}
 				}
+			}
+			if e := envArgRE.FindStringSubmatch(text[m[2]:]); e != nil {
+				d.Env = e[1] + e[2] + e[3]
 			}
 			dyn = append(dyn, d)
 		}
