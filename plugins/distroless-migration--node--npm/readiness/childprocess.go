@@ -36,8 +36,12 @@ func reachableBinaries(f *childprocess.Facts) map[string]bool {
 // the rest is a note that says why it does not.
 func (b *builder) childProcess(f *childprocess.Facts) {
 	notIn, notReached := map[string][]probe.Evidence{}, map[string][]probe.Evidence{}
-	var fallbackEv []probe.Evidence
-	var fallbackWhy []string
+	var fallbackEv, optInEv []probe.Evidence
+	var fallbackWhy, optInWhy []string
+	var env map[string]string
+	if b.judged != nil {
+		env = imageEnv(b.judged)
+	}
 	for _, fd := range f.Findings {
 		if fd.Kind == childprocess.KindNode {
 			continue
@@ -52,7 +56,24 @@ func (b *builder) childProcess(f *childprocess.Facts) {
 			continue
 		case childprocess.ScopeReachable, childprocess.ScopeUnresolved:
 		}
-		if fb, ok := knownFallback(fd); ok {
+		fb, known := knownFallback(fd)
+		enabled, on := fb.enabledIn(env)
+		switch {
+		case known && fb.RunsWhen != "" && !on:
+			// An opt-in (fallbacks.json): it runs only when the
+			// deployment's configuration turns it on, and the image
+			// does not. Seen, noted with its condition, no blocker.
+			e.Note = fmt.Sprintf("%s, in %s %s", fd.Function, fd.Package, fd.PackageVersion)
+			optInEv = append(optInEv, e)
+			why := fmt.Sprintf("%s %s runs it only when %s (%s)", fb.Package, fb.Versions, fb.RunsWhen, fb.Source)
+			if !slices.Contains(optInWhy, why) {
+				optInWhy = append(optInWhy, why)
+			}
+			continue
+		case known && fb.RunsWhen != "":
+			// The image turns it on: judged like any call, below, and
+			// its evidence says so.
+		case known:
 			// A known fallback (fallbacks.json): it does not run, or does
 			// not fail, on distroless. Seen, but no blocker.
 			e.Note = fmt.Sprintf("%s, in %s %s", fd.Function, fd.Package, fd.PackageVersion)
@@ -70,6 +91,9 @@ func (b *builder) childProcess(f *childprocess.Facts) {
 			evs[0].Note = fd.Function + ", in the entrypoint itself"
 		} else if fd.ScopeNote != "" {
 			evs[0].Note = fd.Function + "; " + fd.ScopeNote
+		}
+		if on {
+			evs[0].Note += fmt.Sprintf("; it runs when %s, and the image's ENV sets %s, which turns it on", fb.RunsWhen, enabled)
 		}
 		where := "the app"
 		dep := fd.Origin == childprocess.OriginDependency
@@ -108,6 +132,10 @@ func (b *builder) childProcess(f *childprocess.Facts) {
 				Fix:   "make the command a literal (or an allow-list), or show with a trace what runs", Evidence: evs})
 		case childprocess.KindNode:
 		}
+	}
+	if len(optInEv) > 0 {
+		b.Note(probe.Note{ID: NoteOptIn, Message: fmt.Sprintf("%d child_process use(s) in dependency code the entrypoint may reach run only when the deployment's configuration turns them on, and the image does not; they block nothing here, but on distroless they fail if the deployment does (check it): %s",
+			len(optInEv), strings.Join(optInWhy, "; ")), Evidence: optInEv})
 	}
 	if len(fallbackEv) > 0 {
 		b.Note(probe.Note{ID: NoteKnownFallback, Message: fmt.Sprintf("%d child_process use(s) in dependency code the entrypoint may reach are known fallbacks that do not run, or do not fail, on distroless; they block nothing: %s",

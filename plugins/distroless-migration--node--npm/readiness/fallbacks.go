@@ -17,21 +17,56 @@ import (
 // that answer there (detect-libc asks the shell for the libc only when
 // process.report does not tell). Such a call blocks nothing; readiness
 // notes it. Source and Says say where that is shown.
+//
+// An entry with RunsWhen is an opt-in instead: the call runs only when the
+// deployment's own configuration turns it on (a credentials file that
+// names a command, an environment variable that allows it), and then it
+// runs what that configuration names. It blocks when the image's ENV sets
+// one of EnabledBy; otherwise readiness notes it with its condition, for
+// the operator to check against the deployment.
 type Fallback struct {
 	Package string `json:"package"`
 	// Versions is the range of the package's versions the entry holds
 	// for: space-separated comparisons (>=2.0.0 <3.0.0); "" is every
 	// version.
 	Versions string `json:"versions,omitempty"`
-	// File is the file inside the package, and Functions the
+	// File is the file inside the package (Files, when the call is in
+	// several, as a package's CommonJS and ES builds), and Functions the
 	// child_process functions called there.
-	File      string   `json:"file"`
+	File      string   `json:"file,omitempty"`
+	Files     []string `json:"files,omitempty"`
 	Functions []string `json:"functions"`
 	// Command, when set, is the literal command the call must have.
 	Command string `json:"command,omitempty"`
 	Why     string `json:"why"`
 	Source  string `json:"source"`
 	Says    string `json:"says"`
+	// RunsWhen is the configuration that turns an opt-in call on.
+	RunsWhen string `json:"runs_when,omitempty"`
+	// EnabledBy are the image ENV settings that turn it on: NAME (set to
+	// anything) or NAME=value.
+	EnabledBy []string `json:"enabled_by,omitempty"`
+}
+
+// files are the entry's files inside its package.
+func (f Fallback) files() []string {
+	if f.File != "" {
+		return append([]string{f.File}, f.Files...)
+	}
+	return f.Files
+}
+
+// enabledIn returns the setting of env (the image's ENV) that turns an
+// opt-in entry on, if one does.
+func (f Fallback) enabledIn(env map[string]string) (string, bool) {
+	for _, e := range f.EnabledBy {
+		name, want, exact := strings.Cut(e, "=")
+		v, set := env[name]
+		if set && v != "" && (!exact || v == want) {
+			return name + "=" + v, true
+		}
+	}
+	return "", false
 }
 
 //go:embed fallbacks.json
@@ -60,8 +95,10 @@ func parseFallbacks(data []byte) ([]Fallback, error) {
 	}
 	for _, f := range doc.Fallbacks {
 		switch {
-		case f.Package == "" || f.File == "" || len(f.Functions) == 0:
+		case f.Package == "" || len(f.files()) == 0 || len(f.Functions) == 0:
 			return nil, fmt.Errorf("an entry (%q) must name a package, a file and the functions", f.Package)
+		case len(f.EnabledBy) > 0 && f.RunsWhen == "":
+			return nil, fmt.Errorf("%s: enabled_by is for opt-in entries, which say when the call runs (runs_when)", f.Package)
 		case !strings.HasPrefix(f.Source, "https://") || f.Says == "" || f.Why == "":
 			return nil, fmt.Errorf("%s: every entry needs a source (an https URL), what it says and why the call is harmless", f.Package)
 		}
@@ -78,7 +115,10 @@ func knownFallback(fd childprocess.Finding) (Fallback, bool) {
 		return Fallback{}, false
 	}
 	for _, f := range Fallbacks {
-		if f.Package != fd.Package || !strings.HasSuffix(fd.File, "node_modules/"+f.Package+"/"+f.File) ||
+		inFile := slices.ContainsFunc(f.files(), func(file string) bool {
+			return strings.HasSuffix(fd.File, "node_modules/"+f.Package+"/"+file)
+		})
+		if f.Package != fd.Package || !inFile ||
 			!slices.Contains(f.Functions, fd.Function) || f.Command != "" && f.Command != fd.Command {
 			continue
 		}

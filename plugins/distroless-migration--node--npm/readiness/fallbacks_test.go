@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/dockerfile"
 	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/probes/childprocess"
 )
 
@@ -108,5 +109,82 @@ func TestFallbacksTable(t *testing.T) {
 		if got := r.holds(tc.v); got != tc.want {
 			t.Errorf("%q holds %q = %v, want %v", tc.r, tc.v, got, tc.want)
 		}
+	}
+}
+
+// TestOptInCalls: a dependency's call that runs only when the deployment
+// turns it on (google-gax's certificate provider, google-auth-library's
+// pluggable auth: both made microservices-demo's services unknown) is a
+// note that names the condition, unless the image's ENV turns it on; then
+// it is judged like any call, and its evidence says why.
+func TestOptInCalls(t *testing.T) {
+	t.Parallel()
+	gax := childprocess.Finding{File: "node_modules/google-gax/build/src/grpc.js", Line: 61, Function: "execFile", Kind: childprocess.KindDynamic,
+		Origin: childprocess.OriginDependency, Package: "google-gax", PackageVersion: "4.4.1", Scope: childprocess.ScopeReachable,
+		Chain: []string{"server.js:33", "node_modules/google-gax/build/src/grpc.js:61"}}
+	auth := childprocess.Finding{File: "node_modules/google-auth-library/build/src/auth/pluggable-auth-handler.js", Line: 51, Function: "spawn", Kind: childprocess.KindDynamic,
+		Origin: childprocess.OriginDependency, Package: "google-auth-library", PackageVersion: "9.14.1", Scope: childprocess.ScopeReachable}
+	old := auth
+	old.PackageVersion = "8.1.0" // before pluggable auth: not read, so not known
+	for _, tc := range []struct {
+		name, env    string
+		findings     []childprocess.Finding
+		wantBlockers int
+		wantOptIn    int
+		wantNote     string
+	}{
+		{"the image turns neither on", "", []childprocess.Finding{gax, auth}, 0, 2, "GOOGLE_API_USE_CLIENT_CERTIFICATE=true and a context-aware"},
+		{"the image allows executables", "ENV GOOGLE_EXTERNAL_ACCOUNT_ALLOW_EXECUTABLES=1\n", []childprocess.Finding{gax, auth}, 1, 1, "the image's ENV sets GOOGLE_EXTERNAL_ACCOUNT_ALLOW_EXECUTABLES=1, which turns it on"},
+		{"another value does not", "ENV GOOGLE_API_USE_CLIENT_CERTIFICATE=false\n", []childprocess.Finding{gax}, 0, 1, ""},
+		{"a version not read", "", []childprocess.Finding{old}, 1, 0, ""},
+	} {
+		d, err := dockerfile.Parse("Dockerfile", []byte("FROM node:22\nWORKDIR /app\n"+tc.env+"COPY . .\nCMD [\"node\", \"server.js\"]\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := &builder{judged: d}
+		b.childProcess(&childprocess.Facts{Findings: tc.findings})
+		if len(b.blockers) != tc.wantBlockers {
+			t.Errorf("%s: %d blockers, want %d: %+v", tc.name, len(b.blockers), tc.wantBlockers, b.blockers)
+		}
+		optIn := 0
+		for _, n := range b.notes {
+			if n.ID == NoteOptIn {
+				optIn = len(n.Evidence)
+				if tc.wantNote != "" && !strings.Contains(n.Message, tc.wantNote) && tc.wantBlockers == 0 {
+					t.Errorf("%s: note %q does not say %q", tc.name, n.Message, tc.wantNote)
+				}
+			}
+		}
+		if optIn != tc.wantOptIn {
+			t.Errorf("%s: %d opt-in calls noted, want %d", tc.name, optIn, tc.wantOptIn)
+		}
+		if tc.wantBlockers > 0 && tc.wantNote != "" && !strings.Contains(b.blockers[0].Evidence[0].Note, tc.wantNote) {
+			t.Errorf("%s: evidence %q does not say %q", tc.name, b.blockers[0].Evidence[0].Note, tc.wantNote)
+		}
+	}
+	// The AWS SDK's credential_process (Ackee's and outline's blocker), in
+	// each of its builds' files; a profile named in ENV turns it on.
+	for _, tc := range []struct {
+		file, version, env string
+		want               bool
+	}{
+		{"dist-cjs/resolveProcessCredentials.js", "3.226.0", "", true},
+		{"dist-cjs/index.js", "3.972.69", "", true},
+		{"dist-es/resolveProcessCredentials.js", "3.972.69", "", true},
+		{"dist-cjs/index.js", "3.972.69", "AWS_PROFILE=ci", false},
+		{"dist-cjs/fromProcess.js", "3.972.69", "", false},
+		{"dist-cjs/index.js", "3.973.0", "", false},
+	} {
+		fd := childprocess.Finding{File: "node_modules/@aws-sdk/credential-provider-process/" + tc.file, Line: 41, Function: "exec", Kind: childprocess.KindShell,
+			Origin: childprocess.OriginDependency, Package: "@aws-sdk/credential-provider-process", PackageVersion: tc.version, Scope: childprocess.ScopeReachable}
+		fb, known := knownFallback(fd)
+		_, on := fb.enabledIn(map[string]string{"AWS_PROFILE": strings.TrimPrefix(tc.env, "AWS_PROFILE=")})
+		if got := known && (tc.env == "" || !on); got != tc.want {
+			t.Errorf("aws %s %s %s: opt-in and off %v, want %v", tc.version, tc.file, tc.env, got, tc.want)
+		}
+	}
+	if _, err := parseFallbacks([]byte(`{"fallbacks":[{"package":"a","file":"x.js","functions":["exec"],"why":"w","source":"https://x","says":"s","enabled_by":["X"]}]}`)); err == nil || !strings.Contains(err.Error(), "runs_when") {
+		t.Errorf("enabled_by without runs_when: %v, want an error that names runs_when", err)
 	}
 }
