@@ -125,6 +125,11 @@ func (g *Graph) DynamicIn(file string) (Site, bool) {
 	pkg := PackageOf(file)
 	for _, d := range g.Dynamic {
 		if PackageOf(d.File) != pkg {
+			// require(`@img/sharp-${platform}/versions`) may load any
+			// package whose name starts so.
+			if namesPackage(d.Prefix, pkg) {
+				return d, true
+			}
 			continue
 		}
 		// A package's require(process.env.X) loads the module the
@@ -135,6 +140,11 @@ func (g *Graph) DynamicIn(file string) (Site, bool) {
 		// load may name any of its files (a config module), and leaves
 		// them open.
 		if d.Env != "" && pkg != "" {
+			continue
+		}
+		// require(`@img/sharp-${platform}/versions`) loads a package
+		// whose name starts so: not this one, unless its own name does.
+		if bareOther(d.Prefix, pkg) {
 			continue
 		}
 		// require('./plugins/' + name) loads only files below ./plugins.
@@ -150,6 +160,45 @@ func (g *Graph) DynamicIn(file string) (Site, bool) {
 		return d, true
 	}
 	return Site{}, false
+}
+
+// bareOther reports whether prefix, the literal start of a computed
+// load's argument in a file of the dependency pkg (its node_modules
+// folder), begins a bare specifier that cannot name pkg itself: the loaded
+// package's name starts with the prefix, or the prefix names a whole
+// other package and goes on with a path. The app's own loads are left
+// alone: its aliases (@/, ~/) map bare-looking names to its files.
+func bareOther(prefix, pkg string) bool {
+	return strings.Contains(pkg, "node_modules/") && bare(prefix) && !namesPackage(prefix, pkg)
+}
+
+// bare reports whether a computed load's literal start begins a package
+// name: not a path, a "#" import or a URL.
+func bare(prefix string) bool {
+	return prefix != "" && !strings.HasPrefix(prefix, ".") && !strings.HasPrefix(prefix, "/") &&
+		!strings.HasPrefix(prefix, "#") && !strings.ContainsAny(prefix, ":\\")
+}
+
+// namesPackage reports whether a load whose argument starts with the bare
+// prefix may load a file of pkg (a node_modules package folder): the
+// prefix names pkg and goes on with a path (lodash/), or pkg's name
+// starts with the prefix (@img/sharp- and @img/sharp-linux-x64).
+func namesPackage(prefix, pkg string) bool {
+	i := strings.LastIndex(pkg, "node_modules/")
+	if i < 0 || !bare(prefix) {
+		return false
+	}
+	name := pkg[i+len("node_modules/"):]
+	parts := strings.SplitN(prefix, "/", 3)
+	scoped := strings.HasPrefix(prefix, "@")
+	switch {
+	case !scoped && len(parts) >= 2:
+		return parts[0] == name
+	case scoped && len(parts) >= 3:
+		return parts[0]+"/"+parts[1] == name
+	default:
+		return strings.HasPrefix(name, prefix)
+	}
 }
 
 // PackageOf names the package a repository file belongs to: the

@@ -209,6 +209,62 @@ func TestDynamicEnvLoad(t *testing.T) {
 	}
 }
 
+// TestDynamicJSONLoad: a computed load of a .json file reads data (next's
+// server requires path.join(dir, distDir, SERVER_FILES_MANIFEST + '.json'),
+// which left all of next counted as loaded); any other computed load stays.
+func TestDynamicJSONLoad(t *testing.T) {
+	t.Parallel()
+	src := "a = require(/* turbopackIgnore: true */ _nodepath.default.join(/* turbopackIgnore: true */ dir, config.distDir, _constants1.SERVER_FILES_MANIFEST + '.json')).config\n" +
+		"b = require(`${root}/package.json`)\n" +
+		"c = require(dir + \"/x.json\")\n" +
+		"d = require(name + '.json' + suffix)\n" +
+		"e = require(path.join(dir, 'plugin.js'))\n" +
+		"f = require(x, (y) => ')')\n" +
+		"g = require(path.join(dir, 'x.json', rest))\n"
+	_, dyn := Scan([]byte(src))
+	var lines []int
+	for _, d := range dyn {
+		lines = append(lines, d.Line)
+	}
+	if diff := cmp.Diff([]int{4, 5, 6, 7}, lines); diff != "" {
+		t.Errorf("lines of the computed loads kept (-want +got):\n%s", diff)
+	}
+}
+
+// TestDynamicOtherPackage: a dependency's computed load whose literal
+// start names another package (sharp's
+// require(`@img/sharp-${runtimePlatform}/versions`)) leaves its own files
+// unreached, and the packages it may name open; one that may name itself,
+// or any relative or app load, leaves its own package open.
+func TestDynamicOtherPackage(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		site, prefix, file string
+		want               bool
+	}{
+		{"node_modules/sharp/dist/utility.cjs", "@img/sharp-", "node_modules/sharp/dist/libvips.cjs", false},
+		{"node_modules/sharp/dist/utility.cjs", "lodash/", "node_modules/sharp/dist/libvips.cjs", false},
+		{"node_modules/sharp/dist/utility.cjs", "sharp/dist/", "node_modules/sharp/dist/libvips.cjs", true},
+		{"node_modules/sharp/dist/utility.cjs", "sha", "node_modules/sharp/dist/libvips.cjs", true},
+		{"node_modules/@img/sharp/a.js", "@img/sharp/", "node_modules/@img/sharp/b.js", true},
+		{"node_modules/@img/sharp/a.js", "@img/", "node_modules/@img/sharp/b.js", true},
+		{"node_modules/sharp/dist/utility.cjs", "", "node_modules/sharp/dist/libvips.cjs", true},
+		{"src/plugins.js", "@/plugins/", "src/plugins/a.js", true},
+		{"src/plugins.js", "plugin-", "src/plugins/a.js", true},
+		// ... and the packages it may name are open.
+		{"node_modules/sharp/dist/utility.cjs", "@img/sharp-", "node_modules/@img/sharp-linux-x64/lib/index.js", true},
+		{"node_modules/sharp/dist/utility.cjs", "@img/sharp-", "node_modules/@img/colour/index.js", false},
+		{"src/plugins.js", "plugin-", "node_modules/plugin-auth/index.js", true},
+		{"src/plugins.js", "lodash/", "node_modules/lodash/map.js", true},
+		{"src/plugins.js", "lodash/", "node_modules/lodash-es/map.js", false},
+	} {
+		g := &Graph{Dynamic: []Site{{File: tc.site, Line: 1, Prefix: tc.prefix}}}
+		if _, got := g.DynamicIn(tc.file); got != tc.want {
+			t.Errorf("load of %q + x in %s: DynamicIn(%s) = %v, want %v", tc.prefix, tc.site, tc.file, got, tc.want)
+		}
+	}
+}
+
 // TestGraphHoles: loads the walk cannot follow but that may name a
 // repository file leave that package's files possibly loaded; workspace
 // packages, "#" imports, export subpaths, .mjs for .mts and fork targets

@@ -94,10 +94,148 @@ func Scan(src []byte) ([]Import, []Dynamic) {
 			if e := envArgRE.FindStringSubmatch(text[m[2]:]); e != nil {
 				d.Env = e[1] + e[2] + e[3]
 			}
+			if arg, ok := argument(text, m[2]); ok && loadsJSON(arg) {
+				// require(path.join(dir, name + '.json')) reads data: no
+				// code of the package's own, or anyone's, runs.
+				continue
+			}
 			dyn = append(dyn, d)
 		}
 	}
 	return imps, dyn
+}
+
+// argument returns the text of a call's argument list that starts at
+// start, up to its closing parenthesis; ok is false when the list does
+// not close (within 2000 bytes) or holds a regular expression or comment
+// the scan cannot step over safely.
+func argument(text string, start int) (string, bool) {
+	depth := 0
+	for i := start; i < len(text) && i < start+2000; i++ {
+		switch c := text[i]; c {
+		case '(', '[', '{':
+			depth++
+		case ')', ']', '}':
+			if depth == 0 {
+				return text[start:i], c == ')'
+			}
+			depth--
+		case '"', '\'', '`':
+			end := closingQuote(text, i)
+			if end < 0 {
+				return "", false
+			}
+			i = end
+		case '/':
+			switch {
+			case strings.HasPrefix(text[i:], "/*"):
+				end := strings.Index(text[i+2:], "*/")
+				if end < 0 {
+					return "", false
+				}
+				i += end + 3
+			case strings.HasPrefix(text[i:], "//"):
+				end := strings.IndexByte(text[i:], '\n')
+				if end < 0 {
+					return "", false
+				}
+				i += end
+			}
+		}
+	}
+	return "", false
+}
+
+// pathCallRE is a path.join or path.resolve call (_path.default.join in
+// compiled code), whose result ends as its last argument does.
+var pathCallRE = regexp.MustCompile(`^[\w$.]*\b(?:join|resolve)\s*\(`)
+
+// lastPart returns what a load's argument ends with: the argument itself,
+// or, for path.join(a, b, c + '.json'), the last argument of the join.
+// Comments are dropped first.
+func lastPart(arg string) string {
+	arg = stripComments(arg)
+	for range 4 {
+		arg = strings.TrimSpace(arg)
+		loc := pathCallRE.FindStringIndex(arg)
+		if loc == nil {
+			return arg
+		}
+		inner, ok := argument(arg, loc[1])
+		if !ok || strings.TrimSpace(arg[loc[1]+len(inner):]) != ")" {
+			return arg
+		}
+		arg = inner
+		if i := lastComma(inner); i >= 0 {
+			arg = inner[i+1:]
+		}
+	}
+	return arg
+}
+
+// lastComma is the offset of the last comma of s outside brackets and
+// strings, or -1.
+func lastComma(s string) int {
+	last, depth := -1, 0
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; c {
+		case '(', '[', '{':
+			depth++
+		case ')', ']', '}':
+			depth--
+		case ',':
+			if depth == 0 {
+				last = i
+			}
+		case '"', '\'', '`':
+			end := closingQuote(s, i)
+			if end < 0 {
+				return -1
+			}
+			i = end
+		}
+	}
+	return last
+}
+
+var commentRE = regexp.MustCompile(`/\*[^*]*\*+(?:[^/*][^*]*\*+)*/`)
+
+func stripComments(s string) string { return commentRE.ReplaceAllString(s, " ") }
+
+// closingQuote returns the offset of the quote that closes the string
+// opening at text[i], or -1. A template literal's ${...} is stepped over
+// as text: a quote inside it ends the search early, and the caller then
+// gives up, which keeps the load computed.
+func closingQuote(text string, i int) int {
+	q := text[i]
+	for j := i + 1; j < len(text); j++ {
+		switch text[j] {
+		case '\\':
+			j++
+		case q:
+			return j
+		case '\n':
+			if q != '`' {
+				return -1
+			}
+		}
+	}
+	return -1
+}
+
+// loadsJSON reports whether a computed load's argument ends in a string
+// that names a .json file ('.json', "/package.json", `${dir}/x.json`):
+// Node reads such a file as data.
+func loadsJSON(arg string) bool {
+	arg = lastPart(arg)
+	if len(arg) < 2 {
+		return false
+	}
+	q := arg[len(arg)-1]
+	if q != '"' && q != '\'' && q != '`' {
+		return false
+	}
+	return strings.HasSuffix(arg[:len(arg)-1], ".json")
 }
 
 // isMember reports whether the word at off is a property (x.import(...),
