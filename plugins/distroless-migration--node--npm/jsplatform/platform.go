@@ -69,6 +69,9 @@ func balanced(s string) bool {
 	return depth == 0
 }
 
+// Unparen strips the parentheses around a whole expression.
+func Unparen(s string) string { return unparen(s) }
+
 // guardedFor returns the other system a condition restricts its branch to:
 // holds is true for the branch taken when cond holds (then, or the right
 // of &&), false for the else branch. "" when it does not.
@@ -114,12 +117,29 @@ func same(a, b *sitter.Node) bool {
 // (default-browser-id, run-applescript) the statements after the if run
 // only on darwin.
 func Guard(n *sitter.Node, text func(*sitter.Node) string) string {
+	return guard(n, text, guardedFor, true)
+}
+
+// Condition reads one condition that guards a branch: what it restricts
+// the branch to, or "" for nothing. holds is true for the branch taken
+// when cond holds (then, the right of &&, what follows an early exit on
+// the condition's negation), false for the else branch.
+type Condition func(cond string, holds bool) string
+
+// GuardWith returns what n's enclosing ifs, ternaries, && and early exits
+// restrict it to, as c reads their conditions, or "". It reads no switch
+// cases.
+func GuardWith(n *sitter.Node, text func(*sitter.Node) string, c Condition) string {
+	return guard(n, text, c, false)
+}
+
+func guard(n *sitter.Node, text func(*sitter.Node) string, c Condition, cases bool) string {
 	for child, p := n, n.Parent(); p != nil; child, p = p, p.Parent() {
 		var cond *sitter.Node
 		holds := true
 		switch p.Type() {
 		case "statement_block", "program":
-			if sys := exitGuard(p, child, text); sys != "" {
+			if sys := exitGuard(p, child, text, c); sys != "" {
 				return sys
 			}
 			continue
@@ -133,6 +153,9 @@ func Guard(n *sitter.Node, text func(*sitter.Node) string) string {
 				continue
 			}
 		case "switch_case":
+			if !cases {
+				continue
+			}
 			if sys := caseGuard(p, child, text); sys != "" {
 				return sys
 			}
@@ -145,17 +168,17 @@ func Guard(n *sitter.Node, text func(*sitter.Node) string) string {
 		default:
 			continue
 		}
-		if sys := guardedFor(text(cond), holds); sys != "" {
+		if sys := c(text(cond), holds); sys != "" {
 			return sys
 		}
 	}
 	return ""
 }
 
-// exitGuard returns the other system that an early exit before child in
-// block restricts child to: an if with no else whose branch always
-// leaves (throw, or return), on a platform test that holds on Linux.
-func exitGuard(block, child *sitter.Node, text func(*sitter.Node) string) string {
+// exitGuard returns what an early exit before child in block restricts
+// child to, as c reads its condition: an if with no else whose branch
+// always leaves (throw, or return).
+func exitGuard(block, child *sitter.Node, text func(*sitter.Node) string, c Condition) string {
 	for i := 0; i < int(block.NamedChildCount()); i++ {
 		st := block.NamedChild(i)
 		if same(st, child) || st.StartByte() >= child.StartByte() {
@@ -165,7 +188,7 @@ func exitGuard(block, child *sitter.Node, text func(*sitter.Node) string) string
 			continue
 		}
 		// What follows runs when the condition does not hold.
-		if sys := guardedFor(text(st.ChildByFieldName("condition")), false); sys != "" {
+		if sys := c(text(st.ChildByFieldName("condition")), false); sys != "" {
 			return sys
 		}
 	}

@@ -288,6 +288,9 @@ type walker struct {
 	// parsers read the files that may guard a load with a platform test,
 	// one per grammar.
 	parsers map[*sitter.Language]*sitter.Parser
+	// modes are the production server modes the start is known to run
+	// in (modes.go).
+	modes []serverMode
 }
 
 func (w *walker) run(ctx context.Context) error {
@@ -314,6 +317,9 @@ func (w *walker) run(ctx context.Context) error {
 		}
 		imps, dyn := Scan(data)
 		imps, dyn, _ = w.unguarded(ctx, f, data, imps, dyn)
+		if w.appLoads(f) {
+			dyn = nil
+		}
 		for _, d := range dyn {
 			w.g.Dynamic = append(w.g.Dynamic, Site{File: f, Line: d.Line, Prefix: d.Prefix, Env: d.Env})
 		}

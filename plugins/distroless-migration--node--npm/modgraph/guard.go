@@ -32,7 +32,8 @@ var platformWord = []byte("platform")
 // unguarded returns the loads of file f (source data) that no platform
 // guard keeps from running on Linux, and the number it dropped.
 func (w *walker) unguarded(ctx context.Context, f string, data []byte, imps []Import, dyn []Dynamic) ([]Import, []Dynamic, int) {
-	if len(imps)+len(dyn) == 0 || !bytes.Contains(data, platformWord) {
+	mode, inMode := w.modeFor(f, data)
+	if len(imps)+len(dyn) == 0 || !bytes.Contains(data, platformWord) && !inMode {
 		return imps, dyn, 0
 	}
 	lang := javascript.GetLanguage()
@@ -68,7 +69,7 @@ func (w *walker) unguarded(ctx context.Context, f string, data []byte, imps []Im
 	}
 	guarded := func(off int) bool {
 		n := root.NamedDescendantForPointRange(pointAt(data, off), pointAt(data, off+1))
-		return n != nil && jsplatform.Guard(n, text) != ""
+		return n != nil && (jsplatform.Guard(n, text) != "" || inMode && jsplatform.GuardWith(n, text, mode.condition) != "")
 	}
 	keptI, n := unguardedOf(imps, func(i Import) bool { return guarded(i.Offset) })
 	keptD, m := unguardedOf(dyn, func(d Dynamic) bool { return guarded(d.Offset) })

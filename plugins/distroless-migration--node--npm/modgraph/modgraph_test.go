@@ -220,7 +220,8 @@ func TestDynamicJSONLoad(t *testing.T) {
 		"d = require(name + '.json' + suffix)\n" +
 		"e = require(path.join(dir, 'plugin.js'))\n" +
 		"f = require(x, (y) => ')')\n" +
-		"g = require(path.join(dir, 'x.json', rest))\n"
+		"g = require(path.join(dir, 'x.json', rest))\n" +
+		"class BloomFilter {\n  import(data) {\n    this.numItems = data.numItems\n  }\n  static require(id) { return id }\n}\n"
 	_, dyn := Scan([]byte(src))
 	var lines []int
 	for _, d := range dyn {
@@ -417,6 +418,78 @@ func TestNodeCommandsBehindWrappers(t *testing.T) {
 		got, why := NodeCommands(&npmscripts.Chain{Program: argv, Steps: []npmscripts.Step{{Argv: argv}}})
 		if want := []NodeCommand{{Args: []string{"server.js"}}}; !cmp.Equal(got, want) {
 			t.Errorf("NodeCommands(%q) = %v (%s); want %v", argv, got, why, want)
+		}
+	}
+}
+
+// TestNextProductionMode: the standalone server runs next with its
+// development flags off, so the loads they guard (the dev server, the dev
+// bundler, telemetry, next's own test harness) are not made: umami's
+// blockers were 34 of 37 through them. Bundled third-party code keeps its
+// own flags, and a custom server, which may start next in development
+// mode, keeps every load.
+func TestNextProductionMode(t *testing.T) {
+	t.Parallel()
+	next := map[string]string{
+		"node_modules/next/package.json":                       `{"name":"next","main":"./dist/server/next.js"}`,
+		"node_modules/next/dist/server/lib/start-server.js":    "require('../next')\nrequire('./router-server')\nrequire('../../compiled/bundle/index.js')\nrequire('../config')\nrequire('../../compiled/webpack/loader.js')\n",
+		"node_modules/next/dist/server/config.js":              "async function loadConfig(path, config) {\n  if (process.env.__NEXT_PRIVATE_STANDALONE_CONFIG) return JSON.parse(process.env.__NEXT_PRIVATE_STANDALONE_CONFIG)\n  await import(require.resolve(config.adapterPath))\n  return import(path)\n}\n",
+		"node_modules/next/dist/cli/next-upgrade.js":           "",
+		"node_modules/next/dist/server/lib/router-server.js":   "async function initialize(opts) {\n  if (opts.dev) {\n    const { Telemetry } = require('../../telemetry/storage')\n  } else {\n    require('./prod-handler')\n  }\n  if (!opts.dev) return\n  require('./dev-overlay')\n}\n",
+		"node_modules/next/dist/server/lib/prod-handler.js":    "",
+		"node_modules/next/dist/server/lib/dev-overlay.js":     "",
+		"node_modules/next/dist/telemetry/storage.js":          "",
+		"node_modules/next/dist/server/next.js":                "class NextServer {\n  createServer(options) {\n    if (options.dev) { return require('./dev/next-dev-server') }\n    return (process.env.__NEXT_TEST_MODE === 'jest') ? require('./test-hook') : require('./next-server')\n  }\n}\n",
+		"node_modules/next/dist/server/dev/next-dev-server.js": "",
+		"node_modules/next/dist/server/next-server.js":         "",
+		"node_modules/next/dist/server/test-hook.js":           "",
+		"node_modules/next/dist/compiled/bundle/index.js":      "if (dev) require('./dev-part')\n",
+		"node_modules/next/dist/compiled/bundle/dev-part.js":   "",
+		"node_modules/next/dist/compiled/webpack/loader.js":    "module.exports = (id) => require(id)\n",
+	}
+	standalone := map[string]string{
+		"Dockerfile": "FROM node:22 AS builder\nWORKDIR /app\nCOPY . .\nRUN npm ci && npm run build\n" +
+			"FROM node:22-slim\nWORKDIR /app\nCOPY --from=builder /app/.next/standalone ./\nCMD [\"node\", \"server.js\"]\n",
+		"package.json":   `{"name":"web","dependencies":{"next":"16.3.1"}}`,
+		"next.config.js": "module.exports = { output: 'standalone' }\n",
+		"pages/index.js": "export default function Home() { return null }\n",
+	}
+	custom := map[string]string{
+		"Dockerfile":   "FROM node:22-slim\nWORKDIR /app\nCOPY . .\nCMD [\"node\", \"server.js\"]\n",
+		"package.json": `{"name":"web","dependencies":{"next":"16.3.1"}}`,
+		"server.js":    "const next = require('next')\nrequire('next/dist/server/lib/start-server')\nconst app = next({ dev: process.env.NODE_ENV !== 'production' })\n",
+	}
+	for k, v := range next {
+		standalone[k], custom[k] = v, v
+	}
+	dev := []string{"node_modules/next/dist/server/dev/next-dev-server.js", "node_modules/next/dist/telemetry/storage.js",
+		"node_modules/next/dist/server/lib/dev-overlay.js", "node_modules/next/dist/server/test-hook.js"}
+	prod := []string{"node_modules/next/dist/server/next-server.js", "node_modules/next/dist/server/lib/prod-handler.js",
+		"node_modules/next/dist/compiled/bundle/dev-part.js"}
+	g := graphOf(t, standalone)
+	// next's computed loads (its server's, and its bundled loaders') read
+	// the app's config and build output and the packages they name, not
+	// next's own files: those stay unreached.
+	if d, ok := g.DynamicIn("node_modules/next/dist/cli/next-upgrade.js"); ok {
+		t.Errorf("standalone: next's files counted as loaded by %s:%d", d.File, d.Line)
+	}
+	for _, f := range prod {
+		if !g.Reached(f) {
+			t.Errorf("standalone: %s not reached", f)
+		}
+	}
+	for _, f := range dev {
+		if g.Reached(f) {
+			t.Errorf("standalone: %s reached, though only development mode loads it", f)
+		}
+	}
+	g = graphOf(t, custom)
+	if _, ok := g.DynamicIn("node_modules/next/dist/cli/next-upgrade.js"); !ok {
+		t.Error("custom server: config.js's computed loads do not count")
+	}
+	for _, f := range append(prod, dev...) {
+		if !g.Reached(f) {
+			t.Errorf("custom server: %s not reached", f)
 		}
 	}
 }

@@ -59,6 +59,9 @@ func nextStandalone(j *images.Judged, set *images.FileSet, w *walker, ip string)
 		return nil, "server.js is the Next.js standalone server of " + proj + ", but next/dist/server/lib/start-server is not installed", false
 	}
 	entries = []string{start}
+	if !slices.ContainsFunc(w.modes, func(m serverMode) bool { return m.Package == nextProduction.Package }) {
+		w.modes = append(w.modes, nextProduction)
+	}
 	for _, f := range w.files {
 		rel, in := strings.CutPrefix(f, strings.TrimSuffix(proj, ".")+"/")
 		if proj == "." {

@@ -82,6 +82,11 @@ func Scan(src []byte) ([]Import, []Dynamic) {
 			if isMember(text, m[0]) || literal[m[0]] {
 				continue
 			}
+			if arg, ok := argument(text, m[2]); ok && definesMethod(text, m[2]+len(arg)+1) {
+				// import(data) { ... } in a class, function require(id)
+				// { ... }: a definition of that name, not a load.
+				continue
+			}
 			d := Dynamic{Line: lineAt(m[0]), Offset: m[0]}
 			if c := text[m[2]]; c == '"' || c == '\'' || c == '`' {
 				if end := strings.IndexByte(text[m[2]+1:], c); end >= 0 {
@@ -221,6 +226,16 @@ func closingQuote(text string, i int) int {
 		}
 	}
 	return -1
+}
+
+// definesMethod reports whether the text after a call's closing
+// parenthesis, at off, opens a function body on the same line: the
+// "call" was a method or function definition named require or import. (A
+// call that ends a line may be followed by a block, so the next line's
+// brace does not count.)
+func definesMethod(text string, off int) bool {
+	rest := strings.TrimLeft(text[min(off, len(text)):], " \t")
+	return strings.HasPrefix(rest, "{")
 }
 
 // loadsJSON reports whether a computed load's argument ends in a string
