@@ -151,6 +151,35 @@ func splitWords(s string) words {
 	}
 }
 
+// busyboxValueFlags are the busybox adduser options that take a value.
+var busyboxValueFlags = map[string]bool{"-h": true, "-g": true, "-s": true, "-G": true, "-u": true, "-k": true}
+
+// dropIgnoredGroup removes the second name of a busybox adduser that has
+// options, which busybox ignores.
+func dropIgnoredGroup(ws words) words {
+	var names []int
+	opts := false
+	for i := 0; i < len(ws.words); i++ {
+		w := ws.words[i]
+		switch {
+		case busyboxValueFlags[w]:
+			opts = true
+			i++
+		case strings.HasPrefix(w, "-") && len(w) > 1:
+			opts = true
+		default:
+			names = append(names, i)
+		}
+	}
+	if !opts || len(names) != 2 {
+		return ws
+	}
+	k := names[1]
+	ws.seps = append(ws.seps[:k:k], ws.seps[k+1:]...)
+	ws.words = append(ws.words[:k:k], ws.words[k+1:]...)
+	return ws
+}
+
 // continuation reports a line continuation (either escape character) at
 // s[i].
 func continuation(s string, i int) bool {
@@ -173,8 +202,19 @@ func lineStart(s string, i int) bool {
 
 // debianUserFlags turns busybox adduser/addgroup flags (args, the text
 // after the command) into Debian's, each word where it was.
+//
+// busybox adduser with options and two names (adduser -D app app) creates
+// the first, in a group of its own name, and ignores the second; only
+// with no option does it add an existing user to an existing group, as
+// Debian's does with two names (loginutils/adduser.c, adduser_main: if
+// (!opts && argv[1]) return addgroup_wrapper(...)). So the ignored second
+// name goes, or Debian's adduser would try to add a user that does not
+// exist yet to that group, and fail.
 func debianUserFlags(cmd, args string) string {
 	ws := splitWords(args)
+	if cmd == "adduser" {
+		ws = dropIgnoredGroup(ws)
+	}
 	var b strings.Builder
 	for i := 0; i < len(ws.words); i++ {
 		f, sep := ws.words[i], ws.seps[i]

@@ -67,6 +67,13 @@ func TestDebianRun(t *testing.T) {
 		{"RUN apk update && \\\n    apk add tzdata && \\\n    rm -rf /var/cache/apk/*\n",
 			"RUN apt-get update && \\\n    apt-get install -y --no-install-recommends tzdata && rm -rf /var/lib/apt/lists/* && \\\n    rm -rf /var/cache/apk/*\n", ""},
 		{"RUN addgroup -S app && \\\n    adduser -S -G app \\\n      app\n", "RUN addgroup --system app && \\\n    adduser --system --ingroup app \\\n      app\n", ""},
+		// busybox ignores a second name after options (Ackee's adduser -D
+		// ackee ackee makes ackee, in a group ackee); Debian would add an
+		// existing user to a group, and fail. With no option both add a
+		// user to a group.
+		{"RUN adduser -D ackee ackee && chown -R ackee:ackee /srv/app\n", "RUN adduser --disabled-password ackee && chown -R ackee:ackee /srv/app\n", ""},
+		{"RUN adduser -u 1001 -D app staff\n", "RUN adduser --uid 1001 --disabled-password app\n", ""},
+		{"RUN adduser app staff\n", "RUN adduser app staff\n", ""},
 	} {
 		got, unknown := debianRun(tc.in)
 		if tc.unknown != "" {
