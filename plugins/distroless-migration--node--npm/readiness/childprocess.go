@@ -134,7 +134,7 @@ func (b *builder) childProcess(f *childprocess.Facts) {
 		}
 	}
 	if len(optInEv) > 0 {
-		b.Note(probe.Note{ID: NoteOptIn, Message: fmt.Sprintf("%d child_process use(s) in dependency code the entrypoint may reach run only when the deployment's configuration turns them on, and the image does not; they block nothing here, but on distroless they fail if the deployment does (check it): %s",
+		b.Note(probe.Note{ID: NoteOptIn, Message: fmt.Sprintf("%d child_process use(s) in dependency code the entrypoint may reach run only when the app's code or its deployment's configuration turns them on, and the image's ENV does not; they block nothing here, but on distroless they fail if the app or the deployment does (check): %s",
 			len(optInEv), strings.Join(optInWhy, "; ")), Evidence: optInEv})
 	}
 	if len(fallbackEv) > 0 {

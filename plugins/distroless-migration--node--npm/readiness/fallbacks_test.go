@@ -184,6 +184,27 @@ func TestOptInCalls(t *testing.T) {
 			t.Errorf("aws %s %s %s: opt-in and off %v, want %v", tc.version, tc.file, tc.env, got, tc.want)
 		}
 	}
+	// Calls the app's own code turns on (kutt's two unknowns): commander's
+	// executable subcommands, nodemailer's sendmail transport, in each
+	// build's file; no ENV turns them on.
+	for _, tc := range []struct {
+		pkg, file, version string
+		want               bool
+	}{
+		{"commander", "lib/command.js", "10.0.1", true},
+		{"commander", "index.js", "6.2.1", true},
+		{"commander", "index.js", "2.20.3", false}, // an alias of an action command spawned too
+		{"nodemailer", "lib/sendmail-transport/index.js", "6.9.16", true},
+		{"nodemailer", "dist/cjs/sendmail-transport/index.js", "10.6.1", true},
+		{"nodemailer", "lib/smtp-transport/index.js", "6.9.16", false},
+	} {
+		fd := childprocess.Finding{File: "node_modules/" + tc.pkg + "/" + tc.file, Line: 9, Function: "spawn", Kind: childprocess.KindDynamic,
+			Origin: childprocess.OriginDependency, Package: tc.pkg, PackageVersion: tc.version, Scope: childprocess.ScopeReachable}
+		fb, known := knownFallback(fd)
+		if got := known && fb.RunsWhen != "" && len(fb.EnabledBy) == 0; got != tc.want {
+			t.Errorf("%s %s %s: an opt-in no ENV turns on: %v, want %v", tc.pkg, tc.version, tc.file, got, tc.want)
+		}
+	}
 	if _, err := parseFallbacks([]byte(`{"fallbacks":[{"package":"a","file":"x.js","functions":["exec"],"why":"w","source":"https://x","says":"s","enabled_by":["X"]}]}`)); err == nil || !strings.Contains(err.Error(), "runs_when") {
 		t.Errorf("enabled_by without runs_when: %v, want an error that names runs_when", err)
 	}

@@ -39,7 +39,7 @@ var Warnings = []probe.WarningDesc{
 	{ID: NoteNotInImage, Summary: "code that runs a shell or a binary is not in the judged image (no COPY brings it in), so it blocks nothing"},
 	{ID: NoteNotReachable, Summary: "code that runs a shell or a binary is in the image but not reachable from the entrypoint, so it blocks nothing"},
 	{ID: NoteKnownFallback, Summary: "a dependency's child_process call is a known fallback (fallbacks.json, with its source) that does not run, or does not fail, on distroless, so it blocks nothing"},
-	{ID: NoteOptIn, Summary: "a dependency's child_process call runs only when the deployment's configuration turns it on (fallbacks.json names the condition, with its source), and the image does not; check that the deployment does not either"},
+	{ID: NoteOptIn, Summary: "a dependency's child_process call runs only when the app's code or its deployment's configuration turns it on (fallbacks.json names the condition, with its source), and the image's ENV does not; check that the app and the deployment do not either"},
 }
 
 // Assessor is the distroless_readiness assessor.
