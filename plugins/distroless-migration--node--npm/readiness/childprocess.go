@@ -36,8 +36,7 @@ func reachableBinaries(f *childprocess.Facts) map[string]bool {
 // the rest is a note that says why it does not.
 func (b *builder) childProcess(f *childprocess.Facts) {
 	notIn, notReached := map[string][]probe.Evidence{}, map[string][]probe.Evidence{}
-	var fallbackEv, optInEv []probe.Evidence
-	var fallbackWhy, optInWhy []string
+	var fallbacks, optIns tableNotes
 	var env map[string]string
 	if b.judged != nil {
 		env = imageEnv(b.judged)
@@ -60,15 +59,10 @@ func (b *builder) childProcess(f *childprocess.Facts) {
 		enabled, on := fb.enabledIn(env)
 		switch {
 		case known && fb.RunsWhen != "" && !on:
-			// An opt-in (fallbacks.json): it runs only when the
-			// deployment's configuration turns it on, and the image
-			// does not. Seen, noted with its condition, no blocker.
-			e.Note = fmt.Sprintf("%s, in %s %s", fd.Function, fd.Package, fd.PackageVersion)
-			optInEv = append(optInEv, e)
-			why := fmt.Sprintf("%s %s runs it only when %s (%s)", fb.Package, fb.Versions, fb.RunsWhen, fb.Source)
-			if !slices.Contains(optInWhy, why) {
-				optInWhy = append(optInWhy, why)
-			}
+			// An opt-in (fallbacks.json): it runs only when the app or
+			// its deployment turns it on, and the image does not. Seen,
+			// noted with its condition, no blocker.
+			optIns.add(fd, e, fmt.Sprintf("%s %s runs it only when %s (%s)", fb.Package, fb.Versions, fb.RunsWhen, fb.Source))
 			continue
 		case known && fb.RunsWhen != "":
 			// The image turns it on: judged like any call, below, and
@@ -76,12 +70,7 @@ func (b *builder) childProcess(f *childprocess.Facts) {
 		case known:
 			// A known fallback (fallbacks.json): it does not run, or does
 			// not fail, on distroless. Seen, but no blocker.
-			e.Note = fmt.Sprintf("%s, in %s %s", fd.Function, fd.Package, fd.PackageVersion)
-			fallbackEv = append(fallbackEv, e)
-			why := fmt.Sprintf("%s %s: %s (%s)", fb.Package, fb.Versions, fb.Why, fb.Source)
-			if !slices.Contains(fallbackWhy, why) {
-				fallbackWhy = append(fallbackWhy, why)
-			}
+			fallbacks.add(fd, e, fmt.Sprintf("%s %s: %s (%s)", fb.Package, fb.Versions, fb.Why, fb.Source))
 			continue
 		}
 		evs := []probe.Evidence{e}
@@ -133,14 +122,8 @@ func (b *builder) childProcess(f *childprocess.Facts) {
 		case childprocess.KindNode:
 		}
 	}
-	if len(optInEv) > 0 {
-		b.Note(probe.Note{ID: NoteOptIn, Message: fmt.Sprintf("%d child_process use(s) in dependency code the entrypoint may reach run only when the app's code or its deployment's configuration turns them on, and the image's ENV does not; they block nothing here, but on distroless they fail if the app or the deployment does (check): %s",
-			len(optInEv), strings.Join(optInWhy, "; ")), Evidence: optInEv})
-	}
-	if len(fallbackEv) > 0 {
-		b.Note(probe.Note{ID: NoteKnownFallback, Message: fmt.Sprintf("%d child_process use(s) in dependency code the entrypoint may reach are known fallbacks that do not run, or do not fail, on distroless; they block nothing: %s",
-			len(fallbackEv), strings.Join(fallbackWhy, "; ")), Evidence: fallbackEv})
-	}
+	optIns.note(b, NoteOptIn, "%d child_process use(s) in dependency code the entrypoint may reach run only when the app's code or its deployment's configuration turns them on, and the image's ENV does not; they block nothing here, but on distroless they fail if the app or the deployment does (check): %s")
+	fallbacks.note(b, NoteKnownFallback, "%d child_process use(s) in dependency code the entrypoint may reach are known fallbacks that do not run, or do not fail, on distroless; they block nothing: %s")
 	for _, o := range []string{"app", "dependency"} {
 		if e := notIn[o]; len(e) > 0 {
 			b.Note(probe.Note{ID: NoteNotInImage, Message: fmt.Sprintf("%d child_process use(s) in %s code are not in the image (no COPY of the judged target brings them in); they block nothing", len(e), o), Evidence: e})
@@ -148,5 +131,28 @@ func (b *builder) childProcess(f *childprocess.Facts) {
 		if e := notReached[o]; len(e) > 0 {
 			b.Note(probe.Note{ID: NoteNotReachable, Message: fmt.Sprintf("%d child_process use(s) in %s code are in the image but not reachable from the entrypoint; they block nothing", len(e), o), Evidence: e})
 		}
+	}
+}
+
+// tableNotes gathers the dependency calls that fallbacks.json entries of
+// one kind answer, for one note: their evidence and each entry's reason,
+// once.
+type tableNotes struct {
+	ev   []probe.Evidence
+	whys []string
+}
+
+func (t *tableNotes) add(fd childprocess.Finding, e probe.Evidence, why string) {
+	e.Note = fmt.Sprintf("%s, in %s %s", fd.Function, fd.Package, fd.PackageVersion)
+	t.ev = append(t.ev, e)
+	if !slices.Contains(t.whys, why) {
+		t.whys = append(t.whys, why)
+	}
+}
+
+// note records the note, format taking the count and the reasons.
+func (t *tableNotes) note(b *builder, id, format string) {
+	if len(t.ev) > 0 {
+		b.Note(probe.Note{ID: id, Message: fmt.Sprintf(format, len(t.ev), strings.Join(t.whys, "; ")), Evidence: t.ev})
 	}
 }
