@@ -502,6 +502,14 @@ func describeFinding(fd childprocess.Finding) string {
 	return line
 }
 
+// exitedFirst reports a boot that ended because the container exited,
+// without listening: a HEALTHCHECK run during it may have found the
+// container gone.
+func exitedFirst(res sandbox.Result) bool {
+	b := phase(res, sandbox.PhaseBoot)
+	return b != nil && b.Boot != nil && b.Boot.Ended == sandbox.BootExited && b.Boot.Port == 0
+}
+
 func healthcheck(ev *Evidence) Outcome {
 	if ok, why := built(ev); !ok {
 		return notRun(why)
@@ -515,7 +523,13 @@ func healthcheck(ev *Evidence) Outcome {
 	case ph == nil:
 		return Outcome{Status: Failed, Detail: "the HEALTHCHECK did not run during the boot (the image exited first, or reached the boot's maximum first)"}
 	case ph.Failed || ph.ExitCode != 0:
-		return Outcome{Status: Failed, Detail: fmt.Sprintf("the HEALTHCHECK exited %d: %s", ph.ExitCode, lastLines(ph.OutputTail, 3)), Evidence: []string{sandbox.PhaseHealthcheck}}
+		detail := fmt.Sprintf("the HEALTHCHECK exited %d: %s", ph.ExitCode, lastLines(ph.OutputTail, 3))
+		if exitedFirst(ev.Migrated) {
+			// The runtime's error for an exec into a container that has
+			// gone says nothing about the check itself.
+			detail += "; the image exited during the boot without listening (see boots), which the check may have found"
+		}
+		return Outcome{Status: Failed, Detail: detail, Evidence: []string{sandbox.PhaseHealthcheck}}
 	}
 	return Outcome{Status: Passed, Detail: "the HEALTHCHECK exited 0 inside the booted sandbox", Evidence: []string{sandbox.PhaseHealthcheck}}
 }

@@ -411,3 +411,26 @@ func TestDescribeFindingSaysWhy(t *testing.T) {
 		t.Errorf("with a chain: %q", got)
 	}
 }
+
+// TestHealthcheckAfterExit: a HEALTHCHECK that failed in a boot whose
+// image exited without listening says so (Ackee's rewrite exited on a
+// missing MongoDB URI, and the check's own error was the runtime's
+// refusal to exec into a container that had gone).
+func TestHealthcheckAfterExit(t *testing.T) {
+	res := booted()
+	res.Phases = []sandbox.PhaseResult{
+		{Name: "build:1"},
+		{Name: sandbox.PhaseBoot, ExitCode: 1, Failed: true, Boot: &sandbox.BootReport{Ended: sandbox.BootExited, Awaited: []int{8080}}},
+		{Name: sandbox.PhaseHealthcheck, ExitCode: 128, Failed: true, OutputTail: "connecting to control server: connection refused\n"},
+	}
+	o := check(t, &Evidence{File: parse(t, withHealth), Migrated: res, Shipped: clean()})["healthcheck"]
+	if o.Status != Failed || !strings.Contains(o.Detail, "exited during the boot without listening") {
+		t.Errorf("healthcheck: %s (%s), want failed, saying the image had exited", o.Status, o.Detail)
+	}
+	res = booted()
+	res.Phases[3] = sandbox.PhaseResult{Name: sandbox.PhaseHealthcheck, ExitCode: 1, Failed: true, OutputTail: "unhealthy\n"}
+	o = check(t, &Evidence{File: parse(t, withHealth), Migrated: res, Shipped: clean()})["healthcheck"]
+	if o.Status != Failed || strings.Contains(o.Detail, "exited during the boot") {
+		t.Errorf("healthcheck of a service that stayed up: %s (%s), want failed on its own", o.Status, o.Detail)
+	}
+}
