@@ -184,6 +184,23 @@ func TestOptInCalls(t *testing.T) {
 			t.Errorf("aws %s %s %s: opt-in and off %v, want %v", tc.version, tc.file, tc.env, got, tc.want)
 		}
 	}
+	// sharp's install-time helpers, which the modules an app loads do not
+	// call (every Next.js app with image optimisation ships sharp).
+	for _, tc := range []struct {
+		file, version string
+		want          bool
+	}{
+		{"dist/libvips.cjs", "0.35.3", true},
+		{"lib/libvips.js", "0.33.5", true},
+		{"lib/libvips.js", "0.32.6", false},
+		{"install/build.js", "0.35.3", false},
+	} {
+		fd := childprocess.Finding{File: "node_modules/sharp/" + tc.file, Line: 127, Function: "spawnSync", Kind: childprocess.KindShell,
+			Origin: childprocess.OriginDependency, Package: "sharp", PackageVersion: tc.version, Scope: childprocess.ScopeReachable}
+		if fb, got := knownFallback(fd); got != tc.want || got && fb.RunsWhen != "" {
+			t.Errorf("sharp %s %s: known fallback %v, want %v", tc.version, tc.file, got, tc.want)
+		}
+	}
 	// Calls the app's own code turns on (kutt's two unknowns): commander's
 	// executable subcommands, nodemailer's sendmail transport, in each
 	// build's file; no ENV turns them on.
