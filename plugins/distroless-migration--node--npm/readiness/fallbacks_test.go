@@ -201,6 +201,23 @@ func TestOptInCalls(t *testing.T) {
 			t.Errorf("sharp %s %s: known fallback %v, want %v", tc.version, tc.file, got, tc.want)
 		}
 	}
+	// ssh2's Windows agents (unleash's pagent spawn and cygpath), which
+	// createAgent makes only on win32.
+	for _, tc := range []struct {
+		fn, version string
+		want        bool
+	}{
+		{"spawn", "1.17.0", true},
+		{"execFile", "1.0.0", true},
+		{"exec", "1.17.0", false},
+		{"spawn", "0.8.9", false},
+	} {
+		fd := childprocess.Finding{File: "node_modules/ssh2/lib/agent.js", Line: 218, Function: tc.fn, Kind: childprocess.KindDynamic,
+			Origin: childprocess.OriginDependency, Package: "ssh2", PackageVersion: tc.version, Scope: childprocess.ScopeReachable}
+		if _, got := knownFallback(fd); got != tc.want {
+			t.Errorf("ssh2 %s %s: known fallback %v, want %v", tc.version, tc.fn, got, tc.want)
+		}
+	}
 	// Calls the app's own code turns on (kutt's two unknowns): commander's
 	// executable subcommands, nodemailer's sendmail transport, in each
 	// build's file; no ENV turns them on.
@@ -214,8 +231,15 @@ func TestOptInCalls(t *testing.T) {
 		{"nodemailer", "lib/sendmail-transport/index.js", "6.9.16", true},
 		{"nodemailer", "dist/cjs/sendmail-transport/index.js", "10.6.1", true},
 		{"nodemailer", "lib/smtp-transport/index.js", "6.9.16", false},
+		// db-migrate's transition command (unleash's npm install async).
+		{"db-migrate", "lib/transitions/try-require.js", "0.11.14", true},
+		{"db-migrate", "lib/transitions/try-require.js", "0.9.26", false},
 	} {
-		fd := childprocess.Finding{File: "node_modules/" + tc.pkg + "/" + tc.file, Line: 9, Function: "spawn", Kind: childprocess.KindDynamic,
+		fn := "spawn"
+		if tc.pkg == "db-migrate" {
+			fn = "spawnSync"
+		}
+		fd := childprocess.Finding{File: "node_modules/" + tc.pkg + "/" + tc.file, Line: 9, Function: fn, Kind: childprocess.KindDynamic,
 			Origin: childprocess.OriginDependency, Package: tc.pkg, PackageVersion: tc.version, Scope: childprocess.ScopeReachable}
 		fb, known := knownFallback(fd)
 		if got := known && fb.RunsWhen != "" && len(fb.EnabledBy) == 0; got != tc.want {
