@@ -82,7 +82,8 @@ func Scan(src []byte) ([]Import, []Dynamic) {
 			if isMember(text, m[0]) || literal[m[0]] {
 				continue
 			}
-			if arg, ok := argument(text, m[2]); ok && definesMethod(text, m[2]+len(arg)+1) {
+			arg, closed := argument(text, m[2])
+			if closed && definesMethod(text, m[2]+len(arg)+1) {
 				// import(data) { ... } in a class, function require(id)
 				// { ... }: a definition of that name, not a load.
 				continue
@@ -99,7 +100,7 @@ func Scan(src []byte) ([]Import, []Dynamic) {
 			if e := envArgRE.FindStringSubmatch(text[m[2]:]); e != nil {
 				d.Env = e[1] + e[2] + e[3]
 			}
-			if arg, ok := argument(text, m[2]); ok && loadsJSON(arg) {
+			if closed && loadsJSON(arg) {
 				// require(path.join(dir, name + '.json')) reads data: no
 				// code of the package's own, or anyone's, runs.
 				continue
@@ -111,9 +112,9 @@ func Scan(src []byte) ([]Import, []Dynamic) {
 }
 
 // argument returns the text of a call's argument list that starts at
-// start, up to its closing parenthesis; ok is false when the list does
-// not close (within 2000 bytes) or holds a regular expression or comment
-// the scan cannot step over safely.
+// start, up to its closing parenthesis, stepping over strings and
+// comments; ok is false when the list does not close within 2000 bytes,
+// or a string or comment in it does not.
 func argument(text string, start int) (string, bool) {
 	depth := 0
 	for i := start; i < len(text) && i < start+2000; i++ {

@@ -19,11 +19,11 @@ import (
 // notes it. Source and Says say where that is shown.
 //
 // An entry with RunsWhen is an opt-in instead: the call runs only when the
-// deployment's own configuration turns it on (a credentials file that
-// names a command, an environment variable that allows it), and then it
-// runs what that configuration names. It blocks when the image's ENV sets
-// one of EnabledBy; otherwise readiness notes it with its condition, for
-// the operator to check against the deployment.
+// deployment's configuration (a credentials file that names a command, an
+// environment variable that allows it) or the app's own code (a
+// sendmail: true transport) turns it on. It blocks when the image's ENV
+// sets one of EnabledBy; otherwise readiness notes it with its condition,
+// for the reader to check against the app and its deployment.
 type Fallback struct {
 	Package string `json:"package"`
 	// Versions is the range of the package's versions the entry holds
@@ -41,7 +41,7 @@ type Fallback struct {
 	Why     string `json:"why"`
 	Source  string `json:"source"`
 	Says    string `json:"says"`
-	// RunsWhen is the configuration that turns an opt-in call on.
+	// RunsWhen is what turns an opt-in call on.
 	RunsWhen string `json:"runs_when,omitempty"`
 	// EnabledBy are the image ENV settings that turn it on: NAME (set to
 	// anything) or NAME=value.
