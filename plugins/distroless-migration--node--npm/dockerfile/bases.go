@@ -2,10 +2,10 @@ package dockerfile
 
 import "strings"
 
-// imageRepo returns ref without its digest, its tag and Docker Hub's
+// ImageRepo returns ref without its digest, its tag and Docker Hub's
 // implicit registry and library/ prefix: "docker.io/library/nginx:1.27"
 // gives "nginx".
-func imageRepo(ref string) string {
+func ImageRepo(ref string) string {
 	repo := strings.ToLower(ref)
 	if i := strings.Index(repo, "@"); i >= 0 {
 		repo = repo[:i]
@@ -25,7 +25,7 @@ func IsNodeBase(ref string) bool {
 	if ClassifyBase(ref) != BaseOther {
 		return true
 	}
-	repo := imageRepo(ref)
+	repo := ImageRepo(ref)
 	for _, p := range []string{"cgr.dev/chainguard/node", "dhi.io/node", "gcr.io/distroless/nodejs"} {
 		if strings.HasPrefix(repo, p) {
 			return true
@@ -69,7 +69,7 @@ func NonNodeBase(ref string) (osBase, ok bool) {
 	if ref == "" || IsNodeBase(ref) {
 		return false, false
 	}
-	repo := imageRepo(ref)
+	repo := ImageRepo(ref)
 	switch {
 	case repo == "scratch" || nonNodeImages[repo]:
 		return false, true

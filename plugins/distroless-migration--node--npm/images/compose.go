@@ -25,6 +25,8 @@ type ComposeBuild struct {
 	Context    string `json:"context"`
 	Dockerfile string `json:"dockerfile"`
 	Target     string `json:"target,omitempty"`
+	// Image is the name compose tags the built image with.
+	Image string `json:"image,omitempty"`
 	// Healthcheck is the service's healthcheck test as compose gives it
 	// (["CMD", ...], ["CMD-SHELL", "..."], or one string run by a shell),
 	// with its line; it overrides the image's HEALTHCHECK.
@@ -155,6 +157,9 @@ func parseCompose(file string, data []byte) ([]ComposeBuild, error) {
 				}
 			case yaml.DocumentNode, yaml.MappingNode, yaml.AliasNode:
 			}
+		}
+		if v := mapValue(svc, "image"); v != nil && v.Kind == yaml.ScalarNode {
+			cb.Image = v.Value
 		}
 		cb.Command, cb.CommandLine = words(mapValue(svc, "command"))
 		cb.Entrypoint, cb.EntrypointLine = words(mapValue(svc, "entrypoint"))

@@ -127,11 +127,21 @@ var Files = &probe.Analyzer[*FileSet]{
 		if err != nil {
 			return nil, err
 		}
-		ign, err := readIgnore(repo, j)
+		ign, err := readIgnore(repo, j.Parsed.Path, j.Context)
 		if err != nil {
 			return nil, err
 		}
-		b := &setBuilder{f: j.File, files: contextFiles(all, j.Context, ign), memo: map[int][]mapping{}, workdirs: map[int]string{}}
+		parsed, err := ParseAll(ctx, repo)
+		if err != nil {
+			return nil, err
+		}
+		built, err := Built.Of(ctx, repo, nil)
+		if err != nil {
+			return nil, err
+		}
+		ext := &repoBuilds{repo: repo, all: all, parsed: parsed, built: built,
+			memo: map[string]*builtStage{}, visiting: map[string]bool{j.Parsed.Path: true}}
+		b := newSetBuilder(j.File, contextFiles(all, j.Context, ign), ext)
 		// A later COPY to the same image path replaces the earlier file:
 		// only the last one ships.
 		byImage := map[string]string{}
@@ -162,11 +172,13 @@ var Files = &probe.Analyzer[*FileSet]{
 				// (tools/release.js) does not ship with node_modules.
 				continue
 			}
-			st, ok := j.File.StageRef(g.Stage)
-			if !ok {
-				continue
+			var held []mapping
+			if st, ok := j.File.StageRef(g.Stage); ok {
+				held = b.stage(st, 0)
+			} else if img := ext.image(g.Stage); img != nil {
+				held = img.maps // made in an image the repository builds
 			}
-			for _, m := range b.stage(st, 0) {
+			for _, m := range held {
 				if isSource(m.repo) && !isNodeModules(m.repo) {
 					set.Compiled[m.repo] = g.ImagePath
 				}
@@ -182,6 +194,9 @@ type mapping struct{ image, repo string }
 
 type setBuilder struct {
 	f *dockerfile.File
+	// ext reads the images the repository builds from its other
+	// Dockerfiles.
+	ext *repoBuilds
 	// files are the build context's files: context-relative → repo path.
 	files []ctxFile
 	memo  map[int][]mapping
@@ -195,6 +210,85 @@ type setBuilder struct {
 }
 
 type ctxFile struct{ rel, repo string }
+
+func newSetBuilder(f *dockerfile.File, files []ctxFile, ext *repoBuilds) *setBuilder {
+	return &setBuilder{f: f, files: files, ext: ext, memo: map[int][]mapping{}, workdirs: map[int]string{}}
+}
+
+// repoBuilds reads the images the repository builds (Built) when a stage
+// of the judged Dockerfile starts FROM one or copies from one: the file
+// set of that Dockerfile's stage as its build leaves it.
+type repoBuilds struct {
+	repo   *probe.Repo
+	all    []string
+	parsed []Parsed
+	built  *BuiltImages
+	memo   map[string]*builtStage
+	// visiting are the Dockerfiles being read, the judged one first: an
+	// image built FROM itself, or FROM the judged image, is not read again.
+	visiting map[string]bool
+}
+
+// builtStage is the filesystem a repository-built image holds of the
+// repository, with what its build did.
+type builtStage struct {
+	maps       []mapping
+	workdir    string
+	unresolved []string
+	installs   bool
+	omitsDev   bool
+	adds       bool
+}
+
+// image returns the file set of the image ref names when the repository
+// builds it from another of its Dockerfiles; nil otherwise.
+func (r *repoBuilds) image(ref string) *builtStage {
+	if r == nil {
+		return nil
+	}
+	bi, ok := r.built.Lookup(ref)
+	if !ok || r.visiting[bi.Dockerfile] {
+		return nil
+	}
+	key := bi.Dockerfile + "\x00" + bi.Context + "\x00" + bi.Target
+	if bs, ok := r.memo[key]; ok {
+		return bs
+	}
+	var f *dockerfile.File
+	for _, pf := range r.parsed {
+		if pf.Path == bi.Dockerfile && pf.File != nil {
+			f = pf.File
+		}
+	}
+	if f == nil {
+		return nil
+	}
+	i, ok := f.StageRef(bi.Target)
+	if !ok {
+		i = f.Final
+	}
+	f = f.AsTarget(i)
+	ign, err := readIgnore(r.repo, bi.Dockerfile, bi.Context)
+	if err != nil {
+		return nil // its .dockerignore unread: the image stays unknown
+	}
+	r.visiting[bi.Dockerfile] = true
+	defer delete(r.visiting, bi.Dockerfile)
+	nb := newSetBuilder(f, contextFiles(r.all, bi.Context, ign), r)
+	maps := nb.stage(f.Final, 0)
+	bs := &builtStage{maps: maps, workdir: nb.workdirs[f.Final], unresolved: nb.unresolved,
+		installs: nb.installs, omitsDev: nb.omitsDev, adds: nb.adds}
+	r.memo[key] = bs
+	return bs
+}
+
+// inherit takes on what a repository-built image's build did.
+func (b *setBuilder) inherit(bs *builtStage) {
+	b.unresolved = append(b.unresolved, bs.unresolved...)
+	b.installs = b.installs || bs.installs
+	b.omitsDev = b.omitsDev || bs.omitsDev
+	b.adds = b.adds || bs.adds
+}
 
 // stage returns the repository files in stage i's filesystem (through its
 // FROM chain), in COPY order; a later COPY to the same path wins.
@@ -215,6 +309,13 @@ func (b *setBuilder) stage(i, depth int) []mapping {
 		var ok bool
 		if wd, ok = b.workdirs[bs]; !ok {
 			wd = b.f.Workdir(bs)
+		}
+	} else if img := b.ext.image(b.f.Stages[i].ResolvedBase); img != nil {
+		// An image another of the repository's Dockerfiles builds.
+		b.inherit(img)
+		out = append(out, img.maps...)
+		if img.workdir != "" {
+			wd = img.workdir
 		}
 	}
 	for _, in := range b.f.Stages[i].Instructions {
@@ -274,6 +375,19 @@ func (b *setBuilder) copyOne(in dockerfile.Instruction, src, dest string, destDi
 	var out []mapping
 	if in.From != "" {
 		st, ok := b.f.StageRef(in.From)
+		if img := b.ext.image(in.From); !ok && img != nil {
+			b.inherit(img)
+			sp := path.Clean("/" + strings.TrimPrefix(src, "/"))
+			for _, m := range img.maps {
+				if rest, ok := under(m.image, sp); ok {
+					out = append(out, mapping{image: placed(dest, destDir, sp, rest, m.image), repo: m.repo})
+				}
+			}
+			if len(out) == 0 {
+				b.generated = append(b.generated, Generated{ImagePath: dest, Stage: in.From, StagePath: sp})
+			}
+			return out
+		}
 		if !ok {
 			// Another image: none of the repository's files, unless it
 			// is one codegenie cannot read, which may hold the app built
@@ -372,6 +486,9 @@ func (b *setBuilder) unreadableRoot(i int) (string, bool) {
 			}
 		}
 		if st.BaseStage < 0 {
+			if b.ext.image(st.ResolvedBase) != nil {
+				return "", false // the repository builds it: what its RUN steps made is generated
+			}
 			return st.ResolvedBase, unreadable(st.ResolvedBase)
 		}
 		i = st.BaseStage
@@ -516,8 +633,8 @@ type ignoreRule struct {
 
 // readIgnore reads the Dockerfile's own <name>.dockerignore, else the
 // context's .dockerignore. None is no rule.
-func readIgnore(repo *probe.Repo, j *Judged) (*ignore, error) {
-	cands := []string{j.Parsed.Path + ".dockerignore", path.Join(j.Context, ".dockerignore")}
+func readIgnore(repo *probe.Repo, dockerfilePath, context string) (*ignore, error) {
+	cands := []string{dockerfilePath + ".dockerignore", path.Join(context, ".dockerignore")}
 	for _, c := range cands {
 		data, err := repo.ReadFile(c)
 		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, probe.ErrPathEscapes) {

@@ -316,10 +316,11 @@ var Image = &probe.Analyzer[*Judged]{
 }
 
 // Inputs are the declared inputs any probe that reads the judged image
-// needs: the Dockerfiles, the compose files and the .dockerignore files
-// the image's file set is read through.
+// needs: the Dockerfiles, the compose files, the files that name the
+// images the repository builds (Built) and the .dockerignore files the
+// image's file set is read through.
 func Inputs() []string {
-	out := append(append([]string{}, dockerfile.Patterns...), ComposePatterns...)
+	out := append(append(append([]string{}, dockerfile.Patterns...), ComposePatterns...), BuildPatterns...)
 	return append(out, "**/.dockerignore", "**/*.dockerignore")
 }
 

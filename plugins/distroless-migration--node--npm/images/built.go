@@ -1,0 +1,330 @@
+package images
+
+import (
+	"context"
+	"path"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/codegenie/codegenie/internal/probe"
+	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/dockerfile"
+	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/shellcmd"
+)
+
+// BuildPatterns find the files that say which images the repository
+// builds under which names, for declared inputs: CI workflows, Makefiles
+// and shell scripts (compose files are ComposePatterns).
+var BuildPatterns = []string{
+	".github/workflows/*.yml", ".github/workflows/*.yaml", "**/Makefile", "**/*.mk", "**/*.sh",
+}
+
+// BuiltImage is an image the repository builds from one of its own
+// Dockerfiles and tags with a name, so that another Dockerfile's FROM or
+// COPY --from of that name is read through it.
+type BuiltImage struct {
+	// Name is the image's repository, without tag or digest
+	// (dockerfile.ImageRepo).
+	Name string `json:"name"`
+	// Dockerfile and Context are repository-relative.
+	Dockerfile string `json:"dockerfile"`
+	Context    string `json:"context"`
+	Target     string `json:"target,omitempty"`
+	// Source is the file and line that build it.
+	Source string `json:"source"`
+}
+
+// BuiltImages are the images the repository builds, by name. A name that
+// two different builds give is left out: which one a FROM means is not
+// known.
+type BuiltImages struct {
+	ByName map[string]BuiltImage
+}
+
+// Lookup returns the build of the image ref names, whatever its tag.
+func (b *BuiltImages) Lookup(ref string) (BuiltImage, bool) {
+	if b == nil || ref == "" || strings.Contains(ref, "$") {
+		return BuiltImage{}, false
+	}
+	bi, ok := b.ByName[dockerfile.ImageRepo(ref)]
+	return bi, ok
+}
+
+// Built is the derived fact of the images the repository builds and the
+// names it gives them: a compose service's image beside its build, a CI
+// workflow's docker/build-push-action step (file, context, target, tags),
+// and the docker build, podman build and buildah bud commands of workflow
+// run steps, Makefile recipes and shell scripts.
+var Built = &probe.Analyzer[*BuiltImages]{
+	Name: "built_images",
+	Run: func(ctx context.Context, repo *probe.Repo, _ *probe.Context) (*BuiltImages, error) {
+		parsed, err := ParseAll(ctx, repo)
+		if err != nil {
+			return nil, err
+		}
+		dockerfiles := map[string]bool{}
+		for _, pf := range parsed {
+			dockerfiles[pf.Path] = true
+		}
+		comp, err := Compose.Of(ctx, repo, nil)
+		if err != nil {
+			return nil, err
+		}
+		var found []BuiltImage
+		for _, cb := range comp.Builds {
+			if cb.Image != "" && !strings.Contains(cb.Image, "$") && dockerfiles[cb.Dockerfile] {
+				found = append(found, BuiltImage{Name: dockerfile.ImageRepo(cb.Image), Dockerfile: cb.Dockerfile,
+					Context: cb.Context, Target: cb.Target, Source: cb.File + ":" + strconv.Itoa(cb.Line)})
+			}
+		}
+		seen := map[string]bool{}
+		for _, pat := range BuildPatterns {
+			ms, err := repo.Glob(pat)
+			if err != nil {
+				return nil, err
+			}
+			for _, m := range ms {
+				if seen[m] {
+					continue
+				}
+				seen[m] = true
+				if err := ctx.Err(); err != nil {
+					return nil, err
+				}
+				data, err := repo.ReadFile(m)
+				if err != nil {
+					continue // unreadable (a symlink out, a FIFO): it names no build here
+				}
+				var runs []runText
+				switch {
+				case strings.HasPrefix(m, ".github/workflows/"):
+					var steps []BuiltImage
+					steps, runs = workflowBuilds(m, data)
+					for _, s := range steps {
+						if dockerfiles[s.Dockerfile] {
+							found = append(found, s)
+						}
+					}
+				case path.Base(m) == "Makefile" || strings.HasSuffix(m, ".mk"):
+					runs = makeRecipes(m, string(data))
+				default:
+					runs = []runText{{file: m, line: 1, dir: path.Dir(m), src: string(data)}}
+				}
+				for _, r := range runs {
+					found = append(found, r.builds(dockerfiles)...)
+				}
+			}
+		}
+		return collect(found), nil
+	},
+}
+
+// collect indexes builds by name; a name two different builds give is
+// dropped.
+func collect(found []BuiltImage) *BuiltImages {
+	out := &BuiltImages{ByName: map[string]BuiltImage{}}
+	clash := map[string]bool{}
+	for _, b := range found {
+		if b.Name == "" || clash[b.Name] {
+			continue
+		}
+		prev, ok := out.ByName[b.Name]
+		switch {
+		case !ok:
+			out.ByName[b.Name] = b
+		case prev.Dockerfile != b.Dockerfile || prev.Context != b.Context || prev.Target != b.Target:
+			delete(out.ByName, b.Name)
+			clash[b.Name] = true
+		}
+	}
+	return out
+}
+
+// runText is shell text that runs in dir (repository-relative), from
+// file's line.
+type runText struct {
+	file string
+	line int
+	dir  string
+	src  string
+	env  map[string]string
+}
+
+// builds are the image builds of r that name a Dockerfile of the
+// repository. A relative path is read from r's directory, else from the
+// repository root (a script run from the root, as CI runs most).
+func (r runText) builds(dockerfiles map[string]bool) []BuiltImage {
+	var out []BuiltImage
+	for _, ib := range shellcmd.DockerBuilds(r.src, r.env) {
+		for _, dir := range []string{r.dir, "."} {
+			bctx := path.Clean(path.Join(dir, ib.Context))
+			df := path.Join(bctx, "Dockerfile")
+			if ib.Dockerfile != "" {
+				df = path.Clean(path.Join(dir, ib.Dockerfile))
+			}
+			if !dockerfiles[df] || strings.HasPrefix(bctx, "..") || path.IsAbs(bctx) {
+				continue
+			}
+			for _, tag := range ib.Tags {
+				out = append(out, BuiltImage{Name: dockerfile.ImageRepo(tag), Dockerfile: df, Context: bctx,
+					Target: ib.Target, Source: r.file + ":" + strconv.Itoa(r.line+ib.Line-1)})
+			}
+			break
+		}
+	}
+	return out
+}
+
+// makeRecipes are a Makefile's recipe lines (those that start with a
+// tab), joined where a backslash continues them, with make's own prefixes
+// (@, -, +) taken off. A make variable ($(NAME)) is a command substitution
+// to the shell, so a word that uses one is unknown.
+func makeRecipes(file, src string) []runText {
+	var out []runText
+	lines := strings.Split(src, "\n")
+	for i := 0; i < len(lines); i++ {
+		if !strings.HasPrefix(lines[i], "\t") {
+			continue
+		}
+		start := i
+		text := strings.TrimLeft(strings.TrimSpace(lines[i]), "@-+")
+		for strings.HasSuffix(text, `\`) && i+1 < len(lines) {
+			i++
+			text = strings.TrimSuffix(text, `\`) + " " + strings.TrimSpace(lines[i])
+		}
+		out = append(out, runText{file: file, line: start + 1, dir: path.Dir(file), src: strings.ReplaceAll(text, "$$", "$")})
+	}
+	return out
+}
+
+// workflowBuilds reads a GitHub Actions workflow: its build-push-action
+// steps, and its run steps as shell text. ${{ env.NAME }} expands from the
+// workflow's, the job's and the step's env; any other expression is not
+// known here.
+func workflowBuilds(file string, data []byte) ([]BuiltImage, []runText) {
+	var doc yaml.Node
+	if yaml.Unmarshal(data, &doc) != nil || len(doc.Content) == 0 {
+		return nil, nil
+	}
+	root := doc.Content[0]
+	top := envOf(root, nil)
+	jobs := mapValue(root, "jobs")
+	if jobs == nil || jobs.Kind != yaml.MappingNode {
+		return nil, nil
+	}
+	var steps []BuiltImage
+	var runs []runText
+	for i := 1; i < len(jobs.Content); i += 2 {
+		job := jobs.Content[i]
+		jenv := envOf(job, top)
+		list := mapValue(job, "steps")
+		if list == nil || list.Kind != yaml.SequenceNode {
+			continue
+		}
+		for _, st := range list.Content {
+			env := envOf(st, jenv)
+			if uses := scalar(mapValue(st, "uses")); strings.Contains(uses, "/build-push-action@") {
+				with := mapValue(st, "with")
+				get := func(k string) (string, bool) {
+					n := mapValue(with, k)
+					if n == nil {
+						return "", true
+					}
+					return ghExpand(scalar(n), env)
+				}
+				bctx, okC := get("context")
+				df, okF := get("file")
+				target, okT := get("target")
+				tags := scalar(mapValue(with, "tags"))
+				if !okC || !okF || !okT {
+					continue
+				}
+				if bctx == "" {
+					bctx = "."
+				}
+				bctx = path.Clean(bctx)
+				if df == "" {
+					df = path.Join(bctx, "Dockerfile")
+				}
+				line := st.Line
+				if n := mapValue(with, "tags"); n != nil {
+					line = n.Line
+				}
+				for _, tag := range strings.FieldsFunc(tags, func(r rune) bool { return r == '\n' || r == ',' }) {
+					tag, ok := ghExpand(strings.TrimSpace(tag), env)
+					if !ok || tag == "" {
+						continue
+					}
+					steps = append(steps, BuiltImage{Name: dockerfile.ImageRepo(tag), Dockerfile: path.Clean(df),
+						Context: bctx, Target: target, Source: file + ":" + strconv.Itoa(line)})
+				}
+				continue
+			}
+			run := mapValue(st, "run")
+			if run == nil || run.Kind != yaml.ScalarNode {
+				continue
+			}
+			dir := "."
+			if wd, ok := ghExpand(scalar(mapValue(st, "working-directory")), env); ok && wd != "" {
+				dir = path.Clean(wd)
+			}
+			src, _ := ghExpand(run.Value, env)
+			line := run.Line
+			if run.Style&(yaml.LiteralStyle|yaml.FoldedStyle) != 0 {
+				line++ // the text starts on the line after the | or >
+			}
+			runs = append(runs, runText{file: file, line: line, dir: dir, src: src, env: env})
+		}
+	}
+	return steps, runs
+}
+
+// envOf is parent's env with n's env section on top.
+func envOf(n *yaml.Node, parent map[string]string) map[string]string {
+	out := make(map[string]string, len(parent))
+	for k, v := range parent {
+		out[k] = v
+	}
+	env := mapValue(n, "env")
+	if env == nil || env.Kind != yaml.MappingNode {
+		return out
+	}
+	for i := 0; i+1 < len(env.Content); i += 2 {
+		if v := env.Content[i+1]; v.Kind == yaml.ScalarNode {
+			if s, ok := ghExpand(v.Value, parent); ok {
+				out[env.Content[i].Value] = s
+				continue
+			}
+		}
+		delete(out, env.Content[i].Value) // set, to a value not known here
+	}
+	return out
+}
+
+var ghExpr = regexp.MustCompile(`\$\{\{\s*([^}]*?)\s*\}\}`)
+
+// ghExpand replaces ${{ env.NAME }} with its value. ok is false when the
+// text holds an expression that is not known here; the expression is then
+// replaced with a command substitution, which leaves the shell word it
+// stands in unknown.
+func ghExpand(s string, env map[string]string) (string, bool) {
+	ok := true
+	out := ghExpr.ReplaceAllStringFunc(s, func(m string) string {
+		name, isEnv := strings.CutPrefix(ghExpr.FindStringSubmatch(m)[1], "env.")
+		if v, set := env[name]; isEnv && set {
+			return v
+		}
+		ok = false
+		return "$(unknown)"
+	})
+	return out, ok
+}
+
+func scalar(n *yaml.Node) string {
+	if n == nil || n.Kind != yaml.ScalarNode {
+		return ""
+	}
+	return n.Value
+}
