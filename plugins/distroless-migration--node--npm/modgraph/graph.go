@@ -241,7 +241,8 @@ func build(ctx context.Context, repo *probe.Repo, pctx *probe.Context) (*Graph, 
 	if err != nil {
 		return nil, err
 	}
-	w := &walker{repo: repo, g: &Graph{parent: map[string]string{}, line: map[string]int{}}}
+	w := &walker{repo: repo, g: &Graph{parent: map[string]string{}, line: map[string]int{}},
+		lazy: lazyIndex{words: map[string]int{}, defs: map[string]int{}, pending: map[string][]deferred{}}}
 	if w.files, err = repo.Files(); err != nil {
 		return nil, err
 	}
@@ -291,6 +292,9 @@ type walker struct {
 	// modes are the production server modes the start is known to run
 	// in (modes.go).
 	modes []serverMode
+	// lazy holds the loads of functions no reached file names yet
+	// (lazy.go).
+	lazy lazyIndex
 }
 
 func (w *walker) run(ctx context.Context) error {
@@ -316,27 +320,58 @@ func (w *walker) run(ctx context.Context) error {
 			return err
 		}
 		imps, dyn := Scan(data)
-		imps, dyn, _ = w.unguarded(ctx, f, data, imps, dyn)
+		src := &source{file: f, data: data, w: w}
+		imps, dyn, _ = w.unguarded(ctx, f, src, imps, dyn)
 		if w.appLoads(f) {
 			dyn = nil
 		}
-		for _, d := range dyn {
-			w.g.Dynamic = append(w.g.Dynamic, Site{File: f, Line: d.Line, Prefix: d.Prefix, Env: d.Env})
+		imps, dyn, lazy := w.deferLoads(ctx, src, imps, dyn)
+		src.close()
+		for name, ds := range lazy {
+			w.lazy.pending[name] = append(w.lazy.pending[name], ds...)
 		}
-		for _, imp := range imps {
-			to, ok := w.resolveAt(f, imp)
-			if !ok {
+		hits := w.lazy.countWords(data)
+		w.follow(f, imps, dyn)
+		for name := range lazy {
+			hits = append(hits, name)
+		}
+		for _, name := range hits {
+			ds, ok := w.lazy.pending[name]
+			if !ok || !w.lazy.used(name) {
 				continue
 			}
-			if _, seen := w.g.parent[to]; seen {
-				continue
+			delete(w.lazy.pending, name)
+			for _, d := range ds {
+				switch {
+				case d.imp != nil:
+					w.follow(d.file, []Import{*d.imp}, nil)
+				case d.dyn != nil:
+					w.follow(d.file, nil, []Dynamic{*d.dyn})
+				}
 			}
-			w.g.parent[to] = f
-			w.g.line[to] = imp.Line
-			w.queue = append(w.queue, to)
 		}
 	}
 	return nil
+}
+
+// follow makes file f's loads: each literal one it resolves is reached
+// (the first time), and each computed one is a site of the graph.
+func (w *walker) follow(f string, imps []Import, dyn []Dynamic) {
+	for _, d := range dyn {
+		w.g.Dynamic = append(w.g.Dynamic, Site{File: f, Line: d.Line, Prefix: d.Prefix, Env: d.Env})
+	}
+	for _, imp := range imps {
+		to, ok := w.resolveAt(f, imp)
+		if !ok {
+			continue
+		}
+		if _, seen := w.g.parent[to]; seen {
+			continue
+		}
+		w.g.parent[to] = f
+		w.g.line[to] = imp.Line
+		w.queue = append(w.queue, to)
+	}
 }
 
 func loadable(f string) bool {

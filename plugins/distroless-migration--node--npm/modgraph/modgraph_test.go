@@ -439,7 +439,7 @@ func TestNextProductionMode(t *testing.T) {
 		"node_modules/next/dist/server/lib/prod-handler.js":    "",
 		"node_modules/next/dist/server/lib/dev-overlay.js":     "",
 		"node_modules/next/dist/telemetry/storage.js":          "",
-		"node_modules/next/dist/server/next.js":                "class NextServer {\n  createServer(options) {\n    if (options.dev) { return require('./dev/next-dev-server') }\n    return (process.env.__NEXT_TEST_MODE === 'jest') ? require('./test-hook') : require('./next-server')\n  }\n}\n",
+		"node_modules/next/dist/server/next.js":                "class NextServer {\n  createServer(options) {\n    if (options.dev) { return require('./dev/next-dev-server') }\n    return (process.env.__NEXT_TEST_MODE === 'jest') ? require('./test-hook') : require('./next-server')\n  }\n}\nmodule.exports = (options) => new NextServer(options).createServer(options)\n",
 		"node_modules/next/dist/server/dev/next-dev-server.js": "",
 		"node_modules/next/dist/server/next-server.js":         "",
 		"node_modules/next/dist/server/test-hook.js":           "",
@@ -623,6 +623,95 @@ module.exports = getMachineId;
 	for _, f := range []string{"id-darwin.js", "id-bsd.js", "clip-win.js", "name-mac.js"} {
 		if g.Reached(f) {
 			t.Errorf("%s reached, though only another system loads it", f)
+		}
+	}
+}
+
+// TestLoadsInUncalledFunctions: a load in the body of a function that no
+// reached file names is not made (@dotenvx/dotenvx's Session loads
+// systeminformation only in systemInformation(), which only its login
+// command calls); it is made once a reached file names the function, in
+// any way (a comment or a string too), and a load in a callback or an IIFE
+// belongs to the function around it.
+func TestLoadsInUncalledFunctions(t *testing.T) {
+	t.Parallel()
+	files := map[string]string{
+		"Dockerfile":                        "FROM node:22\nWORKDIR /app\nCOPY . .\nCMD [\"node\", \"index.js\"]\n",
+		"package.json":                      `{"name":"svc","dependencies":{"dotenvx":"1"}}`,
+		"index.js":                          "const { config } = require('dotenvx')\nconfig()\nrequire('./late')\n",
+		"node_modules/dotenvx/package.json": `{"name":"dotenvx","main":"lib/main.js"}`,
+		"node_modules/dotenvx/lib/main.js": `const Session = require('./session')
+const config = function (options = {}) {
+  const opts = options
+  return require('./parse')(opts)
+}
+module.exports = { config }
+`,
+		"node_modules/dotenvx/lib/parse.js": "module.exports = (o) => o\n",
+		"node_modules/dotenvx/lib/session.js": `class Session {
+  constructor () {
+    this.store = require('./store')
+  }
+
+  async systemInformation () {
+    const si = require('systeminformation')
+    return si.system()
+  }
+
+  async [Symbol.asyncIterator] () {
+    require('./iter')
+  }
+
+  toJSON () {
+    return require('./json')
+  }
+}
+const helpers = {
+  unused: function () { require('./helper-a') },
+  used: () => { [1].forEach(() => require('./helper-used')) },
+}
+;(function boot () {
+  require('./boot')
+})()
+function outer () {
+  return () => require('./closure')
+}
+helpers.used()
+module.exports = Session
+`,
+		"node_modules/dotenvx/lib/store.js":           "",
+		"node_modules/dotenvx/lib/iter.js":            "",
+		"node_modules/dotenvx/lib/json.js":            "",
+		"node_modules/dotenvx/lib/helper-a.js":        "",
+		"node_modules/dotenvx/lib/helper-used.js":     "",
+		"node_modules/dotenvx/lib/boot.js":            "",
+		"node_modules/dotenvx/lib/closure.js":         "",
+		"node_modules/systeminformation/package.json": `{"name":"systeminformation","main":"lib/index.js"}`,
+		"node_modules/systeminformation/lib/index.js": "",
+		"late.js": "// nothing here",
+	}
+	g := graphOf(t, files)
+	for _, f := range []string{"node_modules/dotenvx/lib/parse.js", "node_modules/dotenvx/lib/store.js",
+		"node_modules/dotenvx/lib/iter.js", "node_modules/dotenvx/lib/json.js", "node_modules/dotenvx/lib/helper-used.js",
+		"node_modules/dotenvx/lib/boot.js"} {
+		if !g.Reached(f) {
+			t.Errorf("%s not reached", f)
+		}
+	}
+	for _, f := range []string{"node_modules/systeminformation/lib/index.js", "node_modules/dotenvx/lib/helper-a.js",
+		"node_modules/dotenvx/lib/closure.js"} {
+		if g.Reached(f) {
+			t.Errorf("%s reached, though no reached file names the function that loads it: %v", f, g.Chain(f))
+		}
+	}
+
+	// A reached file that names the function, even one reached after
+	// the definition, makes its loads.
+	files["late.js"] = "exports.run = (s) => s.systemInformation()\nexports.o = 'outer'\n"
+	g = graphOf(t, files)
+	for _, f := range []string{"node_modules/systeminformation/lib/index.js", "node_modules/dotenvx/lib/closure.js"} {
+		if !g.Reached(f) {
+			t.Errorf("%s not reached, though late.js names the function that loads it", f)
 		}
 	}
 }

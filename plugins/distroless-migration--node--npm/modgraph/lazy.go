@@ -1,0 +1,243 @@
+package modgraph
+
+import (
+	"context"
+	"strings"
+
+	sitter "github.com/smacker/go-tree-sitter"
+)
+
+// A load inside a function runs only when that function does. A
+// function's value exists only through its name: a declaration's
+// identifier, a method's or a property's name, the variable a function
+// expression is bound to. So a function whose name no reached file
+// mentions, other than where it is defined, is never called, and the
+// loads in its body are not made:
+//
+//	async systemInformation () {
+//	  const si = require('systeminformation')
+//
+// (@dotenvx/dotenvx's Session, which only its login command calls: the
+// config() an app calls never loads systeminformation, whose calls run
+// ioreg, lsblk and cat through a shell). The walk defers such a load until
+// a reached file mentions the name, and makes it then.
+//
+// A mention is any word of a reached file, in code, strings and comments
+// alike: a call, a reference passed on, an export, a string a dispatcher
+// looks up (controller['index']). Names the runtime calls on its own
+// (then, toJSON, a stream's _transform, a proxy's get) always count as
+// mentioned. A load in a function with no name of its own (a callback, an
+// IIFE) belongs to the function around it; one at top level, or in a
+// method whose name is computed, runs with its module. What the walk
+// cannot see is a name built at run time (obj['get' + kind]()).
+
+// runtimeCalled are method names that node and the language call by name,
+// with no mention in the code that defines them.
+var runtimeCalled = map[string]bool{
+	"constructor": true, "then": true, "catch": true, "finally": true, "toJSON": true, "toString": true,
+	"valueOf": true, "toLocaleString": true, "inspect": true, "next": true, "return": true, "throw": true,
+	"_read": true, "_write": true, "_writev": true, "_transform": true, "_flush": true, "_final": true,
+	"_destroy": true, "_construct": true, "createConnection": true, "getName": true, "keepSocketAlive": true,
+	"reuseSocket": true, "get": true, "set": true, "has": true, "apply": true, "construct": true,
+	"deleteProperty": true, "defineProperty": true, "ownKeys": true, "getOwnPropertyDescriptor": true,
+	"getPrototypeOf": true, "setPrototypeOf": true, "isExtensible": true, "preventExtensions": true,
+	"resolve": true, "load": true, "initialize": true, "handleEvent": true, "default": true, "exports": true,
+}
+
+// lazyIndex is what the walk knows of the names that reached files
+// mention and define.
+type lazyIndex struct {
+	// words counts each word's occurrences in the reached files; defs
+	// counts the definitions of the functions that hold deferred loads.
+	words map[string]int
+	defs  map[string]int
+	// pending are the deferred loads, by the name of their function.
+	pending map[string][]deferred
+}
+
+// deferred is a load the walk makes when its function's name is
+// mentioned.
+type deferred struct {
+	file string
+	imp  *Import
+	dyn  *Dynamic
+}
+
+func (x *lazyIndex) used(name string) bool {
+	return runtimeCalled[name] || x.words[name] > x.defs[name]
+}
+
+// deferLoads splits a file's loads into those made when the module runs and
+// those held in named functions, by name; it counts those functions'
+// definitions. Only a file with a load that is not at the start of its
+// line is parsed: a load at top level sits there in all but bundled code.
+func (w *walker) deferLoads(ctx context.Context, src *source, imps []Import, dyn []Dynamic) ([]Import, []Dynamic, map[string][]deferred) {
+	indented := func(off int) bool {
+		i := strings.LastIndexByte(string(src.data[:off]), '\n') + 1
+		return off > i
+	}
+	any := false
+	for _, i := range imps {
+		any = any || indented(i.Offset)
+	}
+	for _, d := range dyn {
+		any = any || indented(d.Offset)
+	}
+	if !any || len(src.data) > maxLazyParse {
+		return imps, dyn, nil
+	}
+	root := src.root(ctx)
+	if root == nil {
+		return imps, dyn, nil
+	}
+	lazy := map[string][]deferred{}
+	defined := map[uintptr]bool{}
+	owner := func(off int) string {
+		n := root.NamedDescendantForPointRange(pointAt(src.data, off), pointAt(src.data, off+1))
+		name, fn := ownerOf(n, src.text)
+		if name != "" && !defined[fn] {
+			defined[fn] = true
+			w.lazy.defs[name]++
+		}
+		return name
+	}
+	var keptI []Import
+	for k := range imps {
+		if name := owner(imps[k].Offset); name != "" {
+			lazy[name] = append(lazy[name], deferred{file: src.file, imp: &imps[k]})
+			continue
+		}
+		keptI = append(keptI, imps[k])
+	}
+	var keptD []Dynamic
+	for k := range dyn {
+		if name := owner(dyn[k].Offset); name != "" {
+			lazy[name] = append(lazy[name], deferred{file: src.file, dyn: &dyn[k]})
+			continue
+		}
+		keptD = append(keptD, dyn[k])
+	}
+	return keptI, keptD, lazy
+}
+
+// maxLazyParse bounds the files parsed for their functions: a larger one
+// (a bundle) keeps every load.
+const maxLazyParse = 2 << 20
+
+// ownerOf returns the name of the innermost named function whose body
+// holds n, with that function node's identity; "" when the code runs with
+// its module (top level, or inside a method whose name is computed).
+func ownerOf(n *sitter.Node, text func(*sitter.Node) string) (string, uintptr) {
+	for ; n != nil; n = n.Parent() {
+		switch n.Type() {
+		case "function_declaration", "generator_function_declaration":
+			if name := n.ChildByFieldName("name"); name != nil {
+				return text(name), nodeID(n)
+			}
+		case "method_definition":
+			name := n.ChildByFieldName("name")
+			if name == nil {
+				return "", 0
+			}
+			switch name.Type() {
+			case "property_identifier", "private_property_identifier":
+				return strings.TrimPrefix(text(name), "#"), nodeID(n)
+			case "string":
+				if s := strings.Trim(text(name), `"'`); identWord(s) {
+					return s, nodeID(n)
+				}
+			}
+			return "", 0 // [computed]() {}: any caller may name it
+		case "function_expression", "function", "arrow_function", "generator_function":
+			if name := boundName(n, text); name != "" {
+				return name, nodeID(n)
+			}
+			// A callback, an IIFE, a returned closure: it runs only
+			// once the function around it has, so that one decides.
+		}
+	}
+	return "", 0
+}
+
+// boundName is the name a function expression is bound to: a variable, a
+// property of an object literal, an assignment's target, a class field.
+func boundName(fn *sitter.Node, text func(*sitter.Node) string) string {
+	p := fn.Parent()
+	for p != nil && p.Type() == "parenthesized_expression" {
+		p = p.Parent()
+	}
+	if p == nil {
+		return ""
+	}
+	var name *sitter.Node
+	switch p.Type() {
+	case "variable_declarator":
+		name = p.ChildByFieldName("name")
+	case "pair":
+		name = p.ChildByFieldName("key")
+	case "assignment_expression":
+		name = p.ChildByFieldName("left")
+		if name != nil && name.Type() == "member_expression" {
+			name = name.ChildByFieldName("property")
+		}
+	case "field_definition", "public_field_definition":
+		name = p.ChildByFieldName("property")
+		if name == nil {
+			name = p.ChildByFieldName("name")
+		}
+	}
+	if name == nil {
+		return ""
+	}
+	s := strings.TrimPrefix(strings.Trim(text(name), `"'`), "#")
+	if !identWord(s) {
+		return "" // a destructuring pattern, a computed key
+	}
+	return s
+}
+
+func nodeID(n *sitter.Node) uintptr {
+	return uintptr(n.StartByte())<<32 | uintptr(n.EndByte())
+}
+
+// identWord reports whether s is one word as words() splits text.
+func identWord(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if !wordByte(s[i]) || i == 0 && s[i] >= '0' && s[i] <= '9' {
+			return false
+		}
+	}
+	return true
+}
+
+func wordByte(c byte) bool {
+	return c == '_' || c == '$' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+}
+
+// countWords adds data's words to the index and returns those that name
+// deferred loads.
+func (x *lazyIndex) countWords(data []byte) []string {
+	var hits []string
+	for i := 0; i < len(data); {
+		if !wordByte(data[i]) {
+			i++
+			continue
+		}
+		j := i
+		for j < len(data) && wordByte(data[j]) {
+			j++
+		}
+		if c := data[i]; c < '0' || c > '9' {
+			k := data[i:j]
+			x.words[string(k)]++
+			if _, ok := x.pending[string(k)]; ok {
+				hits = append(hits, string(k))
+			}
+		}
+		i = j
+	}
+	return hits
+}
