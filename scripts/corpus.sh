@@ -34,7 +34,10 @@ while IFS=$'\t' read -r service dockerfile target verdict blockers _source _why;
   [ -z "$service" ] && continue
   case "$service" in \#*) continue ;; esac
   rows=$((rows + 1))
-  args=(gather --no-sandbox --deps lockfile --format json --cache-dir "$cache")
+  # A generous light-probe timeout: the scorecard measures verdicts, and a
+  # loaded machine must not turn a big service's child_process scan into
+  # a timeout (unknown).
+  args=(gather --no-sandbox --deps lockfile --format json --cache-dir "$cache" --light-timeout 10m)
   [ "$dockerfile" != - ] && args+=(--dockerfile "$dockerfile")
   [ "$target" != - ] && args+=(--target "$target")
   label=$service

@@ -52,6 +52,9 @@ type Graph struct {
 	Escapes []string
 	// Truncated is set when the walk stopped at MaxFiles.
 	Truncated bool
+	// words counts each word's occurrences in the reached files
+	// (lazy.go).
+	words map[string]int
 }
 
 // Site is a place in a file.
@@ -269,6 +272,7 @@ func build(ctx context.Context, repo *probe.Repo, pctx *probe.Context) (*Graph, 
 	if err := w.run(ctx); err != nil {
 		return nil, err
 	}
+	w.g.words = w.lazy.words
 	sort.Strings(w.g.Unresolved)
 	sort.Strings(w.g.MissingPackages)
 	return w.g, nil

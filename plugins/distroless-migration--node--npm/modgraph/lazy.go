@@ -1,6 +1,7 @@
 package modgraph
 
 import (
+	"bytes"
 	"context"
 	"strings"
 
@@ -27,8 +28,9 @@ import (
 // looks up (controller['index']). Names the runtime calls on its own
 // (then, toJSON, a stream's _transform, a proxy's get) always count as
 // mentioned. A load in a function with no name of its own (a callback, an
-// IIFE) belongs to the function around it; one at top level, or in a
-// method whose name is computed, runs with its module. What the walk
+// IIFE) belongs to the function around it; one at top level, in a
+// method whose name is computed, or in a function exported as default
+// (whose importers call it default), runs with its module. What the walk
 // cannot see is a name built at run time (obj['get' + kind]()).
 
 // runtimeCalled are method names that node and the language call by name,
@@ -69,21 +71,25 @@ func (x *lazyIndex) used(name string) bool {
 
 // deferLoads splits a file's loads into those made when the module runs and
 // those held in named functions, by name; it counts those functions'
-// definitions. Only a file with a load that is not at the start of its
-// line is parsed: a load at top level sits there in all but bundled code.
+// definitions. Only a file with a load on an indented line is parsed: a
+// function's body is indented in all but minified code, and a load on a
+// line that starts at column 0 (top level, or a one-line bundle) is kept.
 func (w *walker) deferLoads(ctx context.Context, src *source, imps []Import, dyn []Dynamic) ([]Import, []Dynamic, map[string][]deferred) {
 	indented := func(off int) bool {
-		i := strings.LastIndexByte(string(src.data[:off]), '\n') + 1
-		return off > i
+		if c := src.data[off]; c == ';' || c == '}' || c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' {
+			off++ // the character before an import that Scan's match starts with
+		}
+		start := bytes.LastIndexByte(src.data[:off], '\n') + 1
+		return start < len(src.data) && (src.data[start] == ' ' || src.data[start] == '\t')
 	}
-	any := false
+	inner := false
 	for _, i := range imps {
-		any = any || indented(i.Offset)
+		inner = inner || indented(i.Offset)
 	}
 	for _, d := range dyn {
-		any = any || indented(d.Offset)
+		inner = inner || indented(d.Offset)
 	}
-	if !any || len(src.data) > maxLazyParse {
+	if !inner || len(src.data) > maxLazyParse {
 		return imps, dyn, nil
 	}
 	root := src.root(ctx)
@@ -120,6 +126,30 @@ func (w *walker) deferLoads(ctx context.Context, src *source, imps []Import, dyn
 	return keptI, keptD, lazy
 }
 
+// FunctionName is the name of the innermost named function whose body
+// holds n, as the walk names the functions that hold loads; "" when n
+// runs with its module.
+func FunctionName(n *sitter.Node, text func(*sitter.Node) string) string {
+	name, _ := ownerOf(n, text)
+	if runtimeCalled[name] {
+		return "" // module.exports = function () {}, a constructor
+	}
+	return name
+}
+
+// Names reports whether a reached file names the function called name
+// other than where it is defined, or the runtime calls it by that name:
+// code in the body of a function for which it is false never runs. A
+// function defined in more than one reached file counts each definition
+// as a mention, so Names errs toward true; so does a graph that did not
+// walk, or stopped before it read every file it reached.
+func (g *Graph) Names(name string) bool {
+	if g == nil || g.words == nil || g.Truncated || name == "" {
+		return true
+	}
+	return runtimeCalled[name] || g.words[name] > 1
+}
+
 // maxLazyParse bounds the files parsed for their functions: a larger one
 // (a bundle) keeps every load.
 const maxLazyParse = 2 << 20
@@ -131,6 +161,11 @@ func ownerOf(n *sitter.Node, text func(*sitter.Node) string) (string, uintptr) {
 	for ; n != nil; n = n.Parent() {
 		switch n.Type() {
 		case "function_declaration", "generator_function_declaration":
+			if p := n.Parent(); p != nil && p.Type() == "export_statement" && strings.HasPrefix(text(p), "export default") {
+				// Its importers call it as default (a Next.js page's or
+				// API route's handler), not by its own name.
+				return "", 0
+			}
 			if name := n.ChildByFieldName("name"); name != nil {
 				return text(name), nodeID(n)
 			}

@@ -638,7 +638,7 @@ func TestLoadsInUncalledFunctions(t *testing.T) {
 	files := map[string]string{
 		"Dockerfile":                        "FROM node:22\nWORKDIR /app\nCOPY . .\nCMD [\"node\", \"index.js\"]\n",
 		"package.json":                      `{"name":"svc","dependencies":{"dotenvx":"1"}}`,
-		"index.js":                          "const { config } = require('dotenvx')\nconfig()\nrequire('./late')\n",
+		"index.js":                          "const { config } = require('dotenvx')\nconfig()\nrequire('./late')\nimport('./route.mjs').then((m) => m.default)\n",
 		"node_modules/dotenvx/package.json": `{"name":"dotenvx","main":"lib/main.js"}`,
 		"node_modules/dotenvx/lib/main.js": `const Session = require('./session')
 const config = function (options = {}) {
@@ -688,12 +688,14 @@ module.exports = Session
 		"node_modules/dotenvx/lib/closure.js":         "",
 		"node_modules/systeminformation/package.json": `{"name":"systeminformation","main":"lib/index.js"}`,
 		"node_modules/systeminformation/lib/index.js": "",
-		"late.js": "// nothing here",
+		"late.js":     "// nothing here",
+		"route.mjs":   "export default async function handler (req) {\n  const { run } = await import('./handled.mjs')\n  return run(req)\n}\n",
+		"handled.mjs": "",
 	}
 	g := graphOf(t, files)
 	for _, f := range []string{"node_modules/dotenvx/lib/parse.js", "node_modules/dotenvx/lib/store.js",
 		"node_modules/dotenvx/lib/iter.js", "node_modules/dotenvx/lib/json.js", "node_modules/dotenvx/lib/helper-used.js",
-		"node_modules/dotenvx/lib/boot.js"} {
+		"node_modules/dotenvx/lib/boot.js", "route.mjs", "handled.mjs"} {
 		if !g.Reached(f) {
 			t.Errorf("%s not reached", f)
 		}

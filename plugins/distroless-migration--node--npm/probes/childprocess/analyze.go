@@ -15,6 +15,7 @@ import (
 	"github.com/smacker/go-tree-sitter/typescript/typescript"
 
 	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/jsplatform"
+	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/modgraph"
 )
 
 // language is the grammar a file is parsed with.
@@ -99,6 +100,9 @@ type call struct {
 	// platform is the other system a process.platform guard restricts
 	// the call to ("win32"), or "".
 	platform string
+	// within is the name of the function whose body holds the call
+	// (modgraph.FunctionName), or "" when it runs with its module.
+	within string
 }
 
 // fileScan is what parsing one file found.
@@ -657,6 +661,7 @@ func (a *analysis) add(n *sitter.Node, c call) {
 	p := a.pos(n)
 	c.line, c.column = p.line, p.column
 	c.platform = jsplatform.Guard(n, a.text)
+	c.within = modgraph.FunctionName(n, a.text)
 	a.calls = append(a.calls, c)
 }
 

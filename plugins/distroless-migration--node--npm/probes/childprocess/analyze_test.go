@@ -26,6 +26,12 @@ func scanString(t *testing.T, l language, src string) fileScan {
 
 var allowCall = cmp.AllowUnexported(call{}, position{})
 
+// within is c in the body of the function called name.
+func within(c call, name string) call {
+	c.within = name
+	return c
+}
+
 func TestScanForms(t *testing.T) {
 	t.Parallel()
 	const cpReq = "const cp = require('child_process');\n"
@@ -127,7 +133,7 @@ func TestScanForms(t *testing.T) {
 		{"TypeScript import type only", langTS, "import type * as cp from 'child_process';\nimport type { exec } from 'child_process';\nexport type { ChildProcess } from 'child_process';",
 			nil},
 		{"TSX", langTSX, "import { exec } from 'child_process';\nexport const C = () => <div onClick={() => exec('open x')}>hi</div>;",
-			[]call{c(2, 44, "exec", KindShell, "open x", "open")}},
+			[]call{within(c(2, 44, "exec", KindShell, "open x", "open"), "C")}},
 		{"JSX in .js", langJS, "import { execSync } from 'child_process';\nconst el = <b>{execSync('date').toString()}</b>;",
 			[]call{c(2, 16, "execSync", KindShell, "date", "date")}},
 	}

@@ -116,12 +116,12 @@ func TestRunRepository(t *testing.T) {
 	}
 	want := &Facts{
 		Findings: []Finding{
-			{File: "node_modules/@acme/util/index.cjs", Line: 2, Column: 24, Function: "spawn", Kind: KindMaybeShell, Origin: OriginDependency, Package: "@acme/util", PackageVersion: "1.0.0"},
+			{File: "node_modules/@acme/util/index.cjs", Line: 2, Column: 24, Function: "spawn", Kind: KindMaybeShell, Origin: OriginDependency, Package: "@acme/util", PackageVersion: "1.0.0", Within: "run"},
 			{File: "node_modules/arch/index.js", Line: 3, Column: 14, Function: "execSync", Kind: KindShell, Command: "getconf LONG_BIT", Binary: "getconf", Origin: OriginDependency, Package: "arch", PackageVersion: "2.2.0"},
 			{File: "node_modules/arch/node_modules/inner/lib/run.js", Line: 2, Column: 1, Function: "spawn", Kind: KindBinary, Command: "ffmpeg", Binary: "ffmpeg", Origin: OriginDependency, Package: "inner", PackageVersion: "1.0.0"},
 			{File: "node_modules/hoisted/index.mjs", Line: 2, Column: 1, Function: "fork", Kind: KindNode, Command: "./w.js", Origin: OriginDependency, Package: "hoisted", PackageVersion: "3.1.0"},
 			{File: "src/index.js", Line: 2, Column: 13, Function: "execSync", Kind: KindShell, Command: "git rev-parse HEAD", Binary: "git", Origin: OriginApp},
-			{File: "src/server.ts", Line: 3, Column: 34, Function: "spawn", Kind: KindBinary, Command: "curl", Binary: "curl", Origin: OriginApp},
+			{File: "src/server.ts", Line: 3, Column: 34, Function: "spawn", Kind: KindBinary, Command: "curl", Binary: "curl", Origin: OriginApp, Within: "check"},
 			{File: "test/util.test.js", Line: 2, Column: 1, Function: "fork", Kind: KindNode, Command: "./helper.js", Origin: OriginApp},
 		},
 		Counts: Counts{

@@ -115,6 +115,12 @@ func (s *scoper) scope(f *Finding) {
 		f.Scope, f.ScopeNote = ScopeNotInImage, "not in the image: no COPY or ADD of the judged target brings this file in"
 		return
 	}
+	if s.g.Reached(f.File) && !s.g.Names(f.Within) {
+		// Loaded, but the call is in the body of a function that no
+		// reached file names: nothing calls it.
+		f.Scope, f.ScopeNote = ScopeNotReachable, "in "+f.Within+"(), a function that no file the entrypoint reaches names, so nothing calls it"
+		return
+	}
 	if s.g.Reached(f.File) {
 		f.Scope = ScopeReachable
 		// Each step names the line of its file that loads the next one;
