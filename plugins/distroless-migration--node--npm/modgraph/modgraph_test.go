@@ -52,6 +52,26 @@ x.require('./not-a-load');
 	}
 }
 
+// TestScanKeywordInsideAWord: a keyword inside a longer word ("Re-export",
+// "xrequire") is neither a load nor a reason to miss the load after it.
+func TestScanKeywordInsideAWord(t *testing.T) {
+	t.Parallel()
+	src := "/** Re-export public API */\nexport { A } from './common';\n" +
+		"const f = xrequire; require('./after')\n" +
+		"reimport; import('./dyn')\n"
+	imps, _ := Scan([]byte(src))
+	var specs []string
+	for _, i := range imps {
+		specs = append(specs, i.Spec)
+	}
+	if diff := cmp.Diff([]string{"./after", "./common", "./dyn"}, specs); diff != "" {
+		t.Errorf("specifiers (-want +got):\n%s", diff)
+	}
+	if imps[1].Offset != strings.Index(src, "\nexport") {
+		t.Errorf("offset of the export statement = %d, want the newline before it (%d)", imps[1].Offset, strings.Index(src, "\nexport"))
+	}
+}
+
 func graphOf(t *testing.T, files map[string]string) *Graph {
 	t.Helper()
 	repo := probetest.Repo(t, files)

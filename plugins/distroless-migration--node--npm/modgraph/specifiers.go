@@ -2,6 +2,7 @@ package modgraph
 
 import (
 	"regexp"
+	"sort"
 	"strings"
 )
 
@@ -27,23 +28,82 @@ type Dynamic struct {
 	Env string
 }
 
+// Each pattern begins with its keyword, so that the regexp package looks for
+// it with a substring search rather than trying every position; what must
+// come before the keyword is checked by keyword (a byte that is not part
+// of a word, as \b would, or for a statement the start of the text, ';',
+// '}' or a space, which the match then starts with).
 var (
 	// require("x"), require('x'), require(`x`)
-	requireRE = regexp.MustCompile("\\brequire\\s*\\(\\s*(?:\"([^\"\\n]*)\"|'([^'\\n]*)'|`([^`$\\n]*)`)\\s*\\)")
+	requireRE = regexp.MustCompile("require\\s*\\(\\s*(?:\"([^\"\\n]*)\"|'([^'\\n]*)'|`([^`$\\n]*)`)\\s*\\)")
 	// require( followed by anything else: computed.
-	requireAnyRE = regexp.MustCompile(`\brequire\s*\(\s*([^\s)])`)
-	// import x from "y"; import {a} from 'y'; export * from "y"; import "y"
-	fromRE      = regexp.MustCompile(`(?m)(?:^|[;}\s])(?:import|export)\b[^'";]*?\bfrom\s*(?:"([^"\n]*)"|'([^'\n]*)')`)
-	bareImport  = regexp.MustCompile(`(?m)(?:^|[;}\s])import\s*(?:"([^"\n]*)"|'([^'\n]*)')`)
-	dynImportRE = regexp.MustCompile("\\bimport\\s*\\(\\s*(?:\"([^\"\\n]*)\"|'([^'\\n]*)'|`([^`$\\n]*)`)\\s*[,)]")
+	requireAnyRE = regexp.MustCompile(`require\s*\(\s*([^\s)])`)
+	// import x from "y"; import {a} from 'y'; export * from "y" (statements)
+	importFromRE = regexp.MustCompile(`import\b[^'";]*?\bfrom\s*(?:"([^"\n]*)"|'([^'\n]*)')`)
+	exportFromRE = regexp.MustCompile(`export\b[^'";]*?\bfrom\s*(?:"([^"\n]*)"|'([^'\n]*)')`)
+	// import "y" (a statement)
+	bareImport  = regexp.MustCompile(`import\s*(?:"([^"\n]*)"|'([^'\n]*)')`)
+	dynImportRE = regexp.MustCompile("import\\s*\\(\\s*(?:\"([^\"\\n]*)\"|'([^'\\n]*)'|`([^`$\\n]*)`)\\s*[,)]")
 	// process.env.NAME or process.env['NAME'], then the call's end.
 	envArgRE = regexp.MustCompile(`^process\.env(?:\.([A-Za-z_$][\w$]*)|\[\s*(?:"([^"\n]*)"|'([^'\n]*)')\s*\])\s*\)`)
-	dynAnyRE = regexp.MustCompile(`\bimport\s*\(\s*([^\s)])`)
+	dynAnyRE = regexp.MustCompile(`import\s*\(\s*([^\s)])`)
 	// new Worker('./job.js'), new Worker(new URL('./job.js', import.meta.url)),
 	// fork('./child.js'): code that runs in another thread or process.
-	workerRE = regexp.MustCompile("\\bnew\\s+Worker\\s*\\(\\s*(?:new\\s+URL\\s*\\(\\s*)?(?:\"([^\"\\n]*)\"|'([^'\\n]*)'|`([^`$\\n]*)`)")
-	forkRE   = regexp.MustCompile("\\bfork\\s*\\(\\s*(?:\"([^\"\\n]*)\"|'([^'\\n]*)'|`([^`$\\n]*)`)")
+	workerRE = regexp.MustCompile("new\\s+Worker\\s*\\(\\s*(?:new\\s+URL\\s*\\(\\s*)?(?:\"([^\"\\n]*)\"|'([^'\\n]*)'|`([^`$\\n]*)`)")
+	forkRE   = regexp.MustCompile("fork\\s*\\(\\s*(?:\"([^\"\\n]*)\"|'([^'\\n]*)'|`([^`$\\n]*)`)")
 )
+
+// matches is FindAllStringSubmatchIndex of each of res over text, for
+// matches whose keyword starts a word or, for a statement, a statement
+// (a keyword that does not is looked past, not matched through); a
+// statement's match then starts at the byte before it, as the patterns'
+// own (?m)(?:^|[;}\s]) did. With more than one pattern,
+// matches come in the order they start, and one that starts inside an
+// earlier one is dropped.
+func matches(text string, statement bool, res ...*regexp.Regexp) [][]int {
+	var all [][]int
+	for _, re := range res {
+		for pos := 0; pos < len(text); {
+			m := re.FindStringSubmatchIndex(text[pos:])
+			if m == nil {
+				break
+			}
+			for k := range m {
+				if m[k] >= 0 {
+					m[k] += pos
+				}
+			}
+			i := m[0]
+			switch {
+			case !statement:
+				if i > 0 && wordByte(text[i-1]) && text[i-1] != '$' {
+					pos = i + 1 // not a word's start (\b): look again after it
+					continue
+				}
+			case i == 0:
+			case strings.IndexByte(";} \t\n\f\r", text[i-1]) >= 0:
+				m[0] = i - 1
+			default:
+				pos = i + 1
+				continue
+			}
+			all = append(all, m)
+			pos = m[1]
+		}
+	}
+	if len(res) > 1 {
+		sort.SliceStable(all, func(a, b int) bool { return all[a][0] < all[b][0] })
+		kept, end := all[:0], -1
+		for _, m := range all {
+			if m[0] >= end {
+				kept = append(kept, m)
+				end = m[1]
+			}
+		}
+		all = kept
+	}
+	return all
+}
 
 // Scan lists the literal specifiers src loads and the lines of computed
 // ones. It reads the raw text, comments included, so it sees require and
@@ -56,8 +116,8 @@ func Scan(src []byte) ([]Import, []Dynamic) {
 	lineAt := lineIndex(text)
 	var imps []Import
 	literal := map[int]bool{}
-	add := func(re *regexp.Regexp) {
-		for _, m := range re.FindAllStringSubmatchIndex(text, -1) {
+	add := func(statement bool, res ...*regexp.Regexp) {
+		for _, m := range matches(text, statement, res...) {
 			if isMember(text, m[0]) {
 				continue
 			}
@@ -70,15 +130,15 @@ func Scan(src []byte) ([]Import, []Dynamic) {
 			}
 		}
 	}
-	add(requireRE)
-	add(fromRE)
-	add(bareImport)
-	add(dynImportRE)
-	add(workerRE)
-	add(forkRE)
+	add(false, requireRE)
+	add(true, importFromRE, exportFromRE)
+	add(true, bareImport)
+	add(false, dynImportRE)
+	add(false, workerRE)
+	add(false, forkRE)
 	var dyn []Dynamic
 	for _, re := range []*regexp.Regexp{requireAnyRE, dynAnyRE} {
-		for _, m := range re.FindAllStringSubmatchIndex(text, -1) {
+		for _, m := range matches(text, false, re) {
 			if isMember(text, m[0]) || literal[m[0]] {
 				continue
 			}
