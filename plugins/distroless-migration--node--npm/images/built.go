@@ -79,43 +79,31 @@ var Built = &probe.Analyzer[*BuiltImages]{
 					Context: cb.Context, Target: cb.Target, Source: cb.File + ":" + strconv.Itoa(cb.Line)})
 			}
 		}
-		seen := map[string]bool{}
-		for _, pat := range BuildPatterns {
-			ms, err := repo.Glob(pat)
+		err = eachFile(ctx, repo, BuildPatterns, func(m string, data []byte, err error) {
 			if err != nil {
-				return nil, err
+				return // unreadable (a symlink out, a FIFO): it names no build here
 			}
-			for _, m := range ms {
-				if seen[m] {
-					continue
-				}
-				seen[m] = true
-				if err := ctx.Err(); err != nil {
-					return nil, err
-				}
-				data, err := repo.ReadFile(m)
-				if err != nil {
-					continue // unreadable (a symlink out, a FIFO): it names no build here
-				}
-				var runs []runText
-				switch {
-				case strings.HasPrefix(m, ".github/workflows/"):
-					var steps []BuiltImage
-					steps, runs = workflowBuilds(m, data)
-					for _, s := range steps {
-						if dockerfiles[s.Dockerfile] {
-							found = append(found, s)
-						}
+			var runs []runText
+			switch {
+			case strings.HasPrefix(m, ".github/workflows/"):
+				var steps []BuiltImage
+				steps, runs = workflowBuilds(m, data)
+				for _, s := range steps {
+					if dockerfiles[s.Dockerfile] {
+						found = append(found, s)
 					}
-				case path.Base(m) == "Makefile" || strings.HasSuffix(m, ".mk"):
-					runs = makeRecipes(m, string(data))
-				default:
-					runs = []runText{{file: m, line: 1, dir: path.Dir(m), src: string(data)}}
 				}
-				for _, r := range runs {
-					found = append(found, r.builds(dockerfiles)...)
-				}
+			case path.Base(m) == "Makefile" || strings.HasSuffix(m, ".mk"):
+				runs = makeRecipes(m, string(data))
+			default:
+				runs = []runText{{file: m, line: 1, dir: path.Dir(m), src: string(data)}}
 			}
+			for _, r := range runs {
+				found = append(found, r.builds(dockerfiles)...)
+			}
+		})
+		if err != nil {
+			return nil, err
 		}
 		return collect(found), nil
 	},

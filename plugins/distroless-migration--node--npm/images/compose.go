@@ -64,36 +64,24 @@ var Compose = &probe.Analyzer[*ComposeFile]{
 	Name: "compose_builds",
 	Run: func(ctx context.Context, repo *probe.Repo, _ *probe.Context) (*ComposeFile, error) {
 		out := &ComposeFile{}
-		seen := map[string]bool{}
-		for _, pat := range ComposePatterns {
-			ms, err := repo.Glob(pat)
+		err := eachFile(ctx, repo, ComposePatterns, func(m string, data []byte, err error) {
+			if why := probe.UnreadReason(err); why != "" {
+				out.Unread = append(out.Unread, Unread{Path: m, Reason: why, Detail: probe.DescribeReadError(err)})
+				return
+			}
 			if err != nil {
-				return nil, err
+				out.Errors = append(out.Errors, m+": "+probe.DescribeReadError(err))
+				return
 			}
-			for _, m := range ms {
-				if seen[m] {
-					continue
-				}
-				seen[m] = true
-				if err := ctx.Err(); err != nil {
-					return nil, err
-				}
-				data, err := repo.ReadFile(m)
-				if why := probe.UnreadReason(err); why != "" {
-					out.Unread = append(out.Unread, Unread{Path: m, Reason: why, Detail: probe.DescribeReadError(err)})
-					continue
-				}
-				if err != nil {
-					out.Errors = append(out.Errors, m+": "+probe.DescribeReadError(err))
-					continue
-				}
-				bs, err := parseCompose(m, data)
-				if err != nil {
-					out.Errors = append(out.Errors, m+": "+err.Error())
-					continue
-				}
-				out.Builds = append(out.Builds, bs...)
+			bs, err := parseCompose(m, data)
+			if err != nil {
+				out.Errors = append(out.Errors, m+": "+err.Error())
+				return
 			}
+			out.Builds = append(out.Builds, bs...)
+		})
+		if err != nil {
+			return nil, err
 		}
 		sort.SliceStable(out.Builds, func(i, j int) bool {
 			a, b := out.Builds[i], out.Builds[j]
@@ -104,6 +92,31 @@ var Compose = &probe.Analyzer[*ComposeFile]{
 		})
 		return out, nil
 	},
+}
+
+// eachFile calls visit once with each file that patterns match, with its
+// bytes or the error reading it; it stops at a bad pattern or when ctx
+// is done.
+func eachFile(ctx context.Context, repo *probe.Repo, patterns []string, visit func(path string, data []byte, err error)) error {
+	seen := map[string]bool{}
+	for _, pat := range patterns {
+		ms, err := repo.Glob(pat)
+		if err != nil {
+			return err
+		}
+		for _, m := range ms {
+			if seen[m] {
+				continue
+			}
+			seen[m] = true
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			data, err := repo.ReadFile(m)
+			visit(m, data, err)
+		}
+	}
+	return nil
 }
 
 // parseCompose reads the services' build sections of one compose file.
