@@ -375,7 +375,11 @@ func (b *setBuilder) copyOne(in dockerfile.Instruction, src, dest string, destDi
 	var out []mapping
 	if in.From != "" {
 		st, ok := b.f.StageRef(in.From)
-		if img := b.ext.image(in.From); !ok && img != nil {
+		var img *builtStage
+		if !ok {
+			img = b.ext.image(in.From) // a stage's name is not looked up
+		}
+		if img != nil {
 			b.inherit(img)
 			sp := path.Clean("/" + strings.TrimPrefix(src, "/"))
 			for _, m := range img.maps {

@@ -150,6 +150,17 @@ func (g *Graph) Names(name string) bool {
 	return runtimeCalled[name] || g.words[name] > 1
 }
 
+// exportsDefault reports whether an export statement is export default,
+// from its tokens: its text may be a whole function's.
+func exportsDefault(p *sitter.Node) bool {
+	for i := 0; i < int(p.ChildCount()); i++ {
+		if p.Child(i).Type() == "default" {
+			return true
+		}
+	}
+	return false
+}
+
 // maxLazyParse bounds the files parsed for their functions: a larger one
 // (a bundle) keeps every load.
 const maxLazyParse = 2 << 20
@@ -161,7 +172,7 @@ func ownerOf(n *sitter.Node, text func(*sitter.Node) string) (string, uintptr) {
 	for ; n != nil; n = n.Parent() {
 		switch n.Type() {
 		case "function_declaration", "generator_function_declaration":
-			if p := n.Parent(); p != nil && p.Type() == "export_statement" && strings.HasPrefix(text(p), "export default") {
+			if p := n.Parent(); p != nil && p.Type() == "export_statement" && exportsDefault(p) {
 				// Its importers call it as default (a Next.js page's or
 				// API route's handler), not by its own name.
 				return "", 0

@@ -182,20 +182,5 @@ func expandWord(w *syntax.Word, env map[string]string) (string, bool) {
 	if parts == nil {
 		return "", false
 	}
-	var b strings.Builder
-	for _, p := range parts {
-		if p.Env == "" {
-			b.WriteString(p.Text)
-			continue
-		}
-		v, set := env[p.Env]
-		if !set || p.Colon && v == "" {
-			if p.Default == "" {
-				return "", false
-			}
-			v = p.Default
-		}
-		b.WriteString(v)
-	}
-	return b.String(), true
+	return resolveParts(parts, env)
 }

@@ -28,8 +28,17 @@ type EnvWord struct {
 // Resolve is the word's value with env's variables (the image's ENV), and
 // the defaults for the others.
 func (w EnvWord) Resolve(env map[string]string) string {
+	s, _ := resolveParts(w.Parts, env)
+	return s
+}
+
+// resolveParts is parts' value with env's variables, and the defaults for
+// the others; known is false when a variable has neither a value nor a
+// default (it then adds nothing).
+func resolveParts(parts []EnvPart, env map[string]string) (s string, known bool) {
+	known = true
 	var b strings.Builder
-	for _, p := range w.Parts {
+	for _, p := range parts {
 		if p.Env == "" {
 			b.WriteString(p.Text)
 			continue
@@ -37,10 +46,11 @@ func (w EnvWord) Resolve(env map[string]string) string {
 		v, set := env[p.Env]
 		if !set || p.Colon && v == "" {
 			v = p.Default
+			known = known && v != ""
 		}
 		b.WriteString(v)
 	}
-	return b.String()
+	return b.String(), known
 }
 
 var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
