@@ -824,7 +824,7 @@ func (b *Backend) cleanup(ctx context.Context, dir, id string, force bool) error
 		}
 		for _, c := range ids {
 			_, _ = b.admin(ctx, root, "kill", "--all", c, "KILL")
-			if _, err := b.admin(ctx, root, "delete", "--force", c); err != nil && !emptyDir(root) {
+			if _, err := b.admin(ctx, root, "delete", "--force", c); err != nil && !emptyDir(root) && !truncatedState(root, c) {
 				errs = append(errs, err)
 			}
 		}
@@ -847,6 +847,23 @@ func (b *Backend) cleanup(ctx context.Context, dir, id string, force bool) error
 		errs = append(errs, fmt.Errorf("removing spawn directory: %w", err))
 	}
 	return errors.Join(errs...)
+}
+
+// truncatedState reports whether container c's state file in the runsc
+// root is not whole JSON: runsc was killed while it wrote the file (a
+// SIGKILL of gate-control as a sandbox starts), so no runsc command can
+// load the container, and delete fails with "unexpected end of JSON
+// input". Nothing runs from such a file: the container's processes are
+// in its cgroups, which cleanup kills and removes next, and the file goes
+// with the spawn directory.
+func truncatedState(root, c string) bool {
+	files, _ := filepath.Glob(filepath.Join(root, c+"_sandbox:*.state"))
+	for _, f := range files {
+		if b, err := os.ReadFile(f); err == nil && !json.Valid(b) {
+			return true
+		}
+	}
+	return false
 }
 
 // emptyDir reports whether dir has no entries (or does not exist).

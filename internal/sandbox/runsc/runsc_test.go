@@ -587,6 +587,47 @@ func TestReap(t *testing.T) {
 	}
 }
 
+// TestReapTruncatedState: a SIGKILL of the owner while runsc writes a
+// container's state file leaves that file empty or cut short, and runsc
+// delete then fails on it ("unexpected end of JSON input"). Reap removes
+// the spawn without an error: no runsc command can act on the container,
+// its processes go with its cgroups, and the file with the directory.
+// (Found by TestKill9OwnerLeavesNothing on a fresh machine.)
+func TestReapTruncatedState(t *testing.T) {
+	b := newBackend(t, Config{Rootfs: sandboxtest.BusyboxRootfs(t)})
+	for _, body := range []string{"", `{"id":"cut`} {
+		id, err := b.newID()
+		if err != nil {
+			t.Fatal(err)
+		}
+		sp, err := b.createSpawnDir(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		state := filepath.Join(sp.root(), id+"_sandbox:"+id+".state")
+		if err := os.MkdirAll(sp.root(), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(state, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.admin(t.Context(), sp.root(), "delete", "--force", id); err == nil {
+			t.Fatalf("runsc delete of a container whose state file holds %q succeeded; this test no longer covers the case", body)
+		}
+		sp.lock.Close() // the crash
+		reaped, err := b.Reap(t.Context())
+		if err != nil {
+			t.Errorf("state file %q: Reap: %v", body, err)
+		}
+		if diff := cmp.Diff([]string{id}, reaped); diff != "" {
+			t.Errorf("state file %q: reaped (-want +got):\n%s", body, diff)
+		}
+		if _, err := os.Stat(sp.dir); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("state file %q: spawn directory still there: %v", body, err)
+		}
+	}
+}
+
 func liveDirs(t *testing.T, b *Backend) []string {
 	entries, err := os.ReadDir(b.cfg.StateDir)
 	if err != nil {
