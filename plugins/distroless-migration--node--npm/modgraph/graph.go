@@ -65,6 +65,11 @@ type Site struct {
 	Prefix string
 	// Env is the environment variable that is the whole argument.
 	Env string
+	// App is set for a dependency's load of the app's own files whose
+	// folder is not known (a migration runner's, loaders.go): the app
+	// stays open. Why then says so.
+	App bool
+	Why string
 }
 
 // Complete reports whether the walk started from a known entry and
@@ -127,6 +132,12 @@ func (g *Graph) DynamicIn(file string) (Site, bool) {
 	}
 	pkg := PackageOf(file)
 	for _, d := range g.Dynamic {
+		if d.App {
+			if pkg == "" {
+				return d, true
+			}
+			continue
+		}
 		if PackageOf(d.File) != pkg {
 			// require(`@img/sharp-${platform}/versions`) may load any
 			// package whose name starts so.
@@ -299,6 +310,9 @@ type walker struct {
 	// lazy holds the loads of functions no reached file names yet
 	// (lazy.go).
 	lazy lazyIndex
+	// loaded are the migration runners whose app files were added
+	// (loaders.go).
+	loaded map[string]bool
 }
 
 func (w *walker) run(ctx context.Context) error {
@@ -362,7 +376,11 @@ func (w *walker) run(ctx context.Context) error {
 // (the first time), and each computed one is a site of the graph.
 func (w *walker) follow(f string, imps []Import, dyn []Dynamic) {
 	for _, d := range dyn {
-		w.g.Dynamic = append(w.g.Dynamic, Site{File: f, Line: d.Line, Prefix: d.Prefix, Env: d.Env})
+		site := Site{File: f, Line: d.Line, Prefix: d.Prefix, Env: d.Env}
+		w.g.Dynamic = append(w.g.Dynamic, site)
+		if l, ok := loaderOf(PackageOf(f)); ok && d.Env == "" && !bare(d.Prefix) {
+			w.loadAppFiles(l, site)
+		}
 	}
 	for _, imp := range imps {
 		to, ok := w.resolveAt(f, imp)

@@ -737,3 +737,120 @@ module.exports = Session
 		}
 	}
 }
+
+// TestMigrationRunners: a migration runner's computed load reaches the
+// app's migration files (from the folder its options name with a literal,
+// or its default folder) and the configuration it loads itself; when
+// neither is found, the app stays open.
+func TestMigrationRunners(t *testing.T) {
+	t.Parallel()
+	knex := map[string]string{
+		"node_modules/knex/package.json":       `{"name":"knex","main":"knex.js","bin":{"knex":"bin/cli.js"}}`,
+		"node_modules/knex/knex.js":            "module.exports = require('./lib/import-file');\n",
+		"node_modules/knex/lib/import-file.js": "module.exports = async function importFile(p) {\n  return require(p);\n};\n",
+		"node_modules/umzug/package.json":      `{"name":"umzug","main":"lib/index.js"}`,
+		"node_modules/umzug/lib/index.js":      "const load = async (p) => require(p);\nmodule.exports = { load };\n",
+		"node_modules/other/package.json":      `{"name":"other","main":"index.js"}`,
+		"node_modules/other/index.js":          "module.exports = (p) => require(p);\n",
+		"package.json":                         `{"name":"svc"}`,
+		"Dockerfile":                           "FROM gcr.io/distroless/nodejs22-debian13\nWORKDIR /app\nCOPY . .\nCMD [\"server.js\"]\n",
+		"db/migrate/001_init.js":               "",
+		"db/migrate/002_backfill.js":           "require('../../scripts/backfill');\n",
+		"scripts/backfill.js":                  "",
+		"migrations/old.js":                    "",
+		"src/unrelated.js":                     "",
+		"knexfile.js":                          "module.exports = { migrations: { directory: './db/migrate' } };\n",
+	}
+	with := func(extra map[string]string) map[string]string {
+		files := map[string]string{}
+		for k, v := range knex {
+			files[k] = v
+		}
+		for k, v := range extra {
+			files[k] = v
+		}
+		return files
+	}
+	t.Run("knex", func(t *testing.T) {
+		t.Parallel()
+		g := graphOf(t, with(map[string]string{"server.js": "const knex = require('knex');\n"}))
+		for _, f := range []string{"knexfile.js", "db/migrate/001_init.js", "db/migrate/002_backfill.js", "scripts/backfill.js", "migrations/old.js"} {
+			if !g.Reached(f) {
+				t.Errorf("%s not reached", f)
+			}
+		}
+		if g.Reached("src/unrelated.js") {
+			t.Error("src/unrelated.js reached")
+		}
+		if _, open := g.DynamicIn("src/unrelated.js"); open {
+			t.Error("the app is open, though knex's folders were found")
+		}
+		want := []string{"server.js", "node_modules/knex/knex.js", "node_modules/knex/lib/import-file.js", "db/migrate/002_backfill.js", "scripts/backfill.js"}
+		if diff := cmp.Diff(want, g.Chain("scripts/backfill.js")); diff != "" {
+			t.Errorf("chain (-want +got):\n%s", diff)
+		}
+	})
+	t.Run("umzug glob from __dirname", func(t *testing.T) {
+		t.Parallel()
+		g := graphOf(t, with(map[string]string{
+			"server.js":       "const { load } = require('umzug');\nconst db = require('./src/db');\n",
+			"src/db.js":       "new Umzug({ migrations: { glob: path.join(__dirname, 'schema', '*.js') } });\n",
+			"src/schema/1.js": "",
+			"knexfile.js":     "",
+		}))
+		for _, f := range []string{"src/schema/1.js", "migrations/old.js"} {
+			if !g.Reached(f) {
+				t.Errorf("%s not reached", f)
+			}
+		}
+		for _, f := range []string{"knexfile.js", "db/migrate/001_init.js"} {
+			if g.Reached(f) {
+				t.Errorf("%s reached: umzug reads no knexfile and no directory option", f)
+			}
+		}
+	})
+	t.Run("nothing found", func(t *testing.T) {
+		t.Parallel()
+		files := with(map[string]string{"server.js": "require('umzug');\n"})
+		delete(files, "migrations/old.js")
+		g := graphOf(t, files)
+		d, open := g.DynamicIn("src/unrelated.js")
+		if !open || !strings.Contains(d.Why, "umzug loads the app's migration files") {
+			t.Errorf("DynamicIn(src/unrelated.js) = %+v, %v; want the app open, saying why", d, open)
+		}
+	})
+	t.Run("not a runner", func(t *testing.T) {
+		t.Parallel()
+		g := graphOf(t, with(map[string]string{"server.js": "require('other');\n"}))
+		if g.Reached("migrations/old.js") || g.Reached("knexfile.js") {
+			t.Error("another package's computed load reached the app's migrations")
+		}
+		if _, open := g.DynamicIn("src/unrelated.js"); open {
+			t.Error("another package's computed load opened the app")
+		}
+	})
+}
+
+func TestLiteralDirs(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		in       string
+		want     []string
+		fromFile bool
+		ok       bool
+	}{
+		{`"server/migrations", tableName: "x"`, []string{"server/migrations"}, false, true},
+		{`'./db/migrate' }`, []string{"db/migrate"}, false, true},
+		{`["migrations/*.js", { cwd: path.resolve("server") }]`, []string{"migrations"}, false, true},
+		{`path.join(__dirname, 'db', 'migrations'),`, []string{"db/migrations"}, true, true},
+		{`path.resolve(process.cwd(), "dist/**/migrations/*.js")`, []string{"dist"}, false, true},
+		{`["a/*.js", "b/c/*.ts"]`, []string{"a", "b/c"}, false, true},
+		{`dir,`, nil, false, false},
+		{`path.join(root, 'migrations')`, nil, false, false},
+	} {
+		got, fromFile, ok := literalDirs(tc.in)
+		if ok != tc.ok || fromFile != tc.fromFile || !cmp.Equal(got, tc.want) {
+			t.Errorf("literalDirs(%q) = %q, %v, %v; want %q, %v, %v", tc.in, got, fromFile, ok, tc.want, tc.fromFile, tc.ok)
+		}
+	}
+}

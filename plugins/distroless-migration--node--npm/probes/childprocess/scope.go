@@ -171,7 +171,11 @@ func (s *scoper) scope(f *Finding) {
 		why = append(why, "the module graph was cut short at its size limit")
 	}
 	if d, ok := s.g.DynamicIn(f.File); ok {
-		why = append(why, fmt.Sprintf("%s:%d loads a computed module name", d.File, d.Line))
+		what := "loads a computed module name"
+		if d.Why != "" {
+			what = d.Why
+		}
+		why = append(why, fmt.Sprintf("%s:%d %s", d.File, d.Line, what))
 	}
 	// On a traced run the graph walked the image's own node_modules, read
 	// back whole: a package it lacks (an optional peer such as kerberos,
