@@ -313,6 +313,9 @@ type walker struct {
 	// loaded are the migration runners whose app files were added
 	// (loaders.go).
 	loaded map[string]bool
+	// texts are the app's own source files, read once a runner needs
+	// them.
+	texts *[]appText
 }
 
 func (w *walker) run(ctx context.Context) error {
@@ -350,6 +353,9 @@ func (w *walker) run(ctx context.Context) error {
 		}
 		hits := w.lazy.countWords(data)
 		w.follow(f, imps, dyn)
+		if l, line, ok := callSite(f, data); ok {
+			w.loadAppFiles(l, Site{File: f, Line: line})
+		}
 		for name := range lazy {
 			hits = append(hits, name)
 		}

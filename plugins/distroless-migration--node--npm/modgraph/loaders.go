@@ -31,6 +31,19 @@ type appLoader struct {
 	// Config are the base names of the configuration files it loads
 	// itself from the working directory.
 	Config []string
+	// Uses are words of which one is in the app's files (package.json
+	// included) when the app drives the runner: `knex migrate:latest` or
+	// knex.migrate.latest(). Without one, the runner loads nothing, as
+	// for an app that uses knex only to query. Empty: its options say it.
+	Uses []string
+	// Open leaves the app open when the runner is driven and none of its
+	// folders is found: it always loads from a folder, which is then one
+	// codegenie cannot name. A runner that loads by path only when an
+	// option says so (typeorm's globs) does not.
+	Open bool
+	// Call is the text of a load in the package that Scan does not count
+	// as computed (a method: node-pg-migrate's jitiInstance.import(path)).
+	Call string
 	// Says is where each of these was read.
 	Says string
 }
@@ -38,26 +51,42 @@ type appLoader struct {
 // appLoaders are the migration runners whose loads were read.
 var appLoaders = []appLoader{
 	{
-		Package: "knex",
-		Dirs:    []string{"migrations"},
-		Keys:    []string{"directory"},
-		Config:  []string{"knexfile.js", "knexfile.cjs", "knexfile.mjs", "knexfile.ts"},
+		Package: "knex", Dirs: []string{"migrations"}, Keys: []string{"directory"},
+		Config: []string{"knexfile.js", "knexfile.cjs", "knexfile.mjs", "knexfile.ts"}, Uses: []string{"migrate"}, Open: true,
 		Says: "knex 3.1.0: lib/migrations/util/import-file.js require(filepath)s each file of migrations.directory " +
 			"(default './migrations', lib/migrations/migrate/migrator-configuration-merger.js) and, from bin/cli.js, the knexfile found up from the working directory",
 	},
 	{
-		Package: "umzug",
-		Dirs:    []string{"migrations"},
-		Keys:    []string{"glob"},
+		Package: "umzug", Dirs: []string{"migrations"}, Keys: []string{"glob"}, Uses: []string{"Umzug"}, Open: true,
 		Says: "umzug 3.8.3: lib/umzug.js's defaultResolver require(filepath)s each file that migrations.glob matches; " +
 			"umzug 2 read migrations.path (default 'migrations')",
 	},
 	{
-		Package: "sequelize-cli",
-		Dirs:    []string{"migrations"},
-		Keys:    []string{"migrations-path"},
-		Config:  []string{".sequelizerc"},
-		Says:    "sequelize-cli: db:migrate loads each file of migrations-path (default './migrations'), set in .sequelizerc",
+		Package: "sequelize-cli", Dirs: []string{"migrations"}, Keys: []string{"migrations-path"}, Config: []string{".sequelizerc"},
+		Uses: []string{"db:migrate"}, Open: true,
+		Says: "sequelize-cli: db:migrate loads each file of migrations-path (default './migrations'), set in .sequelizerc",
+	},
+	{
+		Package: "typeorm", Keys: []string{"migrations", "entities", "subscribers"},
+		Says: "typeorm 1.1.1: util/ImportUtils.js importOrRequireFile require(filePath)s each file that a DataSource's " +
+			"migrations, entities and subscribers globs match; classes given there are literal imports",
+	},
+	{
+		Package: "node-pg-migrate", Dirs: []string{"migrations"}, Keys: []string{"dir"}, Uses: []string{"node-pg-migrate", "runner("},
+		Open: true, Call: "jitiInstance.import(",
+		Says: "node-pg-migrate 9.0.0: dist/bundle/index.js imports each file of dir (default 'migrations', bin/node-pg-migrate.js) with jitiInstance.import(filePath)",
+	},
+	{
+		Package: "db-migrate", Dirs: []string{"migrations"}, Keys: []string{"migrations-dir"}, Uses: []string{"db-migrate"}, Open: true,
+		Says: "db-migrate 0.11.14: connect.js reads migrations-dir (default 'migrations') and lib/ require()s each file of it",
+	},
+	{
+		Package: "kysely", Dirs: []string{"migrations"}, Keys: []string{"migrationFolder"}, Uses: []string{"FileMigrationProvider"}, Open: true,
+		Says: "kysely 0.28.19: dist/cjs/migration/file-migration-provider.js require()s each .js, .ts, .mjs and .mts file of migrationFolder",
+	},
+	{
+		Package: "postgrator", Keys: []string{"migrationPattern"}, Uses: []string{"Postgrator"}, Open: true,
+		Says: "postgrator 8.0.0: postgrator.js import()s each .js, .cjs and .mjs file that migrationPattern matches",
 	},
 }
 
@@ -70,6 +99,19 @@ func loaderOf(pkg string) (appLoader, bool) {
 		}
 	}
 	return appLoader{}, false
+}
+
+// callSite returns the line of a runner's Call in a file of its package.
+func callSite(f string, data []byte) (appLoader, int, bool) {
+	l, ok := loaderOf(PackageOf(f))
+	if !ok || l.Call == "" {
+		return l, 0, false
+	}
+	i := strings.Index(string(data), l.Call)
+	if i < 0 {
+		return l, 0, false
+	}
+	return l, 1 + strings.Count(string(data[:i]), "\n"), true
 }
 
 // optionRE finds `key: value` (or 'key': value) in source text; the value
@@ -132,7 +174,7 @@ func literalDirs(v string) (dirs []string, fromFile bool, ok bool) {
 			}
 			d, f, good := one(e)
 			if !good {
-				return nil, false, false
+				continue // typeorm's entities: [User, "dist/models/*.js"]: a class is a literal import
 			}
 			dirs, fromFile = append(dirs, globDir(d)), fromFile || f
 		}
@@ -194,8 +236,9 @@ func firstComma(s string) int {
 }
 
 // loadAppFiles makes the app files that the migration runner l loads
-// reached from its computed load at site, once per runner. When it finds
-// none, the app stays open: a site of the graph that says so.
+// reached from its load at site, once per runner. When the app drives the
+// runner and none is found, a runner that always reads a folder leaves
+// the app open: a site of the graph that says so.
 func (w *walker) loadAppFiles(l appLoader, site Site) {
 	if w.loaded == nil {
 		w.loaded = map[string]bool{}
@@ -204,15 +247,13 @@ func (w *walker) loadAppFiles(l appLoader, site Site) {
 		return
 	}
 	w.loaded[l.Package] = true
-	var files []string
-	add := func(dir string) {
-		dir = path.Clean(dir)
-		for _, f := range w.files {
-			if (dir == "." || strings.HasPrefix(f, dir+"/")) && loadable(f) && !strings.Contains(f, "node_modules/") && path.Ext(f) != "" {
-				files = append(files, f)
-			}
-		}
+	texts := w.appTexts()
+	if len(l.Uses) > 0 && !slices.ContainsFunc(texts, func(t appText) bool {
+		return slices.ContainsFunc(l.Uses, func(u string) bool { return strings.Contains(t.text, u) })
+	}) {
+		return
 	}
+	var files []string
 	for _, f := range w.files {
 		if strings.Contains(f, "node_modules/") {
 			continue
@@ -225,13 +266,23 @@ func (w *walker) loadAppFiles(l appLoader, site Site) {
 		}
 	}
 	for _, key := range l.Keys {
-		for _, dir := range w.optionDirs(key) {
-			add(dir)
+		for _, dir := range optionDirs(texts, key) {
+			for _, f := range w.files {
+				if (dir == "." || strings.HasPrefix(f, dir+"/")) && loadable(f) && path.Ext(f) != "" && !strings.Contains(f, "node_modules/") {
+					files = append(files, f)
+				}
+			}
 		}
 	}
 	if len(files) == 0 {
-		w.g.Dynamic = append(w.g.Dynamic, Site{File: site.File, Line: site.Line, App: true,
-			Why: l.Package + " loads the app's migration files, and codegenie found neither a folder its options name with a literal nor a " + strings.Join(l.Dirs, " or ") + " folder"})
+		if l.Open {
+			what := "a folder its options name with a literal"
+			if len(l.Dirs) > 0 {
+				what += " nor a " + strings.Join(l.Dirs, " or ") + " folder"
+			}
+			w.g.Dynamic = append(w.g.Dynamic, Site{File: site.File, Line: site.Line, App: true,
+				Why: l.Package + " loads the app's migration files, and codegenie found neither " + what})
+		}
 		return
 	}
 	slices.Sort(files)
@@ -245,25 +296,49 @@ func (w *walker) loadAppFiles(l appLoader, site Site) {
 	}
 }
 
-// optionDirs returns the repository folders that the app's files name
-// with a literal value of option key, each tried against the folder of
-// the file that names it (for a join from __dirname) or against the build
-// context and every folder above that file (the working directory is one
-// of them).
-func (w *walker) optionDirs(key string) []string {
-	re := optionRE(key)
-	var out []string
+// appText is an app file's text.
+type appText struct{ file, text string }
+
+// appTexts reads the app's own source files (outside node_modules:
+// JavaScript and TypeScript, package.json files and dotfiles such as
+// .sequelizerc), once.
+func (w *walker) appTexts() []appText {
+	if w.texts != nil {
+		return *w.texts
+	}
+	var out []appText
 	for _, f := range w.files {
-		if strings.Contains(f, "node_modules/") || !loadable(f) && !strings.HasPrefix(path.Base(f), ".") {
+		base := path.Base(f)
+		source := loadable(f) && path.Ext(f) != "" || base == "package.json" || strings.HasPrefix(base, ".")
+		if !source || strings.Contains(f, "node_modules/") {
 			continue
 		}
 		data, err := w.repo.ReadFile(f)
-		if err != nil || !strings.Contains(string(data), key) {
+		if err != nil {
 			continue
 		}
-		text := string(data)
-		for _, m := range re.FindAllStringIndex(text, -1) {
-			dirs, fromFile, ok := literalDirs(text[m[1]:])
+		out = append(out, appText{f, string(data)})
+	}
+	w.texts = &out
+	return out
+}
+
+// optionDirs returns the repository folders that the app's files name
+// with a literal value of option key, each tried against the folder of
+// the file that names it (for a join from __dirname) or against every
+// folder above that file (the working directory is one of them).
+func optionDirs(texts []appText, key string) []string {
+	re := optionRE(key)
+	var out []string
+	for _, t := range texts {
+		if !strings.Contains(t.text, key) {
+			continue
+		}
+		for _, m := range re.FindAllStringIndex(t.text, -1) {
+			dirs, fromFile, ok := literalDirs(t.text[m[1]:])
+			if !ok {
+				dirs, fromFile, ok = namedDirs(t.text, t.text[m[1]:])
+			}
 			if !ok {
 				continue
 			}
@@ -273,10 +348,10 @@ func (w *walker) optionDirs(key string) []string {
 					continue
 				}
 				if fromFile {
-					out = append(out, path.Join(path.Dir(f), d))
+					out = append(out, path.Join(path.Dir(t.file), d))
 					continue
 				}
-				for base := path.Dir(f); ; base = path.Dir(base) {
+				for base := path.Dir(t.file); ; base = path.Dir(base) {
 					out = append(out, path.Join(base, d))
 					if base == "." || base == "/" {
 						break
@@ -286,4 +361,36 @@ func (w *walker) optionDirs(key string) []string {
 		}
 	}
 	return out
+}
+
+// nameRE is a name, or a member of one (Database.knexMigrationsPath), at
+// the start of an option's value.
+var nameRE = regexp.MustCompile(`^[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*\s*[,}\n]`)
+
+// namedDirs reads an option's value that is a name (or a member: its last
+// part) given a literal in the same file: `static knexMigrationsPath =
+// "./db/knex_migrations"`, `const dir = path.join(__dirname, "migrations")`
+// or `dir: "migrations"`. Every such assignment counts; none leaves the
+// value unread.
+func namedDirs(text, v string) (dirs []string, fromFile bool, ok bool) {
+	m := nameRE.FindString(v)
+	if m == "" {
+		return nil, false, false
+	}
+	name := strings.TrimRight(m, " \t\r\n,}")
+	if i := strings.LastIndexByte(name, '.'); i >= 0 {
+		name = name[i+1:]
+	}
+	re := regexp.MustCompile(`(?:^|[^\w$.])` + regexp.QuoteMeta(name) + `\s*[=:]`)
+	for _, loc := range re.FindAllStringIndex(text, -1) {
+		rest := text[loc[1]:]
+		if strings.HasPrefix(rest, "=") || strings.HasPrefix(rest, ">") {
+			continue // ==, =>
+		}
+		d, f, good := literalDirs(rest)
+		if good {
+			dirs, fromFile, ok = append(dirs, d...), fromFile || f, true
+		}
+	}
+	return dirs, fromFile, ok
 }

@@ -811,12 +811,66 @@ func TestMigrationRunners(t *testing.T) {
 	})
 	t.Run("nothing found", func(t *testing.T) {
 		t.Parallel()
-		files := with(map[string]string{"server.js": "require('umzug');\n"})
+		files := with(map[string]string{"server.js": "const { Umzug } = require('umzug');\nnew Umzug({ migrations: { glob: process.env.DIR } });\n"})
 		delete(files, "migrations/old.js")
 		g := graphOf(t, files)
 		d, open := g.DynamicIn("src/unrelated.js")
 		if !open || !strings.Contains(d.Why, "umzug loads the app's migration files") {
 			t.Errorf("DynamicIn(src/unrelated.js) = %+v, %v; want the app open, saying why", d, open)
+		}
+	})
+	t.Run("knex only to query", func(t *testing.T) {
+		t.Parallel()
+		files := with(map[string]string{"server.js": "const knex = require('knex');\n"})
+		delete(files, "knexfile.js")
+		delete(files, "db/migrate/001_init.js")
+		delete(files, "db/migrate/002_backfill.js")
+		g := graphOf(t, files)
+		if g.Reached("migrations/old.js") {
+			t.Error("migrations/old.js reached, though nothing in the app migrates")
+		}
+		if _, open := g.DynamicIn("src/unrelated.js"); open {
+			t.Error("the app is open, though nothing in the app migrates")
+		}
+	})
+	t.Run("typeorm globs, classes and no folder", func(t *testing.T) {
+		t.Parallel()
+		g := graphOf(t, with(map[string]string{
+			"node_modules/typeorm/package.json":        `{"name":"typeorm","main":"index.js"}`,
+			"node_modules/typeorm/index.js":            "require('./util/ImportUtils');\n",
+			"node_modules/typeorm/util/ImportUtils.js": "exports.load = (filePath) => require(filePath);\n",
+			"server.js":           "require('typeorm');\nconst User = require('./src/user');\nnew DataSource({ entities: [User, 'dist/models/*.js'], migrations: ['dist/db/*.js'] });\n",
+			"src/user.js":         "",
+			"src/models/post.ts":  "",
+			"src/db/1-init.ts":    "",
+			"dist/models/post.js": "",
+		}))
+		for _, f := range []string{"dist/models/post.js"} {
+			if !g.Reached(f) {
+				t.Errorf("%s not reached", f)
+			}
+		}
+		if _, open := g.DynamicIn("src/unrelated.js"); open {
+			t.Error("typeorm opened the app")
+		}
+	})
+	t.Run("node-pg-migrate's method load", func(t *testing.T) {
+		t.Parallel()
+		g := graphOf(t, with(map[string]string{
+			"node_modules/node-pg-migrate/package.json":  `{"name":"node-pg-migrate","main":"dist/index.js"}`,
+			"node_modules/node-pg-migrate/dist/index.js": "const loader = async (filePaths) => {\n  for (const p of filePaths) await jitiInstance.import(p);\n};\n",
+			"package.json": `{"name":"svc","scripts":{"migrate":"node-pg-migrate up"}}`,
+			"server.js":    "require('node-pg-migrate');\n",
+			"knexfile.js":  "",
+		}))
+		if !g.Reached("migrations/old.js") {
+			t.Error("migrations/old.js not reached")
+		}
+		if diff := cmp.Diff([]string{"server.js", "node_modules/node-pg-migrate/dist/index.js", "migrations/old.js"}, g.Chain("migrations/old.js")); diff != "" {
+			t.Errorf("chain (-want +got):\n%s", diff)
+		}
+		if got := g.LoadLine("migrations/old.js"); got != 2 {
+			t.Errorf("load line = %d, want 2 (the jitiInstance.import call)", got)
 		}
 	})
 	t.Run("not a runner", func(t *testing.T) {
@@ -852,5 +906,20 @@ func TestLiteralDirs(t *testing.T) {
 		if ok != tc.ok || fromFile != tc.fromFile || !cmp.Equal(got, tc.want) {
 			t.Errorf("literalDirs(%q) = %q, %v, %v; want %q, %v, %v", tc.in, got, fromFile, ok, tc.want, tc.fromFile, tc.ok)
 		}
+	}
+}
+
+func TestNamedDirs(t *testing.T) {
+	t.Parallel()
+	text := "class Database {\n  static knexMigrationsPath = \"./db/knex_migrations\";\n}\n" +
+		"if (a == b) {}\nconst f = (x) => x;\n" +
+		"knex({ migrations: { directory: Database.knexMigrationsPath } });\n"
+	v := text[strings.Index(text, "Database.knexMigrationsPath }"):]
+	dirs, fromFile, ok := namedDirs(text, v)
+	if !ok || fromFile || !cmp.Equal(dirs, []string{"db/knex_migrations"}) {
+		t.Errorf("namedDirs = %q, %v, %v; want [db/knex_migrations], false, true", dirs, fromFile, ok)
+	}
+	if _, _, ok := namedDirs("const dir = process.env.DIR;\n", "dir,"); ok {
+		t.Error("a name given no literal was read")
 	}
 }
