@@ -643,14 +643,7 @@ func TestReapBuild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	id, err := b.newID()
-	if err != nil {
-		t.Fatal(err)
-	}
-	sp, err := b.createSpawnDir(id)
-	if err != nil {
-		t.Fatal(err)
-	}
+	id, sp := newSpawnDir(t, b)
 	if err := os.Mkdir(filepath.Join(sp.dir, "b"), 0o700); err != nil {
 		t.Fatal(err)
 	}

@@ -497,14 +497,7 @@ func TestReap(t *testing.T) {
 	b := newBackend(t, Config{Rootfs: rootfs})
 
 	// The orphan: set up as Spawn would, then started by hand and left.
-	id, err := b.newID()
-	if err != nil {
-		t.Fatal(err)
-	}
-	sp, err := b.createSpawnDir(id)
-	if err != nil {
-		t.Fatal(err)
-	}
+	id, sp := newSpawnDir(t, b)
 	spec := buildSpec(specInput{
 		args: []string{"sleep", "600"}, env: []string{defaultPath}, cwd: "/", rootfs: rootfs, hostname: "orphan",
 		workspace: t.TempDir(), mount: DefaultMount, platform: b.cfg.Platform, cgroupPath: "/" + id, limits: b.cfg.Limits, enforce: b.enforce,
@@ -596,14 +589,7 @@ func TestReap(t *testing.T) {
 func TestReapTruncatedState(t *testing.T) {
 	b := newBackend(t, Config{Rootfs: sandboxtest.BusyboxRootfs(t)})
 	for _, body := range []string{"", `{"id":"cut`} {
-		id, err := b.newID()
-		if err != nil {
-			t.Fatal(err)
-		}
-		sp, err := b.createSpawnDir(id)
-		if err != nil {
-			t.Fatal(err)
-		}
+		id, sp := newSpawnDir(t, b)
 		state := filepath.Join(sp.root(), id+"_sandbox:"+id+".state")
 		if err := os.MkdirAll(sp.root(), 0o700); err != nil {
 			t.Fatal(err)
@@ -626,6 +612,20 @@ func TestReapTruncatedState(t *testing.T) {
 			t.Errorf("state file %q: spawn directory still there: %v", body, err)
 		}
 	}
+}
+
+// newSpawnDir sets up a spawn directory as Spawn does, with a new ID.
+func newSpawnDir(t *testing.T, b *Backend) (string, *spawnDir) {
+	t.Helper()
+	id, err := b.newID()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp, err := b.createSpawnDir(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id, sp
 }
 
 func liveDirs(t *testing.T, b *Backend) []string {

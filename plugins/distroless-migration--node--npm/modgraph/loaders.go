@@ -199,40 +199,14 @@ func globDir(g string) string {
 
 // splitTop splits s at its commas outside brackets and strings.
 func splitTop(s string) []string {
-	var out []string
-	for {
-		i := firstComma(s)
-		if i < 0 {
-			return append(out, s)
-		}
-		out = append(out, s[:i])
-		s = s[i+1:]
+	offs, _ := topCommas(s)
+	out := make([]string, 0, len(offs)+1)
+	from := 0
+	for _, i := range offs {
+		out = append(out, s[from:i])
+		from = i + 1
 	}
-}
-
-// firstComma is the offset of the first comma of s outside brackets and
-// strings, or -1.
-func firstComma(s string) int {
-	depth := 0
-	for i := 0; i < len(s); i++ {
-		switch c := s[i]; c {
-		case '(', '[', '{':
-			depth++
-		case ')', ']', '}':
-			depth--
-		case ',':
-			if depth == 0 {
-				return i
-			}
-		case '"', '\'', '`':
-			end := closingQuote(s, i)
-			if end < 0 {
-				return -1
-			}
-			i = end
-		}
-	}
-	return -1
+	return append(out, s[from:])
 }
 
 // loadAppFiles makes the app files that the migration runner l loads

@@ -240,9 +240,20 @@ func lastPart(arg string) string {
 }
 
 // lastComma is the offset of the last comma of s outside brackets and
-// strings, or -1.
+// strings, or -1 (also when a string in s does not close).
 func lastComma(s string) int {
-	last, depth := -1, 0
+	c, ok := topCommas(s)
+	if !ok || len(c) == 0 {
+		return -1
+	}
+	return c[len(c)-1]
+}
+
+// topCommas returns the offsets of the commas of s outside brackets and
+// strings; ok is false when a string in s does not close (the commas
+// before it are returned).
+func topCommas(s string) (offs []int, ok bool) {
+	depth := 0
 	for i := 0; i < len(s); i++ {
 		switch c := s[i]; c {
 		case '(', '[', '{':
@@ -251,17 +262,17 @@ func lastComma(s string) int {
 			depth--
 		case ',':
 			if depth == 0 {
-				last = i
+				offs = append(offs, i)
 			}
 		case '"', '\'', '`':
 			end := closingQuote(s, i)
 			if end < 0 {
-				return -1
+				return offs, false
 			}
 			i = end
 		}
 	}
-	return last
+	return offs, true
 }
 
 var commentRE = regexp.MustCompile(`/\*[^*]*\*+(?:[^/*][^*]*\*+)*/`)
