@@ -270,12 +270,17 @@ func (w *walker) loadAppFiles(l appLoader, site Site) {
 	}
 }
 
-// appText is an app file's text.
-type appText struct{ file, text string }
+// appText is an app file's text. code is set for JavaScript, TypeScript
+// and dotfiles such as .sequelizerc, whose options are read; the others
+// (package.json, Dockerfiles, compose files, shell scripts) can only show
+// that the app drives a runner (`npx knex migrate:latest` in a CMD).
+type appText struct {
+	file, text string
+	code       bool
+}
 
-// appTexts reads the app's own source files (outside node_modules:
-// JavaScript and TypeScript, package.json files and dotfiles such as
-// .sequelizerc), once.
+// appTexts reads the app's own files outside node_modules that may drive
+// or configure a runner, once.
 func (w *walker) appTexts() []appText {
 	if w.texts != nil {
 		return *w.texts
@@ -283,15 +288,17 @@ func (w *walker) appTexts() []appText {
 	var out []appText
 	for _, f := range w.files {
 		base := path.Base(f)
-		source := loadable(f) && path.Ext(f) != "" || base == "package.json" || strings.HasPrefix(base, ".")
-		if !source || strings.Contains(f, "node_modules/") {
+		code := loadable(f) && path.Ext(f) != "" || strings.HasPrefix(base, ".") && path.Ext(base) == base
+		drives := base == "package.json" || strings.HasPrefix(base, "Dockerfile") || strings.HasSuffix(base, ".Dockerfile") ||
+			slices.Contains([]string{".sh", ".yml", ".yaml"}, path.Ext(base))
+		if !code && !drives || strings.Contains(f, "node_modules/") {
 			continue
 		}
 		data, err := w.repo.ReadFile(f)
 		if err != nil {
 			continue
 		}
-		out = append(out, appText{f, string(data)})
+		out = append(out, appText{f, string(data), code})
 	}
 	w.texts = &out
 	return out
@@ -305,7 +312,7 @@ func optionDirs(texts []appText, key string) []string {
 	re := optionRE(key)
 	var out []string
 	for _, t := range texts {
-		if !strings.Contains(t.text, key) {
+		if !t.code || !strings.Contains(t.text, key) {
 			continue
 		}
 		for _, m := range re.FindAllStringIndex(t.text, -1) {

@@ -833,6 +833,20 @@ func TestMigrationRunners(t *testing.T) {
 			t.Error("the app is open, though nothing in the app migrates")
 		}
 	})
+	t.Run("knex driven from a script", func(t *testing.T) {
+		t.Parallel()
+		files := with(map[string]string{
+			"server.js":    "const knex = require('knex');\n",
+			"bin/start.sh": "#!/bin/sh\nnpx knex migrate:latest\n",
+		})
+		delete(files, "knexfile.js")
+		delete(files, "db/migrate/001_init.js")
+		delete(files, "db/migrate/002_backfill.js")
+		g := graphOf(t, files)
+		if !g.Reached("migrations/old.js") {
+			t.Error("migrations/old.js not reached, though a script runs knex migrate:latest")
+		}
+	})
 	t.Run("typeorm globs, classes and no folder", func(t *testing.T) {
 		t.Parallel()
 		g := graphOf(t, with(map[string]string{
