@@ -325,11 +325,16 @@ func optionDirs(texts []appText, key string) []string {
 			}
 			for _, d := range dirs {
 				d = strings.TrimPrefix(d, "./")
-				if path.IsAbs(d) || strings.HasPrefix(d, "../") {
+				if path.IsAbs(d) {
 					continue
 				}
 				if fromFile {
-					out = append(out, path.Join(path.Dir(t.file), d))
+					if j := path.Join(path.Dir(t.file), d); !strings.HasPrefix(j, "../") {
+						out = append(out, j)
+					}
+					continue
+				}
+				if strings.HasPrefix(d, "../") {
 					continue
 				}
 				for base := path.Dir(t.file); ; base = path.Dir(base) {

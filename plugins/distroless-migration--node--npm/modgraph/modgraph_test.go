@@ -52,6 +52,30 @@ x.require('./not-a-load');
 	}
 }
 
+// TestScanJoinedLiteral: string literals joined by + are one literal
+// specifier; a join with anything else stays computed.
+func TestScanJoinedLiteral(t *testing.T) {
+	t.Parallel()
+	src := "const u = require('u' + 'rl');\nconst v = require(\"./a\" + /* x */ '/b');\n" +
+		"const w = require('u' + name);\nconst t = require(`./t/${n}` + '.js');\n"
+	imps, dyn := Scan([]byte(src))
+	var specs []string
+	for _, i := range imps {
+		specs = append(specs, i.Spec)
+	}
+	if diff := cmp.Diff([]string{"url", "./a/b"}, specs); diff != "" {
+		t.Errorf("specifiers (-want +got):\n%s", diff)
+	}
+	// A regular expression's text is no load.
+	_, re := Scan([]byte("const p = /(\\b(?:exports|import(?:\\s+static)?|module)\\s+)/;\nconst q = /require(?=x)|require(*)/;\n"))
+	if len(re) != 0 {
+		t.Errorf("regular expressions read as computed loads: %+v", re)
+	}
+	if len(dyn) != 2 || dyn[0].Prefix != "u" || dyn[1].Line != 4 {
+		t.Errorf("computed loads = %+v, want require('u' + name) and the template", dyn)
+	}
+}
+
 // TestScanKeywordInsideAWord: a keyword inside a longer word ("Re-export",
 // "xrequire") is neither a load nor a reason to miss the load after it.
 func TestScanKeywordInsideAWord(t *testing.T) {
@@ -794,7 +818,7 @@ func TestMigrationRunners(t *testing.T) {
 		t.Parallel()
 		g := graphOf(t, with(map[string]string{
 			"server.js":       "const { load } = require('umzug');\nconst db = require('./src/db');\n",
-			"src/db.js":       "new Umzug({ migrations: { glob: path.join(__dirname, 'schema', '*.js') } });\n",
+			"src/db.js":       "new Umzug({ migrations: { glob: path.join(__dirname, '..', 'src', 'schema', '*.js') } });\n",
 			"src/schema/1.js": "",
 			"knexfile.js":     "",
 		}))

@@ -142,6 +142,12 @@ func Scan(src []byte) ([]Import, []Dynamic) {
 			if isMember(text, m[0]) || literal[m[0]] {
 				continue
 			}
+			if strings.IndexByte("?:*|]},;=>&^%", text[m[2]]) >= 0 {
+				// No expression starts so: the text of a regular
+				// expression (/import(?:\s+static)?/ in a syntax
+				// highlighter), not a load.
+				continue
+			}
 			arg, closed := argument(text, m[2])
 			if closed && definesMethod(text, m[2]+len(arg)+1) {
 				// import(data) { ... } in a class, function require(id)
@@ -160,6 +166,12 @@ func Scan(src []byte) ([]Import, []Dynamic) {
 			if e := envArgRE.FindStringSubmatch(text[m[2]:]); e != nil {
 				d.Env = e[1] + e[2] + e[3]
 			}
+			if spec, ok := joinedLiteral(arg); closed && ok {
+				// require('u' + 'rl'), a bundler's way to hide a load from
+				// another bundler, names one module: a literal edge.
+				imps = append(imps, Import{Spec: spec, Line: d.Line, Offset: m[0]})
+				continue
+			}
 			if closed && loadsJSON(arg) {
 				// require(path.join(dir, name + '.json')) reads data: no
 				// code of the package's own, or anyone's, runs.
@@ -169,6 +181,31 @@ func Scan(src []byte) ([]Import, []Dynamic) {
 		}
 	}
 	return imps, dyn
+}
+
+// joinedLiteral returns the string that arg, a load's argument, is when
+// it is string literals joined by + ('u' + 'rl'), comments aside.
+func joinedLiteral(arg string) (string, bool) {
+	rest := strings.TrimSpace(stripComments(arg))
+	var b strings.Builder
+	for parts := 0; ; parts++ {
+		if rest == "" || !strings.ContainsRune("\"'`", rune(rest[0])) {
+			return "", false
+		}
+		end := closingQuote(rest, 0)
+		if end < 0 || rest[0] == '`' && strings.Contains(rest[:end], "${") {
+			return "", false
+		}
+		b.WriteString(rest[1:end])
+		rest = strings.TrimSpace(rest[end+1:])
+		if rest == "" {
+			return b.String(), parts > 0
+		}
+		if rest[0] != '+' {
+			return "", false
+		}
+		rest = strings.TrimSpace(rest[1:])
+	}
 }
 
 // argument returns the text of a call's argument list that starts at

@@ -139,7 +139,7 @@ func (s *scoper) scope(f *Finding) {
 	}
 	if f.Origin == OriginDependency && packageTestFile(f.File) {
 		// A package's tests ship with it but run only if loaded.
-		f.Scope, f.ScopeNote = ScopeNotReachable, "a test file of its package (test/, __tests__/, *.test.*, *.spec.*) that the module graph does not reach"
+		f.Scope, f.ScopeNote = ScopeNotReachable, "a test or benchmark file of its package (test/, __tests__/, benchmark/, bench/, *.test.*, *.spec.*) that the module graph does not reach"
 		return
 	}
 	if f.Origin == OriginDependency && packageToolFile(f.File) {
@@ -256,8 +256,10 @@ func packageToolFile(rel string) bool {
 }
 
 // packageTestFile reports whether rel, a file under node_modules, is a
-// test of its package: under a test/, tests/ or __tests__/ folder of the
-// package, or named *.test.* or *.spec.*.
+// test or benchmark of its package: under a test/, tests/, __tests__/,
+// benchmark/, benchmarks/ or bench/ folder of the package, or named
+// *.test.* or *.spec.* (fast-json-stringify ships benchmark/ scripts that
+// spawn git and npm).
 func packageTestFile(rel string) bool {
 	inside, ok := inPackage(rel)
 	if !ok {
@@ -265,7 +267,7 @@ func packageTestFile(rel string) bool {
 	}
 	segs := strings.Split(inside, "/")
 	for _, d := range segs[:len(segs)-1] {
-		if d == "test" || d == "tests" || d == "__tests__" {
+		if d == "test" || d == "tests" || d == "__tests__" || d == "benchmark" || d == "benchmarks" || d == "bench" {
 			return true
 		}
 	}

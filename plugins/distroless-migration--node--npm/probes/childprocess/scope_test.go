@@ -117,7 +117,11 @@ func TestPackageTestFile(t *testing.T) {
 		"node_modules/a/x.spec.mjs":                      true,
 		"node_modules/@s/n/test/run.js":                  true,
 		"node_modules/a/node_modules/b/test/index.js":    true,
+		"node_modules/f/benchmark/bench-cmp-branch.js":   true,
+		"node_modules/a/bench/run.js":                    true,
+		"node_modules/a/lib/benchmarks/x.js":             true,
 		"node_modules/a/index.js":                        false,
+		"node_modules/a/lib/benchmark.js":                false,
 		"node_modules/test/index.js":                     false, // a package named test
 		"node_modules/@s/test/index.js":                  false,
 		"node_modules/a/lib/testing.js":                  false,
