@@ -64,7 +64,8 @@ var appLoaders = []appLoader{
 	{
 		Package: "sequelize-cli", Dirs: []string{"migrations"}, Keys: []string{"migrations-path"}, Config: []string{".sequelizerc"},
 		Uses: []string{"db:migrate"}, Open: true,
-		Says: "sequelize-cli: db:migrate loads each file of migrations-path (default './migrations'), set in .sequelizerc",
+		Says: "sequelize-cli 6.6.5: lib/core/migrator.js gives umzug 2 migrations.path, the migrations-path option (default 'migrations', lib/core/yargs.js), " +
+			"which .sequelizerc in the working directory may set; lib/helpers/import-helper.js require(modulePath)s the config it names",
 	},
 	{
 		Package: "typeorm", Keys: []string{"migrations", "entities", "subscribers"},
