@@ -346,6 +346,8 @@ func (w *walker) run(ctx context.Context) error {
 		if w.appLoads(f) {
 			dyn = nil
 		}
+		dyn = w.runnerCallbacks(ctx, src, dyn)
+		dyn = w.globLoads(ctx, src, dyn)
 		imps, dyn, lazy := w.deferLoads(ctx, src, imps, dyn)
 		src.close()
 		for name, ds := range lazy {

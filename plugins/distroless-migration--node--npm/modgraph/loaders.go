@@ -1,6 +1,7 @@
 package modgraph
 
 import (
+	"context"
 	"path"
 	"regexp"
 	"slices"
@@ -44,6 +45,12 @@ type appLoader struct {
 	// Call is the text of a load in the package that Scan does not count
 	// as computed (a method: node-pg-migrate's jitiInstance.import(path)).
 	Call string
+	// Callback is the option whose function the runner calls with each
+	// migration file's path, for the app to load it itself (umzug's
+	// migrations.resolve): a computed load in the app's function of that
+	// name, in a file that drives the runner and names one of its Keys,
+	// loads the migration files, not any file of the app.
+	Callback string
 	// Says is where each of these was read.
 	Says string
 }
@@ -57,9 +64,9 @@ var appLoaders = []appLoader{
 			"(default './migrations', lib/migrations/migrate/migrator-configuration-merger.js) and, from bin/cli.js, the knexfile found up from the working directory",
 	},
 	{
-		Package: "umzug", Dirs: []string{"migrations"}, Keys: []string{"glob"}, Uses: []string{"Umzug"}, Open: true,
-		Says: "umzug 3.8.3: lib/umzug.js's defaultResolver require(filepath)s each file that migrations.glob matches; " +
-			"umzug 2 read migrations.path (default 'migrations')",
+		Package: "umzug", Dirs: []string{"migrations"}, Keys: []string{"glob"}, Uses: []string{"Umzug"}, Open: true, Callback: "resolve",
+		Says: "umzug 3.8.3: lib/umzug.js's defaultResolver require(filepath)s each file that migrations.glob matches, " +
+			"or migrations.resolve({ name, path, context }), the app's own, is called with each; umzug 2 read migrations.path (default 'migrations')",
 	},
 	{
 		Package: "sequelize-cli", Dirs: []string{"migrations"}, Keys: []string{"migrations-path"}, Config: []string{".sequelizerc"},
@@ -380,4 +387,43 @@ func namedDirs(text, v string) (dirs []string, fromFile bool, ok bool) {
 		}
 	}
 	return dirs, fromFile, ok
+}
+
+// runnerCallbacks takes out of dyn, the computed loads of the app file
+// src, those in a function it gives a migration runner as its Callback
+// option (outline's `resolve: ({ path }) => require(path)` for umzug): the
+// runner calls it with each migration file's path, so each such load
+// reaches the runner's migration files, from that line, and leaves the
+// rest of the app unreached.
+func (w *walker) runnerCallbacks(ctx context.Context, src *source, dyn []Dynamic) []Dynamic {
+	if PackageOf(src.file) != "" || len(dyn) == 0 || len(src.data) > maxLazyParse {
+		return dyn
+	}
+	text := string(src.data)
+	var runners []appLoader
+	for _, l := range appLoaders {
+		if l.Callback != "" && slices.ContainsFunc(l.Uses, func(u string) bool { return strings.Contains(text, u) }) &&
+			slices.ContainsFunc(l.Keys, func(k string) bool { return strings.Contains(text, k) }) {
+			runners = append(runners, l)
+		}
+	}
+	if len(runners) == 0 {
+		return dyn
+	}
+	root := src.root(ctx)
+	if root == nil {
+		return dyn
+	}
+	kept := dyn[:0:0]
+	for _, d := range dyn {
+		n := root.NamedDescendantForPointRange(pointAt(src.data, d.Offset), pointAt(src.data, d.Offset+1))
+		name, _ := ownerOf(n, src.text)
+		i := slices.IndexFunc(runners, func(l appLoader) bool { return l.Callback == name })
+		if d.Prefix != "" || d.Env != "" || i < 0 {
+			kept = append(kept, d)
+			continue
+		}
+		w.loadAppFiles(runners[i], Site{File: src.file, Line: d.Line})
+	}
+	return kept
 }

@@ -961,3 +961,87 @@ func TestNamedDirs(t *testing.T) {
 		t.Error("a name given no literal was read")
 	}
 }
+
+// TestRunnerCallback: the app's own load in the function it gives umzug
+// as migrations.resolve loads the migration files, not any app file.
+func TestRunnerCallback(t *testing.T) {
+	t.Parallel()
+	files := map[string]string{
+		"Dockerfile":                      "FROM gcr.io/distroless/nodejs22-debian13\nWORKDIR /app\nCOPY . .\nCMD [\"server.js\"]\n",
+		"package.json":                    `{"name":"svc"}`,
+		"node_modules/umzug/package.json": `{"name":"umzug","main":"index.js"}`,
+		"node_modules/umzug/index.js":     "module.exports = { Umzug: class {} };\n",
+		"server.js":                       "require('./db');\n",
+		"db.js": "const { Umzug } = require('umzug');\n" +
+			"function runner(glob) {\n  return new Umzug({\n    migrations: {\n      glob,\n" +
+			"      resolve: ({ name, path }) => {\n        const m = require(path);\n        return { name, up: () => m.up() };\n      },\n    },\n  });\n}\n" +
+			"exports.migrations = runner(['migrations/*.js', { cwd: __dirname }]);\n",
+		"migrations/001.js": "require('../scripts/fix');\n",
+		"scripts/fix.js":    "",
+		"build.js":          "",
+	}
+	g := graphOf(t, files)
+	for _, f := range []string{"migrations/001.js", "scripts/fix.js"} {
+		if !g.Reached(f) {
+			t.Errorf("%s not reached", f)
+		}
+	}
+	if diff := cmp.Diff([]string{"server.js", "db.js", "migrations/001.js", "scripts/fix.js"}, g.Chain("scripts/fix.js")); diff != "" {
+		t.Errorf("chain (-want +got):\n%s", diff)
+	}
+	if got := g.LoadLine("migrations/001.js"); got != 7 {
+		t.Errorf("load line = %d, want 7 (the require in resolve)", got)
+	}
+	if d, open := g.DynamicIn("build.js"); open {
+		t.Errorf("build.js open through %+v: the callback's load opened the app", d)
+	}
+	// The same load outside the callback still opens the app.
+	files["db.js"] = strings.Replace(files["db.js"], "resolve:", "load:", 1)
+	if _, open := graphOf(t, files).DynamicIn("build.js"); !open {
+		t.Error("a computed load in a function that is not the runner's callback left the app closed")
+	}
+}
+
+// TestGlobLoads: a computed load of what a glob in the function around it
+// lists reaches the files the glob matches; a pattern path.Match cannot
+// read leaves the app open.
+func TestGlobLoads(t *testing.T) {
+	t.Parallel()
+	manager := "const glob = require('glob');\nclass PluginManager {\n  static loadPlugins() {\n" +
+		"    const rootDir = process.env.NODE_ENV === 'test' ? '' : 'build';\n" +
+		"    glob.sync(path.join(rootDir, 'plugins/*/server/index.[jt]s')).forEach((filePath) => {\n" +
+		"      require(path.join(process.cwd(), filePath));\n    });\n  }\n}\nPluginManager.loadPlugins();\n"
+	files := map[string]string{
+		"Dockerfile":                     "FROM gcr.io/distroless/nodejs22-debian13\nWORKDIR /app\nCOPY . .\nCMD [\"server.js\"]\n",
+		"package.json":                   `{"name":"svc"}`,
+		"server.js":                      "require('./plugins.js');\n",
+		"plugins.js":                     manager,
+		"plugins/slack/server/index.ts":  "require('./hooks');\n",
+		"plugins/slack/server/hooks.ts":  "",
+		"plugins/slack/client/index.tsx": "",
+		"scripts/release.js":             "",
+	}
+	g := graphOf(t, files)
+	for _, f := range []string{"plugins/slack/server/index.ts", "plugins/slack/server/hooks.ts"} {
+		if !g.Reached(f) {
+			t.Errorf("%s not reached", f)
+		}
+	}
+	if g.Reached("plugins/slack/client/index.tsx") {
+		t.Error("a file the glob does not match was reached")
+	}
+	if got := g.LoadLine("plugins/slack/server/index.ts"); got != 6 {
+		t.Errorf("load line = %d, want 6 (the require)", got)
+	}
+	if d, open := g.DynamicIn("scripts/release.js"); open {
+		t.Errorf("scripts/release.js open through %+v", d)
+	}
+	files["plugins.js"] = strings.Replace(manager, "'plugins/*/server/index.[jt]s'", "'plugins/**/index.js'", 1)
+	if _, open := graphOf(t, files).DynamicIn("scripts/release.js"); !open {
+		t.Error("a ** pattern, which path.Match cannot read, left the app closed")
+	}
+	files["plugins.js"] = strings.Replace(manager, "glob.sync(", "list(", 1)
+	if _, open := graphOf(t, files).DynamicIn("scripts/release.js"); !open {
+		t.Error("a computed load with no glob around it left the app closed")
+	}
+}

@@ -1,0 +1,117 @@
+package modgraph
+
+import (
+	"context"
+	"path"
+	"regexp"
+	"strings"
+
+	sitter "github.com/smacker/go-tree-sitter"
+)
+
+// An app that loads its plugins by listing them with a glob
+// (outline's PluginManager: glob.sync(path.join(rootDir,
+// "plugins/*/server/index.[jt]s")).forEach((f) => require(path.join(cwd,
+// f)))) loads the files that glob matches, not any file of the app. A
+// computed load whose enclosing function (or one around it) lists files
+// with a glob call given a literal pattern reaches the app's files that
+// pattern matches, wherever they sit (the pattern may be joined to a
+// folder that only the build makes: build/plugins holds the compiled
+// plugins/ sources). A pattern the path package cannot match (**, {a,b})
+// or that matches nothing leaves the load computed, and the app open.
+
+// globCallRE is a call that lists files by a glob: glob.sync, globSync,
+// glob, globby, fast-glob's fg and sync.
+var globCallRE = regexp.MustCompile(`\b(?:glob|globSync|globby|globbySync|fg|fastGlob|sync)\s*\(`)
+
+// wildRE is a string literal that holds a wildcard.
+var wildRE = regexp.MustCompile(`"([^"\n]*[*?][^"\n]*)"|'([^'\n]*[*?][^'\n]*)'` + "|`([^`$\\n]*[*?][^`$\\n]*)`")
+
+// globLoads takes out of dyn, the computed loads of the app file src,
+// those that load what a glob of the function around them lists, and
+// makes each file that glob matches reached from the load's line.
+func (w *walker) globLoads(ctx context.Context, src *source, dyn []Dynamic) []Dynamic {
+	if PackageOf(src.file) != "" || len(dyn) == 0 || len(src.data) > maxLazyParse || !globCallRE.Match(src.data) {
+		return dyn
+	}
+	root := src.root(ctx)
+	if root == nil {
+		return dyn
+	}
+	kept := dyn[:0:0]
+	for _, d := range dyn {
+		if d.Prefix != "" || d.Env != "" {
+			kept = append(kept, d)
+			continue
+		}
+		n := root.NamedDescendantForPointRange(pointAt(src.data, d.Offset), pointAt(src.data, d.Offset+1))
+		files := w.globbed(enclosingGlobs(n, src.text))
+		if len(files) == 0 {
+			kept = append(kept, d)
+			continue
+		}
+		for _, f := range files {
+			if _, seen := w.g.parent[f]; seen {
+				continue
+			}
+			w.g.parent[f] = src.file
+			w.g.line[f] = d.Line
+			w.queue = append(w.queue, f)
+		}
+	}
+	return kept
+}
+
+// enclosingGlobs returns the literal patterns of the glob calls in the
+// innermost function around n that makes one.
+func enclosingGlobs(n *sitter.Node, text func(*sitter.Node) string) []string {
+	for ; n != nil; n = n.Parent() {
+		switch n.Type() {
+		case "function_declaration", "generator_function_declaration", "method_definition",
+			"function_expression", "function", "arrow_function", "generator_function":
+		default:
+			continue
+		}
+		body := text(n)
+		var pats []string
+		for _, loc := range globCallRE.FindAllStringIndex(body, -1) {
+			args, _ := argument(body, loc[1])
+			for _, m := range wildRE.FindAllStringSubmatch(args, -1) {
+				pats = append(pats, m[1]+m[2]+m[3])
+			}
+		}
+		if len(pats) > 0 {
+			return pats
+		}
+	}
+	return nil
+}
+
+// globbed returns the app's loadable files that one of pats matches as
+// the end of their path; nil when a pattern is one path.Match cannot read.
+func (w *walker) globbed(pats []string) []string {
+	var out []string
+	for _, p := range pats {
+		p = strings.TrimPrefix(path.Clean(p), "./")
+		if strings.Contains(p, "**") || strings.ContainsAny(p, "{}") || path.IsAbs(p) || strings.HasPrefix(p, "../") {
+			return nil
+		}
+		if _, err := path.Match(p, ""); err != nil {
+			return nil
+		}
+		segs := strings.Count(p, "/") + 1
+		for _, f := range w.files {
+			if strings.Contains(f, "node_modules/") || !loadable(f) || path.Ext(f) == "" {
+				continue
+			}
+			parts := strings.Split(f, "/")
+			if len(parts) < segs {
+				continue
+			}
+			if ok, _ := path.Match(p, strings.Join(parts[len(parts)-segs:], "/")); ok {
+				out = append(out, f)
+			}
+		}
+	}
+	return out
+}
