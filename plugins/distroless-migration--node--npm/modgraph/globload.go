@@ -31,7 +31,22 @@ var wildRE = regexp.MustCompile(`"([^"\n]*[*?][^"\n]*)"|'([^'\n]*[*?][^'\n]*)'` 
 // those that load what a glob of the function around them lists, and
 // makes each file that glob matches reached from the load's line.
 func (w *walker) globLoads(ctx context.Context, src *source, dyn []Dynamic) []Dynamic {
-	if PackageOf(src.file) != "" || len(dyn) == 0 || len(src.data) > maxLazyParse || !globCallRE.Match(src.data) {
+	if !globCallRE.Match(src.data) {
+		return dyn
+	}
+	return w.takeLoads(ctx, src, dyn, func(d Dynamic, n *sitter.Node) bool {
+		files := w.globbed(enclosingGlobs(n, src.text))
+		w.reach(files, src.file, d.Line)
+		return len(files) > 0
+	})
+}
+
+// takeLoads passes each computed load of the app file src that has no
+// literal start and is not an environment variable, with the syntax node
+// at it, to take, and returns dyn without those take handled. It parses
+// src only for an app file with such loads.
+func (w *walker) takeLoads(ctx context.Context, src *source, dyn []Dynamic, take func(Dynamic, *sitter.Node) bool) []Dynamic {
+	if PackageOf(src.file) != "" || len(dyn) == 0 || len(src.data) > maxLazyParse {
 		return dyn
 	}
 	root := src.root(ctx)
@@ -40,26 +55,24 @@ func (w *walker) globLoads(ctx context.Context, src *source, dyn []Dynamic) []Dy
 	}
 	kept := dyn[:0:0]
 	for _, d := range dyn {
-		if d.Prefix != "" || d.Env != "" {
-			kept = append(kept, d)
+		if d.Prefix == "" && d.Env == "" && take(d, root.NamedDescendantForPointRange(pointAt(src.data, d.Offset), pointAt(src.data, d.Offset+1))) {
 			continue
 		}
-		n := root.NamedDescendantForPointRange(pointAt(src.data, d.Offset), pointAt(src.data, d.Offset+1))
-		files := w.globbed(enclosingGlobs(n, src.text))
-		if len(files) == 0 {
-			kept = append(kept, d)
-			continue
-		}
-		for _, f := range files {
-			if _, seen := w.g.parent[f]; seen {
-				continue
-			}
-			w.g.parent[f] = src.file
-			w.g.line[f] = d.Line
-			w.queue = append(w.queue, f)
-		}
+		kept = append(kept, d)
 	}
 	return kept
+}
+
+// reach makes files reached from line of from, those not reached yet.
+func (w *walker) reach(files []string, from string, line int) {
+	for _, f := range files {
+		if _, seen := w.g.parent[f]; seen {
+			continue
+		}
+		w.g.parent[f] = from
+		w.g.line[f] = line
+		w.queue = append(w.queue, f)
+	}
 }
 
 // enclosingGlobs returns the literal patterns of the glob calls in the

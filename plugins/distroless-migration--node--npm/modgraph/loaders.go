@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+
+	sitter "github.com/smacker/go-tree-sitter"
 )
 
 // A migration runner loads the app's own migration files by a computed
@@ -268,14 +270,7 @@ func (w *walker) loadAppFiles(l appLoader, site Site) {
 		return
 	}
 	slices.Sort(files)
-	for _, f := range slices.Compact(files) {
-		if _, seen := w.g.parent[f]; seen {
-			continue
-		}
-		w.g.parent[f] = site.File
-		w.g.line[f] = site.Line
-		w.queue = append(w.queue, f)
-	}
+	w.reach(slices.Compact(files), site.File, site.Line)
 }
 
 // appText is an app file's text. code is set for JavaScript, TypeScript
@@ -396,9 +391,6 @@ func namedDirs(text, v string) (dirs []string, fromFile bool, ok bool) {
 // reaches the runner's migration files, from that line, and leaves the
 // rest of the app unreached.
 func (w *walker) runnerCallbacks(ctx context.Context, src *source, dyn []Dynamic) []Dynamic {
-	if PackageOf(src.file) != "" || len(dyn) == 0 || len(src.data) > maxLazyParse {
-		return dyn
-	}
 	text := string(src.data)
 	var runners []appLoader
 	for _, l := range appLoaders {
@@ -410,20 +402,12 @@ func (w *walker) runnerCallbacks(ctx context.Context, src *source, dyn []Dynamic
 	if len(runners) == 0 {
 		return dyn
 	}
-	root := src.root(ctx)
-	if root == nil {
-		return dyn
-	}
-	kept := dyn[:0:0]
-	for _, d := range dyn {
-		n := root.NamedDescendantForPointRange(pointAt(src.data, d.Offset), pointAt(src.data, d.Offset+1))
+	return w.takeLoads(ctx, src, dyn, func(d Dynamic, n *sitter.Node) bool {
 		name, _ := ownerOf(n, src.text)
 		i := slices.IndexFunc(runners, func(l appLoader) bool { return l.Callback == name })
-		if d.Prefix != "" || d.Env != "" || i < 0 {
-			kept = append(kept, d)
-			continue
+		if i >= 0 {
+			w.loadAppFiles(runners[i], Site{File: src.file, Line: d.Line})
 		}
-		w.loadAppFiles(runners[i], Site{File: src.file, Line: d.Line})
-	}
-	return kept
+		return i >= 0
+	})
 }
