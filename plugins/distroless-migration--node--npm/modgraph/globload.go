@@ -31,7 +31,7 @@ var wildRE = regexp.MustCompile(`"([^"\n]*[*?][^"\n]*)"|'([^'\n]*[*?][^'\n]*)'` 
 // those that load what a glob of the function around them lists, and
 // makes each file that glob matches reached from the load's line.
 func (w *walker) globLoads(ctx context.Context, src *source, dyn []Dynamic) []Dynamic {
-	if !globCallRE.Match(src.data) {
+	if !appComputed(src, dyn) || !globCallRE.Match(src.data) {
 		return dyn
 	}
 	return w.takeLoads(ctx, src, dyn, func(d Dynamic, n *sitter.Node) bool {
@@ -46,7 +46,7 @@ func (w *walker) globLoads(ctx context.Context, src *source, dyn []Dynamic) []Dy
 // at it, to take, and returns dyn without those take handled. It parses
 // src only for an app file with such loads.
 func (w *walker) takeLoads(ctx context.Context, src *source, dyn []Dynamic, take func(Dynamic, *sitter.Node) bool) []Dynamic {
-	if PackageOf(src.file) != "" || len(dyn) == 0 || len(src.data) > maxLazyParse {
+	if !appComputed(src, dyn) {
 		return dyn
 	}
 	root := src.root(ctx)
@@ -61,6 +61,19 @@ func (w *walker) takeLoads(ctx context.Context, src *source, dyn []Dynamic, take
 		kept = append(kept, d)
 	}
 	return kept
+}
+
+// appComputed reports whether src is an app file, small enough to parse,
+// with computed loads: the cheap test that comes before any other look
+// at its text, since the walk reads every dependency file too.
+func appComputed(src *source, dyn []Dynamic) bool {
+	return len(dyn) > 0 && PackageOf(src.file) == "" && len(src.data) <= maxLazyParse
+}
+
+// appSource reports whether f is a source file of the app's own (a
+// loadable file with an extension, outside node_modules).
+func appSource(f string) bool {
+	return loadable(f) && path.Ext(f) != "" && !strings.Contains(f, "node_modules/")
 }
 
 // reach makes files reached from line of from, those not reached yet.
@@ -114,7 +127,7 @@ func (w *walker) globbed(pats []string) []string {
 		}
 		segs := strings.Count(p, "/") + 1
 		for _, f := range w.files {
-			if strings.Contains(f, "node_modules/") || !loadable(f) || path.Ext(f) == "" {
+			if !appSource(f) {
 				continue
 			}
 			parts := strings.Split(f, "/")

@@ -1,6 +1,7 @@
 package modgraph
 
 import (
+	"bytes"
 	"context"
 	"path"
 	"regexp"
@@ -117,11 +118,11 @@ func callSite(f string, data []byte) (appLoader, int, bool) {
 	if !ok || l.Call == "" {
 		return l, 0, false
 	}
-	i := strings.Index(string(data), l.Call)
+	i := bytes.Index(data, []byte(l.Call))
 	if i < 0 {
 		return l, 0, false
 	}
-	return l, 1 + strings.Count(string(data[:i]), "\n"), true
+	return l, 1 + bytes.Count(data[:i], []byte("\n")), true
 }
 
 // optionRE finds `key: value` (or 'key': value) in source text; the value
@@ -130,11 +131,7 @@ func optionRE(key string) *regexp.Regexp {
 	return regexp.MustCompile(`(?:^|[\s{,(])['"]?` + regexp.QuoteMeta(key) + `['"]?\s*:\s*`)
 }
 
-var (
-	stringRE = regexp.MustCompile(`^(?:"([^"\n]*)"|'([^'\n]*)'|` + "`([^`$\\n]*)`)")
-	// path.join(__dirname, 'db', 'migrations'), path.resolve('migrations').
-	pathJoinRE = regexp.MustCompile(`^[\w$.]*\b(?:join|resolve)\s*\(`)
-)
+var stringRE = regexp.MustCompile(`^(?:"([^"\n]*)"|'([^'\n]*)'|` + "`([^`$\\n]*)`)")
 
 // literalDirs reads an option's value at the start of v: a string, a path
 // join of strings (from __dirname, process.cwd() or nothing), or an array
@@ -145,7 +142,7 @@ func literalDirs(v string) (dirs []string, fromFile bool, ok bool) {
 		if m := stringRE.FindStringSubmatch(s); m != nil {
 			return m[1] + m[2] + m[3], false, true
 		}
-		loc := pathJoinRE.FindStringIndex(s)
+		loc := pathCallRE.FindStringIndex(s) // path.join(__dirname, 'db', 'migrations')
 		if loc == nil {
 			return "", false, false
 		}
@@ -245,14 +242,14 @@ func (w *walker) loadAppFiles(l appLoader, site Site) {
 		if slices.Contains(l.Config, path.Base(f)) {
 			files = append(files, f)
 		}
-		if slices.Contains(l.Dirs, path.Base(path.Dir(f))) && loadable(f) && path.Ext(f) != "" {
+		if slices.Contains(l.Dirs, path.Base(path.Dir(f))) && appSource(f) {
 			files = append(files, f)
 		}
 	}
 	for _, key := range l.Keys {
 		for _, dir := range optionDirs(texts, key) {
 			for _, f := range w.files {
-				if (dir == "." || strings.HasPrefix(f, dir+"/")) && loadable(f) && path.Ext(f) != "" && !strings.Contains(f, "node_modules/") {
+				if (dir == "." || strings.HasPrefix(f, dir+"/")) && appSource(f) {
 					files = append(files, f)
 				}
 			}
@@ -291,7 +288,7 @@ func (w *walker) appTexts() []appText {
 	var out []appText
 	for _, f := range w.files {
 		base := path.Base(f)
-		code := loadable(f) && path.Ext(f) != "" || strings.HasPrefix(base, ".") && path.Ext(base) == base
+		code := appSource(f) || strings.HasPrefix(base, ".") && path.Ext(base) == base
 		drives := base == "package.json" || strings.HasPrefix(base, "Dockerfile") || strings.HasSuffix(base, ".Dockerfile") ||
 			slices.Contains([]string{".sh", ".yml", ".yaml"}, path.Ext(base))
 		if !code && !drives || strings.Contains(f, "node_modules/") {
@@ -391,11 +388,13 @@ func namedDirs(text, v string) (dirs []string, fromFile bool, ok bool) {
 // reaches the runner's migration files, from that line, and leaves the
 // rest of the app unreached.
 func (w *walker) runnerCallbacks(ctx context.Context, src *source, dyn []Dynamic) []Dynamic {
-	text := string(src.data)
+	if !appComputed(src, dyn) {
+		return dyn
+	}
+	has := func(word string) bool { return bytes.Contains(src.data, []byte(word)) }
 	var runners []appLoader
 	for _, l := range appLoaders {
-		if l.Callback != "" && slices.ContainsFunc(l.Uses, func(u string) bool { return strings.Contains(text, u) }) &&
-			slices.ContainsFunc(l.Keys, func(k string) bool { return strings.Contains(text, k) }) {
+		if l.Callback != "" && slices.ContainsFunc(l.Uses, has) && slices.ContainsFunc(l.Keys, has) {
 			runners = append(runners, l)
 		}
 	}
