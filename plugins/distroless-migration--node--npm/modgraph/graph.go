@@ -348,6 +348,7 @@ func (w *walker) run(ctx context.Context) error {
 		}
 		dyn = w.runnerCallbacks(ctx, src, dyn)
 		dyn = w.globLoads(ctx, src, dyn)
+		dyn = w.dirLoads(ctx, src, dyn)
 		imps, dyn, lazy := w.deferLoads(ctx, src, imps, dyn)
 		src.close()
 		for name, ds := range lazy {

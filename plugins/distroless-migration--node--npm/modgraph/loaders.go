@@ -131,6 +131,9 @@ func optionRE(key string) *regexp.Regexp {
 	return regexp.MustCompile(`(?:^|[\s{,(])['"]?` + regexp.QuoteMeta(key) + `['"]?\s*:\s*`)
 }
 
+// dirnameRE is __dirname alone, as a value.
+var dirnameRE = regexp.MustCompile(`^__dirname\s*(?:[,)}\];\n]|$)`)
+
 var stringRE = regexp.MustCompile(`^(?:"([^"\n]*)"|'([^'\n]*)'|` + "`([^`$\\n]*)`)")
 
 // literalDirs reads an option's value at the start of v: a string, a path
@@ -141,6 +144,9 @@ func literalDirs(v string) (dirs []string, fromFile bool, ok bool) {
 	one := func(s string) (string, bool, bool) {
 		if m := stringRE.FindStringSubmatch(s); m != nil {
 			return m[1] + m[2] + m[3], false, true
+		}
+		if dirnameRE.MatchString(s) {
+			return ".", true, true // the folder of the file that names it
 		}
 		loc := pathCallRE.FindStringIndex(s) // path.join(__dirname, 'db', 'migrations')
 		if loc == nil {
@@ -323,26 +329,37 @@ func optionDirs(texts []appText, key string) []string {
 			if !ok {
 				continue
 			}
-			for _, d := range dirs {
-				d = strings.TrimPrefix(d, "./")
-				if path.IsAbs(d) {
-					continue
-				}
-				if fromFile {
-					if j := path.Join(path.Dir(t.file), d); !strings.HasPrefix(j, "../") {
-						out = append(out, j)
-					}
-					continue
-				}
-				if strings.HasPrefix(d, "../") {
-					continue
-				}
-				for base := path.Dir(t.file); ; base = path.Dir(base) {
-					out = append(out, path.Join(base, d))
-					if base == "." || base == "/" {
-						break
-					}
-				}
+			out = append(out, resolveDirs(t.file, dirs, fromFile)...)
+		}
+	}
+	return out
+}
+
+// resolveDirs returns the repository folders that the literal folders
+// dirs, named in file, may be: for a join from __dirname (fromFile), the
+// one under file's folder; else one under each folder above file, the
+// working directory being one of them. Absolute folders and those above
+// the repository are left out.
+func resolveDirs(file string, dirs []string, fromFile bool) []string {
+	var out []string
+	for _, d := range dirs {
+		d = strings.TrimPrefix(d, "./")
+		if path.IsAbs(d) {
+			continue
+		}
+		if fromFile {
+			if j := path.Join(path.Dir(file), d); !strings.HasPrefix(j, "../") {
+				out = append(out, j)
+			}
+			continue
+		}
+		if strings.HasPrefix(d, "../") {
+			continue
+		}
+		for base := path.Dir(file); ; base = path.Dir(base) {
+			out = append(out, path.Join(base, d))
+			if base == "." || base == "/" {
+				break
 			}
 		}
 	}

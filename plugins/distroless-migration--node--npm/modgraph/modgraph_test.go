@@ -1,6 +1,7 @@
 package modgraph
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -73,6 +74,37 @@ func TestScanJoinedLiteral(t *testing.T) {
 	}
 	if len(dyn) != 2 || dyn[0].Prefix != "u" || dyn[1].Line != 4 {
 		t.Errorf("computed loads = %+v, want require('u' + name) and the template", dyn)
+	}
+}
+
+// TestScanTemplateText: an import statement in a template literal's text
+// (a page's inline <script type="module">) is no load; its specifier
+// holds the template's ${…}.
+func TestScanTemplateText(t *testing.T) {
+	t.Parallel()
+	src := "import env from './env';\nconst page = `\n  <script type=\"module\">\n" +
+		"    import RefreshRuntime from \"${viteHost}/static/@react-refresh\"\n  </script>`;\n"
+	imps, dyn := Scan([]byte(src))
+	if len(imps) != 1 || imps[0].Spec != "./env" || len(dyn) != 0 {
+		t.Errorf("loads = %+v and %+v, want only ./env", imps, dyn)
+	}
+}
+
+// TestScanComment: a keyword and a parenthesis in a comment's prose is no
+// computed load; one after code on the line still is.
+func TestScanComment(t *testing.T) {
+	t.Parallel()
+	src := "  // Don't cache a rejected import (e.g. a chunk-load failure)\n" +
+		"/* require (x) */\n/**\n * Calls require (name) lazily.\n */\n" +
+		"const a = require(name); // the load\nconst u = 'http://x'; import(u);\n/* c8 ignore next */ require(b);\n"
+	_, dyn := Scan([]byte(src))
+	var lines []int
+	for _, d := range dyn {
+		lines = append(lines, d.Line)
+	}
+	slices.Sort(lines)
+	if diff := cmp.Diff([]int{6, 7, 8}, lines); diff != "" {
+		t.Errorf("computed load lines (-want +got):\n%s", diff)
 	}
 }
 
@@ -1043,5 +1075,60 @@ func TestGlobLoads(t *testing.T) {
 	files["plugins.js"] = strings.Replace(manager, "glob.sync(", "list(", 1)
 	if _, open := graphOf(t, files).DynamicIn("scripts/release.js"); !open {
 		t.Error("a computed load with no glob around it left the app closed")
+	}
+}
+
+// TestDirLoads: a helper that loads every file of the folder its callers
+// name reaches the files of the folders its callers pass as literals; one
+// caller whose folder is not a literal, or no caller that imports it,
+// leaves the app open.
+func TestDirLoads(t *testing.T) {
+	t.Parallel()
+	helper := "import path from 'node:path';\nimport fs from 'fs-extra';\n" +
+		"export function getFilenamesInDirectory(dirName: string): string[] {\n" +
+		"  return fs.readdirSync(dirName).filter((f) => f.match(/\\.[jt]s$/));\n}\n" +
+		"export function requireDirectory<T>(dirName: string): [T, string][] {\n" +
+		"  return getFilenamesInDirectory(dirName).map((fileName) => {\n" +
+		"    const filePath = path.join(dirName, fileName);\n" +
+		"    return [require(filePath), fileName];\n  });\n}\n"
+	tasks := "import { requireDirectory } from '@server/utils/fs';\n" +
+		"requireDirectory<{ default: unknown }>(__dirname).forEach(([m]) => m);\n"
+	files := map[string]string{
+		"Dockerfile":                    "FROM gcr.io/distroless/nodejs22-debian13\nWORKDIR /app\nCOPY . .\nCMD [\"server/index.js\"]\n",
+		"package.json":                  `{"name":"svc"}`,
+		"server/index.js":               "require('./utils/fs');\nrequire('./tasks');\nrequire('./emails');\n",
+		"server/utils/fs.ts":            helper,
+		"server/tasks/index.ts":         tasks,
+		"server/tasks/CleanupTask.ts":   "",
+		"server/tasks/nested/Deep.ts":   "",
+		"server/emails/index.ts":        "const { requireDirectory } = require('../utils/fs');\nrequireDirectory(path.join(__dirname, 'templates'));\n",
+		"server/emails/templates/Hi.ts": "",
+		"scripts/release.js":            "",
+	}
+	g := graphOf(t, files)
+	for _, f := range []string{"server/tasks/CleanupTask.ts", "server/emails/templates/Hi.ts"} {
+		if !g.Reached(f) {
+			t.Errorf("%s not reached", f)
+		}
+	}
+	if got := g.LoadLine("server/tasks/CleanupTask.ts"); got != 9 {
+		t.Errorf("load line = %d, want 9 (the require)", got)
+	}
+	for _, f := range []string{"server/tasks/nested/Deep.ts", "scripts/release.js"} {
+		if g.Reached(f) {
+			t.Errorf("%s, in no folder a caller names, was reached", f)
+		}
+		if d, open := g.DynamicIn(f); open {
+			t.Errorf("%s open through %+v", f, d)
+		}
+	}
+	files["server/emails/index.ts"] = strings.Replace(files["server/emails/index.ts"], "path.join(__dirname, 'templates')", "process.env.TEMPLATES", 1)
+	if _, open := graphOf(t, files).DynamicIn("scripts/release.js"); !open {
+		t.Error("a caller whose folder is not a literal left the app closed")
+	}
+	files["server/emails/index.ts"] = ""
+	files["server/tasks/index.ts"] = strings.Replace(tasks, "@server/utils/fs", "other-helpers", 1)
+	if _, open := graphOf(t, files).DynamicIn("scripts/release.js"); !open {
+		t.Error("a helper called only from files that do not import it left the app closed")
 	}
 }

@@ -123,6 +123,12 @@ func Scan(src []byte) ([]Import, []Dynamic) {
 			}
 			literal[m[0]] = true
 			for g := 2; g+1 < len(m); g += 2 {
+				if m[g] >= 0 && strings.Contains(text[m[g]:m[g+1]], "${") {
+					// import X from "${host}/static/x" is the text of a
+					// template literal (a page's inline <script>), not a
+					// load: a quoted specifier holds no ${.
+					break
+				}
 				if m[g] >= 0 {
 					imps = append(imps, Import{Spec: text[m[g]:m[g+1]], Line: lineAt(m[g]), Offset: m[0]})
 					break
@@ -146,6 +152,11 @@ func Scan(src []byte) ([]Import, []Dynamic) {
 				// No expression starts so: the text of a regular
 				// expression (/import(?:\s+static)?/ in a syntax
 				// highlighter), not a load.
+				continue
+			}
+			if inComment(text, m[0]) {
+				// "// Don't cache a rejected import (e.g. a chunk-load
+				// failure)": prose, not a load.
 				continue
 			}
 			arg, closed := argument(text, m[2])
@@ -315,6 +326,22 @@ func topCommas(s string) (offs []int, ok bool) {
 var commentRE = regexp.MustCompile(`/\*[^*]*\*+(?:[^/*][^*]*\*+)*/`)
 
 func stripComments(s string) string { return commentRE.ReplaceAllString(s, " ") }
+
+// inComment reports whether offset off of text is in a comment as far as
+// its line shows: after a // that no quote comes before on the line, or
+// on a line that starts a block comment or goes on with one (" * ").
+func inComment(text string, off int) bool {
+	line := text[strings.LastIndexByte(text[:off], '\n')+1 : off]
+	trimmed := strings.TrimLeft(line, " \t")
+	if strings.HasPrefix(trimmed, "/*") {
+		return !strings.Contains(trimmed, "*/") // /* istanbul ignore next */ require(x) is code
+	}
+	if strings.HasPrefix(trimmed, "* ") || trimmed == "*" {
+		return true
+	}
+	i := strings.Index(line, "//")
+	return i >= 0 && !strings.ContainsAny(line[:i], "\"'`/")
+}
 
 // closingQuote returns the offset of the quote that closes the string
 // opening at text[i], or -1. A template literal's ${...} is stepped over

@@ -1,0 +1,154 @@
+package modgraph
+
+import (
+	"context"
+	"path"
+	"regexp"
+	"strings"
+
+	sitter "github.com/smacker/go-tree-sitter"
+)
+
+// An app helper that loads every file of a folder its caller names
+// (outline's `requireDirectory(dirName)`: readdirSync(dirName), then
+// require(path.join(dirName, file)) for each) makes a computed load whose
+// folder is known only at its call sites: `requireDirectory(__dirname)` in
+// server/queues/tasks/index.ts loads server/queues/tasks. A computed load
+// in a named function whose first parameter its body uses, in a file that
+// lists a folder (readdir), is such a helper's load when every call of the
+// helper in the app's files that import it passes a literal folder: then
+// the loadable files of each such folder are reached from the load's
+// line, and the load leaves the app closed. One call with a folder that
+// is not a literal, or no call found, keeps the load computed.
+
+// readdirRE is a call that lists a folder.
+var readdirRE = regexp.MustCompile(`\breaddir(?:Sync)?\s*\(`)
+
+// dirLoads takes out of dyn, the computed loads of the app file src, those
+// of a folder-loading helper whose every caller names its folder with a
+// literal, and makes the files of those folders reached from the load.
+func (w *walker) dirLoads(ctx context.Context, src *source, dyn []Dynamic) []Dynamic {
+	if !appComputed(src, dyn) || !readdirRE.Match(src.data) {
+		return dyn
+	}
+	return w.takeLoads(ctx, src, dyn, func(d Dynamic, n *sitter.Node) bool {
+		name := helperOf(n, src.text)
+		if name == "" {
+			return false
+		}
+		dirs, ok := w.callerDirs(src.file, name)
+		if !ok {
+			return false
+		}
+		var files []string
+		for _, f := range w.files {
+			if appSource(f) && dirs[path.Dir(f)] {
+				files = append(files, f)
+			}
+		}
+		w.reach(files, src.file, d.Line)
+		return true
+	})
+}
+
+// helperOf returns the name of the innermost named function around n
+// when its body uses its first parameter; "" otherwise.
+func helperOf(n *sitter.Node, text func(*sitter.Node) string) string {
+	for ; n != nil; n = n.Parent() {
+		name := ""
+		switch n.Type() {
+		case "function_declaration", "generator_function_declaration":
+			name = text(n.ChildByFieldName("name"))
+		case "method_definition":
+			if id := n.ChildByFieldName("name"); id != nil && id.Type() == "property_identifier" {
+				name = text(id)
+			}
+		case "function_expression", "function", "arrow_function", "generator_function":
+			name = boundName(n, text)
+		default:
+			continue
+		}
+		if name == "" {
+			continue // a callback: the function around it is the helper
+		}
+		param := firstParam(n, text)
+		body := n.ChildByFieldName("body")
+		if param == "" || body == nil || !wordIn(text(body), param) {
+			return ""
+		}
+		return name
+	}
+	return ""
+}
+
+// firstParam is the name of a function node's first parameter; "" when
+// it has none, or its first is a pattern.
+func firstParam(fn *sitter.Node, text func(*sitter.Node) string) string {
+	if p := fn.ChildByFieldName("parameter"); p != nil { // x => …
+		return text(p)
+	}
+	params := fn.ChildByFieldName("parameters")
+	if params == nil || params.NamedChildCount() == 0 {
+		return ""
+	}
+	p := params.NamedChild(0)
+	if pat := p.ChildByFieldName("pattern"); pat != nil { // TypeScript: dirName: string
+		p = pat
+	}
+	if p.Type() != "identifier" {
+		return ""
+	}
+	return text(p)
+}
+
+// wordIn reports whether word is a whole word of s.
+func wordIn(s, word string) bool {
+	for i := strings.Index(s, word); i >= 0; {
+		end := i + len(word)
+		if (i == 0 || !wordByte(s[i-1])) && (end == len(s) || !wordByte(s[end])) {
+			return true
+		}
+		j := strings.Index(s[end:], word)
+		if j < 0 {
+			return false
+		}
+		i = end + j
+	}
+	return false
+}
+
+// callerDirs returns the folders that the calls of helper name, defined in
+// the app file def, pass as their first argument, from the app's files
+// that import def (or def itself); ok is false when one passes a folder
+// that is not a literal, or none calls it.
+func (w *walker) callerDirs(def, name string) (map[string]bool, bool) {
+	call := regexp.MustCompile(`(?:^|[^\w$])` + regexp.QuoteMeta(name) + `\s*(?:<[^()<>]*>)?\s*\(`)
+	stem := strings.TrimSuffix(path.Base(def), path.Ext(def))
+	imports := regexp.MustCompile(`['"](?:[^'"\n]*/)?` + regexp.QuoteMeta(stem) + `(?:\.[cm]?[jt]s)?['"]`)
+	dirs := map[string]bool{}
+	for _, t := range w.appTexts() {
+		if !t.code || !strings.Contains(t.text, name) || t.file != def && !imports.MatchString(t.text) {
+			continue
+		}
+		for _, loc := range call.FindAllStringIndex(t.text, -1) {
+			args, closed := argument(t.text, loc[1])
+			if !closed {
+				return nil, false
+			}
+			end := loc[1] + len(args) + 1
+			after := strings.TrimLeft(t.text[end:min(end+64, len(t.text))], " \t\r\n")
+			if strings.HasPrefix(after, "{") || strings.HasPrefix(after, ":") && strings.Contains(args, ":") {
+				continue // the helper's own definition, or a method's: (dirName: string): T[] {
+			}
+			first := strings.TrimSpace(splitTop(args)[0])
+			ds, fromFile, ok := literalDirs(first)
+			if !ok {
+				return nil, false
+			}
+			for _, d := range resolveDirs(t.file, ds, fromFile) {
+				dirs[d] = true
+			}
+		}
+	}
+	return dirs, len(dirs) > 0
+}
