@@ -99,6 +99,24 @@ var appLoaders = []appLoader{
 		Package: "postgrator", Keys: []string{"migrationPattern"}, Uses: []string{"Postgrator"}, Open: true,
 		Says: "postgrator 8.0.0: postgrator.js import()s each .js, .cjs and .mjs file that migrationPattern matches",
 	},
+	{
+		Package: "migrate-mongo", Dirs: []string{"migrations"}, Keys: []string{"migrationsDir"}, Config: []string{"migrate-mongo-config.js"}, Open: true,
+		Says: "migrate-mongo 14.0.7: lib/env/migrationsDir.js loads each file of migrationsDir (default 'migrations', from the working directory) " +
+			"through lib/utils/module-loader.js's import(importPath), and lib/env/config.js the migrate-mongo-config.js of the working directory",
+	},
+	{
+		Package: "knex-migrator", Keys: []string{"migrationPath"}, Config: []string{"MigratorConfig.js", "MigratorConfig.cjs", "MigratorConfig.mjs"}, Open: true,
+		Says: "knex-migrator 6.2.1: lib/utils.js require()s the MigratorConfig.js, .cjs or .mjs of the working directory (or --mgpath) " +
+			"and each file of migrationPath's init and versions folders; lib/index.js its hooks folder",
+	},
+	{
+		Package: "@mikro-orm/core", Dirs: []string{"migrations"}, Keys: []string{"pathTs", "entities", "entitiesTs"},
+		Config: []string{"mikro-orm.config.js", "mikro-orm.config.ts", "mikro-orm.config.mjs", "mikro-orm.config.cjs"},
+		Says: "@mikro-orm/core 7.2.1: utils/fs-utils.js dynamicImport import()s each migration of the Migrator's path or pathTs " +
+			"(default './migrations', or './dist/migrations' and './src/migrations', utils/AbstractMigrator.js), each entity file that " +
+			"entities or entitiesTs names by path (metadata/discover-entities.js), and the mikro-orm.config of the working directory " +
+			"or its src, dist and build folders; 6.x the same through Utils.dynamicImport, with umzug",
+	},
 }
 
 // loaderOf returns the migration runner that pkg (a node_modules package

@@ -943,6 +943,61 @@ func TestMigrationRunners(t *testing.T) {
 			t.Errorf("load line = %d, want 2 (the jitiInstance.import call)", got)
 		}
 	})
+	t.Run("knex-migrator's MigratorConfig", func(t *testing.T) {
+		t.Parallel()
+		g := graphOf(t, with(map[string]string{
+			"node_modules/knex-migrator/package.json": `{"name":"knex-migrator","main":"lib/index.js"}`,
+			"node_modules/knex-migrator/lib/index.js": "exports.readTasks = (dir, file) => require(path.join(dir, file));\n",
+			"server.js":         "require('knex-migrator');\n",
+			"MigratorConfig.js": "module.exports = { migrationPath: path.join(__dirname, 'core/data/migrations') };\n",
+			"core/data/migrations/versions/5.0/2022-add-x.js": "",
+			"core/data/migrations/hooks/init/index.js":        "",
+		}))
+		for _, f := range []string{"MigratorConfig.js", "core/data/migrations/versions/5.0/2022-add-x.js", "core/data/migrations/hooks/init/index.js"} {
+			if !g.Reached(f) {
+				t.Errorf("%s not reached", f)
+			}
+		}
+		if g.Reached("migrations/old.js") {
+			t.Error("migrations/old.js reached: knex-migrator has no default folder")
+		}
+	})
+	t.Run("migrate-mongo's default folder and config", func(t *testing.T) {
+		t.Parallel()
+		g := graphOf(t, with(map[string]string{
+			"node_modules/migrate-mongo/package.json":               `{"name":"migrate-mongo","main":"lib/migrate-mongo.js"}`,
+			"node_modules/migrate-mongo/lib/migrate-mongo.js":       "require('./utils/module-loader.js');\n",
+			"node_modules/migrate-mongo/lib/utils/module-loader.js": "module.exports = {\n  import(importPath) {\n    return import(importPath);\n  },\n};\n",
+			"server.js":                  "require('migrate-mongo');\n",
+			"migrate-mongo-config.js":    "module.exports = { migrationsDir: 'db/mongo' };\n",
+			"db/mongo/20240101-users.js": "",
+		}))
+		for _, f := range []string{"migrate-mongo-config.js", "db/mongo/20240101-users.js", "migrations/old.js"} {
+			if !g.Reached(f) {
+				t.Errorf("%s not reached", f)
+			}
+		}
+	})
+	t.Run("mikro-orm's entities by path, no folder", func(t *testing.T) {
+		t.Parallel()
+		files := with(map[string]string{
+			"node_modules/@mikro-orm/core/package.json":      `{"name":"@mikro-orm/core","main":"index.js"}`,
+			"node_modules/@mikro-orm/core/index.js":          "require('./utils/fs-utils');\n",
+			"node_modules/@mikro-orm/core/utils/fs-utils.js": "exports.dynamicImport = async (id) => import(id);\n",
+			"server.js":                "require('@mikro-orm/core');\nMikroORM.init({ entities: ['./dist/modules/*.entity.js'] });\n",
+			"dist/modules/a.entity.js": "",
+		})
+		delete(files, "migrations/old.js")
+		g := graphOf(t, files)
+		if !g.Reached("dist/modules/a.entity.js") {
+			t.Error("dist/modules/a.entity.js not reached")
+		}
+		delete(files, "dist/modules/a.entity.js")
+		files["server.js"] = "require('@mikro-orm/core');\nMikroORM.init({ entities: [User] });\n"
+		if _, open := graphOf(t, files).DynamicIn("src/unrelated.js"); open {
+			t.Error("mikro-orm given its entities as classes opened the app")
+		}
+	})
 	t.Run("not a runner", func(t *testing.T) {
 		t.Parallel()
 		g := graphOf(t, with(map[string]string{"server.js": "require('other');\n"}))
