@@ -73,10 +73,26 @@ func (b *builder) appDir(d *dockerfile.File) {
 	if _, ok := d.AppDir(d.Final); ok {
 		return
 	}
+	title := "the runtime stage's files cannot move to a distroless stage: no WORKDIR is set and the app is copied into /"
+	why := "a distroless runtime stage copies the app's directory from the stage that builds it, and with the app in / its files cannot be told from the base image's; set a WORKDIR (or copy the app into a directory of its own)"
+	if !copiesFiles(d, d.Final) {
+		title = "the runtime stage's files cannot move to a distroless stage: it sets no WORKDIR and copies in no app"
+		why = "a distroless runtime stage copies the app's directory from the stage that builds it, and this stage's RUN steps put what they install among the base image's own files " +
+			"(a global npm install, OS packages); install the app into a WORKDIR of its own"
+	}
 	b.Add(probe.Blocker{ID: dockerfileprobe.WarnShellFormRunFinal, Kind: probe.ShellInFinalStageBuild, Rule: RuleRunSideEffects,
-		Title:    "the runtime stage's files cannot move to a distroless stage: no WORKDIR is set and the app is copied into /",
-		WhyNot:   "a distroless runtime stage copies the app's directory from the stage that builds it, and with the app in / its files cannot be told from the base image's; set a WORKDIR (or copy the app into a directory of its own)",
-		Evidence: ev(d.Path, st.Line)})
+		Title: title, WhyNot: why, Evidence: ev(d.Path, st.Line)})
+}
+
+// copiesFiles reports whether stage i, or a stage it is built FROM, has a
+// COPY or ADD.
+func copiesFiles(d *dockerfile.File, i int) bool {
+	for ; i >= 0; i = d.Stages[i].BaseStage {
+		if slices.ContainsFunc(d.Stages[i].Instructions, func(in dockerfile.Instruction) bool { return in.Command == "copy" || in.Command == "add" }) {
+			return true
+		}
+	}
+	return false
 }
 
 // dockerfiles: what the judged image's final stage needs a shell for while

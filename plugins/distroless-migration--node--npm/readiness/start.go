@@ -5,6 +5,7 @@ package readiness
 
 import (
 	"fmt"
+	"path"
 	"slices"
 	"strings"
 
@@ -276,6 +277,26 @@ func (b *builder) viaJSEntry(argv []string) []string {
 	return argv
 }
 
+// globalBin returns the package of the judged image that prog, a
+// program on the PATH or in a bin folder, is the command of: the one whose
+// name (without its scope) it is, as an npm package's bin is named by
+// default. A package whose bin has another name (pm2's pm2-runtime) is not
+// found.
+func (b *builder) globalBin(globals []noderuntime.GlobalPackage, prog string) (noderuntime.GlobalPackage, bool) {
+	if dir := path.Dir(prog); strings.Contains(prog, "/") && path.Base(dir) != "bin" {
+		return noderuntime.GlobalPackage{}, false
+	}
+	for _, g := range globals {
+		if b.judged != nil && g.Dockerfile != b.judged.Path {
+			continue
+		}
+		if path.Base(g.Package) == path.Base(prog) {
+			return g, true
+		}
+	}
+	return noderuntime.GlobalPackage{}, false
+}
+
 // startProgram checks that what the container starts exists in the image:
 // a program other than node must be a file of the repository or an OS
 // package the image installs, and node's script must be a file the image
@@ -312,6 +333,21 @@ func (b *builder) startProgram(ep *entrypoints.Facts, nr *noderuntime.Facts) {
 			if u.Binary == name {
 				return
 			}
+		}
+		if g, ok := b.globalBin(nr.GlobalPackages, prog); ok {
+			what := g.Package
+			switch {
+			case g.Version != "":
+				what += "@" + g.Version
+			case g.VersionVar != "":
+				what += " (at the version $" + g.VersionVar + " gives)"
+			}
+			b.Add(probe.Blocker{ID: noderuntime.WarnGlobalPackage, Kind: probe.UnknownKind, Rule: RuleUnclassified,
+				Title: fmt.Sprintf("the container starts %s, the command of %s, which `%s` installs globally: codegenie does not read a globally installed package's code, so what it runs is unknown", prog, what, g.Tool),
+				Fix: "install the package from a package.json and lockfile in the image's WORKDIR (npm ci) and start its bin file with node in exec form: " +
+					"codegenie then reads its code and its dependencies, and a rewrite can copy that folder",
+				Evidence: append(slices.Clone(b.startEv), probe.Evidence{File: g.Dockerfile, Line: g.Line})})
+			return
 		}
 		b.Add(probe.Blocker{ID: entrypoints.WarnNotFound, Kind: probe.UnknownKind, Rule: RuleUnclassified,
 			Title: fmt.Sprintf("the container starts %s, which is neither a file of the repository nor a package the image installs", prog),

@@ -37,6 +37,7 @@ const (
 	WarnUnsupportedMajor  = "node_runtime.no_distroless_for_major"
 	WarnUnknownNodeMajor  = "node_runtime.unknown_node_major"
 	WarnEndOfLife         = "node_runtime.end_of_life_runtime"
+	WarnGlobalPackage     = "node_runtime.global_package"
 	ReasonDockerfileError = probe.Reason("dockerfile_parse_error")
 )
 
@@ -49,6 +50,7 @@ var Warnings = []probe.WarningDesc{
 	{ID: WarnMissingBinary, Summary: "the final stage runs a binary (curl, tini, git...) that a distroless node image does not have"},
 	{ID: WarnUnsupportedMajor, Summary: "no distroless node image is published for this Node major (only the current even LTS majors)"},
 	{ID: WarnUnknownNodeMajor, Summary: "the Node major of a stage could not be read from its base image tag"},
+	{ID: WarnGlobalPackage, Summary: "the final stage installs an npm package globally (npm install -g, yarn global add): its code is in no folder of the app, and codegenie does not read it"},
 	{ID: WarnEndOfLife, Summary: "the runtime image is end of life (such as the removed nodejs*-debian12 distroless builds); it gets no fixes"},
 }
 
@@ -85,6 +87,17 @@ type Facts struct {
 	Native      []Native    `json:"native_addons,omitempty"`
 	OSPackages  []OSPackage `json:"os_packages,omitempty"`
 	Binaries    []BinaryUse `json:"binaries,omitempty"`
+	// GlobalPackages are the npm packages the final stage's chain
+	// installs globally (yarn global add thelounge): their bins are on
+	// the PATH, and their code is in no folder of the app.
+	GlobalPackages []GlobalPackage `json:"global_packages,omitempty"`
+}
+
+// GlobalPackage is an npm package installed globally in a Dockerfile's
+// final stage chain.
+type GlobalPackage struct {
+	Dockerfile string `json:"dockerfile"`
+	shellcmd.GlobalInstall
 }
 
 // Image is one Dockerfile's builder and runtime bases.
@@ -143,7 +156,7 @@ var _ probe.Probe = (*Probe)(nil)
 func (*Probe) Desc() probe.Desc {
 	return probe.Desc{
 		Name:          Name,
-		Version:       "4", // 3: package.json and binding.gyp read in the image's app folder (issue 21); 4: an exec-form sh -c LINE runs the line's commands, not a missing shell binary
+		Version:       "5", // 5: the npm packages the final stage installs globally (global_packages); 3: package.json and binding.gyp read in the image's app folder (issue 21); 4: an exec-form sh -c LINE runs the line's commands, not a missing shell binary
 		Heaviness:     probe.Light,
 		PerImage:      true,
 		CacheStrategy: probe.CacheContent,
@@ -206,6 +219,12 @@ func (*Probe) Run(ctx context.Context, repo *probe.Repo, pctx *probe.Context) (p
 		for _, pk := range pkgs {
 			ev := []probe.Evidence{{File: f.Path, Line: pk.Line}}
 			out.Warnings = append(out.Warnings, probe.Warning{ID: WarnOSPackage, Message: fmt.Sprintf("the final stage installs %s with %s", pk.Name, pk.Manager), Evidence: ev})
+		}
+		globals := globalPackages(f)
+		facts.GlobalPackages = append(facts.GlobalPackages, globals...)
+		for _, g := range globals {
+			out.Warnings = append(out.Warnings, probe.Warning{ID: WarnGlobalPackage,
+				Message: fmt.Sprintf("the final stage installs %s globally with %s", g.Package, g.Tool), Evidence: []probe.Evidence{{File: f.Path, Line: g.Line}}})
 		}
 		bins := binaries(f)
 		facts.Binaries = append(facts.Binaries, bins...)
@@ -457,6 +476,28 @@ func osPackages(f *dockerfile.File) []OSPackage {
 		}
 	}
 	return pkgs
+}
+
+// globalPackages finds the npm packages that RUN installs globally in the
+// final stage's chain.
+func globalPackages(f *dockerfile.File) []GlobalPackage {
+	var out []GlobalPackage
+	for i := f.Final; i >= 0; i = f.Stages[i].BaseStage {
+		for _, in := range f.Stages[i].Instructions {
+			if in.Command != "run" || len(in.Args) == 0 {
+				continue
+			}
+			line := in.Args[0]
+			if in.Form != dockerfile.FormShell {
+				line = strings.Join(in.Args, " ")
+			}
+			for _, g := range shellcmd.GlobalInstalls(line) {
+				g.Line += in.Line - 1
+				out = append(out, GlobalPackage{Dockerfile: f.Path, GlobalInstall: g})
+			}
+		}
+	}
+	return out
 }
 
 // installs recognises apt-get/apt/apk/yum/dnf/microdnf install commands.

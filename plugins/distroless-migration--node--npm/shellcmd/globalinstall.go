@@ -1,0 +1,160 @@
+package shellcmd
+
+import (
+	"path"
+	"slices"
+	"strings"
+
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// GlobalInstall is a package that a command line installs globally with
+// a package manager: `npm install -g thelounge@4.6.0`, `yarn global add
+// thelounge@${VERSION}`, `pnpm add -g serve`. Its bins land on the image's
+// PATH (/usr/local/bin on the node images), outside any app folder.
+type GlobalInstall struct {
+	// Tool is the command that installs it: "npm install -g", "yarn
+	// global add" or "pnpm add -g".
+	Tool    string `json:"tool"`
+	Package string `json:"package"`
+	// Version is the version or range asked for, when the line gives it;
+	// VersionVar the variable it comes from when the line does not
+	// (thelounge@${THELOUNGE_VERSION}).
+	Version    string `json:"version,omitempty"`
+	VersionVar string `json:"version_var,omitempty"`
+	// Line is the line of the command line the install starts on, from 1.
+	Line int `json:"line"`
+}
+
+// npmInstallVerbs are npm install's name and its aliases.
+var npmInstallVerbs = []string{"install", "i", "add", "in", "ins", "inst", "insta", "instal", "isnt", "isnta", "isntal", "isntall"}
+
+// npmValued are npm options of an install that take the next word as
+// their value, when not given with =.
+var npmValued = []string{"--prefix", "--registry", "--loglevel", "--cache", "--userconfig", "--tag", "--omit", "--include", "--workspace", "-w"}
+
+// GlobalInstalls returns the packages that the shell line src installs
+// globally, in order. A package whose name is not a literal is left out.
+func GlobalInstalls(src string) []GlobalInstall {
+	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(src), "")
+	if err != nil {
+		return nil
+	}
+	var out []GlobalInstall
+	syntax.Walk(f, func(n syntax.Node) bool {
+		call, ok := n.(*syntax.CallExpr)
+		if !ok || len(call.Args) < 3 {
+			return true
+		}
+		words := make([][]EnvPart, len(call.Args))
+		for i, w := range call.Args {
+			words[i], _ = envWord(w)
+		}
+		tool, specs := globalSpecs(words)
+		for _, s := range specs {
+			if g, ok := globalPackage(s); ok {
+				g.Tool, g.Line = tool, int(call.Pos().Line())
+				out = append(out, g)
+			}
+		}
+		return true
+	})
+	return out
+}
+
+// lit is a word's value when it is all literal text.
+func lit(w []EnvPart) (string, bool) {
+	if len(w) == 1 && w[0].Env == "" {
+		return w[0].Text, true
+	}
+	return "", len(w) == 0
+}
+
+// globalSpecs returns the install command and its package words, when
+// words is a global install.
+func globalSpecs(words [][]EnvPart) (string, [][]EnvPart) {
+	argv := make([]string, len(words))
+	for i, w := range words {
+		argv[i], _ = lit(w)
+	}
+	switch path.Base(argv[0]) {
+	case "npm":
+		verb := slices.IndexFunc(argv[1:], func(a string) bool { return !strings.HasPrefix(a, "-") })
+		if verb < 0 || !slices.Contains(npmInstallVerbs, argv[1+verb]) {
+			return "", nil
+		}
+		global := false
+		var specs [][]EnvPart
+		for i := 1; i < len(argv); i++ {
+			a := argv[i]
+			switch {
+			case i == 1+verb:
+			case a == "-g" || a == "--global" || a == "--location=global":
+				global = true
+			case a == "--location" && i+1 < len(argv):
+				global, i = global || argv[i+1] == "global", i+1
+			case slices.Contains(npmValued, a):
+				i++
+			case strings.HasPrefix(a, "-"):
+			default:
+				specs = append(specs, words[i])
+			}
+		}
+		if global {
+			return "npm install -g", specs
+		}
+	case "yarn":
+		g := slices.Index(argv, "global")
+		if g < 0 || g+1 >= len(argv) || argv[g+1] != "add" {
+			return "", nil
+		}
+		return "yarn global add", packageWords(words[g+2:], argv[g+2:])
+	case "pnpm":
+		if len(argv) < 3 || !slices.Contains([]string{"add", "install", "i"}, argv[1]) ||
+			!slices.ContainsFunc(argv[2:], func(a string) bool { return a == "-g" || a == "--global" }) {
+			return "", nil
+		}
+		return "pnpm add -g", packageWords(words[2:], argv[2:])
+	}
+	return "", nil
+}
+
+// packageWords are the words of words that are not options.
+func packageWords(words [][]EnvPart, argv []string) [][]EnvPart {
+	var out [][]EnvPart
+	for i, a := range argv {
+		if !strings.HasPrefix(a, "-") {
+			out = append(out, words[i])
+		}
+	}
+	return out
+}
+
+// globalPackage reads a package word: name, name@version, @scope/name or
+// @scope/name@version, whose version may come from a variable. A path, a
+// URL or a git spec is not a registry package, and is left out.
+func globalPackage(w []EnvPart) (GlobalInstall, bool) {
+	if len(w) == 0 || w[0].Env != "" {
+		return GlobalInstall{}, false
+	}
+	text := w[0].Text
+	name, version := text, ""
+	if at := strings.IndexByte(text[min(1, len(text)):], '@'); at >= 0 { // past a scope's @
+		name, version = text[:at+1], text[at+2:]
+	} else if len(w) > 1 {
+		return GlobalInstall{}, false // name${SUFFIX}: the name is not known
+	}
+	if name == "" || strings.ContainsAny(name, ":\\") || strings.HasPrefix(name, ".") || strings.HasPrefix(name, "/") ||
+		strings.Count(name, "/") != strings.Count(name[:1], "@") {
+		return GlobalInstall{}, false
+	}
+	g := GlobalInstall{Package: name, Version: version}
+	if len(w) > 1 {
+		if g.Version == "" && len(w) == 2 && w[1].Env != "" {
+			g.VersionVar = w[1].Env
+		} else {
+			g.Version = "" // part literal, part variable: say nothing of it
+		}
+	}
+	return g, true
+}
