@@ -132,7 +132,7 @@ var _ probe.Probe = (*Probe)(nil)
 func (*Probe) Desc() probe.Desc {
 	return probe.Desc{
 		Name:      Name,
-		Version:   "8", // 4: an entrypoint script's programs (issue 21); 5: variables set to a literal, init and user wrappers, the lines that need the shell, scripts a shell runs (bash entrypoint.sh); 6: the programs of the scripts it runs by a path; 7: the first word of each step of the start (npm run migrate && npm start in CMD); 8: compiled output mapped to its sources through tsconfig outDir
+		Version:   "9", // 9: COPY sources read from the judged image's build context (a Dockerfile built from its own folder); 4: an entrypoint script's programs (issue 21); 5: variables set to a literal, init and user wrappers, the lines that need the shell, scripts a shell runs (bash entrypoint.sh); 6: the programs of the scripts it runs by a path; 7: the first word of each step of the start (npm run migrate && npm start in CMD); 8: compiled output mapped to its sources through tsconfig outDir
 		Heaviness: probe.Light,
 		PerImage:  true,
 		// The set of executed files depends on the repository's whole
@@ -167,7 +167,12 @@ func (*Probe) Run(ctx context.Context, repo *probe.Repo, pctx *probe.Context) (p
 			files[pf.Path] = pf.File
 		}
 	}
-	r := &resolver{repo: repo}
+	r := &resolver{repo: repo, context: "."}
+	if j, err := images.Image.Of(ctx, repo, pctx); err != nil {
+		return probe.Output{}, err
+	} else if j != nil && j.Context != "" {
+		r.context = j.Context
+	}
 	for _, c := range chains {
 		f := files[c.Dockerfile]
 		if f == nil {
@@ -215,6 +220,9 @@ func lockfileKind(repo *probe.Repo, dir string) string {
 
 type resolver struct {
 	repo *probe.Repo
+	// context is the judged image's build context, repository-relative:
+	// its COPY sources are relative to it.
+	context string
 	// lockfile is pnpm, yarn or npm: the lockfile beside the package.json.
 	lockfile string
 	// inferred explains each executable inferred from the lockfile.
@@ -463,17 +471,13 @@ func isKnownTool(w string) bool {
 // it is.
 func (r *resolver) inspect(f *dockerfile.File, word, origin string, line int, inScript bool) Executable {
 	ex := Executable{Dockerfile: f.Path, Command: word, Origin: origin, File: f.Path, Line: line, Kind: KindNotFound}
-	isDir := func(p string) bool {
-		fi, err := os.Stat(r.repo.Abs(p))
-		return err == nil && fi.IsDir()
-	}
 	switch {
 	case strings.Contains(word, "/"):
 		cp := word
 		if !path.IsAbs(cp) {
 			cp = path.Join(f.Workdir(f.Final), cp)
 		}
-		if rp, ok := f.SourceOf(f.Final, cp, isDir); ok && r.repo.Exists(rp) {
+		if rp, ok := r.sourceOf(f, cp); ok {
 			ex.RepoPath, ex.ResolvedBy = rp, "copy"
 		} else if !path.IsAbs(word) && r.repo.Exists(path.Clean(word)) {
 			ex.RepoPath, ex.ResolvedBy = path.Clean(word), "copy"
@@ -482,7 +486,7 @@ func (r *resolver) inspect(f *dockerfile.File, word, origin string, line int, in
 		ex.RepoPath, ex.ResolvedBy, ex.Origin = "node_modules/.bin/"+word, "bin", "bin_shim"
 	default:
 		for _, dir := range []string{"/usr/local/bin", "/usr/bin", "/bin", f.Workdir(f.Final)} {
-			if rp, ok := f.SourceOf(f.Final, path.Join(dir, word), isDir); ok && r.repo.Exists(rp) {
+			if rp, ok := r.sourceOf(f, path.Join(dir, word)); ok {
 				ex.RepoPath, ex.ResolvedBy = rp, "copy"
 				break
 			}
@@ -712,19 +716,31 @@ func (r *resolver) followScripts(f *dockerfile.File, ex *Executable) {
 	follow(slices.Clone(ex.Script.Programs), 0)
 }
 
+// sourceOf returns the repository file that the final stage's COPY
+// instructions put at the image path cp, when there is one: COPY sources
+// are relative to the build context.
+func (r *resolver) sourceOf(f *dockerfile.File, cp string) (string, bool) {
+	isDir := func(p string) bool {
+		fi, err := os.Stat(r.repo.Abs(path.Join(r.context, p)))
+		return err == nil && fi.IsDir()
+	}
+	rp, ok := f.SourceOf(f.Final, cp, isDir)
+	if !ok {
+		return "", false
+	}
+	rp = path.Join(r.context, rp)
+	return rp, r.repo.Exists(rp)
+}
+
 // scriptPath finds the repository file a script runs by a path: through
 // the final stage's COPY instructions, else the same path in the
 // repository.
 func (r *resolver) scriptPath(f *dockerfile.File, word string) string {
-	isDir := func(p string) bool {
-		fi, err := os.Stat(r.repo.Abs(p))
-		return err == nil && fi.IsDir()
-	}
 	cp := word
 	if !path.IsAbs(cp) {
 		cp = path.Join(f.Workdir(f.Final), cp)
 	}
-	if rp, ok := f.SourceOf(f.Final, cp, isDir); ok && r.repo.Exists(rp) {
+	if rp, ok := r.sourceOf(f, cp); ok {
 		return rp
 	}
 	if !path.IsAbs(word) && r.repo.Exists(path.Clean(word)) {

@@ -228,3 +228,21 @@ func TestNestedScripts(t *testing.T) {
 		t.Errorf("programs (-want +got):\n%s", diff)
 	}
 }
+
+// TestBuildContextFolder: a Dockerfile in a folder of its own, built with
+// that folder as its context (node-red-docker's docker-custom), COPYs its
+// entrypoint from there; the script is found under the context, not at
+// the same path from the repository root.
+func TestBuildContextFolder(t *testing.T) {
+	t.Parallel()
+	facts, _ := runOn(t, map[string]file{
+		"docker-custom/Dockerfile":            {body: "FROM node:22-slim AS base\nWORKDIR /usr/src/node-red\nCOPY package.json .\nCOPY scripts/entrypoint.sh .\nFROM base AS release\nENTRYPOINT [\"./entrypoint.sh\"]\n"},
+		"docker-custom/package.json":          {body: `{"name":"x"}`},
+		"docker-custom/scripts/entrypoint.sh": {body: "#!/bin/bash\ntrap stop SIGTERM\nnode red.js \"$@\" &\nwait $!\n", mode: 0o755},
+		"package.json":                        {body: `{"name":"root"}`},
+	})
+	want := []brief{{Command: "./entrypoint.sh", Origin: "entrypoint", RepoPath: "docker-custom/scripts/entrypoint.sh", Kind: KindScript, InterpreterKind: "shell", Line: 6}}
+	if diff := cmp.Diff(want, briefs(facts)); diff != "" {
+		t.Errorf("executables (-want +got):\n%s", diff)
+	}
+}
