@@ -31,14 +31,21 @@ func NodeCommands(c *npmscripts.Chain) (cmds []NodeCommand, why string) {
 	if c == nil {
 		return nil, "no start command is known"
 	}
-	if len(c.Steps) == 0 {
+	steps := c.Steps
+	if len(c.GraphSteps) > 0 {
+		// An entrypoint script that does more than set defaults (Steps is
+		// at most the script itself): its shell stays, and the graph
+		// starts from the node commands it runs.
+		steps = c.GraphSteps
+	}
+	if len(steps) == 0 {
 		why := c.StepsWhy
 		if why == "" {
 			why = "no command"
 		}
 		return nil, "the start command does not come down to node commands (" + strings.Join(chainArgv(c), " ") + ": " + why + ")"
 	}
-	for _, s := range c.Steps {
+	for _, s := range steps {
 		// tini -- node app.js, gosu app node app.js: the graph starts at
 		// the command the init or user wrapper runs.
 		_, argv := dockerfile.SplitInit(s.Argv)
@@ -47,7 +54,7 @@ func NodeCommands(c *npmscripts.Chain) (cmds []NodeCommand, why string) {
 			cmds = append(cmds, NodeCommand{Args: argv[1:], Dir: s.Dir})
 		case len(argv) > 0 && isJSPath(argv[0]):
 			cmds = append(cmds, NodeCommand{Args: argv, Dir: s.Dir})
-		case len(argv) > 0 && s.Script != "" && binWord(argv[0]):
+		case len(argv) > 0 && (s.Script != "" || strings.Contains(argv[0], "node_modules/.bin/")) && binWord(argv[0]):
 			// A package script runs with node_modules/.bin on PATH.
 			cmds = append(cmds, NodeCommand{Bin: path.Base(argv[0]), Args: argv[1:], Dir: s.Dir})
 		default:

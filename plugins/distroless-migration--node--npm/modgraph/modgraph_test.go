@@ -1187,3 +1187,44 @@ func TestDirLoads(t *testing.T) {
 		t.Error("a helper called only from files that do not import it left the app closed")
 	}
 }
+
+// TestEntrypointScriptSteps: an entrypoint script that does more than set
+// defaults (it migrates, then execs node) still needs its shell, but the
+// graph starts from the node commands it runs: the npx bin and the server.
+// A script that runs a command built at run time leaves the entry unknown.
+func TestEntrypointScriptSteps(t *testing.T) {
+	t.Parallel()
+	script := "#!/bin/sh\nset -ex\necho \"Running database migrations\"\nnpx migrator up\nmkdir -p /data\n" +
+		"if [ -n \"$SEED\" ]; then npx migrator seed; fi\nexec node main \"$@\"\n"
+	files := map[string]string{
+		"Dockerfile":                         "FROM node:22-slim\nWORKDIR /app\nCOPY . .\nCMD [\"/app/entrypoint.sh\"]\n",
+		"package.json":                       `{"name":"svc","dependencies":{"migrator":"1.0.0"}}`,
+		"entrypoint.sh":                      script,
+		"main.js":                            "require('./lib');\n",
+		"lib.js":                             "",
+		"tools/release.js":                   "",
+		"node_modules/migrator/package.json": `{"name":"migrator","bin":{"migrator":"cli.js"}}`,
+		"node_modules/migrator/cli.js":       "require('./run');\n",
+		"node_modules/migrator/run.js":       "",
+		"node_modules/other/package.json":    `{"name":"other","main":"index.js"}`,
+		"node_modules/other/index.js":        "",
+	}
+	g := graphOf(t, files)
+	if diff := cmp.Diff([]string{"node_modules/migrator/cli.js", "main.js"}, g.Entries); diff != "" {
+		t.Errorf("entries (-want +got):\n%s (why: %s)", diff, g.EntryWhy)
+	}
+	for _, f := range []string{"lib.js", "node_modules/migrator/run.js"} {
+		if !g.Reached(f) {
+			t.Errorf("%s not reached", f)
+		}
+	}
+	for _, f := range []string{"tools/release.js", "node_modules/other/index.js"} {
+		if g.Reached(f) {
+			t.Errorf("%s reached", f)
+		}
+	}
+	files["entrypoint.sh"] = strings.Replace(script, "mkdir -p /data", "$SETUP_COMMAND", 1)
+	if g := graphOf(t, files); len(g.Entries) != 0 {
+		t.Errorf("entries %v, though the script runs a command built at run time", g.Entries)
+	}
+}

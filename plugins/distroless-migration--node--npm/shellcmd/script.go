@@ -40,6 +40,19 @@ type Script struct {
 	// dumb-init, gosu, su-exec), each with the first line that runs it:
 	// what they wrap is among Programs too.
 	Wrappers []Wrapped `json:"wrappers,omitempty"`
+	// Runs are the commands the script runs, in order, past their init and
+	// user wrappers, each with its line: builtins aside, except those that
+	// run other code (. and source, eval). A word whose value is not known
+	// is "<expanded>", and ends the command's words. When the script does
+	// more than set defaults, the module graph starts from the ones that
+	// run node code.
+	Runs []ScriptRun `json:"runs,omitempty"`
+}
+
+// ScriptRun is one command a script runs.
+type ScriptRun struct {
+	Argv []string `json:"argv"`
+	Line int      `json:"line"`
 }
 
 // Wrapped is an init or user wrapper an entrypoint script runs.
@@ -55,7 +68,7 @@ func AnalyzeScript(src string) Script {
 		return Script{Reasons: []string{"not valid shell: " + err.Error()}}
 	}
 	var s Script
-	s.Programs, s.Wrappers = programs(f)
+	s.Programs, s.Wrappers, s.Runs = programs(f)
 	// vars are the variables the script has set to a literal so far, at
 	// its top level: a later $VAR word is their value.
 	vars := map[string]string{}
@@ -253,7 +266,7 @@ func itoa(n uint) string { return strconv.FormatUint(uint64(n), 10) }
 // init or user wrapper (tini --, gosu USER) for itself and the program it
 // wraps. A word that is a variable the script set to a literal earlier
 // ($GOSU after GOSU="gosu app", in any branch) is each value it may have.
-func programs(f *syntax.File) (out []string, wrappers []Wrapped) {
+func programs(f *syntax.File) (out []string, wrappers []Wrapped, runs []ScriptRun) {
 	seen, seenWrap := map[string]bool{}, map[string]bool{}
 	vars := map[string][]string{}
 	add := func(v string) {
@@ -276,28 +289,56 @@ func programs(f *syntax.File) (out []string, wrappers []Wrapped) {
 				}
 				return true
 			}
+			line := int(n.Pos().Line())
 			for _, argv := range expansions(n.Args, vars) {
 				cmd := commandOf(argv)
 				if len(cmd) == 0 {
+					runs = appendRun(runs, argv, line)
 					continue
 				}
 				if init, rest := dockerfile.SplitInit(cmd); init != nil {
 					add(init[0])
 					if !seenWrap[init[0]] {
 						seenWrap[init[0]] = true
-						wrappers = append(wrappers, Wrapped{Program: init[0], Line: int(n.Pos().Line())})
+						wrappers = append(wrappers, Wrapped{Program: init[0], Line: line})
 					}
 					cmd = commandOf(rest)
 					if len(cmd) == 0 {
+						runs = appendRun(runs, rest, line)
 						continue
 					}
 				}
 				add(cmd[0])
+				runs = appendRun(runs, cmd, line)
 			}
 		}
 		return true
 	})
-	return out, wrappers
+	return out, wrappers, runs
+}
+
+// codeBuiltins are the builtins that run other code: another script, or
+// a line built at run time.
+var codeBuiltins = map[string]bool{".": true, "source": true, "eval": true}
+
+// appendRun adds argv, a command the script runs, to runs, with unknown
+// words as "<expanded>"; a builtin that runs no other code is left out.
+func appendRun(runs []ScriptRun, argv []string, line int) []ScriptRun {
+	if len(argv) > 0 && builtin[argv[0]] && !codeBuiltins[argv[0]] {
+		return runs
+	}
+	out := make([]string, 0, len(argv))
+	for _, w := range argv {
+		if w == unknownWord {
+			out = append(out, "<expanded>")
+			break
+		}
+		out = append(out, w)
+	}
+	if len(out) == 0 {
+		out = []string{"<expanded>"}
+	}
+	return append(runs, ScriptRun{Argv: out, Line: line})
 }
 
 // unknownWord stands for a word whose value is not known statically.
@@ -328,7 +369,11 @@ const maxExpansions = 8
 func expansions(words []*syntax.Word, vars map[string][]string) [][]string {
 	alts := [][]string{nil}
 	for _, w := range words {
-		if v, ok := plainWord(w); ok {
+		v, ok := plainWord(w)
+		if lit := w.Lit(); lit == "[" || lit == "]" {
+			v, ok = lit, true // test's brackets, not a glob
+		}
+		if ok {
 			for i := range alts {
 				alts[i] = append(alts[i], v)
 			}

@@ -103,6 +103,13 @@ type Chain struct {
 	// to commands run one after the other; StepsWhy then says why.
 	Steps    []Step `json:"steps,omitempty"`
 	StepsWhy string `json:"steps_why,omitempty"`
+	// GraphSteps, when Steps is nil because an entrypoint script does
+	// more than set defaults, are the commands that script runs that run
+	// node code (node, npx, a package script), in order: where the module
+	// graph starts. The script itself still needs its shell, and no
+	// rewrite runs them. Nil when the script runs a command whose code is
+	// not known (a word built at run time, another script it sources).
+	GraphSteps []Step `json:"graph_steps,omitempty"`
 	// Parallel is set when some steps run at the same time (run-p,
 	// npm-run-all -p), not one after the other.
 	Parallel bool `json:"parallel,omitempty"`
@@ -134,7 +141,7 @@ var _ probe.Probe = (*Probe)(nil)
 func (*Probe) Desc() probe.Desc {
 	return probe.Desc{
 		Name:          Name,
-		Version:       "8", // 8: a package script's sh x.sh whose script only sets defaults and execs node converts to that command; 5: steps, the commands the start comes down to (issue 21); 6: through entrypoint scripts that only set defaults; 7: shell options before -c LINE or a script (bash -ec, sh -e x.sh)
+		Version:       "9", // 9: graph_steps, the node commands of an entrypoint script that does more than set defaults; 8: a package script's sh x.sh whose script only sets defaults and execs node converts to that command; 5: steps, the commands the start comes down to (issue 21); 6: through entrypoint scripts that only set defaults; 7: shell options before -c LINE or a script (bash -ec, sh -e x.sh)
 		Heaviness:     probe.Light,
 		PerImage:      true,
 		CacheStrategy: probe.CacheContent,
@@ -342,7 +349,7 @@ func resolveChain(f *dockerfile.File, pk *pkg, ps packages) (Chain, []probe.Warn
 		}
 		argv = append([]string{"node"}, argv[1:]...)
 	}
-	c.Steps, c.Parallel, c.StepsWhy = expandStart(pk, ps, argv)
+	c.Steps, c.Parallel, c.StepsWhy, c.GraphSteps = expandStart(pk, ps, argv)
 	// sh -c LINE: removable when LINE is one plain command.
 	if line := shellcmd.ShellLineOnly(argv); line != "" {
 		a := shellcmd.Analyze(line)

@@ -54,16 +54,24 @@ type expander struct {
 	// runner is the package manager running the current script, which
 	// npm-run-all runs its scripts with (npm outside any).
 	runner shellcmd.Runner
+	// graph are the node commands of the first script followed that does
+	// more than set defaults (Chain.GraphSteps); graphRead is set once it
+	// was read, whatever it found.
+	graph     []Step
+	graphRead bool
 }
 
 // expandStart is the start argv's steps, or why it does not come down to
 // a list of commands run one after the other.
-func expandStart(pk *pkg, ps packages, argv []string) (steps []Step, parallel bool, why string) {
+func expandStart(pk *pkg, ps packages, argv []string) (steps []Step, parallel bool, why string, graph []Step) {
 	x := &expander{ps: ps}
 	if why := x.command(pk, ".", argv, nil, ""); why != "" {
-		return nil, false, why
+		if len(x.steps) > 0 || !x.graphRead {
+			return nil, false, why, nil // steps before the script, or no script: no graph of its own
+		}
+		return nil, false, why, x.graph
 	}
-	return x.steps, x.parallel, ""
+	return x.steps, x.parallel, "", nil
 }
 
 // command expands one command run in dir (relative to the working
@@ -275,6 +283,10 @@ func (x *expander) followScript(pk *pkg, dir, rel string, args, env []string, sc
 		if len(sc.Reasons) > 0 {
 			why += " (" + sc.Reasons[0] + ")"
 		}
+		if !x.graphRead {
+			x.graphRead = true
+			x.graph = x.graphSteps(pk, dir, rel, sc, env, script)
+		}
 		return why
 	}
 	var exec []string
@@ -295,4 +307,53 @@ func (x *expander) followScript(pk *pkg, dir, rel string, args, env []string, sc
 	x.via, x.viaScript = rel, script
 	defer func() { x.via, x.viaScript = outer, outerScript }()
 	return x.command(pk, dir, exec, append(slices.Clone(env), sc.Env...), script)
+}
+
+// noCode are programs an entrypoint script runs that run no JavaScript of
+// the image: what they do is judged on its own (a missing binary), and the
+// module graph has nothing to start from in them.
+var noCode = map[string]bool{"mkdir": true, "chown": true, "chmod": true, "cp": true, "mv": true, "rm": true, "ln": true,
+	"cat": true, "touch": true, "sleep": true, "ls": true, "id": true, "whoami": true, "date": true, "sed": true, "grep": true,
+	"awk": true, "envsubst": true, "tee": true, "find": true, "xargs": true, "wget": true, "curl": true, "nc": true,
+	"timeout": true, "dirname": true, "basename": true, "realpath": true, "readlink": true, "hostname": true, "ulimit": true,
+	"su-exec": true, "gosu": true, "tini": true, "dumb-init": true, "head": true, "tail": true, "tr": true, "cut": true,
+	"sort": true, "uniq": true, "wc": true, "stat": true, "df": true, "du": true, "getent": true, "usermod": true,
+	"groupmod": true, "useradd": true, "groupadd": true, "addgroup": true, "adduser": true, "update-ca-certificates": true}
+
+// graphSteps reads the node commands of rel, an entrypoint script that
+// does more than set defaults (run in dir), for the module
+// graph: each command it runs that runs node code, expanded as a start
+// command is (npx, package scripts, cross-env). Nil when one of its
+// commands is not known (an expanded program, another script of the
+// repository, a line it sources or evals) or none runs node.
+func (x *expander) graphSteps(pk *pkg, dir, rel string, sc shellcmd.Script, env []string, script string) []Step {
+	sub := &expander{ps: x.ps, followed: x.followed, via: rel, viaScript: script, runner: x.runner, graphRead: true}
+	for _, r := range sc.Runs {
+		argv := r.Argv
+		if len(argv) == 0 || argv[0] == "<expanded>" || argv[0] == "." || argv[0] == "source" || argv[0] == "eval" {
+			return nil
+		}
+		if n := len(argv); argv[n-1] == "<expanded>" {
+			// "$@" or a variable after the command: its words up to there
+			// name what runs (node main "$@"); the rest are its arguments.
+			argv = argv[:n-1]
+			if len(argv) == 0 {
+				return nil
+			}
+		}
+		if noCode[path.Base(argv[0])] {
+			continue
+		}
+		if _, _, ok := sub.shellScript(dir, argv); ok {
+			return nil // another script: its commands are not read here
+		}
+		if bin, unsupported, ok := shellcmd.NpxBin(argv); ok && len(unsupported) == 0 && len(bin) > 0 {
+			// npx runs the package's bin from node_modules/.bin.
+			argv = append([]string{"node_modules/.bin/" + bin[0]}, bin[1:]...)
+		}
+		if why := sub.command(pk, dir, argv, env, script); why != "" {
+			return nil
+		}
+	}
+	return sub.steps
 }
