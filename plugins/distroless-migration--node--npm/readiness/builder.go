@@ -23,6 +23,11 @@ type builder struct {
 	// reachableBinaries are the programs reachable code runs by a literal
 	// name (from child_process findings in shipped, reachable code).
 	reachableBinaries map[string]bool
+	// unread is a call of code the image runs whose command codegenie
+	// cannot read (unreadCommand), when there is one: no installed
+	// program is then said to be unused.
+	unread    probe.Evidence
+	hasUnread bool
 	// startBinaries are the programs the judged image's ENTRYPOINT, CMD and
 	// HEALTHCHECK name.
 	startBinaries map[string]string

@@ -31,6 +31,27 @@ func reachableBinaries(f *childprocess.Facts) map[string]bool {
 	return out
 }
 
+// unreadCommand returns the first call in code the image holds and the
+// entrypoint reaches (or may reach) that runs a command codegenie cannot
+// read: a computed program, or a shell line built at run time (wg-easy's
+// exec(cmd, { shell: 'bash' }) helper). Any program the image installs
+// may be the one it runs. Known fallbacks and opt-ins do not count.
+func unreadCommand(f *childprocess.Facts) (probe.Evidence, bool) {
+	for _, fd := range f.Findings {
+		if fd.Scope != childprocess.ScopeReachable && fd.Scope != childprocess.ScopeUnresolved {
+			continue
+		}
+		if fd.Kind != childprocess.KindDynamic && !(fd.Kind == childprocess.KindShell && fd.Command == "") {
+			continue
+		}
+		if _, known := knownFallback(fd); known {
+			continue
+		}
+		return probe.Evidence{File: fd.File, Line: fd.Line, Column: fd.Column, Note: fd.Function}, true
+	}
+	return probe.Evidence{}, false
+}
+
 // childProcess: calls that run a shell or a binary distroless lacks. Only
 // code the image holds and the entrypoint reaches (or may reach) blocks;
 // the rest is a note that says why it does not.

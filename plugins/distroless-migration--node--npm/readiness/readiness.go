@@ -114,6 +114,7 @@ func (a *Assessor) assess(results []probe.Result) (probe.Assessment, *builder, e
 		}
 	}
 	b.reachableBinaries = reachableBinaries(&cp)
+	b.unread, b.hasUnread = unreadCommand(&cp)
 	b.dockerfiles(&df)
 	var ep entrypoints.Facts
 	if err := decode(byName, entrypoints.Name, &ep); err != nil {

@@ -164,7 +164,14 @@ func (b *builder) osPackages(pkgs []noderuntime.OSPackage, runtimeBins map[strin
 			WhyNot:   strings.Join(st.needs, "; ") + "; a distroless image has none of them: keep a non-distroless image, copy a static build in, or do the work in Node",
 			Evidence: ev(st.file, st.line)})
 	}
-	if len(unused) > 0 {
+	switch {
+	case len(unused) > 0 && b.hasUnread:
+		// Code that runs has a command codegenie cannot read: it may be
+		// one of these, so none is said to be unused.
+		b.Note(probe.Note{ID: noderuntime.WarnOSPackage, Message: fmt.Sprintf(
+			"the final stage installs %s, which no CMD, ENTRYPOINT, HEALTHCHECK, entrypoint script, known dependency wrapper or reachable code runs by name; but %s:%d runs a command codegenie cannot read, which may be one of them", strings.Join(dedupe(unused), ", "), b.unread.File, b.unread.Line),
+			Evidence: append(unusedEv, b.unread)})
+	case len(unused) > 0:
 		b.Note(probe.Note{ID: noderuntime.WarnOSPackage, Message: fmt.Sprintf(
 			"the final stage installs %s, which nothing at run time uses (no CMD, ENTRYPOINT, HEALTHCHECK, entrypoint script, known dependency wrapper or reachable code runs them); they stay in the builder", strings.Join(dedupe(unused), ", ")),
 			Evidence: unusedEv})

@@ -66,6 +66,11 @@ var knownNative = map[string]bool{
 	"@serialport/bindings": true, "@serialport/bindings-cpp": true, "node-pty": true, "deasync": true,
 	"zeromq": true, "microtime": true, "farmhash": true, "isolated-vm": true, "@tensorflow/tfjs-node": true,
 	"oracledb": true, "ibm_db": true, "odbc": true, "lz4": true, "snappy": true, "hiredis": true,
+	// Prebuilt per platform and libc (optional dependencies such as
+	// @libsql/linux-x64-musl, or prebuilds/ folders): the install picks the
+	// builder's libc.
+	"libsql": true, "@libsql/client": true, "@node-rs/argon2": true, "@node-rs/bcrypt": true, "sodium-native": true,
+	"classic-level": true, "msgpackr-extract": true, "duckdb": true,
 }
 
 // flaggedBinaries are binaries a distroless node image lacks and that
@@ -156,7 +161,7 @@ var _ probe.Probe = (*Probe)(nil)
 func (*Probe) Desc() probe.Desc {
 	return probe.Desc{
 		Name:          Name,
-		Version:       "5", // 5: the npm packages the final stage installs globally (global_packages); 3: package.json and binding.gyp read in the image's app folder (issue 21); 4: an exec-form sh -c LINE runs the line's commands, not a missing shell binary
+		Version:       "5", // 5: libsql, @libsql/client and other prebuilt native packages are known; the npm packages the final stage installs globally (global_packages); 3: package.json and binding.gyp read in the image's app folder (issue 21); 4: an exec-form sh -c LINE runs the line's commands, not a missing shell binary
 		Heaviness:     probe.Light,
 		PerImage:      true,
 		CacheStrategy: probe.CacheContent,
