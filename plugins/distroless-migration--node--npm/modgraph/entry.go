@@ -52,6 +52,17 @@ func NodeCommands(c *npmscripts.Chain) (cmds []NodeCommand, why string) {
 		switch {
 		case len(argv) > 0 && isNode(argv[0]):
 			cmds = append(cmds, NodeCommand{Args: argv[1:], Dir: s.Dir})
+		case len(argv) > 0 && tsRunners[path.Base(argv[0])]:
+			// tsx ./backend/index.ts, ts-node src/main.ts: node with the
+			// runner's loader, on the TypeScript file. The graph starts at
+			// that file; the runner's own code (a transpiler, and tsx's
+			// esbuild service binary) is not entered: the start program's
+			// own check judges the runner.
+			args, ok := tsRunnerArgs(argv[1:])
+			if !ok {
+				return nil, "the start runs " + strings.Join(s.Argv, " ") + ", a TypeScript runner whose file codegenie cannot tell"
+			}
+			cmds = append(cmds, NodeCommand{Args: args, Dir: s.Dir})
 		case len(argv) > 0 && isJSPath(argv[0]):
 			cmds = append(cmds, NodeCommand{Args: argv, Dir: s.Dir})
 		case len(argv) > 0 && (s.Script != "" || strings.Contains(argv[0], "node_modules/.bin/")) && binWord(argv[0]):
@@ -66,6 +77,40 @@ func NodeCommands(c *npmscripts.Chain) (cmds []NodeCommand, why string) {
 		}
 	}
 	return cmds, ""
+}
+
+// tsRunners are the TypeScript runners a start may run a .ts file with:
+// node with their loader.
+var tsRunners = map[string]bool{"tsx": true, "ts-node": true, "ts-node-transpile-only": true, "ts-node-esm": true}
+
+// tsRunnerOptions are the runners' options that take the next word as
+// their value; -r and --require preload a module, as node's do.
+var tsRunnerOptions = map[string]bool{"--tsconfig": true, "-P": true, "--project": true, "-C": true, "--compiler": true,
+	"-O": true, "--compiler-options": true, "--env-file": true, "--cwd": true, "--dir": true, "--scope": true, "-I": true, "--ignore": true}
+
+// tsRunnerArgs returns node's arguments for a TypeScript runner's: its
+// preloads and file; ok is false for a watch mode, an evaluated line or a
+// REPL, whose file is not the service's.
+func tsRunnerArgs(args []string) ([]string, bool) {
+	var out []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case i == 0 && a == "watch", a == "-e", a == "--eval", a == "-p", a == "--print", a == "-i", a == "--interactive":
+			return nil, false
+		case a == "-r" || a == "--require":
+			if i+1 < len(args) {
+				out = append(out, "--require", args[i+1])
+				i++
+			}
+		case tsRunnerOptions[a]:
+			i++
+		case strings.HasPrefix(a, "-"):
+		default:
+			return append(out, args[i:]...), true
+		}
+	}
+	return nil, false
 }
 
 // binWord reports a word a package script may run from node_modules/.bin:

@@ -498,6 +498,40 @@ func TestNodeCommandsBehindWrappers(t *testing.T) {
 	}
 }
 
+// TestNodeCommandsTypeScriptRunners: tsx and ts-node run node on a
+// TypeScript file; the graph starts there. Watch mode, an evaluated line
+// and a REPL are not the service's file.
+func TestNodeCommandsTypeScriptRunners(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		argv []string
+		want []NodeCommand
+	}{
+		{[]string{"tsx", "./backend/index.ts"}, []NodeCommand{{Args: []string{"./backend/index.ts"}}}},
+		{[]string{"/usr/local/bin/tsx", "--tsconfig", "tsconfig.prod.json", "src/main.ts", "--port", "80"},
+			[]NodeCommand{{Args: []string{"src/main.ts", "--port", "80"}}}},
+		{[]string{"dumb-init", "--", "ts-node", "-T", "-r", "tsconfig-paths/register", "-P", "tsconfig.json", "src/app.ts"},
+			[]NodeCommand{{Args: []string{"--require", "tsconfig-paths/register", "src/app.ts"}}}},
+		{[]string{"tsx", "watch", "src/main.ts"}, nil},
+		{[]string{"ts-node", "-e", "console.log(1)"}, nil},
+	} {
+		got, why := NodeCommands(&npmscripts.Chain{Program: tc.argv, Steps: []npmscripts.Step{{Argv: tc.argv}}})
+		if !cmp.Equal(got, tc.want) {
+			t.Errorf("NodeCommands(%q) = %v (%s); want %v", tc.argv, got, why, tc.want)
+		}
+	}
+	g := graphOf(t, map[string]string{
+		"Dockerfile":        "FROM node:22-slim\nWORKDIR /app\nCOPY . .\nCMD [\"tsx\", \"./backend/index.ts\"]\n",
+		"package.json":      `{"name":"svc"}`,
+		"backend/index.ts":  "import { serve } from './server';\n",
+		"backend/server.ts": "",
+		"extra/release.ts":  "",
+	})
+	if !g.Reached("backend/server.ts") || g.Reached("extra/release.ts") {
+		t.Errorf("entries %v (%s): backend/server.ts reached %v, extra/release.ts reached %v", g.Entries, g.EntryWhy, g.Reached("backend/server.ts"), g.Reached("extra/release.ts"))
+	}
+}
+
 // TestNextProductionMode: the standalone server runs next with its
 // development flags off, so the loads they guard (the dev server, the dev
 // bundler, telemetry, next's own test harness) are not made: umami's
