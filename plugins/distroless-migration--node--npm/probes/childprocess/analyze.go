@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"path"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -186,13 +187,26 @@ const maxDepth = 64
 
 func (a *analysis) run() {
 	sources := make(map[uint32]bool)
+	for _, nd := range [][]byte{needle, compatNeedle} {
+		a.sources(nd, sources)
+	}
+	for len(a.queue) > 0 {
+		name := a.queue[0]
+		a.queue = a.queue[1:]
+		a.references(name)
+	}
+}
+
+// sources starts the analysis at each string literal that is one of
+// moduleSpecs and holds nd.
+func (a *analysis) sources(nd []byte, sources map[uint32]bool) {
 	for off := 0; ; {
-		i := bytes.Index(a.src[off:], needle)
+		i := bytes.Index(a.src[off:], nd)
 		if i < 0 {
 			break
 		}
 		start := off + i
-		off = start + len(needle)
+		off = start + len(nd)
 		n := a.nodeAt(start, off)
 		if n == nil || n.Type() != "string_fragment" {
 			continue
@@ -210,11 +224,6 @@ func (a *analysis) run() {
 		sources[str.StartByte()] = true
 		a.source(str)
 	}
-	for len(a.queue) > 0 {
-		name := a.queue[0]
-		a.queue = a.queue[1:]
-		a.references(name)
-	}
 }
 
 // isModuleSpecifier reports whether the source text of a string literal is
@@ -229,8 +238,7 @@ func isModuleSpecifier(raw string) bool {
 	default:
 		return false
 	}
-	v := raw[1 : len(raw)-1]
-	return v == "child_process" || v == "node:child_process"
+	return slices.Contains(moduleSpecs, raw[1:len(raw)-1])
 }
 
 // nodeAt returns the smallest named node spanning the bytes [start, end).

@@ -2,6 +2,7 @@ package childprocess
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -282,6 +283,10 @@ func TestMentionsModule(t *testing.T) {
 		{"x:child_process'", false},
 		{"'child_processes'", false},
 		{"child_process child_process 'child_process'", true},
+		{`import cp from "promisify-child-process"`, true},
+		{"require('child-process-promise')", true},
+		{"'my-child-process'", false},
+		{"'promisify-child-process-extra'", false},
 		{"", false},
 	}
 	for _, tt := range tests {
@@ -489,5 +494,28 @@ func TestWorkspaceMembersDependencies(t *testing.T) {
 				t.Errorf("dependency findings in %q, missing %v; want %q and none missing", got, f.MissingDependencies, tt.want)
 			}
 		})
+	}
+}
+
+// TestCompatibleModules: an app's call of a package that exports
+// child_process's own functions (promisify-child-process) with a literal
+// command is judged like child_process's.
+func TestCompatibleModules(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	writeRepo(t, dir, map[string]string{
+		"package.json": `{"name":"svc","version":"1.0.0"}`,
+		"server.ts": "import childProcessAsync from \"promisify-child-process\";\n" +
+			"export async function networks() {\n  return childProcessAsync.spawn(\"docker\", [\"network\", \"ls\"], { encoding: \"utf-8\" });\n}\n" +
+			"export const ps = () => childProcessAsync.exec(\"docker ps | head -1\");\n",
+	})
+	out := runProbe(t, dir)
+	var got []string
+	for _, f := range out.Facts.(*Facts).Findings {
+		got = append(got, fmt.Sprintf("%s:%d %s %s %s", f.File, f.Line, f.Function, f.Kind, f.Command))
+	}
+	want := []string{"server.ts:3 spawn binary docker", "server.ts:5 exec shell docker ps | head -1"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("findings (-want +got):\n%s", diff)
 	}
 }

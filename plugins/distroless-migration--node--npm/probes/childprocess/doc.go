@@ -53,7 +53,11 @@
 // root package.json's dependencies are followed. Wrapper libraries (execa,
 // cross-spawn, shelljs) are seen only through their own child_process
 // calls, which are usually dynamic or maybe_shell: a call of the wrapper in
-// the application is not a finding.
+// the application is not a finding. The exception is a package that
+// exports child_process's own functions under their names with the same
+// arguments (promisify-child-process, child-process-promise: moduleSpecs):
+// its import is read as the module's, so the app's calls of it are
+// findings too.
 //
 // # Cost
 //
@@ -62,7 +66,7 @@
 // shared listing (probe.Repo.Files), reads candidate files in parallel with
 // GOMAXPROCS workers using plain system calls (os.File registers each file
 // with the runtime poller, several extra system calls per open), and parses
-// only files whose bytes hold 'child_process' or 'node:child_process'
+// only files whose bytes hold one of moduleSpecs ('child_process', 'node:child_process', …)
 // between matching quotes, the only spellings the analysis recognises, so
 // the prefilter loses nothing: every other file costs an open, a stat, a
 // read and a byte search. Parsing dominates what remains (about a

@@ -19,8 +19,19 @@ import (
 	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/imagedeps"
 )
 
-// needle is the module name every recognised use contains.
-var needle = []byte("child_process")
+// needle is the module name every recognised use contains; compatNeedle
+// is what the packages that export child_process's own functions under
+// its names contain (moduleSpecs).
+var needle, compatNeedle = []byte("child_process"), []byte("child-process")
+
+// moduleSpecs are the module specifiers whose functions are
+// child_process's: the module itself, and packages that export its
+// functions under the same names with the same arguments
+// (promisify-child-process 4.1.2's index.cjs and child-process-promise
+// 2.2.1's lib/index.js wrap exec, execFile, spawn and fork and pass their
+// arguments through). An app's call of one of them with a literal command
+// is judged like child_process's.
+var moduleSpecs = []string{"child_process", "node:child_process", "promisify-child-process", "child-process-promise"}
 
 // session is one Run's state. Only scanAll runs concurrently, and its
 // workers write nothing but their own result slots.
@@ -272,32 +283,45 @@ func (s *session) scanFileUncached(ctx context.Context, sc *scanner, t *task) (r
 	return r, nil
 }
 
-// mentionsModule reports whether src holds 'child_process' or
-// 'node:child_process' between matching quotes (single, double or
-// backtick): the only spellings the analysis recognises. It is the cheap
-// test that decides whether a file is parsed.
+// mentionsModule reports whether src holds one of moduleSpecs between
+// matching quotes (single, double or backtick): the only spellings the
+// analysis recognises. It is the cheap test that decides whether a file is
+// parsed.
 func mentionsModule(src []byte) bool {
-	for off := 0; ; {
-		i := bytes.Index(src[off:], needle)
-		if i < 0 {
-			return false
+	for _, nd := range [][]byte{needle, compatNeedle} {
+		for off := 0; ; {
+			i := bytes.Index(src[off:], nd)
+			if i < 0 {
+				break
+			}
+			start := off + i
+			off = start + len(nd)
+			if quotedSpec(src, start, string(nd)) {
+				return true
+			}
 		}
-		start := off + i
-		off = start + len(needle)
-		if off >= len(src) {
-			return false
-		}
-		q := src[off]
-		if q != '\'' && q != '"' && q != '`' {
+	}
+	return false
+}
+
+// quotedSpec reports whether the needle nd at src[start:] is inside a
+// quoted string that is one of moduleSpecs.
+func quotedSpec(src []byte, start int, nd string) bool {
+	for _, spec := range moduleSpecs {
+		k := strings.Index(spec, nd)
+		if k < 0 {
 			continue
 		}
-		if start >= 1 && src[start-1] == q {
-			return true
+		from, to := start-k-1, start-k+len(spec)
+		if from < 0 || to >= len(src) {
+			continue
 		}
-		if start >= 6 && string(src[start-5:start]) == "node:" && src[start-6] == q {
+		q := src[from]
+		if (q == '\'' || q == '"' || q == '`') && src[to] == q && string(src[from+1:to]) == spec {
 			return true
 		}
 	}
+	return false
 }
 
 // openSymlink opens the target of the symlink rel if it lies inside the
@@ -360,7 +384,7 @@ func (sc *scanner) read(f io.Reader, size int64) ([]byte, error) {
 // streamMentions is mentionsModule over a reader, without holding all of it
 // in memory.
 func streamMentions(r io.Reader) (bool, error) {
-	const overlap = len("'node:child_process'") - 1
+	const overlap = len("'promisify-child-process'") - 1
 	buf := make([]byte, 256<<10)
 	keep := 0
 	for {
