@@ -41,7 +41,8 @@ func unreadCommand(f *childprocess.Facts) (probe.Evidence, bool) {
 		if fd.Scope != childprocess.ScopeReachable && fd.Scope != childprocess.ScopeUnresolved {
 			continue
 		}
-		if fd.Kind != childprocess.KindDynamic && !(fd.Kind == childprocess.KindShell && fd.Command == "") {
+		unread := fd.Kind == childprocess.KindDynamic || fd.Kind == childprocess.KindShell && fd.Command == ""
+		if !unread {
 			continue
 		}
 		if _, known := knownFallback(fd); known {

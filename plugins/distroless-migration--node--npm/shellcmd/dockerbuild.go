@@ -45,16 +45,8 @@ var buildValued = map[string]bool{
 // unknown: a tag is left out, and a build whose Dockerfile or context is
 // unknown is not returned. A script that does not parse has none.
 func DockerBuilds(src string, env map[string]string) []ImageBuild {
-	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(src), "")
-	if err != nil {
-		return nil
-	}
 	var out []ImageBuild
-	syntax.Walk(f, func(n syntax.Node) bool {
-		call, ok := n.(*syntax.CallExpr)
-		if !ok || len(call.Args) < 2 {
-			return true
-		}
+	eachCall(src, 2, func(call *syntax.CallExpr) {
 		words := make([]string, len(call.Args))
 		known := make([]bool, len(call.Args))
 		for i, w := range call.Args {
@@ -62,15 +54,29 @@ func DockerBuilds(src string, env map[string]string) []ImageBuild {
 		}
 		start := buildStart(words, known)
 		if start < 0 {
-			return true
+			return
 		}
 		if b, ok := readBuild(words[start:], known[start:]); ok {
 			b.Line = int(call.Pos().Line())
 			out = append(out, b)
 		}
-		return true
 	})
 	return out
+}
+
+// eachCall calls visit with each simple command of the bash text src that
+// has at least minArgs words; a text that does not parse has none.
+func eachCall(src string, minArgs int, visit func(*syntax.CallExpr)) {
+	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(src), "")
+	if err != nil {
+		return
+	}
+	syntax.Walk(f, func(n syntax.Node) bool {
+		if call, ok := n.(*syntax.CallExpr); ok && len(call.Args) >= minArgs {
+			visit(call)
+		}
+		return true
+	})
 }
 
 // buildStart returns the index of the first argument after the words

@@ -36,16 +36,8 @@ var npmValued = []string{"--prefix", "--registry", "--loglevel", "--cache", "--u
 // GlobalInstalls returns the packages that the shell line src installs
 // globally, in order. A package whose name is not a literal is left out.
 func GlobalInstalls(src string) []GlobalInstall {
-	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(src), "")
-	if err != nil {
-		return nil
-	}
 	var out []GlobalInstall
-	syntax.Walk(f, func(n syntax.Node) bool {
-		call, ok := n.(*syntax.CallExpr)
-		if !ok || len(call.Args) < 3 {
-			return true
-		}
+	eachCall(src, 3, func(call *syntax.CallExpr) {
 		words := make([][]EnvPart, len(call.Args))
 		for i, w := range call.Args {
 			words[i], _ = envWord(w)
@@ -57,7 +49,6 @@ func GlobalInstalls(src string) []GlobalInstall {
 				out = append(out, g)
 			}
 		}
-		return true
 	})
 	return out
 }

@@ -457,29 +457,33 @@ func nextSupported(m int) int {
 	return DistrolessMajors[len(DistrolessMajors)-1]
 }
 
-// osPackages finds packages installed by RUN in the final stage's chain.
-func osPackages(f *dockerfile.File) []OSPackage {
-	var pkgs []OSPackage
+// finalRuns calls visit with each RUN of the final stage's chain.
+func finalRuns(f *dockerfile.File, visit func(in dockerfile.Instruction)) {
 	for i := f.Final; i >= 0; i = f.Stages[i].BaseStage {
 		for _, in := range f.Stages[i].Instructions {
-			if in.Command != "run" || len(in.Args) == 0 {
-				continue
-			}
-			var cmds [][]string
-			if in.Form == dockerfile.FormShell {
-				cmds = shellcmd.Analyze(in.Args[0]).Commands
-			} else {
-				cmds = [][]string{in.Args}
-			}
-			for _, c := range cmds {
-				mgr, names := installs(c)
-				for _, n := range names {
-					_, flagged := flaggedBinaries[n]
-					pkgs = append(pkgs, OSPackage{Dockerfile: f.Path, Manager: mgr, Name: n, Line: in.Line, Flagged: flagged})
-				}
+			if in.Command == "run" && len(in.Args) > 0 {
+				visit(in)
 			}
 		}
 	}
+}
+
+// osPackages finds packages installed by RUN in the final stage's chain.
+func osPackages(f *dockerfile.File) []OSPackage {
+	var pkgs []OSPackage
+	finalRuns(f, func(in dockerfile.Instruction) {
+		cmds := [][]string{in.Args}
+		if in.Form == dockerfile.FormShell {
+			cmds = shellcmd.Analyze(in.Args[0]).Commands
+		}
+		for _, c := range cmds {
+			mgr, names := installs(c)
+			for _, n := range names {
+				_, flagged := flaggedBinaries[n]
+				pkgs = append(pkgs, OSPackage{Dockerfile: f.Path, Manager: mgr, Name: n, Line: in.Line, Flagged: flagged})
+			}
+		}
+	})
 	return pkgs
 }
 
@@ -487,21 +491,16 @@ func osPackages(f *dockerfile.File) []OSPackage {
 // final stage's chain.
 func globalPackages(f *dockerfile.File) []GlobalPackage {
 	var out []GlobalPackage
-	for i := f.Final; i >= 0; i = f.Stages[i].BaseStage {
-		for _, in := range f.Stages[i].Instructions {
-			if in.Command != "run" || len(in.Args) == 0 {
-				continue
-			}
-			line := in.Args[0]
-			if in.Form != dockerfile.FormShell {
-				line = strings.Join(in.Args, " ")
-			}
-			for _, g := range shellcmd.GlobalInstalls(line) {
-				g.Line += in.Line - 1
-				out = append(out, GlobalPackage{Dockerfile: f.Path, GlobalInstall: g})
-			}
+	finalRuns(f, func(in dockerfile.Instruction) {
+		line := in.Args[0]
+		if in.Form != dockerfile.FormShell {
+			line = strings.Join(in.Args, " ")
 		}
-	}
+		for _, g := range shellcmd.GlobalInstalls(line) {
+			g.Line += in.Line - 1
+			out = append(out, GlobalPackage{Dockerfile: f.Path, GlobalInstall: g})
+		}
+	})
 	return out
 }
 
