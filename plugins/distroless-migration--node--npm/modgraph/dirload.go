@@ -124,7 +124,9 @@ func wordIn(s, word string) bool {
 func (w *walker) callerDirs(def, name string) (map[string]bool, bool) {
 	call := regexp.MustCompile(`(?:^|[^\w$])` + regexp.QuoteMeta(name) + `\s*(?:<[^()<>]*>)?\s*\(`)
 	stem := strings.TrimSuffix(path.Base(def), path.Ext(def))
-	imports := regexp.MustCompile(`['"](?:[^'"\n]*/)?` + regexp.QuoteMeta(stem) + `(?:\.[cm]?[jt]s)?['"]`)
+	// A specifier with a folder that ends in def's name: a bare 'fs' is
+	// node's module, not the app's fs.ts.
+	imports := regexp.MustCompile(`['"][^'"\n]*/` + regexp.QuoteMeta(stem) + `(?:\.[cm]?[jt]s)?['"]`)
 	dirs := map[string]bool{}
 	for _, t := range w.appTexts() {
 		if !t.code || !strings.Contains(t.text, name) || t.file != def && !imports.MatchString(t.text) {

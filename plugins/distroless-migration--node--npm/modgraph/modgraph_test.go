@@ -1193,6 +1193,8 @@ func TestDirLoads(t *testing.T) {
 		"server/emails/index.ts":        "const { requireDirectory } = require('../utils/fs');\nrequireDirectory(path.join(__dirname, 'templates'));\n",
 		"server/emails/templates/Hi.ts": "",
 		"scripts/release.js":            "",
+		// Node's fs, not the helper's file: its requireDirectory is another.
+		"scripts/other.js": "const fs = require('fs');\nconst { requireDirectory } = require('require-directory-lib');\nrequireDirectory(process.env.DIR);\n",
 	}
 	g := graphOf(t, files)
 	for _, f := range []string{"server/tasks/CleanupTask.ts", "server/emails/templates/Hi.ts"} {
