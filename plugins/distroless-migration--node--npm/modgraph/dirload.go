@@ -32,8 +32,8 @@ func (w *walker) dirLoads(ctx context.Context, src *source, dyn []Dynamic) []Dyn
 		return dyn
 	}
 	return w.takeLoads(ctx, src, dyn, func(d Dynamic, n *sitter.Node) bool {
-		name := helperOf(n, src.text)
-		if name == "" {
+		name, param, body := helperOf(n, src.text)
+		if name == "" || !listsFolder(string(src.data), body, param) {
 			return false
 		}
 		dirs, ok := w.callerDirs(src.file, name)
@@ -51,11 +51,12 @@ func (w *walker) dirLoads(ctx context.Context, src *source, dyn []Dynamic) []Dyn
 	})
 }
 
-// helperOf returns the name of the innermost named function around n
-// when its body uses its first parameter; "" otherwise.
-func helperOf(n *sitter.Node, text func(*sitter.Node) string) string {
+// helperOf returns the name of the innermost named function around n,
+// its first parameter and its body, when its body uses that parameter;
+// "" otherwise.
+func helperOf(n *sitter.Node, text func(*sitter.Node) string) (name, param, body string) {
 	for ; n != nil; n = n.Parent() {
-		name := ""
+		name = ""
 		switch n.Type() {
 		case "function_declaration", "generator_function_declaration":
 			name = text(n.ChildByFieldName("name"))
@@ -71,14 +72,42 @@ func helperOf(n *sitter.Node, text func(*sitter.Node) string) string {
 		if name == "" {
 			continue // a callback: the function around it is the helper
 		}
-		param := firstParam(n, text)
-		body := n.ChildByFieldName("body")
-		if param == "" || body == nil || !wordIn(text(body), param) {
-			return ""
+		param = firstParam(n, text)
+		b := n.ChildByFieldName("body")
+		if param == "" || b == nil || !wordIn(text(b), param) {
+			return "", "", ""
 		}
-		return name
+		return name, param, text(b)
 	}
-	return ""
+	return "", "", ""
+}
+
+// listsFolder reports whether body, a helper's, lists the folder its
+// parameter param names: it calls readdir itself, or passes param to a
+// function of the same file (src) that does (outline's requireDirectory
+// calls getFilenamesInDirectory(dirName)). A helper that loads its
+// parameter as a module name is not a folder's loader.
+func listsFolder(src, body, param string) bool {
+	if readdirRE.MatchString(body) {
+		return true
+	}
+	passes := regexp.MustCompile(`\b([A-Za-z_$][\w$]*)\s*\(\s*` + regexp.QuoteMeta(param) + `\b`)
+	for _, m := range passes.FindAllStringSubmatch(body, -1) {
+		def := regexp.MustCompile(`(?:function\s*\*?\s*` + regexp.QuoteMeta(m[1]) + `\s*(?:<[^()]*>)?\s*\(|\b` +
+			regexp.QuoteMeta(m[1]) + `\s*=\s*(?:async\s*)?(?:function\b[^(]*)?\()`)
+		loc := def.FindStringIndex(src)
+		if loc == nil {
+			continue
+		}
+		open := strings.IndexByte(src[loc[1]:], '{')
+		if open < 0 {
+			continue
+		}
+		if callee, _ := argument(src, loc[1]+open+1); readdirRE.MatchString(callee) {
+			return true
+		}
+	}
+	return false
 }
 
 // firstParam is the name of a function node's first parameter; "" when

@@ -1213,6 +1213,17 @@ func TestDirLoads(t *testing.T) {
 			t.Errorf("%s open through %+v", f, d)
 		}
 	}
+	// A helper that loads its parameter as a module name lists no folder,
+	// though its file lists one elsewhere.
+	loader := map[string]string{}
+	for k, v := range files {
+		loader[k] = v
+	}
+	loader["server/utils/fs.ts"] = helper + "export function loadModule(name: string) {\n  return require(name);\n}\n"
+	loader["server/tasks/index.ts"] = "import { loadModule } from '@server/utils/fs';\nloadModule('./CleanupTask');\n"
+	if _, open := graphOf(t, loader).DynamicIn("scripts/release.js"); !open {
+		t.Error("a helper that loads its parameter as a module name left the app closed")
+	}
 	files["server/emails/index.ts"] = strings.Replace(files["server/emails/index.ts"], "path.join(__dirname, 'templates')", "process.env.TEMPLATES", 1)
 	if _, open := graphOf(t, files).DynamicIn("scripts/release.js"); !open {
 		t.Error("a caller whose folder is not a literal left the app closed")
