@@ -113,6 +113,23 @@ func tsRunnerArgs(args []string) ([]string, bool) {
 	return nil, false
 }
 
+// frameworkOutput returns the entries of a framework's server that a
+// build writes and the image ships (a Next.js standalone server.js, a
+// Nitro .output/server/index.mjs) at image path ip; ok is false when ip is
+// none, and why then says what was missing, if ip looked like one.
+func frameworkOutput(j *images.Judged, set *images.FileSet, w *walker, ip string) (entries []string, why string, ok bool) {
+	for _, f := range []func(*images.Judged, *images.FileSet, *walker, string) ([]string, string, bool){nextStandalone, nitroOutput} {
+		files, fwhy, found := f(j, set, w, ip)
+		if found {
+			return files, fwhy, true
+		}
+		if why == "" {
+			why = fwhy
+		}
+	}
+	return nil, why, false
+}
+
 // binWord reports a word a package script may run from node_modules/.bin:
 // a bare name, or a path into node_modules/.bin.
 func binWord(w string) bool {
@@ -250,7 +267,7 @@ func commandEntries(j *images.Judged, set *images.FileSet, w *walker, cmd NodeCo
 			ip = path.Join(wd, p)
 		}
 		if m == script {
-			if files, why, ok := nextStandalone(j, set, w, ip); ok {
+			if files, why, ok := frameworkOutput(j, set, w, ip); ok {
 				out = append(out, files...)
 				nextWhy = why
 				continue

@@ -16,6 +16,7 @@ import (
 	"errors"
 	"io/fs"
 	"path"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -605,6 +606,11 @@ func (w *walker) resolve(from, spec string) (string, bool) {
 		return "", false // an absolute image path, a URL, or a subpath import map
 	}
 	name, sub := splitBare(spec)
+	if !packageNameRE.MatchString(name) {
+		// Not a name npm can publish ("() => import(\".", "@@/x"): the
+		// text of a string that holds code, not a package the image lacks.
+		return "", false
+	}
 	for dir := path.Dir(from); ; dir = path.Dir(dir) {
 		base := path.Join(dir, "node_modules", name)
 		if dir == "." {
@@ -634,6 +640,10 @@ func (w *walker) resolve(from, spec string) (string, bool) {
 	w.g.MissingPackages = appendOnce(w.g.MissingPackages, name)
 	return "", false
 }
+
+// packageNameRE is a name npm can publish, scoped or not (old packages
+// have capitals).
+var packageNameRE = regexp.MustCompile(`^(?:@[A-Za-z0-9~-][A-Za-z0-9._~-]*/)?[A-Za-z0-9~-][A-Za-z0-9._~-]*$`)
 
 // escapes reports whether loading p (as node would: p, p.js, p/index.js)
 // reaches through a symlink out of the repository.

@@ -1275,3 +1275,59 @@ func TestEntrypointScriptSteps(t *testing.T) {
 		t.Errorf("entries %v, though the script runs a command built at run time", g.Entries)
 	}
 }
+
+// TestNitroOutput: a Nuxt app's .output, copied into the image and
+// started with node server/index.mjs, starts the graph at nitro's
+// node-server runtime, Nuxt's server runtime and the app's server and app
+// sources; build tooling its package.json also installs is not reached.
+// A specifier npm cannot publish is not a missing package.
+func TestNitroOutput(t *testing.T) {
+	t.Parallel()
+	df := "FROM node:22 AS build\nWORKDIR /app\nCOPY src ./\nRUN npm ci && npm run build\n" +
+		"FROM node:22-slim\nWORKDIR /app\nCOPY --from=build /app/.output /app\nCMD [\"node\", \"server/index.mjs\"]\n"
+	files := map[string]string{
+		"Dockerfile":                                          df,
+		"src/package.json":                                    `{"name":"web","dependencies":{"nuxt":"4.5.2","pinger":"1.0.0"},"devDependencies":{"vite":"8.0.0"}}`,
+		"src/nuxt.config.ts":                                  "export default defineNuxtConfig({ modules: [] })\n",
+		"src/server/api/ping.get.ts":                          "import ping from 'pinger'\nexport default defineEventHandler(() => ping('x'))\n",
+		"src/server/utils/cmd.ts":                             "export const gen = () => `import x from \"() => import(\\\".\"`\n",
+		"src/app/pages/index.vue":                             "<script setup>\nconst a = 1\n</script>\n",
+		"src/app/composables/useX.ts":                         "export const useX = () => 1\n",
+		"src/scripts/release.ts":                              "",
+		"src/node_modules/nuxt/package.json":                  `{"name":"nuxt","main":"dist/index.mjs"}`,
+		"src/node_modules/nuxt/dist/index.mjs":                "",
+		"src/node_modules/nuxt/dist/runtime/server/render.js": "",
+		"src/node_modules/nuxt/dist/app/nuxt.js":              "",
+		"src/node_modules/nitropack/package.json":             `{"name":"nitropack","main":"dist/index.mjs"}`,
+		"src/node_modules/nitropack/dist/presets/node/runtime/node-server.mjs": "import 'h3'\n",
+		"src/node_modules/nitropack/dist/runtime/app.mjs":                      "",
+		"src/node_modules/nitropack/dist/cli/build.mjs":                        "",
+		"src/node_modules/h3/package.json":                                     `{"name":"h3","main":"index.mjs"}`,
+		"src/node_modules/h3/index.mjs":                                        "",
+		"src/node_modules/pinger/package.json":                                 `{"name":"pinger","main":"index.js"}`,
+		"src/node_modules/pinger/index.js":                                     "",
+		"src/node_modules/vite/package.json":                                   `{"name":"vite","main":"index.js"}`,
+		"src/node_modules/vite/index.js":                                       "",
+	}
+	g := graphOf(t, files)
+	for _, f := range []string{"src/node_modules/nitropack/dist/presets/node/runtime/node-server.mjs", "src/node_modules/h3/index.mjs",
+		"src/node_modules/nuxt/dist/runtime/server/render.js", "src/server/api/ping.get.ts", "src/node_modules/pinger/index.js",
+		"src/app/composables/useX.ts", "src/nuxt.config.ts"} {
+		if !g.Reached(f) {
+			t.Errorf("%s not reached (entries %v, %s)", f, g.Entries, g.EntryWhy)
+		}
+	}
+	for _, f := range []string{"src/node_modules/vite/index.js", "src/node_modules/nitropack/dist/cli/build.mjs", "src/scripts/release.ts"} {
+		if g.Reached(f) {
+			t.Errorf("%s reached", f)
+		}
+	}
+	if len(g.MissingPackages) != 0 {
+		t.Errorf("missing packages %v: a string of code is not a package", g.MissingPackages)
+	}
+	// index.mjs copied from anywhere else is not Nitro's.
+	files["Dockerfile"] = strings.Replace(df, "/app/.output /app", "/app/dist /app", 1)
+	if g := graphOf(t, files); len(g.Entries) != 0 {
+		t.Errorf("a server/index.mjs from /app/dist started at %v", g.Entries)
+	}
+}
