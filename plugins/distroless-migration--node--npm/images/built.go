@@ -2,8 +2,10 @@ package images
 
 import (
 	"context"
+	"encoding/json"
 	"path"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -19,6 +21,7 @@ import (
 // and shell scripts (compose files are ComposePatterns).
 var BuildPatterns = []string{
 	".github/workflows/*.yml", ".github/workflows/*.yaml", "**/Makefile", "**/*.mk", "**/*.sh",
+	"package.json", "*/package.json", "*/*/package.json",
 }
 
 // BuiltImage is an image the repository builds from one of its own
@@ -26,8 +29,9 @@ var BuildPatterns = []string{
 // COPY --from of that name is read through it.
 type BuiltImage struct {
 	// Name is the image's repository, without tag or digest
-	// (dockerfile.ImageRepo).
+	// (dockerfile.ImageRepo), and Ref its name:tag (tagged).
 	Name string `json:"name"`
+	Ref  string `json:"ref"`
 	// Dockerfile and Context are repository-relative.
 	Dockerfile string `json:"dockerfile"`
 	Context    string `json:"context"`
@@ -36,20 +40,42 @@ type BuiltImage struct {
 	Source string `json:"source"`
 }
 
-// BuiltImages are the images the repository builds, by name. A name that
-// two different builds give is left out: which one a FROM means is not
-// known.
+// BuiltImages are the images the repository builds, by name, and by name
+// and tag. A name that two different builds give is left out of ByName,
+// and a name and tag two builds give out of ByTag: which one a FROM means
+// is not known.
 type BuiltImages struct {
 	ByName map[string]BuiltImage
+	// ByTag holds each build by name:tag (latest when the tag names
+	// none), for a name whose tags different builds give (dockge tags its
+	// base louislam/dockge:base and its app louislam/dockge:1).
+	ByTag map[string]BuiltImage
 }
 
-// Lookup returns the build of the image ref names, whatever its tag.
+// Lookup returns the build of the image ref names: the one that gives its
+// tag, else the one that gives its name, whatever the tag.
 func (b *BuiltImages) Lookup(ref string) (BuiltImage, bool) {
 	if b == nil || ref == "" || strings.Contains(ref, "$") {
 		return BuiltImage{}, false
 	}
+	if bi, ok := b.ByTag[tagged(ref)]; ok {
+		return bi, true
+	}
 	bi, ok := b.ByName[dockerfile.ImageRepo(ref)]
 	return bi, ok
+}
+
+// tagged is ref as name:tag, the tag latest when ref gives none.
+func tagged(ref string) string {
+	r := strings.ToLower(ref)
+	if i := strings.Index(r, "@"); i >= 0 {
+		r = r[:i]
+	}
+	tag := "latest"
+	if i := strings.LastIndex(r, ":"); i > strings.LastIndex(r, "/") {
+		tag = r[i+1:]
+	}
+	return dockerfile.ImageRepo(ref) + ":" + tag
 }
 
 // Built is the derived fact of the images the repository builds and the
@@ -75,7 +101,7 @@ var Built = &probe.Analyzer[*BuiltImages]{
 		var found []BuiltImage
 		for _, cb := range comp.Builds {
 			if cb.Image != "" && !strings.Contains(cb.Image, "$") && dockerfiles[cb.Dockerfile] {
-				found = append(found, BuiltImage{Name: dockerfile.ImageRepo(cb.Image), Dockerfile: cb.Dockerfile,
+				found = append(found, BuiltImage{Name: dockerfile.ImageRepo(cb.Image), Ref: tagged(cb.Image), Dockerfile: cb.Dockerfile,
 					Context: cb.Context, Target: cb.Target, Source: cb.File + ":" + strconv.Itoa(cb.Line)})
 			}
 		}
@@ -95,6 +121,11 @@ var Built = &probe.Analyzer[*BuiltImages]{
 				}
 			case path.Base(m) == "Makefile" || strings.HasSuffix(m, ".mk"):
 				runs = makeRecipes(m, string(data))
+			case path.Base(m) == "package.json":
+				if strings.Contains(m, "node_modules/") {
+					return
+				}
+				runs = packageScripts(m, data)
 			default:
 				runs = []runText{{file: m, line: 1, dir: path.Dir(m), src: string(data)}}
 			}
@@ -112,20 +143,24 @@ var Built = &probe.Analyzer[*BuiltImages]{
 // collect indexes builds by name; a name two different builds give is
 // dropped.
 func collect(found []BuiltImage) *BuiltImages {
-	out := &BuiltImages{ByName: map[string]BuiltImage{}}
-	clash := map[string]bool{}
-	for _, b := range found {
-		if b.Name == "" || clash[b.Name] {
-			continue
+	out := &BuiltImages{ByName: map[string]BuiltImage{}, ByTag: map[string]BuiltImage{}}
+	index := func(by map[string]BuiltImage, clash map[string]bool, key string, b BuiltImage) {
+		if key == "" || clash[key] {
+			return
 		}
-		prev, ok := out.ByName[b.Name]
+		prev, ok := by[key]
 		switch {
 		case !ok:
-			out.ByName[b.Name] = b
+			by[key] = b
 		case prev.Dockerfile != b.Dockerfile || prev.Context != b.Context || prev.Target != b.Target:
-			delete(out.ByName, b.Name)
-			clash[b.Name] = true
+			delete(by, key)
+			clash[key] = true
 		}
+	}
+	nameClash, tagClash := map[string]bool{}, map[string]bool{}
+	for _, b := range found {
+		index(out.ByName, nameClash, b.Name, b)
+		index(out.ByTag, tagClash, b.Ref, b)
 	}
 	return out
 }
@@ -156,11 +191,41 @@ func (r runText) builds(dockerfiles map[string]bool) []BuiltImage {
 				continue
 			}
 			for _, tag := range ib.Tags {
-				out = append(out, BuiltImage{Name: dockerfile.ImageRepo(tag), Dockerfile: df, Context: bctx,
+				out = append(out, BuiltImage{Name: dockerfile.ImageRepo(tag), Ref: tagged(tag), Dockerfile: df, Context: bctx,
 					Target: ib.Target, Source: r.file + ":" + strconv.Itoa(r.line+ib.Line-1)})
 			}
 			break
 		}
+	}
+	return out
+}
+
+// packageScripts are a package.json's scripts, each a line npm runs with
+// sh in the package's folder ("build:docker-base": "docker buildx build
+// -t louislam/dockge:base -f ./docker/Base.Dockerfile ."), with the line
+// of its name.
+func packageScripts(file string, data []byte) []runText {
+	var pj struct {
+		Scripts map[string]string `json:"scripts"`
+	}
+	if json.Unmarshal(data, &pj) != nil {
+		return nil
+	}
+	names := make([]string, 0, len(pj.Scripts))
+	for name := range pj.Scripts {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	text := string(data)
+	var out []runText
+	for _, name := range names {
+		line := 1
+		if i := strings.Index(text, strconv.Quote(name)+":"); i >= 0 {
+			line += strings.Count(text[:i], "\n")
+		} else if i := strings.Index(text, strconv.Quote(name)); i >= 0 {
+			line += strings.Count(text[:i], "\n")
+		}
+		out = append(out, runText{file: file, line: line, dir: path.Dir(file), src: pj.Scripts[name]})
 	}
 	return out
 }
@@ -245,7 +310,7 @@ func workflowBuilds(file string, data []byte) ([]BuiltImage, []runText) {
 					if !ok || tag == "" {
 						continue
 					}
-					steps = append(steps, BuiltImage{Name: dockerfile.ImageRepo(tag), Dockerfile: path.Clean(df),
+					steps = append(steps, BuiltImage{Name: dockerfile.ImageRepo(tag), Ref: tagged(tag), Dockerfile: path.Clean(df),
 						Context: bctx, Target: target, Source: file + ":" + strconv.Itoa(line)})
 				}
 				continue

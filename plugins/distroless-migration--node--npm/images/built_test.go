@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/codegenie/codegenie/internal/probe"
 	"github.com/codegenie/codegenie/internal/probe/probetest"
@@ -53,11 +54,17 @@ jobs:
           echo building
           docker build -f tools/Dockerfile -t "$REG/tools:${{ github.sha }}" -t $REG/tools .
 `,
-		"Makefile":              "IMG ?= x\nweb:\n\t@docker build \\\n\t  --target prod -t acme/web ./web\nother:\n\tdocker build -t $(IMG) .\n",
-		"scripts/clash.sh":      "#!/bin/sh\ndocker build -t acme/clash clash\ndocker build -t acme/clash -f Dockerfile.base .\n",
-		"compose.yaml":          "services:\n  api:\n    build:\n      context: .\n      dockerfile: docker/api.Dockerfile\n    image: ghcr.io/acme/api:dev\n",
-		"scripts/missing.sh":    "docker build -t acme/gone -f nowhere/Dockerfile .\n",
-		"scripts/not-docker.sh": "podman run -t acme/base build .\n",
+		"Makefile":               "IMG ?= x\nweb:\n\t@docker build \\\n\t  --target prod -t acme/web ./web\nother:\n\tdocker build -t $(IMG) .\n",
+		"scripts/clash.sh":       "#!/bin/sh\ndocker build -t acme/clash clash\ndocker build -t acme/clash -f Dockerfile.base .\n",
+		"compose.yaml":           "services:\n  api:\n    build:\n      context: .\n      dockerfile: docker/api.Dockerfile\n    image: ghcr.io/acme/api:dev\n",
+		"scripts/missing.sh":     "docker build -t acme/gone -f nowhere/Dockerfile .\n",
+		"scripts/not-docker.sh":  "podman run -t acme/base build .\n",
+		"docker/Base.Dockerfile": "FROM node:22-bookworm-slim\n",
+		"package.json": "{\n  \"name\": \"dockge\",\n  \"scripts\": {\n    \"start\": \"tsx ./backend/index.ts\",\n" +
+			"    \"build:docker-base\": \"docker buildx build --platform linux/amd64 -t louislam/dockge:base -f ./docker/Base.Dockerfile . --push\",\n" +
+			"    \"build:docker\": \"docker buildx build -t louislam/dockge:1 --target release -f ./docker/Dockerfile . --push\"\n  }\n}\n",
+		"docker/Dockerfile":           "FROM louislam/dockge:base AS release\n",
+		"node_modules/x/package.json": `{"name":"x","scripts":{"b":"docker build -t acme/x -f Dockerfile ."}}`,
 	})
 	got, err := Built.Of(t.Context(), repo, nil)
 	if err != nil {
@@ -69,8 +76,19 @@ jobs:
 		"ghcr.io/acme/tools": {Name: "ghcr.io/acme/tools", Dockerfile: "tools/Dockerfile", Context: ".", Source: ".github/workflows/docker.yml:30"},
 		"acme/web":           {Name: "acme/web", Dockerfile: "web/Dockerfile", Context: "web", Target: "prod", Source: "Makefile:3"},
 	}
-	if diff := cmp.Diff(want, got.ByName); diff != "" {
+	if diff := cmp.Diff(want, got.ByName, cmpopts.IgnoreFields(BuiltImage{}, "Ref")); diff != "" {
 		t.Errorf("built images (-want +got):\n%s", diff)
+	}
+	// One name, two builds told apart by their tags (dockge's base and
+	// app): each tag finds its own, the name alone neither.
+	if bi, ok := got.Lookup("louislam/dockge:base"); !ok || bi.Dockerfile != "docker/Base.Dockerfile" || bi.Source != "package.json:5" {
+		t.Errorf("Lookup(louislam/dockge:base) = %+v, %v; want docker/Base.Dockerfile from package.json:5", bi, ok)
+	}
+	if bi, ok := got.Lookup("louislam/dockge:1"); !ok || bi.Target != "release" {
+		t.Errorf("Lookup(louislam/dockge:1) = %+v, %v; want docker/Dockerfile's release", bi, ok)
+	}
+	if bi, ok := got.Lookup("louislam/dockge:nightly"); ok {
+		t.Errorf("Lookup(louislam/dockge:nightly) = %+v; two builds give the name, and neither that tag", bi)
 	}
 	if bi, ok := got.Lookup("ghcr.io/acme/base:1"); ok {
 		t.Errorf("Lookup(ghcr.io/acme/base:1) = %+v; the workflow builds Docker Hub's acme/base, another image", bi)

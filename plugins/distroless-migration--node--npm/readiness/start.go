@@ -286,10 +286,7 @@ func (b *builder) globalBin(globals []noderuntime.GlobalPackage, prog string) (n
 	if dir := path.Dir(prog); strings.Contains(prog, "/") && path.Base(dir) != "bin" {
 		return noderuntime.GlobalPackage{}, false
 	}
-	for _, g := range globals {
-		if b.judged != nil && g.Dockerfile != b.judged.Path {
-			continue
-		}
+	for _, g := range globals { // the judged image's, its built base's included
 		if path.Base(g.Package) == path.Base(prog) {
 			return g, true
 		}

@@ -161,7 +161,7 @@ var _ probe.Probe = (*Probe)(nil)
 func (*Probe) Desc() probe.Desc {
 	return probe.Desc{
 		Name:          Name,
-		Version:       "5", // 5: libsql, @libsql/client and other prebuilt native packages are known; the npm packages the final stage installs globally (global_packages); 3: package.json and binding.gyp read in the image's app folder (issue 21); 4: an exec-form sh -c LINE runs the line's commands, not a missing shell binary
+		Version:       "5", // 5: the global installs of a base image the repository builds count; libsql, @libsql/client and other prebuilt native packages are known; the npm packages the final stage installs globally (global_packages); 3: package.json and binding.gyp read in the image's app folder (issue 21); 4: an exec-form sh -c LINE runs the line's commands, not a missing shell binary
 		Heaviness:     probe.Light,
 		PerImage:      true,
 		CacheStrategy: probe.CacheContent,
@@ -226,6 +226,13 @@ func (*Probe) Run(ctx context.Context, repo *probe.Repo, pctx *probe.Context) (p
 			out.Warnings = append(out.Warnings, probe.Warning{ID: WarnOSPackage, Message: fmt.Sprintf("the final stage installs %s with %s", pk.Name, pk.Manager), Evidence: ev})
 		}
 		globals := globalPackages(f)
+		if base, err := builtBase(ctx, repo, f); err != nil {
+			return probe.Output{}, err
+		} else if base != nil {
+			// FROM an image the repository builds (dockge's
+			// louislam/dockge:base): its global installs are the image's.
+			globals = append(globals, globalPackages(base)...)
+		}
 		facts.GlobalPackages = append(facts.GlobalPackages, globals...)
 		for _, g := range globals {
 			out.Warnings = append(out.Warnings, probe.Warning{ID: WarnGlobalPackage,
@@ -485,6 +492,35 @@ func osPackages(f *dockerfile.File) []OSPackage {
 		}
 	})
 	return pkgs
+}
+
+// builtBase returns the Dockerfile, as built for its target, of the image
+// at the bottom of f's final stage chain when the repository builds that
+// image itself (images.Built); nil otherwise.
+func builtBase(ctx context.Context, repo *probe.Repo, f *dockerfile.File) (*dockerfile.File, error) {
+	built, err := images.Built.Of(ctx, repo, nil)
+	if err != nil {
+		return nil, err
+	}
+	bi, ok := built.Lookup(f.RootBase(f.Final))
+	if !ok || bi.Dockerfile == f.Path {
+		return nil, nil
+	}
+	parsed, err := images.ParseAll(ctx, repo)
+	if err != nil {
+		return nil, err
+	}
+	for _, pf := range parsed {
+		if pf.Path != bi.Dockerfile || pf.File == nil {
+			continue
+		}
+		i, ok := pf.File.StageRef(bi.Target)
+		if !ok {
+			i = pf.File.Final
+		}
+		return pf.File.AsTarget(i), nil
+	}
+	return nil, nil
 }
 
 // globalPackages finds the npm packages that RUN installs globally in the
