@@ -31,6 +31,23 @@ func reachableBinaries(f *childprocess.Facts) map[string]bool {
 	return out
 }
 
+// foreignPrograms are programs of macOS and Windows that a dependency may
+// run on those systems by a literal name; none is on a Linux image:
+// Debian trixie's Contents-amd64 and Contents-all (read 2026-12-03) list
+// no package that installs one in /bin, /sbin, /usr/bin or /usr/sbin.
+// Names that Debian ships (defaults, plutil, mdfind, from GNUstep) or may
+// make an alternative of (open), and names a Linux image could hold as a
+// script of its own (reg, security, cmd), are not here.
+var foreignPrograms = map[string]string{
+	"sw_vers": "macOS", "osascript": "macOS", "xcrun": "macOS", "xcode-select": "macOS", "launchctl": "macOS",
+	"pbcopy": "macOS", "pbpaste": "macOS", "ioreg": "macOS", "system_profiler": "macOS", "scutil": "macOS",
+	"networksetup": "macOS", "diskutil": "macOS",
+	"cmd.exe": "Windows", "powershell.exe": "Windows", "wmic": "Windows", "wmic.exe": "Windows", "reg.exe": "Windows",
+	"tasklist": "Windows", "tasklist.exe": "Windows", "taskkill": "Windows", "taskkill.exe": "Windows", "netsh": "Windows",
+	"netsh.exe": "Windows", "where.exe": "Windows", "explorer.exe": "Windows", "cscript": "Windows", "cscript.exe": "Windows",
+	"wscript": "Windows", "wscript.exe": "Windows", "rundll32": "Windows", "rundll32.exe": "Windows",
+}
+
 // unreadCommand returns the first call in code the image holds and the
 // entrypoint reaches (or may reach) that runs a command codegenie cannot
 // read: a computed program, or a shell line built at run time (wg-easy's
@@ -58,7 +75,7 @@ func unreadCommand(f *childprocess.Facts) (probe.Evidence, bool) {
 // the rest is a note that says why it does not.
 func (b *builder) childProcess(f *childprocess.Facts) {
 	notIn, notReached := map[string][]probe.Evidence{}, map[string][]probe.Evidence{}
-	var fallbacks, optIns tableNotes
+	var fallbacks, optIns, foreign tableNotes
 	var env map[string]string
 	if b.judged != nil {
 		env = imageEnv(b.judged)
@@ -134,6 +151,12 @@ func (b *builder) childProcess(f *childprocess.Facts) {
 			if bin == "" {
 				bin = fd.Command
 			}
+			if sys, ok := foreignPrograms[baseName(bin)]; ok {
+				// A program of another system: it fails on the original
+				// image just as on distroless.
+				foreign.add(fd, e, fmt.Sprintf("%s (%s)", baseName(bin), sys))
+				continue
+			}
 			b.Add(probe.Blocker{ID: id, Kind: probe.MissingBinary, Rule: RuleBinaryAtRuntime, Title: fmt.Sprintf("%s runs %s, which a distroless image does not have", where, bin),
 				Fix: "keep a non-distroless image, copy a static build of it in, or do the work in Node", Evidence: evs})
 		case childprocess.KindDynamic:
@@ -145,6 +168,8 @@ func (b *builder) childProcess(f *childprocess.Facts) {
 		}
 	}
 	optIns.note(b, NoteOptIn, "%d child_process use(s) in dependency code the entrypoint may reach run only when the app's code or its deployment's configuration turns them on, and the image's ENV does not; they block nothing here, but on distroless they fail if the app or the deployment does (check): %s")
+	foreign.note(b, NoteForeignProgram, "%d child_process use(s) the entrypoint may reach run a program of another system, which no Linux image has (no Debian trixie package installs it; "+
+		"Contents-amd64 and Contents-all, read 2026-12-03): the call fails on the original image as it would on distroless, so the move changes nothing: %s")
 	fallbacks.note(b, NoteKnownFallback, "%d child_process use(s) in dependency code the entrypoint may reach are known fallbacks that do not run, or do not fail, on distroless; they block nothing: %s")
 	for _, o := range []string{"app", "dependency"} {
 		if e := notIn[o]; len(e) > 0 {

@@ -1,9 +1,11 @@
 package readiness
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/codegenie/codegenie/internal/probe"
 	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/dockerfile"
 	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/probes/childprocess"
 )
@@ -248,5 +250,25 @@ func TestOptInCalls(t *testing.T) {
 	}
 	if _, err := parseFallbacks([]byte(`{"fallbacks":[{"package":"a","file":"x.js","functions":["exec"],"why":"w","source":"https://x","says":"s","enabled_by":["X"]}]}`)); err == nil || !strings.Contains(err.Error(), "runs_when") {
 		t.Errorf("enabled_by without runs_when: %v, want an error that names runs_when", err)
+	}
+}
+
+// TestForeignPrograms: a call of a macOS or Windows program (esbuild's
+// sw_vers, systeminformation's wmic) fails on the original image as on
+// distroless: a note, not a blocker. A Linux program stays a blocker.
+func TestForeignPrograms(t *testing.T) {
+	t.Parallel()
+	call := func(bin string) childprocess.Finding {
+		return childprocess.Finding{File: "node_modules/esbuild/install.js", Line: 120, Function: "execFileSync", Kind: childprocess.KindBinary,
+			Binary: bin, Command: bin, Origin: childprocess.OriginDependency, Package: "esbuild", PackageVersion: "0.25.0", Scope: childprocess.ScopeReachable}
+	}
+	b := &builder{}
+	b.childProcess(&childprocess.Facts{Findings: []childprocess.Finding{call("sw_vers"), call("/usr/bin/osascript"), call("wmic"), call("git")}})
+	if len(b.blockers) != 1 || !strings.Contains(b.blockers[0].Title, "git") {
+		t.Errorf("blockers %+v, want git's alone", b.blockers)
+	}
+	i := slices.IndexFunc(b.notes, func(n probe.Note) bool { return n.ID == NoteForeignProgram })
+	if i < 0 || len(b.notes[i].Evidence) != 3 || !strings.Contains(b.notes[i].Message, "sw_vers (macOS)") || !strings.Contains(b.notes[i].Message, "wmic (Windows)") {
+		t.Errorf("notes %+v, want the three foreign calls in one note", b.notes)
 	}
 }

@@ -28,6 +28,8 @@ const (
 	NoteNotReachable  = "distroless_readiness.not_reachable"
 	NoteKnownFallback = "distroless_readiness.known_fallback"
 	NoteOptIn         = "distroless_readiness.opt_in_exec"
+	// NoteForeignProgram: a call of a macOS or Windows program.
+	NoteForeignProgram = "distroless_readiness.foreign_program"
 )
 
 // Warnings are the IDs this assessor uses for notes.
@@ -38,6 +40,7 @@ var Warnings = []probe.WarningDesc{
 	{ID: NoteBuilderShells, Summary: "shells ran in builder-stage build steps; they stay in the builder and do not block"},
 	{ID: NoteNotInImage, Summary: "code that runs a shell or a binary is not in the judged image (no COPY brings it in), so it blocks nothing"},
 	{ID: NoteNotReachable, Summary: "code that runs a shell or a binary is in the image but not reachable from the entrypoint, so it blocks nothing"},
+	{ID: NoteForeignProgram, Summary: "a child_process call runs a program of another system (macOS's sw_vers, Windows' wmic) that no Linux image has, so it fails on the original image too and blocks nothing"},
 	{ID: NoteKnownFallback, Summary: "a dependency's child_process call is a known fallback (fallbacks.json, with its source) that does not run, or does not fail, on distroless, so it blocks nothing"},
 	{ID: NoteOptIn, Summary: "a dependency's child_process call runs only when the app's code or its deployment's configuration turns it on (fallbacks.json names the condition, with its source), and the image's ENV does not; check that the app and the deployment do not either"},
 }
