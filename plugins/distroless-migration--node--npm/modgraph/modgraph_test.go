@@ -683,6 +683,25 @@ func TestNextStandaloneServer(t *testing.T) {
 		}
 	}
 
+	// A monorepo's standalone output mirrors the workspace: the app's
+	// server.js is apps/web/server.js in it (rallly).
+	mono := map[string]string{
+		"Dockerfile": "FROM node:22 AS builder\nWORKDIR /app\nCOPY . .\nRUN pnpm build\n" +
+			"FROM node:22-slim\nWORKDIR /app\nCOPY --from=builder /app/apps/web/.next/standalone ./\nCMD [\"node\", \"apps/web/server.js\"]\n",
+		"package.json":                                               `{"name":"root","private":true}`,
+		"apps/web/package.json":                                      `{"name":"web","dependencies":{"next":"15.0.0"}}`,
+		"apps/web/next.config.js":                                    "module.exports = { output: 'standalone' }\n",
+		"apps/web/src/app/page.tsx":                                  "export default function Page() { return null }\n",
+		"apps/docs/package.json":                                     `{"name":"docs","dependencies":{"next":"15.0.0"}}`,
+		"apps/docs/next.config.js":                                   "module.exports = {}\n",
+		"apps/web/node_modules/next/package.json":                    `{"name":"next","main":"./dist/server/next.js"}`,
+		"apps/web/node_modules/next/dist/server/next.js":             "",
+		"apps/web/node_modules/next/dist/server/lib/start-server.js": "require('../next')\n",
+	}
+	if g := graphOf(t, mono); !g.Reached("apps/web/src/app/page.tsx") || !g.Reached("apps/web/node_modules/next/dist/server/next.js") {
+		t.Errorf("monorepo standalone: entries %v (%s)", g.Entries, g.EntryWhy)
+	}
+
 	// server.js copied from anywhere else is not Next's.
 	files["Dockerfile"] = strings.Replace(df, "/app/.next/standalone ./", "/app/build ./", 1)
 	if g := graphOf(t, files); len(g.Entries) != 0 {

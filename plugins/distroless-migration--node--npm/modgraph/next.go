@@ -41,16 +41,31 @@ func nextStandalone(j *images.Judged, set *images.FileSet, w *walker, ip string)
 		return nil, "", false
 	}
 	var from *images.Generated
+	sub := "" // the app's folder inside the standalone output, in a monorepo
 	for i, g := range set.Generated {
-		if path.Base(g.StagePath) == "standalone" && path.Base(path.Dir(g.StagePath)) == ".next" && path.Join(g.ImagePath, "server.js") == ip {
-			from = &set.Generated[i]
+		if path.Base(g.StagePath) != "standalone" || path.Base(path.Dir(g.StagePath)) != ".next" {
+			continue
+		}
+		if rel, in := strings.CutPrefix(ip, strings.TrimSuffix(g.ImagePath, "/")+"/"); in {
+			// A monorepo's standalone output mirrors the workspace:
+			// rallly's server.js is apps/web/server.js in it.
+			from, sub = &set.Generated[i], path.Dir(rel)
 			break
 		}
 	}
 	if from == nil {
 		return nil, "", false
 	}
-	proj, found := w.nextProject(j.Context)
+	proj, found := "", false
+	if sub != "." {
+		d := path.Join(j.Context, sub)
+		if w.manifestAt(d) == nil || !w.declared(path.Join(d, "package.json"), "next") {
+			return nil, "", false // another server.js beside the standalone output
+		}
+		proj, found = d, true
+	} else {
+		proj, found = w.nextProject(j.Context)
+	}
 	if !found {
 		return nil, "server.js is the Next.js standalone server that " + from.StagePath + " holds, but no Next.js project (a package.json that depends on next, with a next.config) was found in the build context", false
 	}

@@ -132,7 +132,7 @@ var _ probe.Probe = (*Probe)(nil)
 func (*Probe) Desc() probe.Desc {
 	return probe.Desc{
 		Name:      Name,
-		Version:   "9", // 9: COPY sources read from the judged image's build context (a Dockerfile built from its own folder); 4: an entrypoint script's programs (issue 21); 5: variables set to a literal, init and user wrappers, the lines that need the shell, scripts a shell runs (bash entrypoint.sh); 6: the programs of the scripts it runs by a path; 7: the first word of each step of the start (npm run migrate && npm start in CMD); 8: compiled output mapped to its sources through tsconfig outDir
+		Version:   "9", // 9: COPY sources read from the judged image's build context, and through the file set for a COPY --from another stage (a Dockerfile built from its own folder); 4: an entrypoint script's programs (issue 21); 5: variables set to a literal, init and user wrappers, the lines that need the shell, scripts a shell runs (bash entrypoint.sh); 6: the programs of the scripts it runs by a path; 7: the first word of each step of the start (npm run migrate && npm start in CMD); 8: compiled output mapped to its sources through tsconfig outDir
 		Heaviness: probe.Light,
 		PerImage:  true,
 		// The set of executed files depends on the repository's whole
@@ -172,6 +172,9 @@ func (*Probe) Run(ctx context.Context, repo *probe.Repo, pctx *probe.Context) (p
 		return probe.Output{}, err
 	} else if j != nil && j.Context != "" {
 		r.context = j.Context
+	}
+	if r.set, err = images.Files.Of(ctx, repo, pctx); err != nil {
+		return probe.Output{}, err
 	}
 	for _, c := range chains {
 		f := files[c.Dockerfile]
@@ -221,8 +224,10 @@ func lockfileKind(repo *probe.Repo, dir string) string {
 type resolver struct {
 	repo *probe.Repo
 	// context is the judged image's build context, repository-relative:
-	// its COPY sources are relative to it.
+	// its COPY sources are relative to it. set is the image's file set,
+	// which follows COPY --from through the stages that built a file.
 	context string
+	set     *images.FileSet
 	// lockfile is pnpm, yarn or npm: the lockfile beside the package.json.
 	lockfile string
 	// inferred explains each executable inferred from the lockfile.
@@ -724,12 +729,17 @@ func (r *resolver) sourceOf(f *dockerfile.File, cp string) (string, bool) {
 		fi, err := os.Stat(r.repo.Abs(path.Join(r.context, p)))
 		return err == nil && fi.IsDir()
 	}
-	rp, ok := f.SourceOf(f.Final, cp, isDir)
-	if !ok {
-		return "", false
+	if rp, ok := f.SourceOf(f.Final, cp, isDir); ok {
+		if rp = path.Join(r.context, rp); r.repo.Exists(rp) {
+			return rp, true
+		}
 	}
-	rp = path.Join(r.context, rp)
-	return rp, r.repo.Exists(rp)
+	// Copied from another stage that took it from the context (rallly's
+	// COPY --from=builder /app/scripts/docker-start.sh ./).
+	if rp, ok := r.set.RepoPath(cp); ok && r.repo.Exists(rp) {
+		return rp, true
+	}
+	return "", false
 }
 
 // scriptPath finds the repository file a script runs by a path: through

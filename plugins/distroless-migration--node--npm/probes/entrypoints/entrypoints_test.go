@@ -246,3 +246,20 @@ func TestBuildContextFolder(t *testing.T) {
 		t.Errorf("executables (-want +got):\n%s", diff)
 	}
 }
+
+// TestScriptFromAnotherStage: a script the runtime stage copies from a
+// builder stage that copied the whole context (rallly's COPY
+// --from=builder /app/scripts/docker-start.sh ./) is read.
+func TestScriptFromAnotherStage(t *testing.T) {
+	t.Parallel()
+	facts, _ := runOn(t, map[string]file{
+		"Dockerfile":              {body: "FROM node:22 AS builder\nWORKDIR /app\nCOPY . .\nFROM node:22-slim\nWORKDIR /app\nCOPY --from=builder /app/scripts/docker-start.sh ./\nCMD [\"./docker-start.sh\"]\n"},
+		"package.json":            {body: `{"name":"x"}`},
+		"scripts/docker-start.sh": {body: "#!/bin/sh\nset -e\nnpx prisma migrate deploy\nnode apps/web/server.js\n", mode: 0o755},
+	})
+	want := []brief{{Command: "docker-entrypoint.sh", Origin: "entrypoint", Kind: KindBaseImage, InterpreterKind: "shell", Line: 4},
+		{Command: "./docker-start.sh", Origin: "cmd", RepoPath: "scripts/docker-start.sh", Kind: KindScript, InterpreterKind: "shell", Line: 7}}
+	if diff := cmp.Diff(want, briefs(facts)); diff != "" {
+		t.Errorf("executables (-want +got):\n%s", diff)
+	}
+}
