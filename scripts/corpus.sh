@@ -8,7 +8,8 @@
 # (service relative to DIR; dockerfile and target "-" for the defaults;
 # blockers: comma-separated kinds of the hard blockers expected, or "-").
 #
-# It prints one row per service and the totals: verdict matches, false
+# It prints one row per service (with HARD, its blockers no rewrite removes)
+# and the totals: verdict matches, false
 # blockers (hard blocker kinds reported but not expected), missed blockers
 # (expected but not reported), and "unsafe": a ready verdict for a service
 # that is expected to be blocked. Exit status 1 when any row is unsafe.
@@ -28,7 +29,7 @@ cache=$(mktemp -d)
 trap 'rm -rf "$cache"' EXIT
 
 rows=0 match=0 false_b=0 missed_b=0 unsafe=0 errors=0
-printf '%-52s %-20s %-20s %-5s %s\n' SERVICE EXPECTED GOT OK NOTE
+printf '%-52s %-20s %-20s %-5s %-5s %s\n' SERVICE EXPECTED GOT OK HARD NOTE
 while IFS=$'\t' read -r service dockerfile target verdict blockers _source _why; do
   [ "$service" = service ] && continue
   [ -z "$service" ] && continue
@@ -48,10 +49,12 @@ while IFS=$'\t' read -r service dockerfile target verdict blockers _source _why;
   set -e
   if [ $rc -eq 2 ] || [ $rc -gt 3 ] || [ -z "$out" ]; then
     errors=$((errors + 1))
-    printf '%-52s %-20s %-20s %-5s %s\n' "$label" "$verdict" error no "exit $rc: $(head -c 120 /tmp/corpus.err | tr '\n' ' ')"
+    printf '%-52s %-20s %-20s %-5s %-5s %s\n' "$label" "$verdict" error no - "exit $rc: $(head -c 120 /tmp/corpus.err | tr '\n' ' ')"
     continue
   fi
   got=$(jq -r '.assessments.distroless_readiness.verdict' <<<"$out")
+  # HARD: the blockers no rewrite removes, whatever their kind.
+  hard=$(jq -r '[.assessments.distroless_readiness.blockers[]? | select(.removable|not)] | length' <<<"$out")
   kinds=$(jq -r '[.assessments.distroless_readiness.blockers[]? | select(.removable|not) | select(.kind != "unknown") | .kind] | unique | join(",")' <<<"$out")
   want_kinds=$blockers
   [ "$want_kinds" = - ] && want_kinds=
@@ -74,7 +77,7 @@ while IFS=$'\t' read -r service dockerfile target verdict blockers _source _why;
   if [ "$verdict" = blocked ] && { [ "$got" = ready ] || [ "$got" = ready_after_rewrite ]; }; then
     unsafe=$((unsafe + 1)); note+="UNSAFE "
   fi
-  printf '%-52s %-20s %-20s %-5s %s\n' "$label" "$verdict" "$got" "$ok" "$note"
+  printf '%-52s %-20s %-20s %-5s %-5s %s\n' "$label" "$verdict" "$got" "$ok" "$hard" "$note"
 done <"$expect"
 echo
 echo "services: $rows  verdict matches: $match/$rows  false blockers: $false_b  missed blockers: $missed_b  unsafe (ready for a service that needs a shell): $unsafe  errors: $errors"
