@@ -77,6 +77,50 @@ func nextStandalone(j *images.Judged, set *images.FileSet, w *walker, ip string)
 	if !slices.ContainsFunc(w.modes, func(m serverMode) bool { return m.Package == nextProduction.Package }) {
 		w.modes = append(w.modes, nextProduction)
 	}
+	entries = append(entries, w.projectSources(proj, nextRootFiles, nextServerDirs)...)
+	return entries, "server.js is the Next.js standalone server (" + from.Stage + ":" + from.StagePath + "): next's " + start + " and the server-side sources of " + proj, true
+}
+
+// nextProject finds the Next.js project of the build context ctx: ctx
+// itself when its package.json depends on next, else the one folder under
+// it with a next.config and such a package.json.
+func (w *walker) nextProject(ctx string) (string, bool) {
+	return w.frameworkProject(ctx, []string{"next.config."}, "next")
+}
+
+// frameworkProject finds the project of the build context ctx that uses
+// one of pkgs: ctx itself when its package.json depends on one, else the
+// one folder under it with a configuration file whose name starts with
+// one of configs and such a package.json.
+func (w *walker) frameworkProject(ctx string, configs []string, pkgs ...string) (string, bool) {
+	uses := func(dir string) bool {
+		pj := path.Join(dir, "package.json")
+		return w.manifestAt(dir) != nil && slices.ContainsFunc(pkgs, func(p string) bool { return w.declared(pj, p) })
+	}
+	if uses(ctx) {
+		return ctx, true
+	}
+	var found []string
+	for _, f := range w.files {
+		b := path.Base(f)
+		if !slices.ContainsFunc(configs, func(c string) bool { return strings.HasPrefix(b, c) }) || strings.Contains(f, "node_modules/") ||
+			ctx != "." && !strings.HasPrefix(f, ctx+"/") {
+			continue
+		}
+		if d := path.Dir(f); uses(d) && !slices.Contains(found, d) {
+			found = append(found, d)
+		}
+	}
+	if len(found) == 1 {
+		return found[0], true
+	}
+	return "", false
+}
+
+// projectSources returns the project proj's own loadable files that are
+// one of rootFiles (by path without extension) or under one of dirs.
+func (w *walker) projectSources(proj string, rootFiles, dirs []string) []string {
+	var out []string
 	for _, f := range w.files {
 		rel, in := strings.CutPrefix(f, strings.TrimSuffix(proj, ".")+"/")
 		if proj == "." {
@@ -86,33 +130,9 @@ func nextStandalone(j *images.Judged, set *images.FileSet, w *walker, ip string)
 			continue
 		}
 		base := strings.TrimSuffix(rel, path.Ext(rel))
-		if slices.Contains(nextRootFiles, base) || slices.ContainsFunc(nextServerDirs, func(d string) bool { return strings.HasPrefix(rel, d+"/") }) {
-			entries = append(entries, f)
+		if slices.Contains(rootFiles, base) || slices.ContainsFunc(dirs, func(d string) bool { return strings.HasPrefix(rel, d+"/") }) {
+			out = append(out, f)
 		}
 	}
-	return entries, "server.js is the Next.js standalone server (" + from.Stage + ":" + from.StagePath + "): next's " + start + " and the server-side sources of " + proj, true
-}
-
-// nextProject finds the Next.js project of the build context ctx: ctx
-// itself when its package.json depends on next, else the one folder under
-// it with a next.config and such a package.json.
-func (w *walker) nextProject(ctx string) (string, bool) {
-	usesNext := func(dir string) bool {
-		return w.manifestAt(dir) != nil && w.declared(path.Join(dir, "package.json"), "next")
-	}
-	if usesNext(ctx) {
-		return ctx, true
-	}
-	var found []string
-	for _, f := range w.files {
-		if strings.HasPrefix(path.Base(f), "next.config.") && !strings.Contains(f, "node_modules/") && (ctx == "." || strings.HasPrefix(f, ctx+"/")) {
-			if d := path.Dir(f); usesNext(d) && !slices.Contains(found, d) {
-				found = append(found, d)
-			}
-		}
-	}
-	if len(found) == 1 {
-		return found[0], true
-	}
-	return "", false
+	return out
 }

@@ -85,19 +85,7 @@ func nitroOutput(j *images.Judged, set *images.FileSet, w *walker, ip string) (e
 	if !slices.ContainsFunc(entries, func(f string) bool { return strings.HasSuffix(f, "/node-server.mjs") }) {
 		return nil, "server/index.mjs is the Nitro server of " + proj + ", but nitropack's node-server runtime is not installed", false
 	}
-	for _, f := range w.files {
-		rel, in := strings.CutPrefix(f, strings.TrimSuffix(proj, ".")+"/")
-		if proj == "." {
-			rel, in = f, true
-		}
-		if !in || !loadable(f) || path.Ext(f) == "" || strings.Contains(rel, "node_modules/") {
-			continue
-		}
-		base := strings.TrimSuffix(rel, path.Ext(rel))
-		if slices.Contains(nitroRootFiles, base) || slices.ContainsFunc(nitroAppDirs, func(d string) bool { return strings.HasPrefix(rel, d+"/") }) {
-			entries = append(entries, f)
-		}
-	}
+	entries = append(entries, w.projectSources(proj, nitroRootFiles, nitroAppDirs)...)
 	slices.Sort(entries)
 	return entries, "server/index.mjs is the Nitro server (" + from.Stage + ":" + from.StagePath + "): nitro's and Nuxt's server runtime and the sources of " + proj, true
 }
@@ -107,24 +95,5 @@ func nitroOutput(j *images.Judged, set *images.FileSet, w *walker, ip string) (e
 // one folder under it with a nuxt.config or nitro.config and such a
 // package.json.
 func (w *walker) nitroProject(ctx string) (string, bool) {
-	uses := func(dir string) bool {
-		pj := path.Join(dir, "package.json")
-		return w.manifestAt(dir) != nil && (w.declared(pj, "nuxt") || w.declared(pj, "nitropack") || w.declared(pj, "nitro"))
-	}
-	if uses(ctx) {
-		return ctx, true
-	}
-	var found []string
-	for _, f := range w.files {
-		b := path.Base(f)
-		if (strings.HasPrefix(b, "nuxt.config.") || strings.HasPrefix(b, "nitro.config.")) && !strings.Contains(f, "node_modules/") && (ctx == "." || strings.HasPrefix(f, ctx+"/")) {
-			if d := path.Dir(f); uses(d) && !slices.Contains(found, d) {
-				found = append(found, d)
-			}
-		}
-	}
-	if len(found) == 1 {
-		return found[0], true
-	}
-	return "", false
+	return w.frameworkProject(ctx, []string{"nuxt.config.", "nitro.config."}, "nuxt", "nitropack", "nitro")
 }
