@@ -277,17 +277,28 @@ func (b *builder) viaJSEntry(argv []string) []string {
 	return argv
 }
 
+// otherBins are the bins of packages often installed globally whose names
+// are not the package's own, from each package's "bin" field on the npm
+// registry (npm view PACKAGE bin, latest versions, 2026-12-03).
+var otherBins = map[string][]string{
+	"pm2":          {"pm2-runtime", "pm2-docker", "pm2-dev"},
+	"typescript":   {"tsc"},
+	"@nestjs/cli":  {"nest"},
+	"@angular/cli": {"ng"},
+	"ts-node":      {"ts-node-esm", "ts-node-transpile-only", "ts-node-script", "ts-node-cwd", "ts-script"},
+}
+
 // globalBin returns the package of the judged image that prog, a
 // program on the PATH or in a bin folder, is the command of: the one whose
 // name (without its scope) it is, as an npm package's bin is named by
-// default. A package whose bin has another name (pm2's pm2-runtime) is not
-// found.
+// default, or one of its otherBins. Another package whose bin has another
+// name is not found.
 func (b *builder) globalBin(globals []noderuntime.GlobalPackage, prog string) (noderuntime.GlobalPackage, bool) {
 	if dir := path.Dir(prog); strings.Contains(prog, "/") && path.Base(dir) != "bin" {
 		return noderuntime.GlobalPackage{}, false
 	}
 	for _, g := range globals { // the judged image's, its built base's included
-		if path.Base(g.Package) == path.Base(prog) {
+		if path.Base(g.Package) == path.Base(prog) || slices.Contains(otherBins[g.Package], path.Base(prog)) {
 			return g, true
 		}
 	}
