@@ -6,15 +6,30 @@ import "strings"
 // implicit registry and library/ prefix: "docker.io/library/nginx:1.27"
 // gives "nginx".
 func ImageRepo(ref string) string {
-	repo := strings.ToLower(ref)
+	repo, _ := splitTag(ref)
+	repo = strings.TrimPrefix(strings.TrimPrefix(repo, "docker.io/"), "index.docker.io/")
+	return strings.TrimPrefix(repo, "library/")
+}
+
+// ImageTag returns ref's tag, lower-cased: latest when it names none.
+func ImageTag(ref string) string {
+	_, tag := splitTag(ref)
+	if tag == "" {
+		return "latest"
+	}
+	return tag
+}
+
+// splitTag splits a lower-cased ref, its digest dropped, at its tag.
+func splitTag(ref string) (repo, tag string) {
+	repo = strings.ToLower(ref)
 	if i := strings.Index(repo, "@"); i >= 0 {
 		repo = repo[:i]
 	}
 	if i := strings.LastIndex(repo, ":"); i > strings.LastIndex(repo, "/") {
-		repo = repo[:i]
+		repo, tag = repo[:i], repo[i+1:]
 	}
-	repo = strings.TrimPrefix(strings.TrimPrefix(repo, "docker.io/"), "index.docker.io/")
-	return strings.TrimPrefix(repo, "library/")
+	return repo, tag
 }
 
 // IsNodeBase reports whether ref is a known Node image: the official node

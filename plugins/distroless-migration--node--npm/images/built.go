@@ -40,6 +40,25 @@ type BuiltImage struct {
 	Source string `json:"source"`
 }
 
+// Build returns the Dockerfile among parsed that builds bi, as built for
+// its target; nil when it is not there or did not parse.
+func (bi BuiltImage) Build(parsed []Parsed) *dockerfile.File {
+	var f *dockerfile.File
+	for _, pf := range parsed {
+		if pf.Path == bi.Dockerfile && pf.File != nil {
+			f = pf.File
+		}
+	}
+	if f == nil {
+		return nil
+	}
+	i, ok := f.StageRef(bi.Target)
+	if !ok {
+		i = f.Final
+	}
+	return f.AsTarget(i)
+}
+
 // BuiltImages are the images the repository builds, by name, and by name
 // and tag. A name that two different builds give is left out of ByName,
 // and a name and tag two builds give out of ByTag: which one a FROM means
@@ -67,15 +86,7 @@ func (b *BuiltImages) Lookup(ref string) (BuiltImage, bool) {
 
 // tagged is ref as name:tag, the tag latest when ref gives none.
 func tagged(ref string) string {
-	r := strings.ToLower(ref)
-	if i := strings.Index(r, "@"); i >= 0 {
-		r = r[:i]
-	}
-	tag := "latest"
-	if i := strings.LastIndex(r, ":"); i > strings.LastIndex(r, "/") {
-		tag = r[i+1:]
-	}
-	return dockerfile.ImageRepo(ref) + ":" + tag
+	return dockerfile.ImageRepo(ref) + ":" + dockerfile.ImageTag(ref)
 }
 
 // Built is the derived fact of the images the repository builds and the

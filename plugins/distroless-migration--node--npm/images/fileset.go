@@ -254,20 +254,10 @@ func (r *repoBuilds) image(ref string) *builtStage {
 	if bs, ok := r.memo[key]; ok {
 		return bs
 	}
-	var f *dockerfile.File
-	for _, pf := range r.parsed {
-		if pf.Path == bi.Dockerfile && pf.File != nil {
-			f = pf.File
-		}
-	}
+	f := bi.Build(r.parsed)
 	if f == nil {
 		return nil
 	}
-	i, ok := f.StageRef(bi.Target)
-	if !ok {
-		i = f.Final
-	}
-	f = f.AsTarget(i)
 	ign, err := readIgnore(r.repo, bi.Dockerfile, bi.Context)
 	if err != nil {
 		return nil // its .dockerignore unread: the image stays unknown

@@ -510,17 +510,7 @@ func builtBase(ctx context.Context, repo *probe.Repo, f *dockerfile.File) (*dock
 	if err != nil {
 		return nil, err
 	}
-	for _, pf := range parsed {
-		if pf.Path != bi.Dockerfile || pf.File == nil {
-			continue
-		}
-		i, ok := pf.File.StageRef(bi.Target)
-		if !ok {
-			i = pf.File.Final
-		}
-		return pf.File.AsTarget(i), nil
-	}
-	return nil, nil
+	return bi.Build(parsed), nil
 }
 
 // globalPackages finds the npm packages that RUN installs globally in the
