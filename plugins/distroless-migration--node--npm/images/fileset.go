@@ -49,6 +49,10 @@ type FileSet struct {
 	// lockfile need not pin (npm install x, yarn add x, pnpm add x): its
 	// node_modules may hold packages no lockfile names.
 	AddsPackages bool
+	// Projects are the repository package.json files that the judged
+	// Dockerfile's stages hold at their working directories, by stage
+	// index: the project whose dependencies a stage's install installs.
+	Projects map[int]string
 	// Unresolved says why part of the file set is unknown (a COPY source
 	// with a variable, an ADD of a URL); when it is not empty, a file not in
 	// Files may still be in the image.
@@ -184,9 +188,29 @@ var Files = &probe.Analyzer[*FileSet]{
 				}
 			}
 		}
+		set.Projects = map[int]string{}
+		for i := range j.File.Stages {
+			maps := b.stage(i, 0)
+			want := path.Join(b.workdirs[i], "package.json")
+			for _, m := range maps {
+				if m.image == want {
+					set.Projects[i] = m.repo // a later COPY to the same path wins
+				}
+			}
+		}
 		sort.Strings(set.Unresolved)
 		return set, nil
 	},
+}
+
+// TracedOutput reports a folder that a framework's build writes with the
+// dependencies it traced copied inside, native addons included: Nitro's
+// .output (and its server folder, with server/node_modules) and Next.js's
+// .next/standalone (with node_modules).
+func TracedOutput(p string) bool {
+	p = path.Clean(p)
+	base, parent := path.Base(p), path.Base(path.Dir(p))
+	return base == ".output" || base == "server" && parent == ".output" || base == "standalone" && parent == ".next"
 }
 
 // mapping is one repository file in a stage's filesystem.

@@ -14,8 +14,8 @@ import (
 func TestGlobalBin(t *testing.T) {
 	t.Parallel()
 	globals := []noderuntime.GlobalPackage{
-		{Dockerfile: "Dockerfile", GlobalInstall: shellcmd.GlobalInstall{Tool: "npm install -g", Package: "pm2", Version: "5.4.2", Line: 3}},
-		{Dockerfile: "Dockerfile", GlobalInstall: shellcmd.GlobalInstall{Tool: "yarn global add", Package: "@acme/thelounge", Line: 4}},
+		{Dockerfile: "Dockerfile", PackageInstall: shellcmd.PackageInstall{Tool: "npm install -g", Package: "pm2", Version: "5.4.2", Line: 3, Global: true}},
+		{Dockerfile: "Dockerfile", PackageInstall: shellcmd.PackageInstall{Tool: "yarn global add", Package: "@acme/thelounge", Line: 4, Global: true}},
 	}
 	b := &builder{}
 	for prog, want := range map[string]string{"pm2-runtime": "pm2", "/usr/local/bin/pm2": "pm2", "thelounge": "@acme/thelounge",

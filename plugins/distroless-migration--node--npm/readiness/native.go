@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/dockerfile"
+	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/images"
 )
 
 // NativeStage is a stage that builds native code the judged image ships:
@@ -31,14 +32,15 @@ var installRE = regexp.MustCompile(`\b(?:npm|pnpm)\s+(?:[^&;|]*\s)?(?:i|install|
 var nativeFileRE = regexp.MustCompile(`\.(?:so(?:\.[0-9.]+)?|node)$`)
 
 // NativeStages lists, once each and in stage order, the FROM-chain roots
-// of d whose native code ships in d's final stage: when addons is set, the
-// final stage's chain if it installs node_modules, and every chain a COPY
-// --from of a shipping chain copies node_modules (or a folder holding it)
-// from; and, whatever addons is, every chain a shared object or .node file
-// is copied from. A chain
-// that only hands over built JavaScript (COPY --from=build /app/dist) is
-// not listed.
-func NativeStages(d *dockerfile.File, addons bool) []NativeStage {
+// of d whose native code ships in d's final stage: of the chains with
+// addons (all when addons is set; else those holding a stage in
+// stageAddons), the final stage's chain if it installs node_modules, and
+// every chain a COPY --from of a shipping chain copies node_modules (or a
+// folder holding it, such as a framework's traced output) from; and,
+// whatever the addons, every chain a shared object or .node file is
+// copied from. A chain that only hands over built JavaScript (COPY
+// --from=build /app/dist) is not listed.
+func NativeStages(d *dockerfile.File, addons bool, stageAddons map[int]bool) []NativeStage {
 	var out []NativeStage
 	seen := map[int]bool{}
 	add := func(root int, why string) {
@@ -59,15 +61,16 @@ func NativeStages(d *dockerfile.File, addons bool) []NativeStage {
 		// committed node_modules); the runtime's own chain builds native
 		// code only with an install step of its own (an alpine
 		// single-stage service), since the rewrite replaces its base.
-		why, installs := "its node_modules, with native addons, ship in the image", false
+		why, installs, has := "its node_modules, with native addons, ship in the image", false, addons
 		for j := i; j >= 0 && j < len(d.Stages); j = d.Stages[j].BaseStage {
+			has = has || stageAddons[j]
 			for _, in := range d.Stages[j].Instructions {
 				if in.Command == "run" && installRE.MatchString(strings.Join(in.Args, " ")) {
 					why, installs = fmt.Sprintf("line %d installs node_modules with native addons", in.Line), true
 				}
 			}
 		}
-		if addons && (i != d.Final || installs) {
+		if has && (i != d.Final || installs) {
 			add(chainRoot(d, i), why)
 		}
 		for j := i; j >= 0 && j < len(d.Stages); j = d.Stages[j].BaseStage {
@@ -88,7 +91,7 @@ func NativeStages(d *dockerfile.File, addons bool) []NativeStage {
 							add(chainRoot(d, from), fmt.Sprintf("line %d copies %s, native code built there", in.Line, src))
 						}
 					}
-					if addons && copiesNodeModules(srcs, d.Workdir(from)) {
+					if (addons || len(stageAddons) > 0) && copiesNodeModules(srcs, d.Workdir(from)) {
 						visit(from)
 					}
 				}
@@ -101,7 +104,8 @@ func NativeStages(d *dockerfile.File, addons bool) []NativeStage {
 }
 
 // copiesNodeModules reports a COPY whose sources may hold node_modules:
-// node_modules itself, or the source stage's WORKDIR or a folder above it.
+// node_modules itself, a framework's traced output, or the source stage's
+// WORKDIR or a folder above it.
 func copiesNodeModules(srcs []string, workdir string) bool {
 	for _, s := range srcs {
 		p := s
@@ -109,7 +113,7 @@ func copiesNodeModules(srcs []string, workdir string) bool {
 			p = path.Join(workdir, p)
 		}
 		p = path.Clean(p)
-		if strings.Contains(p, "node_modules") || p == "/" || workdir == p || strings.HasPrefix(workdir, p+"/") {
+		if strings.Contains(p, "node_modules") || images.TracedOutput(p) || p == "/" || workdir == p || strings.HasPrefix(workdir, p+"/") {
 			return true
 		}
 	}

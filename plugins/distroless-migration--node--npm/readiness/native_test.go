@@ -40,14 +40,14 @@ CMD ["dist/main.js"]
 		t.Fatal(err)
 	}
 	var roots []int
-	for _, s := range NativeStages(d, true) {
+	for _, s := range NativeStages(d, true, nil) {
 		roots = append(roots, s.Root)
 	}
 	if diff := cmp.Diff([]int{0, 3}, roots); diff != "" {
 		t.Errorf("roots (-want +got):\n%s", diff)
 	}
 	roots = nil
-	for _, s := range NativeStages(d, false) {
+	for _, s := range NativeStages(d, false, nil) {
 		roots = append(roots, s.Root)
 	}
 	if diff := cmp.Diff([]int{3}, roots); diff != "" {
@@ -64,8 +64,55 @@ func TestNativeStagesCommittedModules(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := NativeStages(d, true)
+	got := NativeStages(d, true, nil)
 	if len(got) != 1 || got[0].Root != 0 {
 		t.Errorf("NativeStages = %+v, want the builder (0)", got)
+	}
+}
+
+// TestNativeStagesOfStage: with no addon of the app's own, the chains
+// whose stages hold one (a build project's, a package a RUN installs by
+// name) are listed when what ships holds their node_modules: a Nitro
+// .output, a node_modules copy. A chain with an addon whose node_modules
+// stay behind (icons' sharp) is not, nor one without an addon.
+func TestNativeStagesOfStage(t *testing.T) {
+	t.Parallel()
+	src := `FROM node:22-alpine AS build
+WORKDIR /app
+COPY web/package.json ./
+RUN npm install
+COPY web ./
+RUN npm run build
+
+FROM node:22-alpine AS sqlite
+WORKDIR /app
+RUN npm install --no-save libsql
+
+FROM node:22-alpine AS icons
+WORKDIR /tools
+RUN npm install sharp && node make-icons.js
+
+FROM node:22-alpine AS plain
+WORKDIR /app
+RUN npm install left-pad
+
+FROM node:22-alpine
+WORKDIR /app
+COPY --from=build /app/.output /app
+COPY --from=sqlite /app/node_modules /app/server/node_modules
+COPY --from=icons /tools/out /app/public/icons
+COPY --from=plain /app/node_modules /app/vendor/node_modules
+CMD ["node", "server/index.mjs"]
+`
+	d, err := dockerfile.Parse("Dockerfile", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var roots []int
+	for _, s := range NativeStages(d, false, map[int]bool{0: true, 1: true, 2: true}) {
+		roots = append(roots, s.Root)
+	}
+	if diff := cmp.Diff([]int{0, 1}, roots); diff != "" {
+		t.Errorf("roots (-want +got):\n%s", diff)
 	}
 }

@@ -35,7 +35,19 @@ func (b *builder) runtime(f *noderuntime.Facts) {
 			Title: fmt.Sprintf("the %s runs %s, which distroless lacks", u.Origin, u.Binary), Fix: u.Fix, Evidence: ev(u.Dockerfile, u.Line)})
 	}
 	b.osPackages(f.OSPackages, runtimeBins, initBins)
-	native := len(f.Native) > 0
+	native := f.AppNative()
+	// The stages whose own node_modules hold an addon that is not the
+	// app's (a build project elsewhere, a package a RUN installs by name).
+	stageNative := map[int]bool{}
+	if b.judged != nil {
+		for _, n := range f.Native {
+			for _, name := range n.Stages {
+				if i, ok := b.judged.StageRef(name); ok {
+					stageNative[i] = true
+				}
+			}
+		}
+	}
 	for _, img := range f.Images {
 		rt := img.Runtime
 		if rt.EndOfLife != "" {
@@ -54,7 +66,7 @@ func (b *builder) runtime(f *noderuntime.Facts) {
 		}
 		target := targetMajor(img)
 		if b.judged != nil && img.Dockerfile == b.judged.Path {
-			for _, ns := range NativeStages(b.judged, native) {
+			for _, ns := range NativeStages(b.judged, native, stageNative) {
 				st := b.judged.Stages[ns.Root]
 				if !isMusl(st.ResolvedBase) {
 					continue

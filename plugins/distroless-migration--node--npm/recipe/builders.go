@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/dockerfile"
+	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/probes/noderuntime"
 	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/readiness"
 )
 
@@ -88,7 +89,7 @@ func (r *rewriter) builders() error {
 		}
 		st := r.d.Stages[i]
 		musl := strings.Contains(st.ResolvedBase, "alpine")
-		if !musl && nodeMajorOf(st.ResolvedBase) == r.target.Major && dockerfile.ClassifyBase(st.ResolvedBase) == dockerfile.BaseOfficialNode {
+		if !musl && noderuntime.NodeMajor(st.ResolvedBase) == r.target.Major && dockerfile.ClassifyBase(st.ResolvedBase) == dockerfile.BaseOfficialNode {
 			continue
 		}
 		if dockerfile.ClassifyBase(st.ResolvedBase) != dockerfile.BaseOfficialNode && !musl {
@@ -128,17 +129,4 @@ func (r *rewriter) builders() error {
 		r.change(readiness.RuleBumpNode, fmt.Sprintf("Node moves to %d, the nearest major with a distroless image", r.target.Major))
 	}
 	return nil
-}
-
-// nodeMajorOf reads the Node major of an official node image reference.
-func nodeMajorOf(ref string) int {
-	tag := ref
-	if i := strings.LastIndex(tag, ":"); i >= 0 {
-		tag = tag[i+1:]
-	}
-	var m int
-	if _, err := fmt.Sscanf(tag, "%d", &m); err != nil {
-		return 0
-	}
-	return m
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/dockerfile"
+	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/probes/noderuntime"
 	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/readiness"
 )
 
@@ -27,7 +28,7 @@ func (r *rewriter) split(start, health []string) error {
 	switch {
 	case st.BaseStage >= 0:
 		// Built from an earlier stage, which stays as it is.
-	case dockerfile.ClassifyBase(st.ResolvedBase) != dockerfile.BaseOfficialNode || strings.Contains(st.ResolvedBase, "alpine") || nodeMajorOf(st.ResolvedBase) != r.target.Major:
+	case dockerfile.ClassifyBase(st.ResolvedBase) != dockerfile.BaseOfficialNode || strings.Contains(st.ResolvedBase, "alpine") || noderuntime.NodeMajor(st.ResolvedBase) != r.target.Major:
 		base = r.baseRef(r.t, r.builderRef(), readiness.RuleMoveToBuilder)
 		// The files stage installs the node_modules that ship.
 		what := fmt.Sprintf("the files stage, whose node_modules ship, runs on %s (glibc, Node %d), so native addons match the runtime", r.builderRef(), r.target.Major)

@@ -8,13 +8,17 @@ import (
 	"mvdan.cc/sh/v3/syntax"
 )
 
-// GlobalInstall is a package that a command line installs globally with
-// a package manager: `npm install -g thelounge@4.6.0`, `yarn global add
-// thelounge@${VERSION}`, `pnpm add -g serve`. Its bins land on the image's
-// PATH (/usr/local/bin on the node images), outside any app folder.
-type GlobalInstall struct {
+// PackageInstall is a package that a command line installs by name with
+// a package manager. A global one (`npm install -g thelounge@4.6.0`, `yarn
+// global add thelounge@${VERSION}`, `pnpm add -g serve`) has its bins on
+// the image's PATH (/usr/local/bin on the node images), outside any app
+// folder; a local one (`npm install --no-save libsql`, `yarn add x`, `pnpm
+// add x`) lands in the working directory's node_modules, whether or not a
+// lockfile pins it.
+type PackageInstall struct {
 	// Tool is the command that installs it: "npm install -g", "yarn
-	// global add" or "pnpm add -g".
+	// global add" or "pnpm add -g"; "npm install", "yarn add" or "pnpm
+	// add".
 	Tool    string `json:"tool"`
 	Package string `json:"package"`
 	// Version is the version or range asked for, when the line gives it;
@@ -24,6 +28,8 @@ type GlobalInstall struct {
 	VersionVar string `json:"version_var,omitempty"`
 	// Line is the line of the command line the install starts on, from 1.
 	Line int `json:"line"`
+	// Global is set for a global install.
+	Global bool `json:"-"`
 }
 
 // npmInstallVerbs are npm install's name and its aliases.
@@ -35,17 +41,30 @@ var npmValued = []string{"--prefix", "--registry", "--loglevel", "--cache", "--u
 
 // GlobalInstalls returns the packages that the shell line src installs
 // globally, in order. A package whose name is not a literal is left out.
-func GlobalInstalls(src string) []GlobalInstall {
-	var out []GlobalInstall
+func GlobalInstalls(src string) []PackageInstall {
+	var out []PackageInstall
+	for _, p := range Installs(src) {
+		if p.Global {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// Installs returns the packages that the shell line src installs by name,
+// globally or into the working directory, in order. A package whose name
+// is not a literal is left out.
+func Installs(src string) []PackageInstall {
+	var out []PackageInstall
 	eachCall(src, 3, func(call *syntax.CallExpr) {
 		words := make([][]EnvPart, len(call.Args))
 		for i, w := range call.Args {
 			words[i], _ = envWord(w)
 		}
-		tool, specs := globalSpecs(words)
+		tool, global, specs := installSpecs(words)
 		for _, s := range specs {
-			if g, ok := globalPackage(s); ok {
-				g.Tool, g.Line = tool, int(call.Pos().Line())
+			if g, ok := namedPackage(s); ok {
+				g.Tool, g.Line, g.Global = tool, int(call.Pos().Line()), global
 				out = append(out, g)
 			}
 		}
@@ -61,9 +80,9 @@ func lit(w []EnvPart) (string, bool) {
 	return "", len(w) == 0
 }
 
-// globalSpecs returns the install command and its package words, when
-// words is a global install.
-func globalSpecs(words [][]EnvPart) (string, [][]EnvPart) {
+// installSpecs returns the install command, whether it is global, and
+// its package words, when words installs packages by name.
+func installSpecs(words [][]EnvPart) (string, bool, [][]EnvPart) {
 	argv := make([]string, len(words))
 	for i, w := range words {
 		argv[i], _ = lit(w)
@@ -72,7 +91,7 @@ func globalSpecs(words [][]EnvPart) (string, [][]EnvPart) {
 	case "npm":
 		verb := slices.IndexFunc(argv[1:], func(a string) bool { return !strings.HasPrefix(a, "-") })
 		if verb < 0 || !slices.Contains(npmInstallVerbs, argv[1+verb]) {
-			return "", nil
+			return "", false, nil
 		}
 		global := false
 		var specs [][]EnvPart
@@ -92,22 +111,28 @@ func globalSpecs(words [][]EnvPart) (string, [][]EnvPart) {
 			}
 		}
 		if global {
-			return "npm install -g", specs
+			return "npm install -g", true, specs
 		}
+		return "npm install", false, specs
 	case "yarn":
-		g := slices.Index(argv, "global")
-		if g < 0 || g+1 >= len(argv) || argv[g+1] != "add" {
-			return "", nil
+		verb := slices.IndexFunc(argv[1:], func(a string) bool { return !strings.HasPrefix(a, "-") }) + 1
+		switch {
+		case verb == 0:
+		case argv[verb] == "add":
+			return "yarn add", false, packageWords(words[verb+1:], argv[verb+1:])
+		case argv[verb] == "global" && verb+1 < len(argv) && argv[verb+1] == "add":
+			return "yarn global add", true, packageWords(words[verb+2:], argv[verb+2:])
 		}
-		return "yarn global add", packageWords(words[g+2:], argv[g+2:])
 	case "pnpm":
-		if len(argv) < 3 || !slices.Contains([]string{"add", "install", "i"}, argv[1]) ||
-			!slices.ContainsFunc(argv[2:], func(a string) bool { return a == "-g" || a == "--global" }) {
-			return "", nil
+		if len(argv) < 3 || !slices.Contains([]string{"add", "install", "i"}, argv[1]) {
+			return "", false, nil
 		}
-		return "pnpm add -g", packageWords(words[2:], argv[2:])
+		if slices.ContainsFunc(argv[2:], func(a string) bool { return a == "-g" || a == "--global" }) {
+			return "pnpm add -g", true, packageWords(words[2:], argv[2:])
+		}
+		return "pnpm add", false, packageWords(words[2:], argv[2:])
 	}
-	return "", nil
+	return "", false, nil
 }
 
 // packageWords are the words of words that are not options.
@@ -121,25 +146,25 @@ func packageWords(words [][]EnvPart, argv []string) [][]EnvPart {
 	return out
 }
 
-// globalPackage reads a package word: name, name@version, @scope/name or
+// namedPackage reads a package word: name, name@version, @scope/name or
 // @scope/name@version, whose version may come from a variable. A path, a
 // URL or a git spec is not a registry package, and is left out.
-func globalPackage(w []EnvPart) (GlobalInstall, bool) {
+func namedPackage(w []EnvPart) (PackageInstall, bool) {
 	if len(w) == 0 || w[0].Env != "" {
-		return GlobalInstall{}, false
+		return PackageInstall{}, false
 	}
 	text := w[0].Text
 	name, version := text, ""
 	if at := strings.IndexByte(text[min(1, len(text)):], '@'); at >= 0 { // past a scope's @
 		name, version = text[:at+1], text[at+2:]
 	} else if len(w) > 1 {
-		return GlobalInstall{}, false // name${SUFFIX}: the name is not known
+		return PackageInstall{}, false // name${SUFFIX}: the name is not known
 	}
 	if name == "" || strings.ContainsAny(name, ":\\") || strings.HasPrefix(name, ".") || strings.HasPrefix(name, "/") ||
 		strings.Count(name, "/") != strings.Count(name[:1], "@") {
-		return GlobalInstall{}, false
+		return PackageInstall{}, false
 	}
-	g := GlobalInstall{Package: name, Version: version}
+	g := PackageInstall{Package: name, Version: version}
 	if len(w) > 1 {
 		if g.Version == "" && len(w) == 2 && w[1].Env != "" {
 			g.VersionVar = w[1].Env

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"path"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -102,7 +103,7 @@ type Facts struct {
 // final stage chain.
 type GlobalPackage struct {
 	Dockerfile string `json:"dockerfile"`
-	shellcmd.GlobalInstall
+	shellcmd.PackageInstall
 }
 
 // Image is one Dockerfile's builder and runtime bases.
@@ -127,9 +128,28 @@ type Base struct {
 // Native is evidence of a native addon.
 type Native struct {
 	Package string `json:"package"`
-	How     string `json:"how"` // binding.gyp, prebuilds, known_package, node_gyp_script
+	How     string `json:"how"` // binding.gyp, prebuilds, known_package, node_gyp_script, run_install
 	File    string `json:"file"`
+	// Line is the Dockerfile line of a RUN step that installs the
+	// package by name (run_install).
+	Line int `json:"line,omitempty"`
+	// Stages name the judged Dockerfile's stages whose node_modules hold
+	// the addon, when it is not the app's own: a stage whose project (the
+	// package.json at its working directory) is not the app folder's,
+	// such as a Nuxt build in src/ whose .output ships, or a stage whose
+	// RUN installs the package by name (npm install --no-save libsql).
+	// Empty for the app's own addons.
+	Stages []string `json:"stages,omitempty"`
 }
+
+// AppNative reports a native addon of the app's own (not only of a
+// stage's, Native.Stages).
+func (f *Facts) AppNative() bool {
+	return slices.ContainsFunc(f.Native, func(n Native) bool { return len(n.Stages) == 0 })
+}
+
+// KnownNative reports a package that ships a native addon.
+func KnownNative(name string) bool { return knownNative[name] }
 
 // OSPackage is a package installed in the final stage's chain.
 type OSPackage struct {
@@ -161,7 +181,7 @@ var _ probe.Probe = (*Probe)(nil)
 func (*Probe) Desc() probe.Desc {
 	return probe.Desc{
 		Name:          Name,
-		Version:       "5", // 5: the global installs of a base image the repository builds count; libsql, @libsql/client and other prebuilt native packages are known; the npm packages the final stage installs globally (global_packages); 3: package.json and binding.gyp read in the image's app folder (issue 21); 4: an exec-form sh -c LINE runs the line's commands, not a missing shell binary
+		Version:       "6", // 6: native addons of the stages whose project is not the app's, and of packages a RUN installs by name (native_addons[].stages); 5: the global installs of a base image the repository builds count; libsql, @libsql/client and other prebuilt native packages are known; the npm packages the final stage installs globally (global_packages); 3: package.json and binding.gyp read in the image's app folder (issue 21); 4: an exec-form sh -c LINE runs the line's commands, not a missing shell binary
 		Heaviness:     probe.Light,
 		PerImage:      true,
 		CacheStrategy: probe.CacheContent,
@@ -199,9 +219,15 @@ func (*Probe) Run(ctx context.Context, repo *probe.Repo, pctx *probe.Context) (p
 	if err := nativeInModules(repo, dir, facts); err != nil {
 		return probe.Output{}, err
 	}
+	if err := nativeInStages(ctx, repo, pctx, path.Join(dir, "package.json"), facts); err != nil {
+		return probe.Output{}, err
+	}
 	sort.Slice(facts.Native, func(i, j int) bool {
 		a, b := facts.Native[i], facts.Native[j]
-		return a.Package+a.How+a.File < b.Package+b.How+b.File
+		if a.Package+a.How+a.File != b.Package+b.How+b.File {
+			return a.Package+a.How+a.File < b.Package+b.How+b.File
+		}
+		return a.Line < b.Line
 	})
 	files, err := images.Selected(ctx, repo, pctx)
 	if err != nil {
@@ -218,7 +244,7 @@ func (*Probe) Run(ctx context.Context, repo *probe.Repo, pctx *probe.Context) (p
 		}
 		img := image(f)
 		facts.Images = append(facts.Images, img)
-		out.Warnings = append(out.Warnings, imageWarnings(f.Path, img, len(facts.Native) > 0)...)
+		out.Warnings = append(out.Warnings, imageWarnings(f.Path, img, facts.AppNative())...)
 		pkgs := osPackages(f)
 		facts.OSPackages = append(facts.OSPackages, pkgs...)
 		for _, pk := range pkgs {
@@ -246,7 +272,11 @@ func (*Probe) Run(ctx context.Context, repo *probe.Repo, pctx *probe.Context) (p
 		}
 	}
 	for _, n := range facts.Native {
-		out.Warnings = append(out.Warnings, probe.Warning{ID: WarnNativeAddon, Message: fmt.Sprintf("native addon %s (%s)", n.Package, n.How), Evidence: []probe.Evidence{{File: strings.SplitN(n.File, "#", 2)[0], Line: 1}}})
+		msg, line := fmt.Sprintf("native addon %s (%s)", n.Package, n.How), max(n.Line, 1)
+		if len(n.Stages) > 0 {
+			msg += " in stage " + strings.Join(n.Stages, ", ")
+		}
+		out.Warnings = append(out.Warnings, probe.Warning{ID: WarnNativeAddon, Message: msg, Evidence: []probe.Evidence{{File: strings.SplitN(n.File, "#", 2)[0], Line: line}}})
 	}
 	return out, nil
 }
@@ -302,6 +332,66 @@ func nativeInModules(repo *probe.Repo, dir string, facts *Facts) error {
 	return nil
 }
 
+// nativeInStages finds the native addons of the judged Dockerfile's stages
+// that are not the app's (appManifest): the known native dependencies of
+// the project each stage holds, and the known native packages a stage's
+// RUN installs by name. Which of those stages ship their node_modules is
+// the verdict's question (readiness.NativeStages).
+func nativeInStages(ctx context.Context, repo *probe.Repo, pctx *probe.Context, appManifest string, facts *Facts) error {
+	j, err := images.Image.Of(ctx, repo, pctx)
+	if err != nil || j == nil || j.File == nil {
+		return err
+	}
+	set, err := images.Files.Of(ctx, repo, pctx)
+	if err != nil || set == nil {
+		return err
+	}
+	f := j.File
+	byKey := map[string]*Native{}
+	var order []string
+	add := func(n Native, stage int) {
+		key := n.Package + "\x00" + n.How + "\x00" + n.File + "\x00" + fmt.Sprint(n.Line)
+		if byKey[key] == nil {
+			byKey[key], order = &n, append(order, key)
+		}
+		if name := f.StageName(stage); !slices.Contains(byKey[key].Stages, name) {
+			byKey[key].Stages = append(byKey[key].Stages, name)
+		}
+	}
+	for i := range f.Stages {
+		if proj := set.Projects[i]; proj != "" && proj != appManifest {
+			if data, err := repo.ReadFile(proj); err == nil {
+				var pj nodeproject.Facts
+				if nodeproject.Parse(data, &pj) == nil {
+					for _, d := range pj.Dependencies {
+						if knownNative[d.Name] {
+							add(Native{Package: d.Name, How: "known_package", File: proj}, i)
+						}
+					}
+				}
+			}
+		}
+		for _, in := range f.Stages[i].Instructions {
+			if in.Command != "run" || len(in.Args) == 0 {
+				continue
+			}
+			line := in.Args[0]
+			if in.Form != dockerfile.FormShell {
+				line = strings.Join(in.Args, " ")
+			}
+			for _, p := range shellcmd.Installs(line) {
+				if !p.Global && knownNative[p.Package] {
+					add(Native{Package: p.Package, How: "run_install", File: f.Path, Line: in.Line + p.Line - 1}, i)
+				}
+			}
+		}
+	}
+	for _, k := range order {
+		facts.Native = append(facts.Native, *byKey[k])
+	}
+	return nil
+}
+
 // moduleOf names the package a node_modules path belongs to.
 func moduleOf(p string) (pkg, how string) {
 	rest := strings.TrimPrefix(p, "node_modules/")
@@ -332,9 +422,7 @@ func base(f *dockerfile.File, stage int) Base {
 	name, tag := splitRef(ref)
 	switch dockerfile.ClassifyBase(ref) {
 	case dockerfile.BaseOfficialNode:
-		if m := majorRE.FindStringSubmatch(tag); m != nil {
-			b.NodeMajor, _ = strconv.Atoi(m[1])
-		}
+		b.NodeMajor = tagMajor(tag)
 		b.Libc = "glibc"
 		if strings.Contains(tag, "alpine") {
 			b.Libc = "musl"
@@ -391,6 +479,31 @@ func imageWarnings(file string, img Image, native bool) []probe.Warning {
 
 // splitRef splits an image reference into its name and tag, ignoring a
 // digest: node:26.4.0-slim@sha256:… has name node and tag 26.4.0-slim.
+// ltsCodenames are the codenames of Node's LTS lines, which the official
+// node image also uses as tags (node:krypton-alpine is Node 24), from
+// nodejs.org's release schedule.
+var ltsCodenames = map[string]int{
+	"argon": 4, "boron": 6, "carbon": 8, "dubnium": 10, "erbium": 12, "fermium": 14,
+	"gallium": 16, "hydrogen": 18, "iron": 20, "jod": 22, "krypton": 24,
+}
+
+// NodeMajor is the Node major an official node image reference names by
+// its tag (node:22-alpine, node:22.11@sha256:…, node:jod-slim); 0 when
+// the tag names none (node:lts, node:latest, no tag).
+func NodeMajor(ref string) int {
+	_, tag := splitRef(ref)
+	return tagMajor(tag)
+}
+
+func tagMajor(tag string) int {
+	if m := majorRE.FindStringSubmatch(tag); m != nil {
+		n, _ := strconv.Atoi(m[1])
+		return n
+	}
+	codename, _, _ := strings.Cut(tag, "-")
+	return ltsCodenames[codename]
+}
+
 func splitRef(ref string) (name, tag string) {
 	name = ref
 	if i := strings.Index(name, "@"); i >= 0 {
@@ -524,7 +637,7 @@ func globalPackages(f *dockerfile.File) []GlobalPackage {
 		}
 		for _, g := range shellcmd.GlobalInstalls(line) {
 			g.Line += in.Line - 1
-			out = append(out, GlobalPackage{Dockerfile: f.Path, GlobalInstall: g})
+			out = append(out, GlobalPackage{Dockerfile: f.Path, PackageInstall: g})
 		}
 	})
 	return out

@@ -83,3 +83,24 @@ func TestDistrolessRuntime(t *testing.T) {
 		t.Errorf("runtime = %+v", rt)
 	}
 }
+
+// TestNodeMajor: an official node image's tag names its major by number
+// or by LTS codename; a digest does not hide the tag.
+func TestNodeMajor(t *testing.T) {
+	t.Parallel()
+	for ref, want := range map[string]int{
+		"node:22-alpine":             22,
+		"node:22.11.0-bookworm-slim": 22,
+		"docker.io/library/node:krypton-alpine@sha256:d32cdf619f63fe0471182d08996dd516c6275bb5fd31ae06e55a570bd9e1ad43": 24,
+		"node:jod":                          22,
+		"node:iron-slim":                    20,
+		"node:20@sha256:0123456789abcdef":   20,
+		"node:lts-alpine":                   0,
+		"node":                              0,
+		"registry.local:5000/node:hydrogen": 18,
+	} {
+		if got := NodeMajor(ref); got != want {
+			t.Errorf("NodeMajor(%q) = %d, want %d", ref, got, want)
+		}
+	}
+}
