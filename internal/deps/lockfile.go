@@ -199,7 +199,9 @@ type npmDep struct {
 // ParseNPM parses package-lock.json or npm-shrinkwrap.json. Version 2 and
 // 3 give every install path in "packages"; version 1 nests "dependencies".
 // Links (workspaces), bundled packages (they come inside their parent's
-// tarball) and development-only packages are left out.
+// tarball) and development-only packages are left out; a package that is
+// both a devDependency and an optional one of a production package
+// (devOptional) is kept, as npm ci --omit=dev keeps it.
 func ParseNPM(data []byte) (*Lock, error) {
 	var raw npmLock
 	if err := json.Unmarshal(data, &raw); err != nil {
@@ -213,7 +215,12 @@ func ParseNPM(data []byte) (*Lock, error) {
 			if i >= 0 {
 				l.mention(key[i+len("node_modules/"):])
 			}
-			if key == "" || i < 0 || p.Link || p.Dev || p.DevOptional || p.InBundle {
+			// devOptional: a devDependency that is also an optional
+			// dependency (or optional peer) of a production package, as
+			// prisma is of @prisma/client. npm omits it only when both
+			// dev and optional are omitted (arborist's shouldOmit), so
+			// npm ci --omit=dev installs it.
+			if key == "" || i < 0 || p.Link || p.Dev || p.InBundle {
 				continue
 			}
 			name := key[i+len("node_modules/"):]
