@@ -426,6 +426,13 @@ func (b *setBuilder) copyOne(in dockerfile.Instruction, src, dest string, destDi
 				out = append(out, mapping{image: placed(dest, destDir, sp, rest, m.image), repo: m.repo})
 			}
 		}
+		if found && b.runsIn(st, sp, out) {
+			// Repository files, and what the stage's RUN steps wrote
+			// beside them (ghostfolio's dist/apps: a package.json and
+			// prisma/ copied into dist/apps/api beside the bundle the
+			// build wrote): generated too.
+			b.generated = append(b.generated, Generated{ImagePath: dest, Stage: b.f.StageName(st), StagePath: sp})
+		}
 		if !found {
 			if ref, ok := b.unreadableRoot(st); ok {
 				// No RUN of the chain made it: it is the base image's,
@@ -474,6 +481,41 @@ func (b *setBuilder) copyOne(in dockerfile.Instruction, src, dest string, destDi
 		}
 	}
 	return out
+}
+
+// buildOutputs are the folder names a build writes its output to.
+var buildOutputs = map[string]bool{"dist": true, "build": true, "out": true, ".output": true, ".next": true}
+
+// runsIn reports a COPY --from source folder sp, in or below a build
+// output folder (dist/apps), that holds repository files (out), of a
+// stage whose chain runs a RUN step after a COPY: the step may have
+// written more there. A single file is the repository's alone.
+func (b *setBuilder) runsIn(st int, sp string, out []mapping) bool {
+	if len(out) == 1 && out[0].image == sp {
+		return false // a file
+	}
+	if !slices.ContainsFunc(strings.Split(sp, "/"), func(s string) bool { return buildOutputs[s] }) {
+		return false
+	}
+	var chain []int
+	for i := st; i >= 0 && len(chain) <= len(b.f.Stages); i = b.f.Stages[i].BaseStage {
+		chain = append(chain, i)
+	}
+	slices.Reverse(chain)
+	copied := false
+	for _, i := range chain {
+		for _, in := range b.f.Stages[i].Instructions {
+			switch in.Command {
+			case "copy", "add":
+				copied = true
+			case "run":
+				if copied {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
 
 // unreadable reports an image reference that is neither a known Node

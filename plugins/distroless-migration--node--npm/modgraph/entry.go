@@ -345,8 +345,55 @@ func mapEntry(j *images.Judged, set *images.FileSet, w *walker, wd, p string) (s
 	if t, ok := w.fromSource(cand); ok {
 		return t, true
 	}
+	return compiledEntry(set, ip)
+}
+
+// compiledEntry maps a file of a directory a builder stage generated to
+// the one source the stage compiled it from, when the source's path
+// without a src/ folder and its extension ends with the file's path below
+// the build's output folder: Nx's and the Nest CLI's monorepo layout,
+// where dist/apps/api/main.js is built from apps/api/src/main.ts, copied
+// as apps/ (node apps/api/main) or as the app itself (node main).
+func compiledEntry(set *images.FileSet, ip string) (string, bool) {
+	if set == nil {
+		return "", false
+	}
+	for _, g := range set.Generated {
+		rest, ok := strings.CutPrefix(ip, strings.TrimSuffix(g.ImagePath, "/")+"/")
+		if !ok {
+			continue
+		}
+		// The generated folder's part below its output folder (dist/apps
+		// gives apps/), then the file's path in it.
+		key := rest
+		segs := strings.Split(strings.Trim(g.StagePath, "/"), "/")
+		for i := len(segs) - 1; i >= 0; i-- {
+			if outDirs[segs[i]] {
+				key = path.Join(path.Join(segs[i+1:]...), rest)
+				break
+			}
+		}
+		key = strings.TrimSuffix(key, path.Ext(key))
+		var found []string
+		for src, dir := range set.Compiled {
+			if dir != g.ImagePath {
+				continue
+			}
+			bare := strings.TrimSuffix(src, path.Ext(src))
+			bare = strings.Replace("/"+bare, "/src/", "/", 1)
+			if strings.HasSuffix(bare, "/"+key) {
+				found = append(found, src)
+			}
+		}
+		if len(found) == 1 {
+			return found[0], true
+		}
+	}
 	return "", false
 }
+
+// outDirs are the folder names a build writes its output to.
+var outDirs = map[string]bool{"dist": true, "build": true, "out": true, "lib": true}
 
 func chainArgv(c *npmscripts.Chain) []string {
 	if c == nil {

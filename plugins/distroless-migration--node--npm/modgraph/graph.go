@@ -666,7 +666,7 @@ func (w *walker) fromSource(p string) (string, bool) {
 	if t, ok := w.fromOutDir(p); ok {
 		return t, true
 	}
-	for _, out := range []string{"dist", "build", "lib", "out"} {
+	for _, out := range []string{"dist", "build", "lib", "out"} { // outDirs, in this order
 		segs := strings.Split(p, "/")
 		for i, s := range segs {
 			if s != out {

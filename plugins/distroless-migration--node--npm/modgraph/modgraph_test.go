@@ -29,20 +29,25 @@ const plug = require('./plugins/' + kind);
 const tpl = require(` + "`./t/${n}`" + `);
 db.import(rows);
 x.require('./not-a-load');
+// the next line's import is code
+import f from './f';
+/**
+ * @param {import('./types').Options} o
+ */
 `
 	imps, dyn := Scan([]byte(src))
 	var specs []string
 	for _, i := range imps {
 		specs = append(specs, i.Spec)
 	}
-	// A load in a comment or in a string that only looks like a call is an
-	// extra edge: more code is reachable, never less.
-	want := []string{"commented-out", "./a", "in-a-string", "also-commented", "./b.js", "./c", "./d", "./side-effect", "./e.mjs"}
+	// A load on a comment's line is none; one in a string that only looks
+	// like a call is an extra edge: more code is reachable, never less.
+	want := []string{"./a", "in-a-string", "./b.js", "./c", "./d", "./f", "./side-effect", "./e.mjs"}
 	if diff := cmp.Diff(want, specs); diff != "" {
 		t.Errorf("specifiers (-want +got):\n%s", diff)
 	}
-	if imps[1].Line != 4 {
-		t.Errorf("line of ./a = %d, want 4", imps[1].Line)
+	if imps[0].Line != 4 {
+		t.Errorf("line of ./a = %d, want 4", imps[0].Line)
 	}
 	var prefixes []string
 	for _, d := range dyn {
@@ -105,6 +110,28 @@ func TestScanComment(t *testing.T) {
 	slices.Sort(lines)
 	if diff := cmp.Diff([]int{6, 7, 8}, lines); diff != "" {
 		t.Errorf("computed load lines (-want +got):\n%s", diff)
+	}
+}
+
+// TestScanCommentedLoad: a literal load that a comment's line holds is
+// none; a load after a template literal that closes on a line with a //
+// in it (minified code) is still one.
+func TestScanCommentedLoad(t *testing.T) {
+	t.Parallel()
+	src := "// const gqlTools = require('graphql-tools')\n" +
+		"/** @type {import('./types').Options} */\n" +
+		"const m = `Read more:\nhttps://x.org/docs`, y = require('./after-template');\n" +
+		"x = 1; // require('./trailing')\n"
+	imps, dyn := Scan([]byte(src))
+	var specs []string
+	for _, i := range imps {
+		specs = append(specs, i.Spec)
+	}
+	if diff := cmp.Diff([]string{"./after-template"}, specs); diff != "" {
+		t.Errorf("specifiers (-want +got):\n%s", diff)
+	}
+	if len(dyn) != 0 {
+		t.Errorf("computed loads = %+v, want none", dyn)
 	}
 }
 
@@ -187,6 +214,37 @@ func TestCompiledOutputMapsToSources(t *testing.T) {
 	}
 	if !g.Reached("src/run.ts") || g.Reached("src/other.ts") {
 		t.Errorf("reached run.ts=%v other.ts=%v; want true, false", g.Reached("src/run.ts"), g.Reached("src/other.ts"))
+	}
+}
+
+// TestCompiledOutputOfAMonorepoApp: an Nx or Nest CLI monorepo builds
+// dist/apps/api/main.js from apps/api/src/main.ts; the builder copies a
+// package.json beside the bundle, so the folder is the repository's and
+// the build's. The image copies dist/apps, or dist/apps/api as the app.
+func TestCompiledOutputOfAMonorepoApp(t *testing.T) {
+	t.Parallel()
+	builder := "FROM node:22 AS builder\nWORKDIR /repo\nCOPY package.json ./\nRUN npm ci\nCOPY apps apps/\n" +
+		"RUN npx nx run-many -t build\nWORKDIR /repo/dist/apps/api\nCOPY package.json ./\n"
+	for name, final := range map[string]string{
+		"apps":       "FROM gcr.io/distroless/nodejs22-debian13\nCOPY --from=builder /repo/dist/apps /srv/apps/\nWORKDIR /srv/apps/api\nCMD [\"main\"]\n",
+		"as the app": "FROM gcr.io/distroless/nodejs22-debian13\nWORKDIR /app\nCOPY --from=builder /repo/dist/apps/api ./\nCMD [\"main.js\"]\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			g := graphOf(t, map[string]string{
+				"Dockerfile":                     builder + final,
+				"package.json":                   "{}",
+				"apps/api/src/main.ts":           "import { AppModule } from './app/app.module';\nAppModule();\n",
+				"apps/api/src/app/app.module.ts": "export const AppModule = () => {};\n",
+				"apps/worker/src/main.ts":        "require('child_process').execSync('x');\n",
+			})
+			if diff := cmp.Diff([]string{"apps/api/src/main.ts"}, g.Entries); diff != "" {
+				t.Fatalf("entries (-want +got):\n%s (%s)", diff, g.EntryWhy)
+			}
+			if !g.Reached("apps/api/src/app/app.module.ts") || g.Reached("apps/worker/src/main.ts") {
+				t.Errorf("reached app.module=%v worker=%v; want true, false", g.Reached("apps/api/src/app/app.module.ts"), g.Reached("apps/worker/src/main.ts"))
+			}
+		})
 	}
 }
 

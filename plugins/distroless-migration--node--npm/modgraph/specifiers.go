@@ -55,7 +55,8 @@ var (
 
 // matches is FindAllStringSubmatchIndex of each of res over text, for
 // matches whose keyword starts a word or, for a statement, a statement
-// (a keyword that does not is looked past, not matched through); a
+// (a keyword that does not, or that a comment's line holds, is looked
+// past, not matched through); a
 // statement's match then starts at the byte before it, as the patterns'
 // own (?m)(?:^|[;}\s]) did. With more than one pattern,
 // matches come in the order they start, and one that starts inside an
@@ -75,6 +76,14 @@ func matches(text string, statement bool, res ...*regexp.Regexp) [][]int {
 			}
 			i := m[0]
 			switch {
+			case inComment(text, i):
+				// "// const gqlTools = require('graphql-tools')", a load
+				// commented out; "// Don't cache a rejected import (e.g.
+				// a chunk-load failure)", prose; a JSDoc {import('x').T}:
+				// no load. Looked past, not matched through: a statement
+				// match may run on into the next line's code.
+				pos = i + 1
+				continue
 			case !statement:
 				if i > 0 && wordByte(text[i-1]) && text[i-1] != '$' {
 					pos = i + 1 // not a word's start (\b): look again after it
@@ -106,11 +115,14 @@ func matches(text string, statement bool, res ...*regexp.Regexp) [][]int {
 }
 
 // Scan lists the literal specifiers src loads and the lines of computed
-// ones. It reads the raw text, comments included, so it sees require and
-// import in any JavaScript or TypeScript dialect and cannot be misled by a
-// regular expression that looks like a comment: a load in a comment, or in
-// a string that only looks like a call, is an extra edge (or an extra
-// computed load), which errs toward more reachable code, never less.
+// ones. It reads the raw text, so it sees require and import in any
+// JavaScript or TypeScript dialect and cannot be misled by a regular
+// expression that looks like a comment. A load on a line that a comment
+// holds as far as the line itself shows (inComment: after a // that no
+// quote or slash precedes, or on a block comment's line) is none; a load
+// in a comment that the line does not show, or in a string that only
+// looks like a call, is an extra edge (or an extra computed load), which
+// errs toward more reachable code, never less.
 func Scan(src []byte) ([]Import, []Dynamic) {
 	text := string(src)
 	lineAt := lineIndex(text)
@@ -152,11 +164,6 @@ func Scan(src []byte) ([]Import, []Dynamic) {
 				// No expression starts so: the text of a regular
 				// expression (/import(?:\s+static)?/ in a syntax
 				// highlighter), not a load.
-				continue
-			}
-			if inComment(text, m[0]) {
-				// "// Don't cache a rejected import (e.g. a chunk-load
-				// failure)": prose, not a load.
 				continue
 			}
 			arg, closed := argument(text, m[2])
@@ -328,19 +335,24 @@ var commentRE = regexp.MustCompile(`/\*[^*]*\*+(?:[^/*][^*]*\*+)*/`)
 func stripComments(s string) string { return commentRE.ReplaceAllString(s, " ") }
 
 // inComment reports whether offset off of text is in a comment as far as
-// its line shows: after a // that no quote comes before on the line, or
-// on a line that starts a block comment or goes on with one (" * ").
+// its line shows: after a // that no quote or slash comes before on the
+// line, or on a line that starts a block comment or goes on with one
+// (" * "); and with no backtick between the line's start and off. Only a
+// template literal spans lines, so a line that starts inside a string
+// (minified code's "Read more: https://…`),…,require(x)") has the
+// closing backtick there, and a load after it stays code.
 func inComment(text string, off int) bool {
 	line := text[strings.LastIndexByte(text[:off], '\n')+1 : off]
 	trimmed := strings.TrimLeft(line, " \t")
+	quoted := func(s string) bool { return strings.Contains(s, "`") }
 	if strings.HasPrefix(trimmed, "/*") {
-		return !strings.Contains(trimmed, "*/") // /* istanbul ignore next */ require(x) is code
+		return !strings.Contains(trimmed, "*/") && !quoted(trimmed) // /* istanbul ignore next */ require(x) is code
 	}
 	if strings.HasPrefix(trimmed, "* ") || trimmed == "*" {
-		return true
+		return !quoted(trimmed)
 	}
 	i := strings.Index(line, "//")
-	return i >= 0 && !strings.ContainsAny(line[:i], "\"'`/")
+	return i >= 0 && !strings.ContainsAny(line[:i], "\"'`/") && !quoted(line[i:])
 }
 
 // closingQuote returns the offset of the quote that closes the string
