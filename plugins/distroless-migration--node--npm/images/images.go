@@ -325,9 +325,11 @@ func Inputs() []string {
 }
 
 // guessContext picks the build context of a Dockerfile no compose file
-// builds: its own folder, unless the files its COPY instructions name are
-// missing there and present at the repository root (docker/Dockerfile built
-// with `docker build -f docker/Dockerfile .`).
+// builds: its own folder, unless more of the files its COPY instructions
+// name are only at the repository root than only beside it
+// (docker/Dockerfile built with `docker build -f docker/Dockerfile .`; a
+// monorepo's apps/web/Dockerfile that copies package.json, which both
+// folders have, and turbo.json, which only the root has).
 func guessContext(repo *probe.Repo, pf Parsed) (string, string) {
 	dir := path.Dir(pf.Path)
 	if dir == "." || pf.File == nil {
@@ -344,9 +346,12 @@ func guessContext(repo *probe.Repo, pf Parsed) (string, string) {
 				if src == "." || strings.ContainsAny(src, "*?[$") || strings.Contains(src, "://") {
 					continue
 				}
-				if exists(repo, path.Join(dir, src)) {
+				// A source in both places (a package.json of the app's
+				// folder and of the workspace root) tells nothing.
+				switch inDir, inRoot := exists(repo, path.Join(dir, src)), exists(repo, src); {
+				case inDir && !inRoot:
 					here++
-				} else if exists(repo, src) {
+				case inRoot && !inDir:
 					root++
 				}
 			}

@@ -413,3 +413,32 @@ func TestAddsPackages(t *testing.T) {
 		}
 	}
 }
+
+// TestGuessContextSharedSource: a monorepo app's Dockerfile copies
+// package.json, which its folder and the root both have, and turbo.json,
+// which only the root has: the root is the context. A Dockerfile whose
+// only other source is beside it keeps its folder.
+func TestGuessContextSharedSource(t *testing.T) {
+	t.Parallel()
+	for df, want := range map[string]string{
+		"apps/web/Dockerfile": ".",
+		"apps/api/Dockerfile": "apps/api",
+	} {
+		repo := probetest.Repo(t, map[string]string{
+			"apps/web/Dockerfile":   "FROM node:22 AS builder\nWORKDIR /app\nCOPY package.json .\nCOPY . .\nCOPY turbo.json turbo.json\n",
+			"apps/web/package.json": "{}",
+			"apps/api/Dockerfile":   "FROM node:22\nWORKDIR /app\nCOPY package.json .\nCOPY server.js .\n",
+			"apps/api/package.json": "{}",
+			"apps/api/server.js":    "",
+			"package.json":          "{}",
+			"turbo.json":            "{}",
+		})
+		j, err := Image.Of(t.Context(), repo, &probe.Context{Image: probe.ImageRef{Dockerfile: df, Target: "0"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if j.Context != want {
+			t.Errorf("%s: context %q (%s), want %q", df, j.Context, j.ContextWhy, want)
+		}
+	}
+}
