@@ -54,6 +54,44 @@ func (f *File) stageWorkdir(s int, wd string) string {
 	return path.Join(parts...)
 }
 
+// CopiedTo returns the line of the last COPY or ADD of stage i's FROM
+// chain that puts a file at the absolute path p: a single source copied
+// to p, or a source of p's base name copied into p's folder
+// (COPY --from=build /out/monolith /usr/local/bin/). A folder copied whole
+// does not count: what it holds is not known here.
+func (f *File) CopiedTo(i int, p string) (int, bool) {
+	p = path.Clean(p)
+	line, found := 0, false
+	for _, s := range f.chain(i) {
+		wd := "/"
+		for _, in := range f.Stages[s].Instructions {
+			switch in.Command {
+			case "workdir":
+				if len(in.Args) == 1 {
+					wd = resolve(wd, in.Args[0])
+				}
+			case "copy", "add":
+				if len(in.Args) < 2 {
+					continue
+				}
+				dest := in.Args[len(in.Args)-1]
+				srcs := in.Args[:len(in.Args)-1]
+				into := strings.HasSuffix(dest, "/") || len(srcs) > 1
+				dest = resolve(wd, dest)
+				for _, src := range srcs {
+					if strings.ContainsAny(src, "*?[$") || strings.HasSuffix(src, "/") || src == "." {
+						continue
+					}
+					if !into && dest == p || path.Join(dest, path.Base(src)) == p {
+						line, found = in.Line, true
+					}
+				}
+			}
+		}
+	}
+	return line, found
+}
+
 // chain returns stage i's FROM chain, root first.
 func (f *File) chain(i int) []int {
 	var c []int

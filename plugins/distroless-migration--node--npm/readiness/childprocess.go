@@ -70,6 +70,38 @@ func unreadCommand(f *childprocess.Facts) (probe.Evidence, bool) {
 	return probe.Evidence{}, false
 }
 
+// programPath is the PATH of the distroless node images (and of the
+// official ones), when the image's ENV does not set one.
+const programPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+// copiedProgram returns the line of the judged image's COPY that puts the
+// program bin where a call finds it: its own path when absolute, else a
+// folder of the image's PATH.
+func (b *builder) copiedProgram(bin string, env map[string]string) (int, bool) {
+	if b.judged == nil {
+		return 0, false
+	}
+	if strings.HasPrefix(bin, "/") {
+		return b.judged.CopiedTo(b.judged.Final, bin)
+	}
+	if strings.Contains(bin, "/") {
+		return 0, false // relative to a working directory codegenie does not know
+	}
+	dirs := programPath
+	if p, ok := env["PATH"]; ok {
+		// ENV PATH=/app/node_modules/.bin:$PATH adds to the base's.
+		if p = strings.NewReplacer("${PATH}", programPath, "$PATH", programPath).Replace(p); !strings.Contains(p, "$") {
+			dirs = p
+		}
+	}
+	for _, dir := range strings.Split(dirs, ":") {
+		if line, ok := b.judged.CopiedTo(b.judged.Final, dir+"/"+bin); ok && strings.HasPrefix(dir, "/") {
+			return line, true
+		}
+	}
+	return 0, false
+}
+
 // childProcess: calls that run a shell or a binary distroless lacks. Only
 // code the image holds and the entrypoint reaches (or may reach) blocks;
 // the rest is a note that says why it does not.
@@ -155,6 +187,16 @@ func (b *builder) childProcess(f *childprocess.Facts) {
 				// A program of another system: it fails on the original
 				// image just as on distroless.
 				foreign.add(fd, e, fmt.Sprintf("%s (%s)", baseName(bin), sys))
+				continue
+			}
+			if line, ok := b.copiedProgram(bin, env); ok {
+				// The Dockerfile copies the program in, and the rewrite
+				// keeps the copy: it is there, but whether it runs
+				// depends on the libraries it links.
+				evs = append(evs, probe.Evidence{File: b.judged.Path, Line: line, Note: "copies " + baseName(bin) + " into the image"})
+				b.Add(probe.Blocker{ID: id, Kind: probe.UnknownKind, Rule: RuleUnclassified,
+					Title: fmt.Sprintf("%s runs %s, which the Dockerfile copies into the image (line %d); on distroless it runs only if it is static or the libraries it links are there, which codegenie does not read", where, bin, line),
+					Fix:   "copy a statically linked build, or show with the trace and the gates that the call works on the distroless image", Evidence: evs})
 				continue
 			}
 			b.Add(probe.Blocker{ID: id, Kind: probe.MissingBinary, Rule: RuleBinaryAtRuntime, Title: fmt.Sprintf("%s runs %s, which a distroless image does not have", where, bin),
