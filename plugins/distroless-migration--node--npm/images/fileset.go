@@ -13,6 +13,7 @@ import (
 
 	"github.com/codegenie/codegenie/internal/probe"
 	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/dockerfile"
+	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/shellcmd"
 )
 
 // FileSet is what the judged image's final stage holds of the repository:
@@ -49,6 +50,9 @@ type FileSet struct {
 	// lockfile need not pin (npm install x, yarn add x, pnpm add x): its
 	// node_modules may hold packages no lockfile names.
 	AddsPackages bool
+	// AddedPackages are the names such steps add, when every one of them
+	// names its packages (npm add prisma@7 gives prisma); nil otherwise.
+	AddedPackages []string
 	// Projects are the repository package.json files that the judged
 	// Dockerfile's stages hold at their working directories, by stage
 	// index: the project whose dependencies a stage's install installs.
@@ -168,6 +172,9 @@ var Files = &probe.Analyzer[*FileSet]{
 		set.InstallsDependencies = b.installs
 		set.OmitsDevDependencies = b.installs && b.omitsDev
 		set.AddsPackages = b.adds
+		if b.adds && !b.addedUnnamed {
+			set.AddedPackages = b.added
+		}
 		set.Compiled = map[string]string{}
 		for _, g := range set.Generated {
 			if path.Base(g.StagePath) == "node_modules" {
@@ -231,6 +238,10 @@ type setBuilder struct {
 	installs   bool
 	omitsDev   bool
 	adds       bool
+	// added are the packages the adding steps name; addedUnnamed is set
+	// when one of them names none codegenie can read.
+	added        []string
+	addedUnnamed bool
 }
 
 type ctxFile struct{ rel, repo string }
@@ -256,12 +267,14 @@ type repoBuilds struct {
 // builtStage is the filesystem a repository-built image holds of the
 // repository, with what its build did.
 type builtStage struct {
-	maps       []mapping
-	workdir    string
-	unresolved []string
-	installs   bool
-	omitsDev   bool
-	adds       bool
+	maps         []mapping
+	workdir      string
+	unresolved   []string
+	installs     bool
+	omitsDev     bool
+	adds         bool
+	added        []string
+	addedUnnamed bool
 }
 
 // image returns the file set of the image ref names when the repository
@@ -291,7 +304,7 @@ func (r *repoBuilds) image(ref string) *builtStage {
 	nb := newSetBuilder(f, contextFiles(r.all, bi.Context, ign), r)
 	maps := nb.stage(f.Final, 0)
 	bs := &builtStage{maps: maps, workdir: nb.workdirs[f.Final], unresolved: nb.unresolved,
-		installs: nb.installs, omitsDev: nb.omitsDev, adds: nb.adds}
+		installs: nb.installs, omitsDev: nb.omitsDev, adds: nb.adds, added: nb.added, addedUnnamed: nb.addedUnnamed}
 	r.memo[key] = bs
 	return bs
 }
@@ -302,6 +315,8 @@ func (b *setBuilder) inherit(bs *builtStage) {
 	b.installs = b.installs || bs.installs
 	b.omitsDev = b.omitsDev || bs.omitsDev
 	b.adds = b.adds || bs.adds
+	b.added = append(b.added, bs.added...)
+	b.addedUnnamed = b.addedUnnamed || bs.addedUnnamed
 }
 
 // stage returns the repository files in stage i's filesystem (through its
@@ -341,6 +356,19 @@ func (b *setBuilder) stage(i, depth int) []mapping {
 		case "run":
 			if addsPackages(in) {
 				b.adds = true
+				line := strings.Join(in.Args, " ")
+				if in.Form == dockerfile.FormShell && len(in.Args) > 0 {
+					line = in.Args[0]
+				}
+				n := len(b.added)
+				for _, p := range shellcmd.Installs(line) {
+					if !p.Global && !slices.Contains(b.added, p.Package) {
+						b.added = append(b.added, p.Package)
+					}
+				}
+				if len(b.added) == n {
+					b.addedUnnamed = true
+				}
 			}
 			if installsPackages(in) {
 				b.installs = true

@@ -3,6 +3,7 @@ package childprocess
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/codegenie/codegenie/internal/probe"
@@ -84,10 +85,19 @@ func newScoper(ctx context.Context, repo *probe.Repo, pctx *probe.Context) (*sco
 	if d := pctx.Dependencies; d != nil && len(d.Unavailable) == 0 && set != nil && set.OmitsDevDependencies {
 		sc.lockfileWhole = true
 	}
-	if d := pctx.Dependencies; d != nil && d.Mentions != nil && set != nil && set.InstallsDependencies && !set.AddsPackages {
+	if d := pctx.Dependencies; d != nil && d.Mentions != nil && set != nil && set.InstallsDependencies && (!set.AddsPackages || addedPinned(set.AddedPackages, d.Mentions)) {
 		sc.mentions = d.Mentions
 	}
 	return sc, sum, nil
+}
+
+// addedPinned reports that every package a step of the image adds by
+// name (npm add prisma@7) is one the lockfiles pin too: what it brings is
+// then what they pin for it, so a package they do not name is still not
+// in the image. An adding step whose packages are unknown (added is nil)
+// leaves that unknown.
+func addedPinned(added []string, mentions func(string) bool) bool {
+	return len(added) > 0 && !slices.ContainsFunc(added, func(p string) bool { return !mentions(p) })
 }
 
 // scope classifies one finding and, when it is reachable, gives the load

@@ -253,3 +253,53 @@ func TestScopesMissingPackageLockfile(t *testing.T) {
 		})
 	}
 }
+
+// TestScopesMissingPackageAdded: an image that installs from the lockfile
+// and then adds packages by name (rallly's npm add prisma@7) may hold
+// packages the lockfile does not pin, but only those the added packages
+// bring: when the lockfile pins every added package, a package it does
+// not name is still not in the image. An added package the lockfile does
+// not pin, or an adding step whose packages are unknown, leaves it open.
+func TestScopesMissingPackageAdded(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, add string
+		want      Scope
+	}{
+		{"added package pinned", "RUN npm add prisma@7", ScopeNotReachable},
+		{"added package not pinned", "RUN npm add left-pad", ScopeUnresolved},
+		{"added package unknown", "RUN npm add ${EXTRA}", ScopeUnresolved},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			files := map[string]string{
+				"Dockerfile":                    "FROM node:22\nWORKDIR /app\nCOPY package*.json ./\nRUN npm ci\n" + tc.add + "\nCOPY src ./src\nCMD [\"node\", \"src/server.js\"]\n",
+				"package.json":                  `{"name":"svc","dependencies":{"a":"1"}}`,
+				"src/server.js":                 "require('a');\n",
+				"node_modules/a/package.json":   `{"name":"a","version":"1.0.0","main":"lib/main.js"}`,
+				"node_modules/a/lib/main.js":    "try { require('aws-sdk'); } catch (e) {}\nmodule.exports = 1;\n",
+				"node_modules/a/etc/prepare.js": "require('child_process').execSync('npm run build');\n",
+			}
+			dir := t.TempDir()
+			writeRepo(t, dir, files)
+			repo, err := probe.OpenRepo(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pinned := map[string]bool{"a": true, "prisma": true}
+			d := &probe.Dependencies{Lockfile: "package-lock.json", Installed: 1, Mentions: func(name string) bool { return pinned[name] }}
+			sc, g, err := newScoper(t.Context(), repo, &probe.Context{Image: probe.ImageRef{Dockerfile: "Dockerfile", Target: "0"}, Dependencies: d})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Contains(g.MissingPackages, "aws-sdk") {
+				t.Fatalf("missing packages %v, want aws-sdk", g.MissingPackages)
+			}
+			f := Finding{File: "node_modules/a/etc/prepare.js", Line: 1, Origin: OriginDependency}
+			sc.scope(&f)
+			if f.Scope != tc.want {
+				t.Fatalf("scope %s (%s), want %s", f.Scope, f.ScopeNote, tc.want)
+			}
+		})
+	}
+}
