@@ -32,8 +32,10 @@ type FileSet struct {
 	Generated []Generated
 	// Compiled are the repository sources a builder stage held when it
 	// produced a Generated directory: the image ships what they compile to.
-	// Maps the source to the generated image directory.
-	Compiled map[string]string
+	// Maps the source to the generated image directories (a stage that
+	// builds a backend, a database package and a commons package makes
+	// three).
+	Compiled map[string][]string
 	// ContextGuessed is set when no compose file names the build context
 	// and it was taken to be the Dockerfile's own folder (not the root).
 	ContextGuessed bool
@@ -175,7 +177,7 @@ var Files = &probe.Analyzer[*FileSet]{
 		if b.adds && !b.addedUnnamed {
 			set.AddedPackages = b.added
 		}
-		set.Compiled = map[string]string{}
+		set.Compiled = map[string][]string{}
 		for _, g := range set.Generated {
 			if path.Base(g.StagePath) == "node_modules" {
 				// What a package manager installed, not what the stage's
@@ -191,7 +193,9 @@ var Files = &probe.Analyzer[*FileSet]{
 			}
 			for _, m := range held {
 				if isSource(m.repo) && !isNodeModules(m.repo) {
-					set.Compiled[m.repo] = g.ImagePath
+					if !slices.Contains(set.Compiled[m.repo], g.ImagePath) {
+						set.Compiled[m.repo] = append(set.Compiled[m.repo], g.ImagePath)
+					}
 				}
 			}
 		}
@@ -817,8 +821,8 @@ func (s *FileSet) NodeScript(p string) (string, bool) {
 			continue
 		}
 		asFile, asDir := false, false
-		for src, dir := range s.Compiled {
-			if dir != g.ImagePath {
+		for src, dirs := range s.Compiled {
+			if !slices.Contains(dirs, g.ImagePath) {
 				continue
 			}
 			stem := "/" + strings.TrimSuffix(src, path.Ext(src))

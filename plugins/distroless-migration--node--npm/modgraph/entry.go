@@ -350,10 +350,12 @@ func mapEntry(j *images.Judged, set *images.FileSet, w *walker, wd, p string) (s
 
 // compiledEntry maps a file of a directory a builder stage generated to
 // the one source the stage compiled it from, when the source's path
-// without a src/ folder and its extension ends with the file's path below
-// the build's output folder: Nx's and the Nest CLI's monorepo layout,
-// where dist/apps/api/main.js is built from apps/api/src/main.ts, copied
-// as apps/ (node apps/api/main) or as the app itself (node main).
+// without its extension, and with or without a src/ folder, ends with the
+// file's path below the build's output folder: Nx's and the Nest CLI's
+// monorepo layout, where dist/apps/api/main.js is built from
+// apps/api/src/main.ts, copied as apps/ (node apps/api/main) or as the app
+// itself (node main); and a workspace package's dist/src/main.js, copied
+// as dist/ (hedgedoc's backend).
 func compiledEntry(set *images.FileSet, ip string) (string, bool) {
 	if set == nil {
 		return "", false
@@ -364,28 +366,42 @@ func compiledEntry(set *images.FileSet, ip string) (string, bool) {
 			continue
 		}
 		// The generated folder's part below its output folder (dist/apps
-		// gives apps/), then the file's path in it.
-		key := rest
+		// gives apps/), then the file's path in it; and the stage's
+		// folder above the output folder (/usr/src/app/backend/).
+		key, above := rest, "/"
 		segs := strings.Split(strings.Trim(g.StagePath, "/"), "/")
 		for i := len(segs) - 1; i >= 0; i-- {
 			if outDirs[segs[i]] {
-				key = path.Join(path.Join(segs[i+1:]...), rest)
+				key, above = path.Join(path.Join(segs[i+1:]...), rest), "/"+path.Join(segs[:i]...)+"/"
 				break
 			}
 		}
 		key = strings.TrimSuffix(key, path.Ext(key))
-		var found []string
-		for src, dir := range set.Compiled {
-			if dir != g.ImagePath {
+		// found are the sources that match; near, those whose folder
+		// above the match ends the stage's folder above its output (the
+		// backend's src/main.ts, not the database package's).
+		var found, near []string
+		for src, dirs := range set.Compiled {
+			if !slices.Contains(dirs, g.ImagePath) {
 				continue
 			}
-			bare := strings.TrimSuffix(src, path.Ext(src))
-			bare = strings.Replace("/"+bare, "/src/", "/", 1)
-			if strings.HasSuffix(bare, "/"+key) {
-				found = append(found, src)
+			// With its src/ folder (tsc's dist/src/main.js of a rootDir
+			// above src/) or without it (Nx's dist/apps/api/main.js).
+			bare := "/" + strings.TrimSuffix(src, path.Ext(src))
+			for _, form := range []string{bare, strings.Replace(bare, "/src/", "/", 1)} {
+				if prefix, ok := strings.CutSuffix(form, "/"+key); ok {
+					found = append(found, src)
+					if strings.HasSuffix(above, prefix+"/") {
+						near = append(near, src)
+					}
+					break
+				}
 			}
 		}
-		if len(found) == 1 {
+		switch {
+		case len(near) == 1:
+			return near[0], true
+		case len(found) == 1:
 			return found[0], true
 		}
 	}

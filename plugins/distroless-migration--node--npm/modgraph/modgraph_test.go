@@ -248,6 +248,36 @@ func TestCompiledOutputOfAMonorepoApp(t *testing.T) {
 	}
 }
 
+// TestCompiledOutputOfAWorkspacePackage: one builder stage builds three
+// workspace packages, and the image copies the backend's dist/src as
+// dist/ (hedgedoc): node dist/main.js starts at backend/src/main.ts, not
+// at the sources of the other packages the same stage compiled.
+func TestCompiledOutputOfAWorkspacePackage(t *testing.T) {
+	t.Parallel()
+	g := graphOf(t, map[string]string{
+		"Dockerfile": "FROM node:24 AS builder\nWORKDIR /usr/src/app\nCOPY . .\nRUN yarn install --immutable && yarn build\n" +
+			"FROM gcr.io/distroless/nodejs24-debian13\nWORKDIR /usr/src/app\n" +
+			"COPY --from=builder /usr/src/app/backend/dist/src backend/dist\n" +
+			"COPY --from=builder /usr/src/app/database/dist database/dist\n" +
+			"COPY --from=builder /usr/src/app/commons/dist commons/dist\n" +
+			"WORKDIR /usr/src/app/backend\nCMD [\"dist/main.js\"]\n",
+		"package.json":          `{"workspaces":["backend","database","commons"]}`,
+		"backend/package.json":  `{"name":"@x/backend"}`,
+		"backend/src/main.ts":   "import { boot } from './app';\nboot();\n",
+		"backend/src/app.ts":    "export const boot = () => {};\n",
+		"database/package.json": `{"name":"@x/database"}`,
+		"database/src/main.ts":  "require('child_process').execSync('x');\n",
+		"commons/package.json":  `{"name":"@x/commons"}`,
+		"commons/src/index.ts":  "export const x = 1;\n",
+	})
+	if diff := cmp.Diff([]string{"backend/src/main.ts"}, g.Entries); diff != "" {
+		t.Fatalf("entries (-want +got):\n%s (%s)", diff, g.EntryWhy)
+	}
+	if !g.Reached("backend/src/app.ts") || g.Reached("database/src/main.ts") {
+		t.Errorf("reached app=%v database main=%v; want true, false", g.Reached("backend/src/app.ts"), g.Reached("database/src/main.ts"))
+	}
+}
+
 // TestCompiledOutputOfATsconfigOutDir: dist/index.js is what
 // server/tsconfig.json's "outDir": "../dist" holds of server/index.ts (as
 // overseerr builds), with or without rootDir, and through an include.

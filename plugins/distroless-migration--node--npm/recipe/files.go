@@ -257,7 +257,8 @@ func nextPrune(owed string, c []string, production bool) string {
 
 // installOf classifies a package manager command: an install of the
 // project (not of named packages, not global), and whether it leaves dev
-// dependencies out; or a prune of them.
+// dependencies out; or a prune of them (npm prune --omit=dev, pnpm prune
+// --prod, yarn workspaces focus --production).
 func installOf(c []string) (project, prod, pruned bool) {
 	if len(c) == 0 {
 		return false, false, false
@@ -268,6 +269,11 @@ func installOf(c []string) (project, prod, pruned bool) {
 			return true
 		}
 		return false
+	}
+	if path.Base(c[0]) == "yarn" && len(c) >= 3 && c[1] == "workspaces" && c[2] == "focus" {
+		// Yarn 2+'s focus reinstalls the named workspaces' dependencies;
+		// with --production, only their production ones: a prune.
+		return false, false, slices.Contains(c[3:], "--production")
 	}
 	if len(c) >= 2 && c[1] == "prune" {
 		return false, false, path.Base(c[0]) == "npm" && slices.ContainsFunc(c[2:], prodFlag) || path.Base(c[0]) == "pnpm" && slices.ContainsFunc(c[2:], prodFlag)
