@@ -358,6 +358,16 @@ func (b *setBuilder) stage(i, depth int) []mapping {
 				wd = joinAbs(wd, in.Args[0])
 			}
 		case "run":
+			if gone := removedPaths(in, wd); len(gone) > 0 {
+				// A fresh slice: out may share the base stage's memo.
+				kept := make([]mapping, 0, len(out))
+				for _, m := range out {
+					if !slices.ContainsFunc(gone, func(g string) bool { _, ok := under(m.image, g); return ok }) {
+						kept = append(kept, m)
+					}
+				}
+				out = kept
+			}
 			if addsPackages(in) {
 				b.adds = true
 				line := strings.Join(in.Args, " ")
@@ -618,6 +628,55 @@ func joinAbs(wd, p string) string {
 		return path.Clean(p)
 	}
 	return path.Join(wd, p)
+}
+
+// removedPaths returns the paths a RUN step deletes with rm -r (rm -rf
+// .scripts packages/cloud), with what is under them: literal ones,
+// resolved against wd. A glob, a variable, any path after a cd (the
+// step's folder is then another), and an rm without -r (which deletes no
+// folder; a file it names stays counted) are left out, so what they name
+// stays in the file set.
+func removedPaths(in dockerfile.Instruction, wd string) []string {
+	cmds := [][]string{in.Args}
+	if in.Form == dockerfile.FormShell {
+		if len(in.Args) == 0 {
+			return nil
+		}
+		cmds = shellcmd.Analyze(in.Args[0]).Commands
+	}
+	var out []string
+	for _, c := range cmds {
+		if len(c) == 0 {
+			continue
+		}
+		switch path.Base(c[0]) {
+		case "cd", "pushd", "popd":
+			return out
+		case "rm":
+		default:
+			continue
+		}
+		recursive := false
+		var paths []string
+		for _, a := range c[1:] {
+			switch {
+			case a == "--recursive" || strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--") && strings.ContainsAny(a, "rR"):
+				recursive = true
+			case strings.HasPrefix(a, "-"):
+			case a == "" || strings.ContainsAny(a, "*?[$<>{") || strings.Contains(a, "<expanded>"):
+			default:
+				paths = append(paths, joinAbs(wd, a))
+			}
+		}
+		if recursive {
+			for _, p := range paths {
+				if p != "/" {
+					out = append(out, p)
+				}
+			}
+		}
+	}
+	return out
 }
 
 // installsPackages reports whether a RUN step installs node packages.

@@ -442,3 +442,34 @@ func TestGuessContextSharedSource(t *testing.T) {
 		}
 	}
 }
+
+// TestFileSetRemoved: a builder's rm -rf of literal paths takes them out
+// of what it hands on (logto deletes .scripts before the runtime copies
+// the app); a glob, a path after a cd, and an rm without -r do not.
+func TestFileSetRemoved(t *testing.T) {
+	t.Parallel()
+	repo := probetest.Repo(t, map[string]string{
+		"Dockerfile": "FROM node:22 AS builder\nWORKDIR /etc/app\nCOPY . .\nRUN pnpm i && pnpm build\n" +
+			"RUN rm -rf .scripts pnpm-*.yaml packages/cloud && rm tools/a.js && cd docs && rm -rf guide\n" +
+			"FROM node:22-alpine\nWORKDIR /etc/app\nCOPY --from=builder /etc/app .\nCMD [\"node\", \"packages/core/index.js\"]\n",
+		"package.json":            "{}",
+		"pnpm-workspace.yaml":     "",
+		".scripts/publish.js":     "",
+		"packages/cloud/index.js": "",
+		"packages/core/index.js":  "",
+		"tools/a.js":              "",
+		"docs/guide/index.md":     "",
+	})
+	set, err := Files.Of(t.Context(), repo, &probe.Context{Image: probe.ImageRef{Dockerfile: "Dockerfile", Target: "1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rel, want := range map[string]bool{
+		".scripts/publish.js": false, "packages/cloud/index.js": false, "packages/core/index.js": true,
+		"pnpm-workspace.yaml": true, "tools/a.js": true, "docs/guide/index.md": true,
+	} {
+		if _, got := set.ImagePath(rel); got != want {
+			t.Errorf("%s in the image: %v, want %v", rel, got, want)
+		}
+	}
+}

@@ -534,7 +534,12 @@ func (w *walker) subpathImport(from, spec string) (string, bool) {
 					}
 				}
 				if target != "" {
-					return w.file(path.Join(dir, target))
+					// "#src/*": "./build/*" names the build's output; the
+					// repository holds what it is compiled from.
+					if t, ok := w.file(path.Join(dir, target)); ok {
+						return t, true
+					}
+					return w.fromSource(path.Join(dir, target))
 				}
 			}
 			return "", false

@@ -458,6 +458,26 @@ func TestGraphHoles(t *testing.T) {
 	}
 }
 
+// TestSubpathImportOfBuildOutput: "#src/*": "./build/*" names the
+// compiled output; the graph follows it to the TypeScript source the
+// build compiles (logto's core), not to a computed load.
+func TestSubpathImportOfBuildOutput(t *testing.T) {
+	t.Parallel()
+	g := graphOf(t, map[string]string{
+		"Dockerfile":           "FROM node:22 AS b\nWORKDIR /app\nCOPY . .\nRUN npx tsc\nFROM gcr.io/distroless/nodejs22-debian13\nWORKDIR /app\nCOPY --from=b /app /app\nCMD [\"build/index.js\"]\n",
+		"package.json":         `{"name":"core","type":"module","imports":{"#src/*":"./build/*"}}`,
+		"src/index.ts":         "import { EnvSet } from '#src/env-set/index.js';\nEnvSet();\n",
+		"src/env-set/index.ts": "export const EnvSet = () => {};\n",
+		"scripts/release.js":   "require('child_process').execSync('git push');\n",
+	})
+	if !g.Reached("src/env-set/index.ts") {
+		t.Errorf("src/env-set/index.ts not reached (entries %v, unresolved %v)", g.Entries, g.Unresolved)
+	}
+	if len(g.Dynamic) > 0 {
+		t.Errorf("computed loads %v: the #src import names a source", g.Dynamic)
+	}
+}
+
 func TestNodeOptionsPreload(t *testing.T) {
 	t.Parallel()
 	g := graphOf(t, map[string]string{
