@@ -260,6 +260,8 @@ func TestPruneMatchesThePackageManager(t *testing.T) {
 		// Yarn 2+ has no install --production: a warning names the way.
 		"yarn install --immutable":       "",
 		"npm ci && npm prune --omit=dev": "",
+		// NODE_ENV=production for the step's own install.
+		"rm -rf node_modules && NODE_ENV=production pnpm i": "",
 		// Yarn 2+'s focus --production is its prune: nothing owed.
 		"yarn install --immutable && yarn workspaces focus --all --production": "",
 	} {

@@ -91,7 +91,7 @@ func (r *rewriter) collect(stages []int) collected {
 					case "npm", "yarn", "pnpm":
 						// With NODE_ENV=production an install leaves dev
 						// dependencies out already.
-						c.prune = nextPrune(c.prune, cmd, production)
+						c.prune = nextPrune(c.prune, cmd, production || prodInStep(in))
 						// An install finds its project by walking up from
 						// the WORKDIR to a package.json: one that a COPY put
 						// above the WORKDIR gets its node_modules there.
@@ -240,6 +240,15 @@ func (r *rewriter) writablePrune(step, stage string) bool {
 	return !berry
 }
 
+// prodInStep reports a RUN step that sets NODE_ENV=production for its
+// own commands (NODE_ENV=production pnpm i, export NODE_ENV=production),
+// as ENV would for the stage.
+func prodInStep(in dockerfile.Instruction) bool {
+	return slices.ContainsFunc(strings.Fields(strings.Join(in.Args, " ")), func(w string) bool {
+		return strings.Trim(w, `"'`) == "NODE_ENV=production"
+	})
+}
+
 // nextPrune is the prune step still owed after the package manager
 // command c runs, given the one owed before: an install of the project
 // that keeps dev dependencies owes one (none under NODE_ENV=production),
@@ -339,7 +348,7 @@ func (r *rewriter) devDeps(stages []int) (step, dir string) {
 						if project, _, _ := installOf(cmd); project {
 							dir = wd
 						}
-						step = nextPrune(step, cmd, production)
+						step = nextPrune(step, cmd, production || prodInStep(in))
 					}
 				}
 			}
