@@ -8,11 +8,14 @@ import (
 	"fmt"
 	"path"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
 	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/dockerfile"
 	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/images"
+	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/probes/noderuntime"
+	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/shellcmd"
 )
 
 // NativeStage is a stage that builds native code the judged image ships:
@@ -27,6 +30,57 @@ type NativeStage struct {
 // installRE matches a RUN step that installs (and so may compile)
 // node_modules.
 var installRE = regexp.MustCompile(`\b(?:npm|pnpm)\s+(?:[^&;|]*\s)?(?:i|install|ci|add|rebuild)\b|\byarn(?:\s*$|\s*(?:&&|;|\|)|\s+(?:install|add)\b|\s+--)|\bnode-gyp\b|\bprebuild(?:-install)?\b`)
+
+// buildsAddons reports a RUN line that installs (and so may compile)
+// node_modules with native addons: a project's install (npm ci, yarn, pnpm
+// install), node-gyp or prebuild, or a named install of a package known
+// to ship an addon. A line that only adds named packages none of which is
+// known native (npm install undici@6.27.0, npm install -g pm2) builds
+// none.
+func buildsAddons(line string) bool {
+	if !installRE.MatchString(line) {
+		return false
+	}
+	var named []string // global ones too: they ship from the final stage
+	for _, p := range shellcmd.Installs(line) {
+		named = append(named, p.Package)
+	}
+	if len(named) == 0 || slices.ContainsFunc(named, noderuntime.KnownNative) {
+		return true
+	}
+	for _, c := range shellcmd.Analyze(line).Commands {
+		if projectInstall(c) {
+			return true
+		}
+	}
+	return false
+}
+
+// projectInstall reports a package manager command that installs a
+// project's dependencies: npm ci, npm install, yarn, yarn install, pnpm
+// install, with options only.
+func projectInstall(c []string) bool {
+	if len(c) == 0 {
+		return false
+	}
+	pm := path.Base(c[0])
+	if pm != "npm" && pm != "yarn" && pm != "pnpm" {
+		return false
+	}
+	var words []string
+	for _, a := range c[1:] {
+		if !strings.HasPrefix(a, "-") {
+			words = append(words, a)
+		}
+	}
+	switch {
+	case len(words) == 0:
+		return pm == "yarn"
+	case len(words) > 1:
+		return false
+	}
+	return words[0] == "install" || words[0] == "i" || pm == "npm" && words[0] == "ci"
+}
 
 // nativeFileRE matches a path that is compiled native code.
 var nativeFileRE = regexp.MustCompile(`\.(?:so(?:\.[0-9.]+)?|node)$`)
@@ -65,7 +119,7 @@ func NativeStages(d *dockerfile.File, addons bool, stageAddons map[int]bool) []N
 		for j := i; j >= 0 && j < len(d.Stages); j = d.Stages[j].BaseStage {
 			has = has || stageAddons[j]
 			for _, in := range d.Stages[j].Instructions {
-				if in.Command == "run" && installRE.MatchString(strings.Join(in.Args, " ")) {
+				if in.Command == "run" && buildsAddons(strings.Join(in.Args, " ")) {
 					why, installs = fmt.Sprintf("line %d installs node_modules with native addons", in.Line), true
 				}
 			}

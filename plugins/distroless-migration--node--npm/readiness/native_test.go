@@ -116,3 +116,25 @@ CMD ["node", "server/index.mjs"]
 		t.Errorf("roots (-want +got):\n%s", diff)
 	}
 }
+
+// TestBuildsAddons: a project's install builds addons; a named install
+// does when it names a known native package, or runs beside a project's
+// install; one that only adds pure JavaScript packages does not.
+func TestBuildsAddons(t *testing.T) {
+	t.Parallel()
+	for line, want := range map[string]bool{
+		"npm ci --omit=dev":              true,
+		"yarn --frozen-lockfile":         true,
+		"pnpm install --prod":            true,
+		"npm install --no-save libsql":   true,
+		"npm ci && npm install left-pad": true,
+		"mkdir -p /tmp/fix && cd /tmp/fix && npm install undici@6.27.0 && cp -r node_modules/undici /usr/lib/node_modules/npm/node_modules/": false,
+		"npm install -g pm2":   false,
+		"npx node-gyp rebuild": true,
+		"echo done":            false,
+	} {
+		if got := buildsAddons(line); got != want {
+			t.Errorf("buildsAddons(%q) = %v, want %v", line, got, want)
+		}
+	}
+}
