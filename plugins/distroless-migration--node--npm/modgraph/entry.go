@@ -1,10 +1,12 @@
 package modgraph
 
 import (
+	"bytes"
 	"path"
 	"slices"
 	"strings"
 
+	"github.com/codegenie/codegenie/internal/probe"
 	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/dockerfile"
 	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/images"
 	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/probes/npmscripts"
@@ -18,6 +20,10 @@ type NodeCommand struct {
 	// Bin, when set, is a node_modules/.bin command the step runs (Args
 	// are its arguments): node runs the JS file its package's "bin" names.
 	Bin string
+	// Shebang is set for a step that runs a file by its path with no JS
+	// extension (oclif's ./run start): node runs it only when its first
+	// line names node.
+	Shebang bool
 }
 
 // NodeCommands returns the node commands the start runs, one for each of
@@ -68,6 +74,8 @@ func NodeCommands(c *npmscripts.Chain) (cmds []NodeCommand, why string) {
 		case len(argv) > 0 && (s.Script != "" || strings.Contains(argv[0], "node_modules/.bin/")) && binWord(argv[0]):
 			// A package script runs with node_modules/.bin on PATH.
 			cmds = append(cmds, NodeCommand{Bin: path.Base(argv[0]), Args: argv[1:], Dir: s.Dir})
+		case len(argv) > 0 && strings.Contains(argv[0], "/") && path.Ext(argv[0]) == "":
+			cmds = append(cmds, NodeCommand{Args: argv, Dir: s.Dir, Shebang: true})
 		default:
 			why := "the start runs " + strings.Join(s.Argv, " ") + ", which is not node"
 			if c.StepsWhy != "" {
@@ -237,6 +245,20 @@ func commandEntries(j *images.Judged, set *images.FileSet, w *walker, cmd NodeCo
 		return nil, cmd.Bin + " is a command that no installed package's \"bin\" names"
 	}
 	args := cmd.Args
+	if cmd.Shebang {
+		// The file itself, by its path: node only if its first line says
+		// so (#!/usr/bin/env node); a shell script's node commands are
+		// not read here.
+		wd := j.File.Workdir(j.File.Final)
+		t, ok := mapEntry(j, set, w, wd, path.Join(cmd.Dir, args[0]))
+		if !ok {
+			return nil, args[0] + " in " + path.Join(wd, cmd.Dir) + " is not in the repository"
+		}
+		if !nodeShebang(w.repo, t) {
+			return nil, args[0] + " (" + t + ") is not a node script"
+		}
+		return []string{t}, strings.Join(args, " ") + " (" + t + ", #!node)"
+	}
 	preloads, script := ScriptArgs(args)
 	preloads = append(preloads, optPreloads...)
 	if script == "" {
@@ -288,6 +310,30 @@ func commandEntries(j *images.Judged, set *images.FileSet, w *walker, cmd NodeCo
 		}
 	}
 	return out, why
+}
+
+// nodeShebang reports a file whose first line runs node: #!/usr/bin/env
+// node (with options, or env -S), #!/usr/local/bin/node.
+func nodeShebang(repo *probe.Repo, file string) bool {
+	data, err := repo.ReadFile(file)
+	if err != nil || !bytes.HasPrefix(data, []byte("#!")) {
+		return false
+	}
+	first, _, _ := bytes.Cut(data[2:], []byte("\n"))
+	words := strings.Fields(string(first))
+	for i, w := range words {
+		if i > 0 && strings.HasPrefix(w, "-") {
+			continue // env -S, node's own options after it
+		}
+		switch path.Base(w) {
+		case "env":
+			continue
+		case "node", "nodejs":
+			return true
+		}
+		return false
+	}
+	return false
 }
 
 // envValue is the last ENV value of key in the final stage's FROM chain.

@@ -117,6 +117,12 @@ var appLoaders = []appLoader{
 			"entities or entitiesTs names by path (metadata/discover-entities.js), and the mikro-orm.config of the working directory " +
 			"or its src, dist and build folders; 6.x the same through Utils.dynamicImport, with umzug",
 	},
+	{
+		Package: "@oclif/core", Dirs: []string{"commands"}, Keys: []string{"commands"}, Uses: []string{"oclif"}, Open: true,
+		Says: "@oclif/core 5.1.9: lib/config/plugin.js finds the CLI's commands in the folder package.json's oclif.commands names " +
+			"(a path, or { strategy: 'pattern', target }), and lib/module-loader.js import()s or require()s each command file it runs " +
+			"(oclif.hooks, which load the same way, are not read here)",
+	},
 }
 
 // loaderOf returns the migration runner that pkg (a node_modules package

@@ -278,6 +278,64 @@ func TestCompiledOutputOfAWorkspacePackage(t *testing.T) {
 	}
 }
 
+// TestShebangScriptStep: a start that runs a file by its path (oclif's
+// cd packages/server/bin && ./run start, behind run-script-os) starts the
+// graph at that file when its first line runs node; a shell script's path
+// leaves the entry unknown.
+func TestShebangScriptStep(t *testing.T) {
+	t.Parallel()
+	for name, tc := range map[string]struct {
+		head string
+		want []string
+	}{
+		"node":  {"#!/usr/bin/env node\n", []string{"packages/server/bin/run"}},
+		"shell": {"#!/bin/sh\n", nil},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			g := graphOf(t, map[string]string{
+				"Dockerfile":                   "FROM node:24\nWORKDIR /usr/src/flowise\nCOPY . .\nCMD [\"npm\", \"start\"]\n",
+				"package.json":                 `{"scripts":{"start":"run-script-os","start:windows":"cd packages/server/bin && run start","start:default":"cd packages/server/bin && ./run start"}}`,
+				"packages/server/bin/run":      tc.head + "require('../src/index.js')\n",
+				"packages/server/src/index.js": "module.exports = 1;\n",
+			})
+			if diff := cmp.Diff(tc.want, g.Entries); diff != "" {
+				t.Fatalf("entries (-want +got):\n%s (%s)", diff, g.EntryWhy)
+			}
+			if tc.want != nil && !g.Reached("packages/server/src/index.js") {
+				t.Errorf("src/index.js not reached")
+			}
+		})
+	}
+}
+
+// TestOclifCommands: an oclif CLI started by its bin (./run start) loads
+// its commands from the folder package.json's oclif.commands names, by a
+// computed load in @oclif/core: the app's command files are reached (from
+// their sources when the folder is the build's), not left out.
+func TestOclifCommands(t *testing.T) {
+	t.Parallel()
+	g := graphOf(t, map[string]string{
+		"Dockerfile":                            "FROM node:24\nWORKDIR /srv\nCOPY . .\nRUN npm ci && npm run build\nCMD [\"npm\", \"start\"]\n",
+		"package.json":                          `{"name":"cli","scripts":{"start":"./bin/run start"},"dependencies":{"@oclif/core":"5"},"oclif":{"bin":"cli","commands":"./dist/commands"}}`,
+		"bin/run":                               "#!/usr/bin/env node\nconst oclif = require('@oclif/core')\noclif.run()\n",
+		"node_modules/@oclif/core/package.json": `{"name":"@oclif/core","main":"lib/index.js"}`,
+		"node_modules/@oclif/core/lib/index.js": "module.exports = require('./module-loader');\n",
+		"node_modules/@oclif/core/lib/module-loader.js": "exports.load = async (filePath) => require(filePath);\n",
+		"src/commands/start.ts":                         "import { boot } from '../server';\nboot();\n",
+		"src/server.ts":                                 "export const boot = () => {};\n",
+		"src/unrelated.ts":                              "",
+	})
+	if diff := cmp.Diff([]string{"bin/run"}, g.Entries); diff != "" {
+		t.Fatalf("entries (-want +got):\n%s (%s)", diff, g.EntryWhy)
+	}
+	for _, f := range []string{"src/commands/start.ts", "src/server.ts"} {
+		if !g.Reached(f) {
+			t.Errorf("%s not reached", f)
+		}
+	}
+}
+
 // TestCompiledOutputOfATsconfigOutDir: dist/index.js is what
 // server/tsconfig.json's "outDir": "../dist" holds of server/index.ts (as
 // overseerr builds), with or without rootDir, and through an include.

@@ -336,19 +336,24 @@ func (r *resolver) executables(f *dockerfile.File, c npmscripts.Chain) []Executa
 	// The first word of each command of each script: scripts run with
 	// node_modules/.bin on PATH.
 	for _, s := range c.Scripts {
+		dir := "" // where a cd of the line went (cd packages/server/bin && ./run start)
 		for _, cmd := range s.Analysis.Commands {
 			if len(cmd) == 0 || cmd[0] == "<expanded>" {
+				continue
+			}
+			if cmd[0] == "cd" {
+				dir = cdTo(dir, cmd)
 				continue
 			}
 			var ex Executable
 			switch script := shellcmd.ShellScript(cmd); {
 			case script != "" && script != "<expanded>":
 				// "start": "sh ./scripts/start.sh"
-				ex = r.inspectRunBy(f, script, "script:"+s.Name, startLine, false, cmd[0])
+				ex = r.inspectRunBy(f, inDir(dir, script), "script:"+s.Name, startLine, false, cmd[0])
 			case isKnownTool(cmd[0]):
 				continue
 			default:
-				ex = r.inspect(f, cmd[0], "script:"+s.Name, startLine, true)
+				ex = r.inspect(f, inDir(dir, cmd[0]), "script:"+s.Name, startLine, true)
 			}
 			if ex.Command == "" {
 				continue
@@ -369,7 +374,7 @@ func (r *resolver) executables(f *dockerfile.File, c npmscripts.Chain) []Executa
 		if s.Script == "" || s.Via != "" || len(s.Argv) == 0 || isKnownTool(s.Argv[0]) || s.Argv[0] == "<expanded>" {
 			continue
 		}
-		ex := r.inspect(f, s.Argv[0], "script:"+s.Script, startLine, true)
+		ex := r.inspect(f, inDir(s.Dir, s.Argv[0]), "script:"+s.Script, startLine, true)
 		if ex.Command == "" {
 			continue
 		}
@@ -380,6 +385,26 @@ func (r *resolver) executables(f *dockerfile.File, c npmscripts.Chain) []Executa
 	}
 	sort.SliceStable(exs, func(i, j int) bool { return exs[i].Line < exs[j].Line })
 	return exs
+}
+
+// cdTo is the folder a script line is in after cmd, a cd, from dir
+// (relative to the working directory); "?" once it is not known (cd -,
+// cd with no folder, a folder the shell expands, an absolute one).
+func cdTo(dir string, cmd []string) string {
+	if dir == "?" || len(cmd) != 2 || cmd[1] == "-" || strings.HasPrefix(cmd[1], "/") || strings.ContainsAny(cmd[1], "$~<") {
+		return "?"
+	}
+	return path.Join(dir, cmd[1])
+}
+
+// inDir is a command word relative to the folder dir a script's cd moved
+// to: a relative path (./run) is looked up there; a bare name (a bin on
+// the PATH) and an absolute path are not moved.
+func inDir(dir, word string) string {
+	if dir == "" || dir == "." || dir == "?" || path.IsAbs(word) || !strings.Contains(word, "/") {
+		return word
+	}
+	return path.Join(dir, word)
 }
 
 // lineScripts inspects the repository scripts a sh -c line runs: a

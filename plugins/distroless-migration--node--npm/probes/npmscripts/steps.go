@@ -113,6 +113,15 @@ func (x *expander) command(pk *pkg, dir string, argv, env []string, script strin
 		}
 		return ""
 	}
+	if b := path.Base(argv[0]); (b == "run-script-os" || b == "run-os") && len(argv) == 1 && script != "" {
+		// run-script-os runs the script of the same name tagged for the
+		// system: linux, else nix, else default (its README, 1.1.6).
+		key, ok := osScript(pk, script)
+		if !ok {
+			return b + ": no " + script + ":linux, " + script + ":nix or " + script + ":default script"
+		}
+		return x.invoke(pk, dir, shellcmd.ScriptInvocation{Runner: shellcmd.NPM, Script: key}, env)
+	}
 	if inv, ok := shellcmd.ParseInvocation(argv); ok {
 		return x.invoke(pk, dir, inv, env)
 	}
@@ -125,6 +134,27 @@ func (x *expander) command(pk *pkg, dir string, argv, env []string, script strin
 	}
 	x.steps = append(x.steps, st)
 	return ""
+}
+
+// osScript is the script run-script-os runs on Linux for script: one
+// named script:TAG[:TAG...] whose tags hold linux, else nix (any Unix),
+// else script:default.
+func osScript(pk *pkg, script string) (string, bool) {
+	var keys []string
+	for k := range pk.scripts {
+		if strings.HasPrefix(k, script+":") {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	for _, tag := range []string{"linux", "nix", "default"} {
+		for _, k := range keys {
+			if slices.Contains(strings.Split(strings.TrimPrefix(k, script+":"), ":"), tag) {
+				return k, true
+			}
+		}
+	}
+	return "", false
 }
 
 // invoke expands a package manager's run of a script: its pre hook, the
