@@ -62,30 +62,13 @@ func (f *File) stageWorkdir(s int, wd string) string {
 func (f *File) CopiedTo(i int, p string) (int, bool) {
 	p = path.Clean(p)
 	line, found := 0, false
-	for _, s := range f.chain(i) {
-		wd := "/"
-		for _, in := range f.Stages[s].Instructions {
-			switch in.Command {
-			case "workdir":
-				if len(in.Args) == 1 {
-					wd = resolve(wd, in.Args[0])
-				}
-			case "copy", "add":
-				if len(in.Args) < 2 {
-					continue
-				}
-				dest := in.Args[len(in.Args)-1]
-				srcs := in.Args[:len(in.Args)-1]
-				into := strings.HasSuffix(dest, "/") || len(srcs) > 1
-				dest = resolve(wd, dest)
-				for _, src := range srcs {
-					if strings.ContainsAny(src, "*?[$") || strings.HasSuffix(src, "/") || src == "." {
-						continue
-					}
-					if !into && dest == p || path.Join(dest, path.Base(src)) == p {
-						line, found = in.Line, true
-					}
-				}
+	for _, op := range f.copyOps(i) {
+		for _, src := range op.srcs {
+			if strings.ContainsAny(src, "*?[$") || strings.HasSuffix(src, "/") || src == "." {
+				continue
+			}
+			if !op.dir && op.dest == p || path.Join(op.dest, path.Base(src)) == p {
+				line, found = op.line, true
 			}
 		}
 	}
@@ -123,12 +106,12 @@ type copyOp struct {
 	srcs []string
 	dest string // absolute
 	dir  bool   // dest is a directory
+	line int
 }
 
-func (f *File) sourceOf(i int, p string, isDir func(string) bool, depth int) (string, bool) {
-	if depth > len(f.Stages) {
-		return "", false
-	}
+// copyOps lists the COPY and ADD instructions of stage i's FROM chain, in
+// order, with their destinations resolved against the WORKDIR in effect.
+func (f *File) copyOps(i int) []copyOp {
 	var ops []copyOp
 	for _, s := range f.chain(i) {
 		wd := "/"
@@ -144,10 +127,18 @@ func (f *File) sourceOf(i int, p string, isDir func(string) bool, depth int) (st
 				}
 				dest := in.Args[len(in.Args)-1]
 				srcs := in.Args[:len(in.Args)-1]
-				ops = append(ops, copyOp{from: in.From, srcs: srcs, dest: resolve(wd, dest), dir: strings.HasSuffix(dest, "/") || len(srcs) > 1})
+				ops = append(ops, copyOp{from: in.From, srcs: srcs, dest: resolve(wd, dest), dir: strings.HasSuffix(dest, "/") || len(srcs) > 1, line: in.Line})
 			}
 		}
 	}
+	return ops
+}
+
+func (f *File) sourceOf(i int, p string, isDir func(string) bool, depth int) (string, bool) {
+	if depth > len(f.Stages) {
+		return "", false
+	}
+	ops := f.copyOps(i)
 	for j := len(ops) - 1; j >= 0; j-- {
 		op := ops[j]
 		for _, src := range op.srcs {

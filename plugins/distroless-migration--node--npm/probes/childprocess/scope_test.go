@@ -205,18 +205,30 @@ func TestScopesMissingPackageInImage(t *testing.T) {
 // package the fetch could not provide, leaves reachability open as
 // before. (A real service's node-pre-gyp requires aws-sdk and nock in try
 // blocks, which made every dependency finding count.)
+//
+// With the lockfiles' names (Mentions): an image that installs from the
+// lockfile and then adds packages by name (rallly's npm add prisma@7) may
+// hold packages the lockfile does not pin, but only those the added ones
+// bring: when the lockfile pins every added package, one it does not name
+// is still not in the image. An added package it does not pin, or an
+// adding step whose packages are unknown, leaves it open.
 func TestScopesMissingPackageLockfile(t *testing.T) {
 	t.Parallel()
+	pinned := map[string]bool{"a": true, "prisma": true}
 	for _, tc := range []struct {
 		name, install string
 		unavailable   bool
 		want          Scope
+		mentions      bool
 	}{
-		{"npm ci --omit=dev", "RUN npm ci --omit=dev", false, ScopeNotReachable},
-		{"NODE_ENV=production", "ENV NODE_ENV=production\nRUN npm ci", false, ScopeNotReachable},
-		{"a prune", "RUN npm ci && npm run build && npm prune --production", false, ScopeNotReachable},
-		{"devDependencies kept", "RUN npm ci", false, ScopeUnresolved},
-		{"a package not fetched", "RUN npm ci --omit=dev", true, ScopeUnresolved},
+		{"npm ci --omit=dev", "RUN npm ci --omit=dev", false, ScopeNotReachable, false},
+		{"NODE_ENV=production", "ENV NODE_ENV=production\nRUN npm ci", false, ScopeNotReachable, false},
+		{"a prune", "RUN npm ci && npm run build && npm prune --production", false, ScopeNotReachable, false},
+		{"devDependencies kept", "RUN npm ci", false, ScopeUnresolved, false},
+		{"a package not fetched", "RUN npm ci --omit=dev", true, ScopeUnresolved, false},
+		{"added package pinned", "RUN npm ci\nRUN npm add prisma@7", false, ScopeNotReachable, true},
+		{"added package not pinned", "RUN npm ci\nRUN npm add left-pad", false, ScopeUnresolved, true},
+		{"added package unknown", "RUN npm ci\nRUN npm add ${EXTRA}", false, ScopeUnresolved, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -235,59 +247,12 @@ func TestScopesMissingPackageLockfile(t *testing.T) {
 				t.Fatal(err)
 			}
 			d := &probe.Dependencies{Lockfile: "package-lock.json", Installed: 1}
+			if tc.mentions {
+				d.Mentions = func(name string) bool { return pinned[name] }
+			}
 			if tc.unavailable {
 				d.Unavailable = []probe.UnavailableDependency{{Name: "b", Version: "1.0.0", Path: "node_modules/b", Kind: "unreachable"}}
 			}
-			sc, g, err := newScoper(t.Context(), repo, &probe.Context{Image: probe.ImageRef{Dockerfile: "Dockerfile", Target: "0"}, Dependencies: d})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !slices.Contains(g.MissingPackages, "aws-sdk") {
-				t.Fatalf("missing packages %v, want aws-sdk", g.MissingPackages)
-			}
-			f := Finding{File: "node_modules/a/etc/prepare.js", Line: 1, Origin: OriginDependency}
-			sc.scope(&f)
-			if f.Scope != tc.want {
-				t.Fatalf("scope %s (%s), want %s", f.Scope, f.ScopeNote, tc.want)
-			}
-		})
-	}
-}
-
-// TestScopesMissingPackageAdded: an image that installs from the lockfile
-// and then adds packages by name (rallly's npm add prisma@7) may hold
-// packages the lockfile does not pin, but only those the added packages
-// bring: when the lockfile pins every added package, a package it does
-// not name is still not in the image. An added package the lockfile does
-// not pin, or an adding step whose packages are unknown, leaves it open.
-func TestScopesMissingPackageAdded(t *testing.T) {
-	t.Parallel()
-	for _, tc := range []struct {
-		name, add string
-		want      Scope
-	}{
-		{"added package pinned", "RUN npm add prisma@7", ScopeNotReachable},
-		{"added package not pinned", "RUN npm add left-pad", ScopeUnresolved},
-		{"added package unknown", "RUN npm add ${EXTRA}", ScopeUnresolved},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			files := map[string]string{
-				"Dockerfile":                    "FROM node:22\nWORKDIR /app\nCOPY package*.json ./\nRUN npm ci\n" + tc.add + "\nCOPY src ./src\nCMD [\"node\", \"src/server.js\"]\n",
-				"package.json":                  `{"name":"svc","dependencies":{"a":"1"}}`,
-				"src/server.js":                 "require('a');\n",
-				"node_modules/a/package.json":   `{"name":"a","version":"1.0.0","main":"lib/main.js"}`,
-				"node_modules/a/lib/main.js":    "try { require('aws-sdk'); } catch (e) {}\nmodule.exports = 1;\n",
-				"node_modules/a/etc/prepare.js": "require('child_process').execSync('npm run build');\n",
-			}
-			dir := t.TempDir()
-			writeRepo(t, dir, files)
-			repo, err := probe.OpenRepo(dir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			pinned := map[string]bool{"a": true, "prisma": true}
-			d := &probe.Dependencies{Lockfile: "package-lock.json", Installed: 1, Mentions: func(name string) bool { return pinned[name] }}
 			sc, g, err := newScoper(t.Context(), repo, &probe.Context{Image: probe.ImageRef{Dockerfile: "Dockerfile", Target: "0"}, Dependencies: d})
 			if err != nil {
 				t.Fatal(err)
