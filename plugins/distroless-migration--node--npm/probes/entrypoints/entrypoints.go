@@ -353,7 +353,7 @@ func (r *resolver) executables(f *dockerfile.File, c npmscripts.Chain) []Executa
 			case isKnownTool(cmd[0]):
 				continue
 			default:
-				ex = r.inspect(f, inDir(dir, cmd[0]), "script:"+s.Name, startLine, true)
+				ex = r.inspectIn(f, dir, cmd[0], "script:"+s.Name, startLine)
 			}
 			if ex.Command == "" {
 				continue
@@ -374,7 +374,7 @@ func (r *resolver) executables(f *dockerfile.File, c npmscripts.Chain) []Executa
 		if s.Script == "" || s.Via != "" || len(s.Argv) == 0 || isKnownTool(s.Argv[0]) || s.Argv[0] == "<expanded>" {
 			continue
 		}
-		ex := r.inspect(f, inDir(s.Dir, s.Argv[0]), "script:"+s.Script, startLine, true)
+		ex := r.inspectIn(f, s.Dir, s.Argv[0], "script:"+s.Script, startLine)
 		if ex.Command == "" {
 			continue
 		}
@@ -405,6 +405,23 @@ func inDir(dir, word string) string {
 		return word
 	}
 	return path.Join(dir, word)
+}
+
+// inspectIn inspects a script's command word run in dir, where its cd
+// went: a relative path is looked up there, and the executable keeps the
+// script's own word, with node's argument relative to dir, as the start's
+// step runs it there (cd packages/server/bin && ./run start: node ./run).
+func (r *resolver) inspectIn(f *dockerfile.File, dir, word, origin string, line int) Executable {
+	moved := inDir(dir, word)
+	ex := r.inspect(f, moved, origin, line, true)
+	if moved == word || ex.Command == "" {
+		return ex
+	}
+	ex.Command = word
+	if len(ex.NodeArgv) == 2 && ex.NodeArgv[1] == ex.RepoPath {
+		ex.NodeArgv = []string{"node", word}
+	}
+	return ex
 }
 
 // lineScripts inspects the repository scripts a sh -c line runs: a
