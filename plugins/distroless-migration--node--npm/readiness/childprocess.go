@@ -199,8 +199,13 @@ func (b *builder) childProcess(f *childprocess.Facts) {
 					Fix:   "copy a statically linked build, or show with the trace and the gates that the call works on the distroless image", Evidence: evs})
 				continue
 			}
+			fix := "keep a non-distroless image, copy a static build of it in, or do the work in Node"
+			if name := baseName(bin); name == "node" || name == "nodejs" {
+				// DOMAIN.md row 4: /nodejs/bin/node, not on the PATH.
+				fix = "spawn process.execPath instead: distroless has node at /nodejs/bin/node, not on the PATH"
+			}
 			b.Add(probe.Blocker{ID: id, Kind: probe.MissingBinary, Rule: RuleBinaryAtRuntime, Title: fmt.Sprintf("%s runs %s, which a distroless image does not have", where, bin),
-				Fix: "keep a non-distroless image, copy a static build of it in, or do the work in Node", Evidence: evs})
+				Fix: fix, Evidence: evs})
 		case childprocess.KindDynamic:
 			id := pick(dep, childprocess.WarnDynamicInDependency, childprocess.WarnDynamicInApp)
 			b.Add(probe.Blocker{ID: id, Kind: probe.UnknownKind, Rule: RuleUnclassified,

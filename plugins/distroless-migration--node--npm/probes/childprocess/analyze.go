@@ -725,6 +725,19 @@ func (a *analysis) call(c *sitter.Node, fn string) {
 				r.kind, r.binary = KindBinary, cmd
 			case len(args) > 0 && a.isExecPath(args[0]):
 				r.kind = KindNode
+			case len(args) > 0:
+				if ws, ok := a.wrapperCommands(c, args[0]); ok {
+					// The callers' literals, each judged at its call.
+					for _, w := range ws {
+						wr := call{function: fn, command: w.command, binary: w.command, kind: KindBinary}
+						if shells[path.Base(w.command)] {
+							wr.kind = KindShell
+						}
+						a.add(w.at, wr)
+					}
+					return
+				}
+				r.kind = KindDynamic
 			default:
 				r.kind = KindDynamic
 			}

@@ -244,3 +244,40 @@ func FuzzScan(f *testing.F) {
 		}
 	})
 }
+
+// TestScanCommandWrapper: a function of the file that hands its parameter
+// to spawn as the command is judged at each call with the literal the
+// caller passes; a caller with a variable, an exported wrapper, one passed
+// as a value, or a parameter given another value keeps the call dynamic.
+func TestScanCommandWrapper(t *testing.T) {
+	t.Parallel()
+	const head = "import { spawn } from 'child_process';\nfunction run(command, args, prefix) {\n  const p = spawn(command, args);\n  return p;\n}\n"
+	tests := []struct {
+		name, tail string
+		want       []call
+	}{
+		{"literal callers", "run('caddy', ['run'], 'Caddy');\nrun('sh', ['-c', x], 'Shell');\n",
+			[]call{c(6, 5, "spawn", KindBinary, "caddy", "caddy"), c(7, 5, "spawn", KindShell, "sh", "sh")}},
+		{"a variable caller", "run('caddy', [], 'a');\nrun(bin, [], 'b');\n",
+			[]call{within(c(3, 13, "spawn", KindDynamic, "", ""), "run")}},
+		{"exported", "run('caddy', [], 'a');\nexport { run };\n",
+			[]call{within(c(3, 13, "spawn", KindDynamic, "", ""), "run")}},
+		{"passed as a value", "run('caddy', [], 'a');\nqueue.push(run);\n",
+			[]call{within(c(3, 13, "spawn", KindDynamic, "", ""), "run")}},
+		{"no caller", "\n",
+			[]call{within(c(3, 13, "spawn", KindDynamic, "", ""), "run")}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got := scanString(t, langJS, head+tt.tail).calls
+			if diff := cmp.Diff(tt.want, got, allowCall); diff != "" {
+				t.Errorf("calls (-want +got):\n%s", diff)
+			}
+		})
+	}
+	reassigned := "const { spawn } = require('child_process');\nconst run = (command) => {\n  command = command || process.env.SHELL;\n  return spawn(command);\n};\nrun('caddy');\n"
+	if got := scanString(t, langJS, reassigned).calls; len(got) != 1 || got[0].kind != KindDynamic {
+		t.Errorf("a parameter given another value: calls %+v, want one dynamic call", got)
+	}
+}

@@ -1,0 +1,149 @@
+package childprocess
+
+import (
+	"bytes"
+	"regexp"
+	"strconv"
+
+	sitter "github.com/smacker/go-tree-sitter"
+)
+
+// A command wrapper is a function of the file that hands one of its
+// parameters to a child_process function as the command, as hoppscotch's
+// runChildProcessWithPrefix(command, args, prefix) does with spawn. The
+// command is then whatever its callers pass: when every use of the
+// function in the file is a call that passes a literal there, and nothing
+// outside the file can call it (it is not exported), each call is judged
+// as a call of the child_process function with that literal, at the
+// caller's argument. Anything else (a caller that passes a variable, the
+// function passed as a value or exported, the parameter reassigned) keeps
+// the call a command that is not a literal.
+
+// wrapped is one caller's literal command.
+type wrapped struct {
+	command string
+	at      *sitter.Node
+}
+
+// wrapperCommands returns the literal commands the callers of the
+// function around call c pass as its parameter cmd; ok is false when
+// they are not all known.
+func (a *analysis) wrapperCommands(c, cmd *sitter.Node) (out []wrapped, ok bool) {
+	if cmd == nil || cmd.Type() != "identifier" {
+		return nil, false
+	}
+	param := a.text(cmd)
+	fn := c.Parent()
+	for depth := 0; fn != nil && depth < maxDepth; depth++ {
+		switch fn.Type() {
+		case "function_declaration", "function_expression", "function", "arrow_function", "generator_function_declaration":
+			goto found
+		case "method_definition", "class_body", "program":
+			return nil, false
+		}
+		fn = fn.Parent()
+	}
+	return nil, false
+found:
+	index := paramIndex(a, fn, param)
+	name := a.functionName(fn)
+	if index < 0 || name == "" {
+		return nil, false
+	}
+	if body := fn.ChildByFieldName("body"); body == nil ||
+		regexp.MustCompile(`(?:^|[^\w$.])`+regexp.QuoteMeta(param)+`\s*(?:[-+*/|&?]|\?\?)?=[^=]`).MatchString(a.text(body)) {
+		return nil, false // the parameter is given another value
+	}
+	if exported(a.src, name) {
+		return nil, false
+	}
+	pat := []byte(name)
+	for off := 0; off < len(a.src); {
+		i := bytes.Index(a.src[off:], pat)
+		if i < 0 {
+			break
+		}
+		start, end := off+i, off+i+len(pat)
+		off = end
+		if (start > 0 && isIdentByte(a.src[start-1])) || (end < len(a.src) && isIdentByte(a.src[end])) {
+			continue
+		}
+		n := a.nodeAt(start, end)
+		if n == nil || int(n.StartByte()) != start || int(n.EndByte()) != end || n.Type() != "identifier" {
+			if n != nil && (n.Type() == "property_identifier" || n.Type() == "string_fragment" || n.Type() == "comment") {
+				continue // obj.name, a string's text, a comment: not the function
+			}
+			return nil, false
+		}
+		p := n.Parent()
+		if p != nil && (p.Equal(fn) || p.Type() == "variable_declarator" && p.ChildByFieldName("name") != nil && p.ChildByFieldName("name").Equal(n)) {
+			continue // its own declaration
+		}
+		if p == nil || p.Type() != "call_expression" || p.ChildByFieldName("function") == nil || !p.ChildByFieldName("function").Equal(n) {
+			return nil, false // passed, stored or returned: callers unknown
+		}
+		al := p.ChildByFieldName("arguments")
+		if al == nil {
+			return nil, false
+		}
+		args := namedArgs(al)
+		if index >= len(args) {
+			return nil, false
+		}
+		lit, isLit := a.literal(args[index])
+		if !isLit || lit == "" {
+			return nil, false
+		}
+		out = append(out, wrapped{command: lit, at: args[index]})
+	}
+	return out, len(out) > 0
+}
+
+// paramIndex is the position of the parameter named param in function
+// fn's parameter list, -1 when it is not a plain parameter of it.
+func paramIndex(a *analysis, fn *sitter.Node, param string) int {
+	if p := fn.ChildByFieldName("parameter"); p != nil { // x => spawn(x)
+		if p.Type() == "identifier" && a.text(p) == param {
+			return 0
+		}
+		return -1
+	}
+	ps := fn.ChildByFieldName("parameters")
+	if ps == nil {
+		return -1
+	}
+	for i := 0; i < int(ps.NamedChildCount()); i++ {
+		p := ps.NamedChild(i)
+		if p.Type() == "required_parameter" || p.Type() == "optional_parameter" { // TypeScript
+			if pat := p.ChildByFieldName("pattern"); pat != nil {
+				p = pat
+			}
+		}
+		if p.Type() == "identifier" && a.text(p) == param {
+			return i
+		}
+	}
+	return -1
+}
+
+// functionName is the name a function is called by in its file: a
+// declaration's, or the variable a function expression is assigned to.
+func (a *analysis) functionName(fn *sitter.Node) string {
+	if n := fn.ChildByFieldName("name"); n != nil && fn.Type() != "function_expression" && fn.Type() != "function" {
+		return a.text(n)
+	}
+	if p := fn.Parent(); p != nil && p.Type() == "variable_declarator" {
+		if n := p.ChildByFieldName("name"); n != nil && n.Type() == "identifier" {
+			return a.text(n)
+		}
+	}
+	return ""
+}
+
+// exported reports a name the file may export: in an export statement or
+// list, or assigned to exports or module.exports.
+func exported(src []byte, name string) bool {
+	q := regexp.QuoteMeta(name)
+	re := regexp.MustCompile(`\bexport\b[^;\n]*\b` + q + `\b|\bexports\.[\w$]+\s*=\s*` + q + `\b|\bexports\.` + q + `\b|module\.exports\s*=\s*(?:\{[^}]*\b` + q + `\b|` + q + `\b)|module\.exports\[` + strconv.Quote(name))
+	return re.Match(src)
+}
