@@ -3,6 +3,7 @@ package modgraph
 import (
 	"encoding/json"
 	"path"
+	"regexp"
 	"sort"
 	"strings"
 )
@@ -147,6 +148,13 @@ func (w *walker) tsconfigPaths(from, spec string) (t string, matched bool) {
 			}
 			if f, ok := w.fromSource(p); ok {
 				return f, true
+			}
+			if w.inPrismaOutput(p) {
+				// The client prisma generate writes there loads
+				// @prisma/client's runtime, and nothing of the app.
+				if f, ok := w.resolve(from, "@prisma/client"); ok {
+					return f, true
+				}
 			}
 		}
 		return "", true
@@ -341,4 +349,34 @@ func stripJSONC(data []byte) []byte {
 		}
 	}
 	return out
+}
+
+// prismaOutputRE reads a Prisma schema's generator output folder.
+var prismaOutputRE = regexp.MustCompile(`(?s)generator\s+\w+\s*\{[^}]*?\boutput\s*=\s*"([^"]+)"`)
+
+// inPrismaOutput reports a path in the folder a Prisma schema of the
+// repository generates its client into (generator client { output =
+// "../src/generated/prisma" }): code prisma generate writes at build time.
+func (w *walker) inPrismaOutput(p string) bool {
+	if w.prismaOut == nil {
+		w.prismaOut = []string{}
+		for _, f := range w.files {
+			if path.Ext(f) != ".prisma" || strings.Contains(f, "node_modules/") {
+				continue
+			}
+			data, err := w.repo.ReadFile(f)
+			if err != nil {
+				continue
+			}
+			for _, m := range prismaOutputRE.FindAllSubmatch(data, -1) {
+				w.prismaOut = append(w.prismaOut, path.Join(path.Dir(f), string(m[1])))
+			}
+		}
+	}
+	for _, out := range w.prismaOut {
+		if p == out || strings.HasPrefix(p, out+"/") {
+			return true
+		}
+	}
+	return false
 }

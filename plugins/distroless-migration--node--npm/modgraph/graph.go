@@ -317,6 +317,9 @@ type walker struct {
 	// texts are the app's own source files, read once a runner needs
 	// them.
 	texts *[]appText
+	// prismaOut are the folders the repository's Prisma schemas generate
+	// their clients into; nil before they are read.
+	prismaOut []string
 }
 
 func (w *walker) run(ctx context.Context) error {

@@ -135,6 +135,31 @@ func TestScanCommentedLoad(t *testing.T) {
 	}
 }
 
+// TestScanTypeOnly: TypeScript's type-only imports and exports are erased
+// at compile time, so they load nothing; a default import named type, and
+// an import with inline type modifiers (which keeps a side-effect import),
+// still load.
+func TestScanTypeOnly(t *testing.T) {
+	t.Parallel()
+	src := "import type { Pixel } from '@/generated/prisma/client';\n" +
+		"import type Koa from 'koa';\n" +
+		"import type * as ns from './ns';\n" +
+		"export type { A } from './a';\n" +
+		"export type * from './all';\n" +
+		"import type from './default-named-type';\n" +
+		"import type, { b } from './default-and-named';\n" +
+		"import { type C, d } from './inline';\n" +
+		"import typeorm from 'typeorm';\n"
+	imps, _ := Scan([]byte(src))
+	var specs []string
+	for _, i := range imps {
+		specs = append(specs, i.Spec)
+	}
+	if diff := cmp.Diff([]string{"./default-named-type", "./default-and-named", "./inline", "typeorm"}, specs); diff != "" {
+		t.Errorf("specifiers (-want +got):\n%s", diff)
+	}
+}
+
 // TestScanKeywordInsideAWord: a keyword inside a longer word ("Re-export",
 // "xrequire") is neither a load nor a reason to miss the load after it.
 func TestScanKeywordInsideAWord(t *testing.T) {
@@ -533,6 +558,35 @@ func TestSubpathImportOfBuildOutput(t *testing.T) {
 	}
 	if len(g.Dynamic) > 0 {
 		t.Errorf("computed loads %v: the #src import names a source", g.Dynamic)
+	}
+}
+
+// TestPrismaGeneratedClient: an alias into the folder a Prisma schema
+// generates its client into (@/generated/prisma/client, written by prisma
+// generate at build time) loads @prisma/client's runtime, and leaves the
+// app closed; another missing alias target still opens it.
+func TestPrismaGeneratedClient(t *testing.T) {
+	t.Parallel()
+	files := map[string]string{
+		"Dockerfile":           "FROM gcr.io/distroless/nodejs22-debian13\nWORKDIR /app\nCOPY . .\nCMD [\"src/server.js\"]\n",
+		"package.json":         `{"name":"svc","dependencies":{"@prisma/client":"7"}}`,
+		"tsconfig.json":        `{"compilerOptions":{"paths":{"@/*":["./src/*"]}}}`,
+		"prisma/schema.prisma": "generator client {\n  provider = \"prisma-client\"\n  output   = \"../src/generated/prisma\"\n}\n",
+		"src/server.js":        "import { Prisma } from '@/generated/prisma/client';\n",
+		"src/unrelated.js":     "",
+		"node_modules/@prisma/client/package.json": `{"name":"@prisma/client","main":"index.js"}`,
+		"node_modules/@prisma/client/index.js":     "",
+	}
+	g := graphOf(t, files)
+	if !g.Reached("node_modules/@prisma/client/index.js") {
+		t.Errorf("@prisma/client not reached (unresolved %v)", g.Unresolved)
+	}
+	if _, open := g.DynamicIn("src/unrelated.js"); open {
+		t.Error("the generated client's alias leaves the app open")
+	}
+	files["src/server.js"] = "import { x } from '@/generated/other/thing';\n"
+	if _, open := graphOf(t, files).DynamicIn("src/unrelated.js"); !open {
+		t.Error("an alias to a missing folder that no generator names does not leave the app open")
 	}
 }
 

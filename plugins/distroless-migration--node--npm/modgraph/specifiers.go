@@ -4,6 +4,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"unicode"
 )
 
 // Import is one module specifier a file loads.
@@ -134,6 +135,11 @@ func Scan(src []byte) ([]Import, []Dynamic) {
 				continue
 			}
 			literal[m[0]] = true
+			if statement && typeOnly(text[m[0]:m[1]]) {
+				// import type { Pixel } from '@/generated/prisma/client':
+				// TypeScript erases it; nothing loads at run time.
+				continue
+			}
 			for g := 2; g+1 < len(m); g += 2 {
 				if m[g] >= 0 && strings.Contains(text[m[g]:m[g+1]], "${") {
 					// import X from "${host}/static/x" is the text of a
@@ -199,6 +205,42 @@ func Scan(src []byte) ([]Import, []Dynamic) {
 		}
 	}
 	return imps, dyn
+}
+
+// typeOnly reports a statement that imports or exports types only, which
+// TypeScript erases: import type X from, import type { X } from, import
+// type * as X from, export type { X } from, export type * from. import
+// type from 'x' and import type, { a } from 'x' import a default named
+// type, and load.
+func typeOnly(stmt string) bool {
+	r := strings.TrimLeft(stmt, ";} \t\n\r\f")
+	kw := "import"
+	if !strings.HasPrefix(r, kw) {
+		kw = "export"
+	}
+	r, ok := strings.CutPrefix(r, kw)
+	if !ok || r == "" || !unicode.IsSpace(rune(r[0])) {
+		return false
+	}
+	r, ok = strings.CutPrefix(strings.TrimLeftFunc(r, unicode.IsSpace), "type")
+	if !ok || r == "" {
+		return false
+	}
+	if r[0] == '{' || r[0] == '*' {
+		return true
+	}
+	if !unicode.IsSpace(rune(r[0])) {
+		return false // typeorm, typeof
+	}
+	r = strings.TrimLeftFunc(r, unicode.IsSpace)
+	if r != "" && (r[0] == '{' || r[0] == '*') {
+		return true
+	}
+	id := r[:len(r)-len(strings.TrimLeftFunc(r, func(c rune) bool { return c == '_' || c == '$' || unicode.IsLetter(c) || unicode.IsDigit(c) }))]
+	if id == "" || id == "from" {
+		return false
+	}
+	return !strings.HasPrefix(strings.TrimLeftFunc(r[len(id):], unicode.IsSpace), ",")
 }
 
 // joinedLiteral returns the string that arg, a load's argument, is when
