@@ -236,8 +236,15 @@ type setBuilder struct {
 	files []ctxFile
 	memo  map[int][]mapping
 	// workdirs is each built stage's working directory at its end.
-	workdirs   map[int]string
-	generated  []Generated
+	workdirs  map[int]string
+	generated []Generated
+	effects
+}
+
+// effects are what a build's steps did that the file set reports: the
+// copies it could not resolve, and whether it installed packages, left
+// devDependencies out, or added packages by name.
+type effects struct {
 	unresolved []string
 	installs   bool
 	omitsDev   bool
@@ -246,6 +253,17 @@ type setBuilder struct {
 	// when one of them names none codegenie can read.
 	added        []string
 	addedUnnamed bool
+}
+
+// take adds what another build (an image the repository builds, which a
+// stage starts FROM or copies from) did.
+func (e *effects) take(o effects) {
+	e.unresolved = append(e.unresolved, o.unresolved...)
+	e.installs = e.installs || o.installs
+	e.omitsDev = e.omitsDev || o.omitsDev
+	e.adds = e.adds || o.adds
+	e.added = append(e.added, o.added...)
+	e.addedUnnamed = e.addedUnnamed || o.addedUnnamed
 }
 
 type ctxFile struct{ rel, repo string }
@@ -271,14 +289,9 @@ type repoBuilds struct {
 // builtStage is the filesystem a repository-built image holds of the
 // repository, with what its build did.
 type builtStage struct {
-	maps         []mapping
-	workdir      string
-	unresolved   []string
-	installs     bool
-	omitsDev     bool
-	adds         bool
-	added        []string
-	addedUnnamed bool
+	maps    []mapping
+	workdir string
+	effects
 }
 
 // image returns the file set of the image ref names when the repository
@@ -307,20 +320,9 @@ func (r *repoBuilds) image(ref string) *builtStage {
 	defer delete(r.visiting, bi.Dockerfile)
 	nb := newSetBuilder(f, contextFiles(r.all, bi.Context, ign), r)
 	maps := nb.stage(f.Final, 0)
-	bs := &builtStage{maps: maps, workdir: nb.workdirs[f.Final], unresolved: nb.unresolved,
-		installs: nb.installs, omitsDev: nb.omitsDev, adds: nb.adds, added: nb.added, addedUnnamed: nb.addedUnnamed}
+	bs := &builtStage{maps: maps, workdir: nb.workdirs[f.Final], effects: nb.effects}
 	r.memo[key] = bs
 	return bs
-}
-
-// inherit takes on what a repository-built image's build did.
-func (b *setBuilder) inherit(bs *builtStage) {
-	b.unresolved = append(b.unresolved, bs.unresolved...)
-	b.installs = b.installs || bs.installs
-	b.omitsDev = b.omitsDev || bs.omitsDev
-	b.adds = b.adds || bs.adds
-	b.added = append(b.added, bs.added...)
-	b.addedUnnamed = b.addedUnnamed || bs.addedUnnamed
 }
 
 // stage returns the repository files in stage i's filesystem (through its
@@ -345,7 +347,7 @@ func (b *setBuilder) stage(i, depth int) []mapping {
 		}
 	} else if img := b.ext.image(b.f.Stages[i].ResolvedBase); img != nil {
 		// An image another of the repository's Dockerfiles builds.
-		b.inherit(img)
+		b.take(img.effects)
 		out = append(out, img.maps...)
 		if img.workdir != "" {
 			wd = img.workdir
@@ -436,7 +438,7 @@ func (b *setBuilder) copyOne(in dockerfile.Instruction, src, dest string, destDi
 			img = b.ext.image(in.From) // a stage's name is not looked up
 		}
 		if img != nil {
-			b.inherit(img)
+			b.take(img.effects)
 			sp := path.Clean("/" + strings.TrimPrefix(src, "/"))
 			for _, m := range img.maps {
 				if rest, ok := under(m.image, sp); ok {
