@@ -487,6 +487,10 @@ func (w *walker) resolveAt(from string, imp Import) (string, bool) {
 				target = path.Join(dir, sub)
 			}
 			if t, ok := w.file(target); ok {
+				// The package is the repository's own folder (a pnpm or
+				// yarn workspace link the build makes), not one
+				// node_modules lacks.
+				w.notMissing(name)
 				return t, true
 			}
 		}
@@ -499,7 +503,7 @@ func (w *walker) resolveAt(from string, imp Import) (string, bool) {
 		}
 		switch t, kind := w.aliasOf(from, spec); kind {
 		case aliasFile:
-			w.g.MissingPackages = slices.DeleteFunc(w.g.MissingPackages, func(m string) bool { return m == name })
+			w.notMissing(name)
 			return t, true
 		case aliasOpen:
 			w.g.Dynamic = append(w.g.Dynamic, Site{File: from, Line: imp.Line})
@@ -513,6 +517,12 @@ func (w *walker) resolveAt(from string, imp Import) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// notMissing takes name off the packages node_modules lacks: the walk
+// found what it names elsewhere.
+func (w *walker) notMissing(name string) {
+	w.g.MissingPackages = slices.DeleteFunc(w.g.MissingPackages, func(m string) bool { return m == name })
 }
 
 // subpathImport resolves a "#name" load through the "imports" field of

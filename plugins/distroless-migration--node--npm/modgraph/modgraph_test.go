@@ -516,13 +516,17 @@ func TestDynamicOtherPackage(t *testing.T) {
 // TestGraphHoles: loads the walk cannot follow but that may name a
 // repository file leave that package's files possibly loaded; workspace
 // packages, "#" imports, export subpaths, .mjs for .mts and fork targets
-// are followed.
+// are followed. A workspace package the walk finds in the repository
+// (its compiled main mapped to its source, as Flowise's flowise-components)
+// is no package node_modules lacks.
 func TestGraphHoles(t *testing.T) {
 	t.Parallel()
 	g := graphOf(t, map[string]string{
 		"Dockerfile":                       "FROM gcr.io/distroless/nodejs22-debian13\nWORKDIR /app\nCOPY . .\nCMD [\"server.mjs\"]\n",
-		"package.json":                     `{"name":"svc","dependencies":{"@acme/git":"workspace:*","lib":"1"},"imports":{"#util/*":"./util/*.mjs"}}`,
-		"server.mjs":                       "import '@acme/git';\nimport '#util/log';\nimport 'lib/sub';\nimport './b.mjs';\nfork('./worker.js');\nimport x from '@/alias';\n",
+		"package.json":                     `{"name":"svc","dependencies":{"@acme/git":"workspace:*","comp":"workspace:^","lib":"1"},"imports":{"#util/*":"./util/*.mjs"}}`,
+		"server.mjs":                       "import '@acme/git';\nimport 'comp';\nimport '#util/log';\nimport 'lib/sub';\nimport './b.mjs';\nfork('./worker.js');\nimport x from '@/alias';\n",
+		"packages/comp/package.json":       `{"name":"comp","main":"dist/src/index","exports":{".":{"types":"./dist/src/index.d.ts","default":"./dist/src/index.js"}}}`,
+		"packages/comp/src/index.ts":       "",
 		"b.mts":                            "",
 		"worker.js":                        "",
 		"util/log.mjs":                     "",
@@ -531,10 +535,13 @@ func TestGraphHoles(t *testing.T) {
 		"node_modules/lib/package.json":    `{"exports":{".":"./main.js","./sub":"./lib/sub-impl.js"}}`,
 		"node_modules/lib/lib/sub-impl.js": "",
 	})
-	for _, f := range []string{"packages/git/index.js", "util/log.mjs", "node_modules/lib/lib/sub-impl.js", "b.mts", "worker.js"} {
+	for _, f := range []string{"packages/git/index.js", "packages/comp/src/index.ts", "util/log.mjs", "node_modules/lib/lib/sub-impl.js", "b.mts", "worker.js"} {
 		if !g.Reached(f) {
 			t.Errorf("%s not reached", f)
 		}
+	}
+	if len(g.MissingPackages) > 0 {
+		t.Errorf("missing packages %v: each is a workspace package the repository holds, or installed", g.MissingPackages)
 	}
 	if _, ok := g.DynamicIn("other.js"); !ok {
 		t.Error("an undeclared bare import (an alias) does not leave the app's other files possibly loaded")
