@@ -39,6 +39,13 @@ var aptNames = map[string]string{
 	"openssh-keygen": "openssh-client", "cmake": "cmake", "ninja": "ninja-build", "libffi-dev": "libffi-dev",
 	"libxml2-dev": "libxml2-dev", "libxslt-dev": "libxslt1-dev", "libpng-dev": "libpng-dev", "librsvg-dev": "librsvg2-dev",
 	"py3-setuptools": "python3-setuptools", "gettext": "gettext", "libc-dev": "libc6-dev", "libgcc": "",
+	// The libraries alpine's nodejs links as shared ones, whose headers an
+	// addon build against it needs (hoppscotch's isolated-vm). Those
+	// Debian packages exist on bookworm; the node image's node has the
+	// rest built in, with its headers, so they need no counterpart.
+	"brotli-dev": "libbrotli-dev", "c-ares-dev": "libc-ares-dev", "nghttp2-dev": "libnghttp2-dev", "icu-dev": "libicu-dev",
+	"simdjson-dev": "libsimdjson-dev", "zstd-dev": "libzstd-dev", "libuv-dev": "libuv1-dev",
+	"ada-dev": "", "simdutf-dev": "", "llhttp-dev": "", "nodejs-dev": "",
 }
 
 // DebianPackage is the Debian package for an alpine one ("" when the node

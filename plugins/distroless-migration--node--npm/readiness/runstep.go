@@ -30,6 +30,11 @@ var fileSteps = map[string]string{
 	"update-ca-certificates": "installs certificates", "node": "runs a node build step", "tar": "unpacks files",
 	"echo": "writes files", "true": "does nothing", "cd": "changes directory", "export": "sets variables for the step",
 	"set": "sets shell options for the step", ":": "does nothing",
+	// Checks: they read and print (a redirect's target is judged on its
+	// own), and fail the step, wherever it runs, when the check fails.
+	"[": "checks a condition", "test": "checks a condition", "false": "fails the step", "exit": "ends the step",
+	"sha256sum": "checks a checksum", "sha512sum": "checks a checksum", "sha1sum": "checks a checksum", "md5sum": "checks a checksum",
+	"cut": "filters text", "printf": "prints text",
 }
 
 // sideEffects are commands whose effect is not files the builder can copy.

@@ -46,6 +46,17 @@ func TestClassifyRun(t *testing.T) {
 		{"ln -s /usr/bin/python3 /usr/bin/python && ln -s /usr/bin/pip3 /usr/bin/pip && rm /usr/bin/python", false, "ln writes /usr/bin/pip"},
 		{"cp /usr/share/zoneinfo/UTC /usr/local/app/tz", true, "copies files"},
 		{"cp -t /etc/ssl/certs ca.pem", false, "cp writes /etc/ssl/certs"},
+		// A checksum check leaves nothing behind (hoppscotch's npm tarball).
+		{`expected="b290" && actual=$(sha256sum npm.tgz | cut -d' ' -f1) && [ "$actual" = "$expected" ] && echo "OK" || (echo "failed" && exit 1)`, true, "checks a checksum"},
+		{`echo "8e70  pnpm.tgz" | sha256sum -c - && tar -xzf pnpm.tgz`, true, "unpacks files"},
+		{"sha256sum app.tgz > /etc/app.sum", false, "writes /etc/app.sum"},
+		// The commands inside if and $(…) are the step's commands too.
+		{"if [ -f /app/x ]; then service nginx start; fi", false, "starts a service"},
+		{"V=$(./scripts/setup.sh) && echo $V", false, "cannot tell what ./scripts/setup.sh leaves behind"},
+		// apk's names for the libraries alpine's nodejs links as shared
+		// ones, which an addon build against it needs.
+		{"apk add --no-cache python3 make g++ zlib-dev brotli-dev c-ares-dev nghttp2-dev openssl-dev icu-dev ada-dev simdjson-dev simdutf-dev sqlite-dev zstd-dev", true, "installs OS packages"},
+		{"apk add --no-cache libfoo-dev", false, "apk adds libfoo-dev"},
 	}
 	for _, tt := range tests {
 		got := ClassifyRun(dockerfile.Instruction{Command: "run", Form: dockerfile.FormShell, Args: []string{tt.line}}, "/usr/local/app")

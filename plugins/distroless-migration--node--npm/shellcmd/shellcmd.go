@@ -131,11 +131,40 @@ func (a *analyzer) stmt(st *syntax.Stmt, top bool) {
 		a.reason("empty command")
 	default:
 		a.reason(fmt.Sprintf("shell construct %s", strings.TrimPrefix(fmt.Sprintf("%T", c), "*syntax.")))
+		// if, for, while, case and function bodies: their commands are
+		// the line's commands too.
+		a.nested(c)
 	}
+}
+
+// nested records the commands of the statements inside n: a compound
+// command's, and a command substitution's ($(sha256sum f) runs
+// sha256sum).
+func (a *analyzer) nested(n syntax.Node) {
+	syntax.Walk(n, func(n syntax.Node) bool {
+		if st, ok := n.(*syntax.Stmt); ok {
+			a.stmt(st, false)
+			return false
+		}
+		return true
+	})
 }
 
 func (a *analyzer) call(c *syntax.CallExpr, top bool) {
 	a.simple++
+	// The commands its words substitute come after it, so that the
+	// first command stays the one the line runs (curl in
+	// curl "http://x:$(cat /port)/").
+	defer func() {
+		for _, as := range c.Assigns {
+			if as.Value != nil {
+				a.nested(as.Value)
+			}
+		}
+		for _, w := range c.Args {
+			a.nested(w)
+		}
+	}()
 	var env []string
 	for _, as := range c.Assigns {
 		if as.Value == nil || as.Naked || as.Append || as.Index != nil || as.Array != nil {

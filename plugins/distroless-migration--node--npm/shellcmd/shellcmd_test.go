@@ -55,6 +55,18 @@ func TestCommands(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Commands (-want +got):\n%s", diff)
 	}
+	// The commands inside compound commands and command substitutions
+	// run too: a step's classification reads every one.
+	for line, want := range map[string][][]string{
+		`A=$(sha256sum f | cut -d' ' -f1) && [ "$A" = x ]`:       {{"sha256sum", "f"}, {"cut", "-d ", "-f1"}, {"[", "<expanded>", "=", "x", "]"}},
+		`if [ -f x ]; then ./setup.sh; else service x start; fi`: {{"[", "-f", "x", "]"}, {"./setup.sh"}, {"service", "x", "start"}},
+		`curl -f "http://x:$(cat /port)/" && exit 0`:             {{"curl", "-f", "<expanded>"}, {"cat", "/port"}, {"exit", "0"}},
+		`for f in $(ls /x); do rm "$f"; done`:                    {{"ls", "/x"}, {"rm", "<expanded>"}},
+	} {
+		if diff := cmp.Diff(want, Analyze(line).Commands); diff != "" {
+			t.Errorf("Commands of %s (-want +got):\n%s", line, diff)
+		}
+	}
 }
 
 func TestParseInvocation(t *testing.T) {

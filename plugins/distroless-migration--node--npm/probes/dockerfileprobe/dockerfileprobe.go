@@ -92,7 +92,7 @@ var _ probe.Probe = (*Probe)(nil)
 func (*Probe) Desc() probe.Desc {
 	return probe.Desc{
 		Name:           Name,
-		Version:        "5", // 5: the build context guessed for a Dockerfile no compose file builds counts only COPY sources that are in one of its folder and the root (images.guessContext); 3: ARG and ENV values expanded in COPY, ADD, WORKDIR and ENV (issue 21); 4: VOLUME paths in Args
+		Version:        "6", // 6: the commands inside if, for, case and $(…) of a shell line are its commands too (shellcmd); 5: the build context guessed for a Dockerfile no compose file builds counts only COPY sources that are in one of its folder and the root (images.guessContext); 3: ARG and ENV values expanded in COPY, ADD, WORKDIR and ENV (issue 21); 4: VOLUME paths in Args
 		Heaviness:      probe.Light,
 		CacheStrategy:  probe.CacheContent,
 		PerImage:       true,

@@ -141,7 +141,7 @@ var _ probe.Probe = (*Probe)(nil)
 func (*Probe) Desc() probe.Desc {
 	return probe.Desc{
 		Name:          Name,
-		Version:       "10", // 10: run-script-os (run-os) runs the script tagged for Linux (linux, else nix, else default); the build context guessed for a Dockerfile no compose file builds counts only COPY sources that are in one of its folder and the root (images.guessContext); 9: graph_steps, the node commands of an entrypoint script that does more than set defaults; 8: a package script's sh x.sh whose script only sets defaults and execs node converts to that command; 5: steps, the commands the start comes down to (issue 21); 6: through entrypoint scripts that only set defaults; 7: shell options before -c LINE or a script (bash -ec, sh -e x.sh)
+		Version:       "11", // 11: the commands inside if, for, case and $(…) of a shell line are its commands too (shellcmd); 10: run-script-os (run-os) runs the script tagged for Linux (linux, else nix, else default); the build context guessed for a Dockerfile no compose file builds counts only COPY sources that are in one of its folder and the root (images.guessContext); 9: graph_steps, the node commands of an entrypoint script that does more than set defaults; 8: a package script's sh x.sh whose script only sets defaults and execs node converts to that command; 5: steps, the commands the start comes down to (issue 21); 6: through entrypoint scripts that only set defaults; 7: shell options before -c LINE or a script (bash -ec, sh -e x.sh)
 		Heaviness:     probe.Light,
 		PerImage:      true,
 		CacheStrategy: probe.CacheContent,
