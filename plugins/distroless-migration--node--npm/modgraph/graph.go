@@ -482,11 +482,7 @@ func (w *walker) resolveAt(from string, imp Import) (string, bool) {
 	case !isBuiltin(spec) && !strings.HasPrefix(spec, "/") && !strings.Contains(spec, "://"):
 		name, sub := splitBare(spec)
 		if dir, ok := w.workspace(name); ok {
-			target := dir
-			if sub != "" {
-				target = path.Join(dir, sub)
-			}
-			if t, ok := w.file(target); ok {
+			if t, ok := w.packageFile(dir, w.manifestAt(dir), sub); ok {
 				// The package is the repository's own folder (a pnpm or
 				// yarn workspace link the build makes), not one
 				// node_modules lacks.
@@ -517,6 +513,20 @@ func (w *walker) resolveAt(from string, imp Import) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// packageFile resolves sub, a path in the package at dir ("" for the
+// package itself), as node does: through its exports map, else as a file.
+func (w *walker) packageFile(dir string, m *manifest, sub string) (string, bool) {
+	if sub == "" {
+		return w.file(dir)
+	}
+	if m != nil && len(m.Exports) > 0 {
+		if t, ok := w.exportSubpath(dir, m, "./"+sub); ok {
+			return t, true
+		}
+	}
+	return w.file(path.Join(dir, sub))
 }
 
 // notMissing takes name off the packages node_modules lacks: the walk
@@ -635,21 +645,7 @@ func (w *walker) resolve(from, spec string) (string, bool) {
 			base = path.Join("node_modules", name)
 		}
 		if m := w.manifestAt(base); m != nil || w.hasDir(base) {
-			if sub == "" {
-				if t, ok := w.file(base); ok {
-					return t, true
-				}
-				return "", false
-			}
-			if m != nil && len(m.Exports) > 0 {
-				if t, ok := w.exportSubpath(base, m, "./"+sub); ok {
-					return t, true
-				}
-			}
-			if t, ok := w.file(path.Join(base, sub)); ok {
-				return t, true
-			}
-			return "", false
+			return w.packageFile(base, m, sub)
 		}
 		if dir == "." || dir == "/" {
 			break

@@ -524,9 +524,10 @@ func TestGraphHoles(t *testing.T) {
 	g := graphOf(t, map[string]string{
 		"Dockerfile":                       "FROM gcr.io/distroless/nodejs22-debian13\nWORKDIR /app\nCOPY . .\nCMD [\"server.mjs\"]\n",
 		"package.json":                     `{"name":"svc","dependencies":{"@acme/git":"workspace:*","comp":"workspace:^","lib":"1"},"imports":{"#util/*":"./util/*.mjs"}}`,
-		"server.mjs":                       "import '@acme/git';\nimport 'comp';\nimport '#util/log';\nimport 'lib/sub';\nimport './b.mjs';\nfork('./worker.js');\nimport x from '@/alias';\n",
-		"packages/comp/package.json":       `{"name":"comp","main":"dist/src/index","exports":{".":{"types":"./dist/src/index.d.ts","default":"./dist/src/index.js"}}}`,
+		"server.mjs":                       "import '@acme/git';\nimport 'comp';\nimport 'comp/server';\nimport '#util/log';\nimport 'lib/sub';\nimport './b.mjs';\nfork('./worker.js');\nimport x from '@/alias';\n",
+		"packages/comp/package.json":       `{"name":"comp","main":"dist/src/index","exports":{".":{"types":"./dist/src/index.d.ts","default":"./dist/src/index.js"},"./server":"./src/server.ts"}}`,
 		"packages/comp/src/index.ts":       "",
+		"packages/comp/src/server.ts":      "",
 		"b.mts":                            "",
 		"worker.js":                        "",
 		"util/log.mjs":                     "",
@@ -535,7 +536,7 @@ func TestGraphHoles(t *testing.T) {
 		"node_modules/lib/package.json":    `{"exports":{".":"./main.js","./sub":"./lib/sub-impl.js"}}`,
 		"node_modules/lib/lib/sub-impl.js": "",
 	})
-	for _, f := range []string{"packages/git/index.js", "packages/comp/src/index.ts", "util/log.mjs", "node_modules/lib/lib/sub-impl.js", "b.mts", "worker.js"} {
+	for _, f := range []string{"packages/git/index.js", "packages/comp/src/index.ts", "packages/comp/src/server.ts", "util/log.mjs", "node_modules/lib/lib/sub-impl.js", "b.mts", "worker.js"} {
 		if !g.Reached(f) {
 			t.Errorf("%s not reached", f)
 		}
@@ -881,6 +882,9 @@ func TestNextStandaloneServer(t *testing.T) {
 		"src/pages/api/ping.js":                             "import ping from 'pinger'\nexport default async function h(req, res) { res.json(await ping('x')) }\n",
 		"src/components/Card.tsx":                           "export default function Card() { return null }\n",
 		"src/lib/unused-helper.js":                          "module.exports = 1\n",
+		"src/pages/index.test.tsx":                          "import { render } from '@testing-library/react'\n",
+		"src/pages/__tests__/api.js":                        "require('supertest')\n",
+		"src/app/test/page.tsx":                             "export default function T() { return null }\n",
 		"node_modules/next/package.json":                    `{"name":"next","main":"./dist/server/next.js"}`,
 		"node_modules/next/dist/server/next.js":             "",
 		"node_modules/next/dist/server/lib/start-server.js": "require('../next')\n",
@@ -893,9 +897,15 @@ func TestNextStandaloneServer(t *testing.T) {
 		"node_modules/dotenv-expand/main.js":                "",
 	}
 	g := graphOf(t, files)
-	want := []string{"node_modules/next/dist/server/lib/start-server.js", "src/pages/api/ping.js", "src/pages/index.tsx"}
+	// Test files are no entries (rallly's *.test.tsx under src/app named
+	// @testing-library/react, a package the image lacks); a route folder
+	// named test is a route.
+	want := []string{"node_modules/next/dist/server/lib/start-server.js", "src/app/test/page.tsx", "src/pages/api/ping.js", "src/pages/index.tsx"}
 	if diff := cmp.Diff(want, g.Entries); diff != "" {
 		t.Errorf("entries (-want +got):\n%s\nwhy: %s", diff, g.EntryWhy)
+	}
+	if len(g.MissingPackages) > 0 {
+		t.Errorf("missing packages %v: only test files name them", g.MissingPackages)
 	}
 	for _, f := range []string{"node_modules/next/dist/server/next.js", "node_modules/pinger/index.js", "src/components/Card.tsx"} {
 		if !g.Reached(f) {

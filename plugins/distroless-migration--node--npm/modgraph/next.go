@@ -129,10 +129,27 @@ func (w *walker) projectSources(proj string, rootFiles, dirs []string) []string 
 		if !in || !loadable(f) || path.Ext(f) == "" || strings.Contains(rel, "node_modules/") {
 			continue
 		}
+		if testSource(rel) {
+			continue
+		}
 		base := strings.TrimSuffix(rel, path.Ext(rel))
 		if slices.Contains(rootFiles, base) || slices.ContainsFunc(dirs, func(d string) bool { return strings.HasPrefix(rel, d+"/") }) {
 			out = append(out, f)
 		}
 	}
 	return out
+}
+
+// testSource reports a project file that only its tests load: *.test.*
+// and *.spec.* files, and those under __tests__ or __mocks__ (a test or
+// tests folder under app/ may be a route, and stays). A framework's build
+// starts at none of them; a server file that imports one still reaches
+// it through the graph.
+func testSource(rel string) bool {
+	segs := strings.Split(rel, "/")
+	base := segs[len(segs)-1]
+	if strings.Contains(base, ".test.") || strings.Contains(base, ".spec.") {
+		return true
+	}
+	return slices.ContainsFunc(segs[:len(segs)-1], func(d string) bool { return d == "__tests__" || d == "__mocks__" })
 }

@@ -669,6 +669,9 @@ func (a *analysis) add(n *sitter.Node, c call) {
 	p := a.pos(n)
 	c.line, c.column = p.line, p.column
 	c.platform = jsplatform.Guard(n, a.text)
+	if c.platform == "" {
+		c.platform = a.callersPlatform(n)
+	}
 	c.within = modgraph.FunctionName(n, a.text)
 	a.calls = append(a.calls, c)
 }

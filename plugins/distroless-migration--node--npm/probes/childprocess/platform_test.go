@@ -43,6 +43,14 @@ func TestPlatformGuards(t *testing.T) {
 		{"a default", "switch (process.platform) { case 'darwin': break; default: cp.execSync('uname'); }", ""},
 		{"a switch on something else", "switch (mode) { case 'darwin': cp.execSync('sw_vers'); }", ""},
 		{"an exit after the call", "function v() { cp.execSync('uname'); if (process.platform !== 'darwin') { return 1; } }", ""},
+		// A function of the file that only calls kept to another system
+		// call runs there only (@prisma/streams-local's readDarwinTopMemBytes).
+		{"a function its callers keep to darwin", "function top(pid) { return cp.execFileSync('/usr/bin/top', ['-l', pid]); }\nclass G { mem() { if (process.platform !== 'darwin') return 0; return top(process.pid); } }\nif (process.platform === 'darwin') top(1);", "darwin"},
+		{"a function one caller runs on Linux", "function top(pid) { return cp.execFileSync('/usr/bin/top', ['-l', pid]); }\nif (process.platform === 'darwin') top(1);\ntop(2);", ""},
+		{"a function passed as a value", "function top(pid) { return cp.execFileSync('/usr/bin/top', ['-l', pid]); }\nif (process.platform === 'darwin') top(1);\nsetTimeout(top, 1);", ""},
+		{"an exported function", "export function top(pid) { return cp.execFileSync('/usr/bin/top', ['-l', pid]); }\nif (process.platform === 'darwin') top(1);", ""},
+		{"a function nothing calls", "function top(pid) { return cp.execFileSync('/usr/bin/top', ['-l', pid]); }", ""},
+		{"callers kept to two systems", "function top(pid) { return cp.execFileSync('top', [pid]); }\nif (process.platform === 'darwin') top(1);\nif (process.platform === 'win32') top(2);", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

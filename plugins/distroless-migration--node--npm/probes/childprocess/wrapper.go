@@ -6,6 +6,8 @@ import (
 	"strconv"
 
 	sitter "github.com/smacker/go-tree-sitter"
+
+	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/jsplatform"
 )
 
 // A command wrapper is a function of the file that hands one of its
@@ -33,28 +35,62 @@ func (a *analysis) wrapperCommands(c, cmd *sitter.Node) (out []wrapped, ok bool)
 		return nil, false
 	}
 	param := a.text(cmd)
-	fn := c.Parent()
-	for depth := 0; fn != nil && depth < maxDepth; depth++ {
-		switch fn.Type() {
-		case "function_declaration", "function_expression", "function", "arrow_function", "generator_function_declaration":
-			goto found
-		case "method_definition", "class_body", "program":
-			return nil, false
-		}
-		fn = fn.Parent()
+	fn := enclosingFunction(c)
+	if fn == nil {
+		return nil, false
 	}
-	return nil, false
-found:
 	index := paramIndex(a, fn, param)
-	name := a.functionName(fn)
-	if index < 0 || name == "" {
+	if index < 0 {
 		return nil, false
 	}
 	if body := fn.ChildByFieldName("body"); body == nil ||
 		regexp.MustCompile(`(?:^|[^\w$.])`+regexp.QuoteMeta(param)+`\s*(?:[-+*/|&?]|\?\?)?=[^=]`).MatchString(a.text(body)) {
 		return nil, false // the parameter is given another value
 	}
-	if exported(a.src, name) {
+	calls, ok := a.callers(fn)
+	if !ok {
+		return nil, false
+	}
+	for _, p := range calls {
+		al := p.ChildByFieldName("arguments")
+		if al == nil {
+			return nil, false
+		}
+		args := namedArgs(al)
+		if index >= len(args) {
+			return nil, false
+		}
+		lit, isLit := a.literal(args[index])
+		if !isLit || lit == "" {
+			return nil, false
+		}
+		out = append(out, wrapped{command: lit, at: args[index]})
+	}
+	return out, true
+}
+
+// enclosingFunction is the function whose body holds n, nil for one a
+// method or the file's top level holds (callers by name are not read).
+func enclosingFunction(n *sitter.Node) *sitter.Node {
+	fn := n.Parent()
+	for depth := 0; fn != nil && depth < maxDepth; depth++ {
+		switch fn.Type() {
+		case "function_declaration", "function_expression", "function", "arrow_function", "generator_function_declaration":
+			return fn
+		case "method_definition", "class_body", "program":
+			return nil
+		}
+		fn = fn.Parent()
+	}
+	return nil
+}
+
+// callers returns the calls of function fn by its name in the file; ok
+// is false when it may be called some other way: it is exported, or its
+// name is passed, stored or returned, or nothing calls it.
+func (a *analysis) callers(fn *sitter.Node) (calls []*sitter.Node, ok bool) {
+	name := a.functionName(fn)
+	if name == "" || exported(a.src, name) {
 		return nil, false
 	}
 	pat := []byte(name)
@@ -82,21 +118,33 @@ found:
 		if p == nil || p.Type() != "call_expression" || p.ChildByFieldName("function") == nil || !p.ChildByFieldName("function").Equal(n) {
 			return nil, false // passed, stored or returned: callers unknown
 		}
-		al := p.ChildByFieldName("arguments")
-		if al == nil {
-			return nil, false
-		}
-		args := namedArgs(al)
-		if index >= len(args) {
-			return nil, false
-		}
-		lit, isLit := a.literal(args[index])
-		if !isLit || lit == "" {
-			return nil, false
-		}
-		out = append(out, wrapped{command: lit, at: args[index]})
+		calls = append(calls, p)
 	}
-	return out, len(out) > 0
+	return calls, len(calls) > 0
+}
+
+// callersPlatform is the other system every caller of the function
+// around n is kept to (@prisma/streams-local's readDarwinTopMemBytes,
+// called only after if (process.platform !== "darwin") return): n runs
+// there only. "" when any caller may run on Linux, or they are unknown.
+func (a *analysis) callersPlatform(n *sitter.Node) string {
+	fn := enclosingFunction(n)
+	if fn == nil {
+		return ""
+	}
+	calls, ok := a.callers(fn)
+	if !ok {
+		return ""
+	}
+	platform := ""
+	for _, c := range calls {
+		g := jsplatform.Guard(c, a.text)
+		if g == "" || platform != "" && g != platform {
+			return ""
+		}
+		platform = g
+	}
+	return platform
 }
 
 // paramIndex is the position of the parameter named param in function
