@@ -180,6 +180,9 @@ type analysis struct {
 	decls    map[uint32]bool // start bytes of binding declarations
 	seen     map[findingKey]bool
 	calls    []call
+	// callerPlatforms caches callersPlatform by the function's start
+	// byte: a file's findings often share one function.
+	callerPlatforms map[uint32]string
 }
 
 // maxDepth bounds walks up the tree through wrappers.

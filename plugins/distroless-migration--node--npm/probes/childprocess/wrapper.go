@@ -132,18 +132,24 @@ func (a *analysis) callersPlatform(n *sitter.Node) string {
 	if fn == nil {
 		return ""
 	}
-	calls, ok := a.callers(fn)
-	if !ok {
-		return ""
+	if p, ok := a.callerPlatforms[fn.StartByte()]; ok {
+		return p
 	}
 	platform := ""
-	for _, c := range calls {
-		g := jsplatform.Guard(c, a.text)
-		if g == "" || platform != "" && g != platform {
-			return ""
+	if calls, ok := a.callers(fn); ok {
+		for _, c := range calls {
+			g := jsplatform.Guard(c, a.text)
+			if g == "" || platform != "" && g != platform {
+				platform = ""
+				break
+			}
+			platform = g
 		}
-		platform = g
 	}
+	if a.callerPlatforms == nil {
+		a.callerPlatforms = map[uint32]string{}
+	}
+	a.callerPlatforms[fn.StartByte()] = platform
 	return platform
 }
 
