@@ -157,6 +157,11 @@ func (g *Graph) DynamicIn(file string) (Site, bool) {
 		if d.Env != "" && pkg != "" {
 			continue
 		}
+		// A runner's load of the app's files (typeorm's ormconfig) loads
+		// none of the runner's own.
+		if l, ok := loaderOf(pkg); ok && l.loadsOnlyApp(d.File) {
+			continue
+		}
 		// require(`@img/sharp-${platform}/versions`) loads a package
 		// whose name starts so: not this one, unless its own name does.
 		if bareOther(d.Prefix, pkg) {

@@ -54,6 +54,10 @@ type appLoader struct {
 	// name, in a file that drives the runner and names one of its Keys,
 	// loads the migration files, not any file of the app.
 	Callback string
+	// Own are the files of the package (paths inside it) whose computed
+	// loads were read to load the app's files and none of the package's
+	// own: they leave its other files unreached.
+	Own []string
 	// Says is where each of these was read.
 	Says string
 }
@@ -79,8 +83,12 @@ var appLoaders = []appLoader{
 	},
 	{
 		Package: "typeorm", Keys: []string{"migrations", "entities", "subscribers"},
+		Config: []string{"ormconfig.js", "ormconfig.cjs", "ormconfig.mjs", "ormconfig.ts", "ormconfig.json"},
+		Own:    []string{"util/ImportUtils.js", "connection/ConnectionOptionsReader.js"},
 		Says: "typeorm 1.1.1: util/ImportUtils.js importOrRequireFile require(filePath)s each file that a DataSource's " +
-			"migrations, entities and subscribers globs match; classes given there are literal imports",
+			"migrations, entities and subscribers globs match; classes given there are literal imports; " +
+			"typeorm 0.3.12: connection/ConnectionOptionsReader.js loads the ormconfig of the app's root " +
+			"(importOrRequireFile, or require(configFile) for ormconfig.json)",
 	},
 	{
 		Package: "node-pg-migrate", Dirs: []string{"migrations"}, Keys: []string{"dir"}, Uses: []string{"node-pg-migrate", "runner("},
@@ -123,6 +131,13 @@ var appLoaders = []appLoader{
 			"(a path, or { strategy: 'pattern', target }), and lib/module-loader.js import()s or require()s each command file it runs " +
 			"(oclif.hooks, which load the same way, are not read here)",
 	},
+}
+
+// loadsOnlyApp reports a computed load at file, a file of the runner's
+// package, that was read to load only the app's files.
+func (l appLoader) loadsOnlyApp(file string) bool {
+	i := strings.LastIndex(file, "node_modules/"+l.Package+"/")
+	return i >= 0 && slices.Contains(l.Own, file[i+len("node_modules/"+l.Package+"/"):])
 }
 
 // loaderOf returns the migration runner that pkg (a node_modules package

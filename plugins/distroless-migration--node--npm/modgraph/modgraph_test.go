@@ -1214,6 +1214,32 @@ func TestMigrationRunners(t *testing.T) {
 			t.Error("typeorm opened the app")
 		}
 	})
+	t.Run("typeorm's ormconfig load leaves its own files unreached", func(t *testing.T) {
+		t.Parallel()
+		g := graphOf(t, with(map[string]string{
+			"node_modules/typeorm/package.json":                          `{"name":"typeorm","main":"index.js"}`,
+			"node_modules/typeorm/index.js":                              "require('./connection/ConnectionOptionsReader');\nrequire('./platform/PlatformTools');\n",
+			"node_modules/typeorm/connection/ConnectionOptionsReader.js": "exports.read = (configFile) => require(configFile);\n",
+			"node_modules/typeorm/platform/PlatformTools.js":             "",
+			"node_modules/typeorm/commands/InitCommand.js":               "require('child_process').exec('npm install');\n",
+			"server.js":      "require('typeorm');\n",
+			"ormconfig.json": "{}",
+		}))
+		if site, open := g.DynamicIn("node_modules/typeorm/commands/InitCommand.js"); open {
+			t.Errorf("typeorm's own files opened by %s:%d", site.File, site.Line)
+		}
+		// Another computed load in the package still opens them.
+		files := with(map[string]string{
+			"node_modules/typeorm/package.json":              `{"name":"typeorm","main":"index.js"}`,
+			"node_modules/typeorm/index.js":                  "require('./platform/PlatformTools');\n",
+			"node_modules/typeorm/platform/PlatformTools.js": "exports.load = (name) => require(name);\n",
+			"node_modules/typeorm/commands/InitCommand.js":   "",
+			"server.js": "require('typeorm');\n",
+		})
+		if _, open := graphOf(t, files).DynamicIn("node_modules/typeorm/commands/InitCommand.js"); !open {
+			t.Error("a computed load outside the files read left typeorm's own files unreached")
+		}
+	})
 	t.Run("node-pg-migrate's method load", func(t *testing.T) {
 		t.Parallel()
 		g := graphOf(t, with(map[string]string{
