@@ -64,6 +64,12 @@ type builder struct {
 	// that was read ("entrypoint bash" for ENTRYPOINT ["bash", "x.sh"]):
 	// the script's own blocker says what needs the shell.
 	scriptShells map[string]bool
+	// readScripts are the scripts the entrypoints probe read, by origin
+	// and command ("healthcheck /healthcheck.sh").
+	readScripts map[string]bool
+	// healthPrograms are the programs other than node that rewritten
+	// HEALTHCHECKs run.
+	healthPrograms []healthProgramUse
 	// startScripts are the shell scripts a package script runs (sh -e
 	// bin/start.sh) that only set defaults and exec node, when the start
 	// was rewritten to that command: the script goes with npm start, and

@@ -74,6 +74,15 @@ func unreadCommand(f *childprocess.Facts) (probe.Evidence, bool) {
 // official ones), when the image's ENV does not set one.
 const programPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
+// copiedProgramBlocker says that what runs bin (the app, a dependency, the
+// HEALTHCHECK) runs a program the Dockerfile copies in at line: it is
+// there, but whether it runs depends on the libraries it links.
+func copiedProgramBlocker(id, where, bin string, line int, evs []probe.Evidence) probe.Blocker {
+	return probe.Blocker{ID: id, Kind: probe.UnknownKind, Rule: RuleUnclassified,
+		Title: fmt.Sprintf("%s runs %s, which the Dockerfile copies into the image (line %d); on distroless it runs only if it is static or the libraries it links are there, which codegenie does not read", where, bin, line),
+		Fix:   "copy a statically linked build, or show with the trace and the gates that the call works on the distroless image", Evidence: evs}
+}
+
 // copiedProgram returns the line of the judged image's COPY that puts the
 // program bin where a call finds it: its own path when absolute, else a
 // folder of the image's PATH.
@@ -194,9 +203,7 @@ func (b *builder) childProcess(f *childprocess.Facts) {
 				// keeps the copy: it is there, but whether it runs
 				// depends on the libraries it links.
 				evs = append(evs, probe.Evidence{File: b.judged.Path, Line: line, Note: "copies " + baseName(bin) + " into the image"})
-				b.Add(probe.Blocker{ID: id, Kind: probe.UnknownKind, Rule: RuleUnclassified,
-					Title: fmt.Sprintf("%s runs %s, which the Dockerfile copies into the image (line %d); on distroless it runs only if it is static or the libraries it links are there, which codegenie does not read", where, bin, line),
-					Fix:   "copy a statically linked build, or show with the trace and the gates that the call works on the distroless image", Evidence: evs})
+				b.Add(copiedProgramBlocker(id, where, bin, line, evs))
 				continue
 			}
 			fix := "keep a non-distroless image, copy a static build of it in, or do the work in Node"

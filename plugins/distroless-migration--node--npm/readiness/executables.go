@@ -25,6 +25,12 @@ func (b *builder) executables(f *entrypoints.Facts) {
 			name += " (" + e.RepoPath + ")"
 		}
 		b.scriptWrappers(e, name)
+		if e.Script != nil {
+			if b.readScripts == nil {
+				b.readScripts = map[string]bool{}
+			}
+			b.readScripts[e.Origin+" "+e.Command] = true
+		}
 		if e.RunBy != "" && e.Script != nil {
 			if b.scriptShells == nil {
 				b.scriptShells = map[string]bool{}

@@ -234,9 +234,41 @@ func (b *builder) health(bl probe.Blocker, a shellcmd.Analysis, inCompose bool) 
 		b.addEdit(bl, Edit{Health: a.Argv[1:], InCompose: inCompose})
 		return
 	}
+	if !a.NeedsShell && len(a.Argv) > 0 && !shellcmd.IsShell(a.Argv[0]) {
+		// One simple command of another program (a static healthcheck
+		// binary the image copies in): exec form runs it with no shell.
+		// Whether distroless can run the program is its own blocker.
+		bl.Rule, bl.Fix = RuleHealthExecForm, where+quoteArgv(a.Argv)
+		b.addEdit(bl, Edit{Health: a.Argv[1:], HealthProgram: a.Argv[0], InCompose: inCompose})
+		b.healthPrograms = append(b.healthPrograms, healthProgramUse{bin: a.Argv[0], at: bl.Evidence[0]})
+		return
+	}
 	bl.Rule, bl.Fix = RuleShellLine, "write the check as a Node script: HEALTHCHECK CMD [\"/nodejs/bin/node\", \"healthcheck.js\"]"
 	b.healthKept = true
 	b.Add(bl)
+}
+
+// healthProgramUse is a program other than node that a HEALTHCHECK runs
+// in exec form once rewritten, and where.
+type healthProgramUse struct {
+	bin string
+	at  probe.Evidence
+}
+
+// healthProgramsCopied: a program the rewritten HEALTHCHECK runs that the
+// Dockerfile copies in (a healthcheck binary) is there, but whether it
+// runs on distroless depends on what it links. A script codegenie read
+// has its own blocker. (After executables, which reads the scripts.)
+func (b *builder) healthProgramsCopied() {
+	for _, u := range b.healthPrograms {
+		if b.readScripts["healthcheck "+u.bin] {
+			continue
+		}
+		if line, ok := b.copiedProgram(u.bin, imageEnv(b.judged)); ok {
+			b.Add(copiedProgramBlocker(noderuntime.WarnMissingBinary, "the HEALTHCHECK", u.bin, line,
+				[]probe.Evidence{u.at, {File: b.judged.Path, Line: line, Note: "copies " + baseName(u.bin) + " into the image"}}))
+		}
+	}
 }
 
 // healthAnalysis analyses a shell-form health check. "CHECK || exit 1" is

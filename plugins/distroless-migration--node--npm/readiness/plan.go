@@ -34,8 +34,11 @@ type Action struct {
 // rewrite). The fields a rule does not use are zero.
 type Edit struct {
 	// Health is node's arguments for an exec-form HEALTHCHECK run with
-	// /nodejs/bin/node (healthcheck_exec_form).
-	Health []string
+	// /nodejs/bin/node (healthcheck_exec_form), or HealthProgram's when
+	// it is set: the program a shell-form check of one simple command
+	// runs (extra/healthcheck), kept in exec form.
+	Health        []string
+	HealthProgram string
 	// HealthURL is the first URL that a generated Node health check
 	// requests, and HealthCheck all it checks: the curl or wget command's
 	// requests and its rule for which answers pass

@@ -152,6 +152,7 @@ func (a *Assessor) assess(results []probe.Result) (probe.Assessment, *builder, e
 		b.chains(&f, r)
 	}
 	b.executables(&ep)
+	b.healthProgramsCopied()
 	var nr noderuntime.Facts
 	if err := decode(byName, noderuntime.Name, &nr); err != nil {
 		return as, nil, err

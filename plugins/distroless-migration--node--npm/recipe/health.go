@@ -73,8 +73,9 @@ func (r *rewriter) healthLines() ([]string, error) {
 	var out []string
 	switch act.Blocker.Rule {
 	case readiness.RuleHealthExecForm:
-		out = append(out, head+"CMD "+execForm(append([]string{node}, act.Edit.Health...))+"\n")
-		r.change(readiness.RuleHealthExecForm, "the HEALTHCHECK runs "+node+" in exec form, options kept")
+		program := healthProgram(act, node)
+		out = append(out, head+"CMD "+execForm(append([]string{program}, act.Edit.Health...))+"\n")
+		r.change(readiness.RuleHealthExecForm, "the HEALTHCHECK runs "+program+" in exec form, options kept")
 	case readiness.RuleHealthNode:
 		c, err := r.httpCheck(act, HealthName)
 		if err != nil {
@@ -87,6 +88,15 @@ func (r *rewriter) healthLines() ([]string, error) {
 			healthTool(c.Tool), HealthName, strings.Join(c.URLs, " and "), healthTool(c.Tool), c.Rule()))
 	}
 	return out, nil
+}
+
+// healthProgram is the program an exec-form check runs: node, or the
+// one its shell-form line ran.
+func healthProgram(act *readiness.Action, node string) string {
+	if act.Edit.HealthProgram != "" {
+		return act.Edit.HealthProgram
+	}
+	return node
 }
 
 // healthCmdRE finds the CMD keyword of a HEALTHCHECK's text.
@@ -135,7 +145,7 @@ func (r *rewriter) composeHealth(act *readiness.Action, imageScript bool) error 
 		return r.refuse(act.Blocker.Rule, "the compose healthcheck cannot be located", "rewrite it by hand", 0)
 	}
 	ev := act.Blocker.Evidence[0]
-	argv := append([]string{"CMD", r.target.Node}, act.Edit.Health...)
+	argv := append([]string{"CMD", healthProgram(act, r.target.Node)}, act.Edit.Health...)
 	if act.Blocker.Rule == readiness.RuleHealthNode {
 		name := pick(imageScript, ComposeHealthName, HealthName)
 		if _, err := r.httpCheck(act, name); err != nil {
