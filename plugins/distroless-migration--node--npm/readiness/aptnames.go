@@ -36,7 +36,7 @@ var aptNames = map[string]string{
 	"nss": "libnss3", "freetype": "libfreetype6", "harfbuzz": "libharfbuzz0b", "ttf-freefont": "fonts-freefont-ttf",
 	"ttf-dejavu": "fonts-dejavu-core", "fontconfig": "fontconfig", "sqlite": "sqlite3", "postgresql-client": "postgresql-client",
 	"mysql-client": "default-mysql-client", "netcat-openbsd": "netcat-openbsd", "iputils": "iputils-ping", "git-lfs": "git-lfs",
-	"openssh-keygen": "openssh-client", "cmake": "cmake", "ninja": "ninja-build", "libffi-dev": "libffi-dev",
+	"openssh-keygen": "openssh-client", "caddy": "caddy", "libcap-utils": "libcap2-bin", "cmake": "cmake", "ninja": "ninja-build", "libffi-dev": "libffi-dev",
 	"libxml2-dev": "libxml2-dev", "libxslt-dev": "libxslt1-dev", "libpng-dev": "libpng-dev", "librsvg-dev": "librsvg2-dev",
 	"py3-setuptools": "python3-setuptools", "gettext": "gettext", "libc-dev": "libc6-dev", "libgcc": "",
 	// The libraries alpine's nodejs links as shared ones, whose headers an

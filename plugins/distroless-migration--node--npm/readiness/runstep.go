@@ -25,6 +25,7 @@ var fileSteps = map[string]string{
 	"npm": "installs or builds packages", "yarn": "installs or builds packages", "pnpm": "installs or builds packages",
 	"npx": "runs a package's build step", "corepack": "prepares the package manager",
 	"adduser": "adds a user", "addgroup": "adds a group", "useradd": "adds a user", "groupadd": "adds a group", "usermod": "changes a user",
+	"deluser": "removes a user", "userdel": "removes a user", "delgroup": "removes a group", "groupdel": "removes a group",
 	"mkdir": "makes directories", "chown": "sets ownership", "chmod": "sets permissions", "chgrp": "sets ownership",
 	"cp": "copies files", "mv": "moves files", "rm": "removes files", "ln": "links files", "touch": "creates files",
 	"update-ca-certificates": "installs certificates", "node": "runs a node build step", "tar": "unpacks files",

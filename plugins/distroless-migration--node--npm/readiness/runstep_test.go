@@ -16,6 +16,7 @@ func TestClassifyRun(t *testing.T) {
 	}{
 		{"npm ci --omit=dev && npm cache clean --force", true, "npm"},
 		{"addgroup -S app && adduser -S app -G app", true, "adds a user"},
+		{"deluser --remove-home node", true, "removes a user"},
 		{"mkdir -p /app/data && chown -R node:node /app", true, "sets ownership"},
 		{"apt-get update && apt-get install -y --no-install-recommends ca-certificates && rm -rf /var/lib/apt/lists/*", true, "each judged on its own"},
 		{"curl -fsSL https://deb.nodesource.com/setup_22.x | bash -", true, "downloaded setup script"},
