@@ -42,7 +42,7 @@ type Script struct {
 	Wrappers []Wrapped `json:"wrappers,omitempty"`
 	// Runs are the commands the script runs, in order, past their init and
 	// user wrappers, each with its line: builtins aside, except those that
-	// run other code (. and source, eval). A word whose value is not known
+	// run other code (. and source, eval) and cd. A word whose value is not known
 	// is "<expanded>", and ends the command's words. When the script does
 	// more than set defaults, the module graph starts from the ones that
 	// run node code.
@@ -317,18 +317,25 @@ func programs(f *syntax.File) (out []string, wrappers []Wrapped, runs []ScriptRu
 	return out, wrappers, runs
 }
 
-// codeBuiltins are the builtins that run other code: another script, or
-// a line built at run time.
-var codeBuiltins = map[string]bool{".": true, "source": true, "eval": true}
+// codeBuiltins are the builtins that run other code (another script, or a
+// line built at run time) or change where later commands run (cd).
+var codeBuiltins = map[string]bool{".": true, "source": true, "eval": true, "cd": true}
 
 // appendRun adds argv, a command the script runs, to runs, with unknown
 // words as "<expanded>"; a builtin that runs no other code is left out.
 func appendRun(runs []ScriptRun, argv []string, line int) []ScriptRun {
-	if len(argv) > 0 && builtin[argv[0]] && !codeBuiltins[argv[0]] {
+	for len(argv) > 0 && (argv[0] == "exec" || argv[0] == "command" || argv[0] == "nohup") {
+		argv = argv[1:] // exec "$@": what it runs
+	}
+	if len(argv) == 0 || builtin[argv[0]] && !codeBuiltins[argv[0]] {
 		return runs
 	}
 	out := make([]string, 0, len(argv))
 	for _, w := range argv {
+		if w == argsWord {
+			out = append(out, ScriptArgs)
+			break
+		}
 		if w == unknownWord {
 			out = append(out, "<expanded>")
 			break
@@ -341,15 +348,23 @@ func appendRun(runs []ScriptRun, argv []string, line int) []ScriptRun {
 	return append(runs, ScriptRun{Argv: out, Line: line})
 }
 
-// unknownWord stands for a word whose value is not known statically.
-const unknownWord = "\x00"
+// unknownWord stands for a word whose value is not known statically, and
+// argsWord for "$@", the script's arguments.
+const (
+	unknownWord = "\x00"
+	argsWord    = "\x00@"
+)
+
+// ScriptArgs is how a script's run shows "$@", the script's own
+// arguments (exec "$@", su-exec app "$@", node main.js "$@").
+const ScriptArgs = `"$@"`
 
 // commandOf returns argv from the program it runs: past exec, command and
 // nohup; nil when that word is not known or is an option.
 func commandOf(argv []string) []string {
 	for i, v := range argv {
 		switch {
-		case v == unknownWord || strings.HasPrefix(v, "-"):
+		case v == unknownWord || v == argsWord || strings.HasPrefix(v, "-"):
 			return nil
 		case v == "exec" || v == "command" || v == "nohup":
 			continue
@@ -380,10 +395,26 @@ func expansions(words []*syntax.Word, vars map[string][]string) [][]string {
 			continue
 		}
 		name, quoted, ok := simpleParam(w)
+		if ok && quoted && name == "@" {
+			// "$@": the script's own arguments, which end the command.
+			for i := range alts {
+				alts[i] = append(alts[i], argsWord)
+			}
+			return alts
+		}
 		vals := vars[name]
 		if !ok || len(vals) == 0 {
 			for i := range alts {
 				alts[i] = append(alts[i], unknownWord)
+			}
+			if last := words[len(words)-1]; last != w {
+				// su-exec "$PUID:$PGID" "$@": a word not known, then the
+				// script's arguments as the command's last words.
+				if name, quoted, ok := simpleParam(last); ok && quoted && name == "@" {
+					for i := range alts {
+						alts[i] = append(alts[i], argsWord)
+					}
+				}
 			}
 			return alts
 		}

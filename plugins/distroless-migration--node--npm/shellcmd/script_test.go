@@ -88,9 +88,23 @@ func TestScriptRuns(t *testing.T) {
 		{Argv: []string{"npx", "prisma", "db", "seed"}, Line: 5},
 		{Argv: []string{".", "./env.sh"}, Line: 6},
 		{Argv: []string{"<expanded>"}, Line: 7},
-		{Argv: []string{"node", "main", "<expanded>"}, Line: 8},
+		{Argv: []string{"node", "main", ScriptArgs}, Line: 8},
 	}
 	if diff := cmp.Diff(want, AnalyzeScript(src).Runs); diff != "" {
 		t.Errorf("runs (-want +got):\n%s", diff)
+	}
+	// A script that hands over to its arguments ("$@"), itself or
+	// through a user wrapper whose user is not known (pingvin-share's
+	// create-user.sh), runs them: ScriptArgs. Another variable is not.
+	src = "#!/bin/sh\n[ \"$(id -u)\" -ne 0 ] && exec \"$@\"\nadduser -u \"$PUID\" app\nexec su-exec \"$PUID:$PGID\" \"$@\"\nexec \"$CMD\"\n"
+	want = []ScriptRun{
+		{Argv: []string{"id", "-u"}, Line: 2},
+		{Argv: []string{ScriptArgs}, Line: 2},
+		{Argv: []string{"adduser", "-u", "<expanded>"}, Line: 3},
+		{Argv: []string{ScriptArgs}, Line: 4},
+		{Argv: []string{"<expanded>"}, Line: 5},
+	}
+	if diff := cmp.Diff(want, AnalyzeScript(src).Runs); diff != "" {
+		t.Errorf("runs of a script that execs its arguments (-want +got):\n%s", diff)
 	}
 }

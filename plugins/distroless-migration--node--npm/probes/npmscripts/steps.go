@@ -315,7 +315,7 @@ func (x *expander) followScript(pk *pkg, dir, rel string, args, env []string, sc
 		}
 		if !x.graphRead {
 			x.graphRead = true
-			x.graph = x.graphSteps(pk, dir, rel, sc, env, script)
+			x.graph = x.graphSteps(pk, dir, rel, sc, args, env, script)
 		}
 		return why
 	}
@@ -348,22 +348,31 @@ var noCode = map[string]bool{"mkdir": true, "chown": true, "chmod": true, "cp": 
 	"timeout": true, "dirname": true, "basename": true, "realpath": true, "readlink": true, "hostname": true, "ulimit": true,
 	"su-exec": true, "gosu": true, "tini": true, "dumb-init": true, "head": true, "tail": true, "tr": true, "cut": true,
 	"sort": true, "uniq": true, "wc": true, "stat": true, "df": true, "du": true, "getent": true, "usermod": true,
-	"groupmod": true, "useradd": true, "groupadd": true, "addgroup": true, "adduser": true, "update-ca-certificates": true}
+	"groupmod": true, "useradd": true, "groupadd": true, "addgroup": true, "adduser": true, "update-ca-certificates": true,
+	"caddy": true, "nginx": true, "openssl": true}
 
 // graphSteps reads the node commands of rel, an entrypoint script that
-// does more than set defaults (run in dir), for the module
+// does more than set defaults (run in dir with args), for the module
 // graph: each command it runs that runs node code, expanded as a start
-// command is (npx, package scripts, cross-env). Nil when one of its
-// commands is not known (an expanded program, another script of the
-// repository, a line it sources or evals) or none runs node.
-func (x *expander) graphSteps(pk *pkg, dir, rel string, sc shellcmd.Script, env []string, script string) []Step {
+// command is (npx, package scripts, cross-env). A run of "$@" (exec "$@",
+// su-exec app "$@") runs args: the command the script wraps (the image's
+// CMD after an ENTRYPOINT script), read the same way when it is another
+// script. Nil when one of its commands is not known (an expanded program,
+// a line it sources or evals) or none runs node.
+func (x *expander) graphSteps(pk *pkg, dir, rel string, sc shellcmd.Script, args, env []string, script string) []Step {
 	sub := &expander{ps: x.ps, followed: x.followed, via: rel, viaScript: script, runner: x.runner, graphRead: true}
 	for _, r := range sc.Runs {
 		argv := r.Argv
+		if len(argv) == 1 && argv[0] == shellcmd.ScriptArgs {
+			if len(args) == 0 {
+				continue // no arguments: "$@" runs nothing
+			}
+			argv = args
+		}
 		if len(argv) == 0 || argv[0] == "<expanded>" || argv[0] == "." || argv[0] == "source" || argv[0] == "eval" {
 			return nil
 		}
-		if n := len(argv); argv[n-1] == "<expanded>" {
+		if n := len(argv); argv[n-1] == "<expanded>" || argv[n-1] == shellcmd.ScriptArgs {
 			// "$@" or a variable after the command: its words up to there
 			// name what runs (node main "$@"); the rest are its arguments.
 			argv = argv[:n-1]
@@ -371,11 +380,40 @@ func (x *expander) graphSteps(pk *pkg, dir, rel string, sc shellcmd.Script, env 
 				return nil
 			}
 		}
+		if argv[0] == "cd" {
+			// cd backend && npm run prod: where later commands run.
+			if len(argv) != 2 || argv[1] == "-" || argv[1] == "" || argv[1][0] == '-' {
+				return nil
+			}
+			d, why := x.ps.dir(dir, argv[1])
+			if why != "" {
+				return nil
+			}
+			dir = d
+			continue
+		}
 		if noCode[path.Base(argv[0])] {
 			continue
 		}
-		if _, _, ok := sub.shellScript(dir, argv); ok {
-			return nil // another script: its commands are not read here
+		if inner, innerArgs, ok := sub.shellScript(dir, argv); ok {
+			// Another script of the image (the CMD script an ENTRYPOINT
+			// script execs): its own node commands, when it does more
+			// than set defaults; else what it execs, as for the start.
+			if sub.followed++; sub.followed > maxFollowed {
+				return nil
+			}
+			src, err := x.ps.repo.ReadFile(inner)
+			if err != nil || len(src) > maxScriptBytes {
+				return nil
+			}
+			if isc := shellcmd.AnalyzeScript(string(src)); !isc.DefaultsOnly {
+				steps := sub.graphSteps(pk, dir, inner, isc, innerArgs, env, script)
+				if steps == nil {
+					return nil
+				}
+				sub.steps = append(sub.steps, steps...)
+				continue
+			}
 		}
 		if bin, unsupported, ok := shellcmd.NpxBin(argv); ok && len(unsupported) == 0 && len(bin) > 0 {
 			// npx runs the package's bin from node_modules/.bin.
@@ -385,5 +423,15 @@ func (x *expander) graphSteps(pk *pkg, dir, rel string, sc shellcmd.Script, env 
 			return nil
 		}
 	}
-	return sub.steps
+	// Two runs of "$@" (exec "$@" when not root, su-exec app "$@"
+	// otherwise) are one command, run one way or the other.
+	var out []Step
+	for _, st := range sub.steps {
+		if !slices.ContainsFunc(out, func(o Step) bool {
+			return slices.Equal(o.Argv, st.Argv) && o.Dir == st.Dir && slices.Equal(o.Env, st.Env)
+		}) {
+			out = append(out, st)
+		}
+	}
+	return out
 }
