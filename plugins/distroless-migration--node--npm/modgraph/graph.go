@@ -66,6 +66,9 @@ type Site struct {
 	Prefix string
 	// Env is the environment variable that is the whole argument.
 	Env string
+	// Installed is a load of an installed package by its node_modules
+	// path (Dynamic.Installed).
+	Installed bool
 	// App is set for a dependency's load of the app's own files whose
 	// folder is not known (a migration runner's, loaders.go): the app
 	// stays open. Why then says so.
@@ -155,6 +158,11 @@ func (g *Graph) DynamicIn(file string) (Site, bool) {
 		// load may name any of its files (a config module), and leaves
 		// them open.
 		if d.Env != "" && pkg != "" {
+			continue
+		}
+		// A load by a node_modules path loads an installed package:
+		// none of the package's own files.
+		if d.Installed {
 			continue
 		}
 		// A runner's load of the app's files (typeorm's ormconfig) loads
@@ -394,9 +402,9 @@ func (w *walker) run(ctx context.Context) error {
 // (the first time), and each computed one is a site of the graph.
 func (w *walker) follow(f string, imps []Import, dyn []Dynamic) {
 	for _, d := range dyn {
-		site := Site{File: f, Line: d.Line, Prefix: d.Prefix, Env: d.Env}
+		site := Site{File: f, Line: d.Line, Prefix: d.Prefix, Env: d.Env, Installed: d.Installed}
 		w.g.Dynamic = append(w.g.Dynamic, site)
-		if l, ok := loaderOf(PackageOf(f)); ok && d.Env == "" && !bare(d.Prefix) {
+		if l, ok := loaderOf(PackageOf(f)); ok && d.Env == "" && !bare(d.Prefix) && !d.Installed {
 			w.loadAppFiles(l, site)
 		}
 	}

@@ -84,11 +84,12 @@ var appLoaders = []appLoader{
 	{
 		Package: "typeorm", Keys: []string{"migrations", "entities", "subscribers"},
 		Config: []string{"ormconfig.js", "ormconfig.cjs", "ormconfig.mjs", "ormconfig.ts", "ormconfig.json"},
-		Own:    []string{"util/ImportUtils.js", "connection/ConnectionOptionsReader.js"},
+		Own:    []string{"util/ImportUtils.js", "connection/ConnectionOptionsReader.js", "util/DirectoryExportedClassesLoader.js"},
 		Says: "typeorm 1.1.1: util/ImportUtils.js importOrRequireFile require(filePath)s each file that a DataSource's " +
 			"migrations, entities and subscribers globs match; classes given there are literal imports; " +
 			"typeorm 0.3.12: connection/ConnectionOptionsReader.js loads the ormconfig of the app's root " +
-			"(importOrRequireFile, or require(configFile) for ormconfig.json)",
+			"(importOrRequireFile, or require(configFile) for ormconfig.json), and util/DirectoryExportedClassesLoader.js " +
+			"the files the DataSource's directory globs match (importOrRequireFile, or require() of the .json ones)",
 	},
 	{
 		Package: "node-pg-migrate", Dirs: []string{"migrations"}, Keys: []string{"dir"}, Uses: []string{"node-pg-migrate", "runner("},

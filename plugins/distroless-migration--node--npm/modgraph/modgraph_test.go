@@ -1239,6 +1239,16 @@ func TestMigrationRunners(t *testing.T) {
 		if _, open := graphOf(t, files).DynamicIn("node_modules/typeorm/commands/InitCommand.js"); !open {
 			t.Error("a computed load outside the files read left typeorm's own files unreached")
 		}
+		// One by a node_modules path loads an installed package (typeorm
+		// 0.3's PlatformTools.load fallback), none of its own files.
+		files["node_modules/typeorm/platform/PlatformTools.js"] = "exports.load = (name) => {\n  try { return require(name); } catch (err) {}\n  return require(path.resolve(process.cwd() + \"/node_modules/\" + name));\n};\n"
+		if site, open := graphOf(t, files).DynamicIn("node_modules/typeorm/commands/InitCommand.js"); !open || site.Line != 2 {
+			t.Errorf("typeorm's own files: open %v by line %d, want open by line 2's require(name) only", open, site.Line)
+		}
+		files["node_modules/typeorm/platform/PlatformTools.js"] = "exports.load = (name) => require(path.resolve(process.cwd() + \"/node_modules/\" + name));\n"
+		if site, open := graphOf(t, files).DynamicIn("node_modules/typeorm/commands/InitCommand.js"); open {
+			t.Errorf("a load by a node_modules path opened typeorm's own files (%s:%d)", site.File, site.Line)
+		}
 	})
 	t.Run("node-pg-migrate's method load", func(t *testing.T) {
 		t.Parallel()

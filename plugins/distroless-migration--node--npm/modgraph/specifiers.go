@@ -27,6 +27,11 @@ type Dynamic struct {
 	// else: MONGODB_CLIENT_ENCRYPTION_OVERRIDE in
 	// require(process.env.MONGODB_CLIENT_ENCRYPTION_OVERRIDE).
 	Env string
+	// Installed is set when a string literal of the argument names a
+	// node_modules folder (typeorm's require(path.resolve(process.cwd() +
+	// "/node_modules/" + name))): it loads an installed package, none of
+	// the loading package's own files or the app's.
+	Installed bool
 }
 
 // Each pattern begins with its keyword, so that the regexp package looks for
@@ -190,6 +195,7 @@ func Scan(src []byte) ([]Import, []Dynamic) {
 			if e := envArgRE.FindStringSubmatch(text[m[2]:]); e != nil {
 				d.Env = e[1] + e[2] + e[3]
 			}
+			d.Installed = closed && nodeModulesRE.MatchString(arg)
 			if spec, ok := joinedLiteral(arg); closed && ok {
 				// require('u' + 'rl'), a bundler's way to hide a load from
 				// another bundler, names one module: a literal edge.
@@ -206,6 +212,10 @@ func Scan(src []byte) ([]Import, []Dynamic) {
 	}
 	return imps, dyn
 }
+
+// nodeModulesRE finds a string literal that names a node_modules folder:
+// "/node_modules/" or one that starts with "node_modules/".
+var nodeModulesRE = regexp.MustCompile(`["'\x60](?:[^"'\x60\n]*/)?node_modules/`)
 
 // typeOnly reports a statement that imports or exports types only, which
 // TypeScript erases: import type X from, import type { X } from, import
