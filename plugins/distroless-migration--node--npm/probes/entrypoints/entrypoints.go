@@ -132,7 +132,7 @@ var _ probe.Probe = (*Probe)(nil)
 func (*Probe) Desc() probe.Desc {
 	return probe.Desc{
 		Name:      Name,
-		Version:   "11", // 11: the commands inside if, for, case and $(…) of a shell line are its commands too (shellcmd); 10: a script's cd moves where its ./command is looked up; the build context guessed for a Dockerfile no compose file builds counts only COPY sources that are in one of its folder and the root (images.guessContext); 9: COPY sources read from the judged image's build context, and through the file set for a COPY --from another stage (a Dockerfile built from its own folder); 4: an entrypoint script's programs (issue 21); 5: variables set to a literal, init and user wrappers, the lines that need the shell, scripts a shell runs (bash entrypoint.sh); 6: the programs of the scripts it runs by a path; 7: the first word of each step of the start (npm run migrate && npm start in CMD); 8: compiled output mapped to its sources through tsconfig outDir
+		Version:   "11", // 11: an ENTRYPOINT script with logic that hands over to its arguments ("$@") runs the CMD after it, and a CMD shell script is read like any entrypoint script; the commands inside if, for, case and $(…) of a shell line are its commands too (shellcmd); 10: a script's cd moves where its ./command is looked up; the build context guessed for a Dockerfile no compose file builds counts only COPY sources that are in one of its folder and the root (images.guessContext); 9: COPY sources read from the judged image's build context, and through the file set for a COPY --from another stage (a Dockerfile built from its own folder); 4: an entrypoint script's programs (issue 21); 5: variables set to a literal, init and user wrappers, the lines that need the shell, scripts a shell runs (bash entrypoint.sh); 6: the programs of the scripts it runs by a path; 7: the first word of each step of the start (npm run migrate && npm start in CMD); 8: compiled output mapped to its sources through tsconfig outDir
 		Heaviness: probe.Light,
 		PerImage:  true,
 		// The set of executed files depends on the repository's whole
@@ -277,14 +277,19 @@ func (r *resolver) executables(f *dockerfile.File, c npmscripts.Chain) []Executa
 		}
 		return args
 	}
+	var entScript *shellcmd.Script // the ENTRYPOINT's script, when one was read
 	switch {
 	case c.Start.Entrypoint != nil && c.Start.Entrypoint.Form == dockerfile.FormExec && len(c.Start.Entrypoint.Args) > 0 && entWord() != "" && !isKnownTool(entWord()):
-		add(r.inspect(f, entWord(), "entrypoint", c.Start.Entrypoint.Line, false))
+		ex := r.inspect(f, entWord(), "entrypoint", c.Start.Entrypoint.Line, false)
+		entScript = ex.Script
+		add(ex)
 	case c.Start.Entrypoint != nil && c.Start.Entrypoint.Form == dockerfile.FormExec && len(c.Start.Entrypoint.Args) > 0 && shellcmd.IsShell(entWord()):
 		// ENTRYPOINT ["/bin/bash", "/app/entrypoint.sh"]: the script the
 		// shell runs, read like any entrypoint script.
 		if script := shellcmd.ShellScript(entArgv()); script != "" {
-			add(r.inspectRunBy(f, script, "entrypoint", c.Start.Entrypoint.Line, false, entWord()))
+			ex := r.inspectRunBy(f, script, "entrypoint", c.Start.Entrypoint.Line, false, entWord())
+			entScript = ex.Script
+			add(ex)
 		}
 		// ENTRYPOINT ["/bin/sh", "-c", "/app/setup.sh && exec \"$0\" \"$@\""]:
 		// the scripts its line runs.
@@ -294,6 +299,15 @@ func (r *resolver) executables(f *dockerfile.File, c npmscripts.Chain) []Executa
 	case c.Start.Entrypoint == nil && c.Start.FromBase == dockerfile.BaseOfficialNode:
 		add(Executable{Dockerfile: f.Path, Command: dockerfile.NodeEntrypoint, Origin: "entrypoint", ResolvedBy: "base_image",
 			Kind: KindBaseImage, Shebang: "#!/bin/sh", Interpreter: "sh", InterpreterKind: "shell", File: f.Path, Line: f.Stages[final].Line})
+	}
+	// An ENTRYPOINT script with logic that hands over to its arguments
+	// (exec "$@", su-exec "$PUID" "$@") runs the CMD after it: a CMD
+	// shell script is read like any entrypoint script (pingvin-share's
+	// create-user.sh, then entrypoint.sh with its background servers).
+	if entScript != nil && !entScript.DefaultsOnly && handsOver(entScript) && c.Start.Cmd != nil && c.Start.Cmd.Form == dockerfile.FormExec {
+		if script := shellcmd.ShellScript(c.Start.Cmd.Args); script != "" {
+			add(r.inspectRunBy(f, script, "cmd", c.Start.Cmd.Line, false, c.Start.Cmd.Args[0]))
+		}
 	}
 	// The program the CMD runs, when it is not node or a package manager.
 	if len(c.Program) > 0 && c.Launcher == "other" {
@@ -911,4 +925,12 @@ func warnings(ex Executable) []probe.Warning {
 		return []probe.Warning{{ID: WarnNodePathShbng, Message: fmt.Sprintf("%s starts with %s; distroless node is /nodejs/bin/node", where, ex.Shebang), Evidence: ev}}
 	}
 	return nil
+}
+
+// handsOver reports a script that runs its own arguments ("$@") as a
+// command.
+func handsOver(sc *shellcmd.Script) bool {
+	return slices.ContainsFunc(sc.Runs, func(r shellcmd.ScriptRun) bool {
+		return len(r.Argv) == 1 && r.Argv[0] == shellcmd.ScriptArgs
+	})
 }
