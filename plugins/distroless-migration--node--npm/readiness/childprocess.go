@@ -198,7 +198,11 @@ func (b *builder) childProcess(f *childprocess.Facts) {
 				foreign.add(fd, e, fmt.Sprintf("%s (%s)", baseName(bin), sys))
 				continue
 			}
-			if line, ok := b.copiedProgram(bin, env); ok {
+			if line, ok := b.copiedProgram(bin, env); ok && staticGoBuild(b.judged, line) {
+				// A static Go build the Dockerfile copies in links nothing:
+				// it runs on distroless as it did before.
+				continue
+			} else if ok {
 				// The Dockerfile copies the program in, and the rewrite
 				// keeps the copy: it is there, but whether it runs
 				// depends on the libraries it links.

@@ -264,7 +264,7 @@ func (b *builder) healthProgramsCopied() {
 		if b.readScripts["healthcheck "+u.bin] {
 			continue
 		}
-		if line, ok := b.copiedProgram(u.bin, imageEnv(b.judged)); ok {
+		if line, ok := b.copiedProgram(u.bin, imageEnv(b.judged)); ok && !staticGoBuild(b.judged, line) {
 			b.Add(copiedProgramBlocker(noderuntime.WarnMissingBinary, "the HEALTHCHECK", u.bin, line,
 				[]probe.Evidence{u.at, {File: b.judged.Path, Line: line, Note: "copies " + baseName(u.bin) + " into the image"}}))
 		}
