@@ -11,7 +11,7 @@ import (
 // differ). It reads each instruction of the chain once.
 func (f *File) Workdir(i int) string {
 	wd := "/"
-	for _, s := range f.chain(i) {
+	for _, s := range f.Chain(i) {
 		wd = f.stageWorkdir(s, wd)
 	}
 	return wd
@@ -23,7 +23,7 @@ func (f *File) Workdir(i int) string {
 func (f *File) Workdirs(i int) map[int]string {
 	out := map[int]string{}
 	wd := "/"
-	for _, s := range f.chain(i) {
+	for _, s := range f.Chain(i) {
 		wd = f.stageWorkdir(s, wd)
 		out[s] = wd
 	}
@@ -75,8 +75,8 @@ func (f *File) CopiedTo(i int, p string) (int, bool) {
 	return line, found
 }
 
-// chain returns stage i's FROM chain, root first.
-func (f *File) chain(i int) []int {
+// Chain returns stage i's FROM chain, root first.
+func (f *File) Chain(i int) []int {
 	var c []int
 	for i >= 0 && i < len(f.Stages) && len(c) <= len(f.Stages) {
 		c = append(c, i)
@@ -113,7 +113,7 @@ type copyOp struct {
 // order, with their destinations resolved against the WORKDIR in effect.
 func (f *File) copyOps(i int) []copyOp {
 	var ops []copyOp
-	for _, s := range f.chain(i) {
+	for _, s := range f.Chain(i) {
 		wd := "/"
 		for _, in := range f.Stages[s].Instructions {
 			switch in.Command {
@@ -193,7 +193,7 @@ func (f *File) AppDir(i int) (dir string, ok bool) {
 		return wd, true
 	}
 	wd := "/"
-	for _, s := range f.chain(i) {
+	for _, s := range f.Chain(i) {
 		for _, in := range f.Stages[s].Instructions {
 			switch in.Command {
 			case "workdir":

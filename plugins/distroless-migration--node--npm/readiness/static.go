@@ -14,7 +14,7 @@ import (
 // static executable that links no library, so it runs on distroless as
 // it did before.
 func staticGoBuild(d *dockerfile.File, line int) bool {
-	for _, s := range stageChain(d, d.Final) {
+	for _, s := range d.Chain(d.Final) {
 		for _, in := range d.Stages[s].Instructions {
 			if in.Line != line || (in.Command != "copy" && in.Command != "add") || in.From == "" || len(in.Args) != 2 {
 				continue
@@ -33,7 +33,7 @@ func staticGoBuild(d *dockerfile.File, line int) bool {
 // output named name, with CGO_ENABLED=0 on that RUN or in an ENV before it.
 func buildsStaticGo(d *dockerfile.File, i int, name string) bool {
 	cgoOff := false
-	for _, s := range stageChain(d, i) {
+	for _, s := range d.Chain(i) {
 		for _, in := range d.Stages[s].Instructions {
 			switch in.Command {
 			case "env":
@@ -70,14 +70,4 @@ func goOutput(args []string) string {
 		}
 	}
 	return ""
-}
-
-// stageChain is stage i's FROM chain within d, root first.
-func stageChain(d *dockerfile.File, i int) []int {
-	var c []int
-	for i >= 0 && i < len(d.Stages) && len(c) <= len(d.Stages) {
-		c = append([]int{i}, c...)
-		i = d.Stages[i].BaseStage
-	}
-	return c
 }

@@ -55,6 +55,13 @@ type ScriptRun struct {
 	Line int      `json:"line"`
 }
 
+// RunsArgs reports a run of "$@" alone: the script's own arguments run as
+// a command (exec "$@", su-exec app "$@").
+func (r ScriptRun) RunsArgs() bool { return len(r.Argv) == 1 && r.Argv[0] == ScriptArgs }
+
+// HandsOver reports a script that runs its own arguments as a command.
+func (s *Script) HandsOver() bool { return slices.ContainsFunc(s.Runs, ScriptRun.RunsArgs) }
+
 // Wrapped is an init or user wrapper an entrypoint script runs.
 type Wrapped struct {
 	Program string `json:"program"`

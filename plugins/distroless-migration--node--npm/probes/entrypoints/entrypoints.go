@@ -304,7 +304,7 @@ func (r *resolver) executables(f *dockerfile.File, c npmscripts.Chain) []Executa
 	// (exec "$@", su-exec "$PUID" "$@") runs the CMD after it: a CMD
 	// shell script is read like any entrypoint script (pingvin-share's
 	// create-user.sh, then entrypoint.sh with its background servers).
-	if entScript != nil && !entScript.DefaultsOnly && handsOver(entScript) && c.Start.Cmd != nil && c.Start.Cmd.Form == dockerfile.FormExec {
+	if entScript != nil && !entScript.DefaultsOnly && entScript.HandsOver() && c.Start.Cmd != nil && c.Start.Cmd.Form == dockerfile.FormExec {
 		if script := shellcmd.ShellScript(c.Start.Cmd.Args); script != "" {
 			add(r.inspectRunBy(f, script, "cmd", c.Start.Cmd.Line, false, c.Start.Cmd.Args[0]))
 		}
@@ -925,12 +925,4 @@ func warnings(ex Executable) []probe.Warning {
 		return []probe.Warning{{ID: WarnNodePathShbng, Message: fmt.Sprintf("%s starts with %s; distroless node is /nodejs/bin/node", where, ex.Shebang), Evidence: ev}}
 	}
 	return nil
-}
-
-// handsOver reports a script that runs its own arguments ("$@") as a
-// command.
-func handsOver(sc *shellcmd.Script) bool {
-	return slices.ContainsFunc(sc.Runs, func(r shellcmd.ScriptRun) bool {
-		return len(r.Argv) == 1 && r.Argv[0] == shellcmd.ScriptArgs
-	})
 }

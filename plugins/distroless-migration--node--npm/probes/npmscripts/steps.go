@@ -294,20 +294,29 @@ func (x *expander) shellScript(dir string, argv []string) (rel string, args []st
 	return rel, args, shellcmd.IsShell(sh)
 }
 
-// followScript expands a shell script that only sets defaults and then
-// execs a command: that command, with "$@" the script's arguments.
-func (x *expander) followScript(pk *pkg, dir, rel string, args, env []string, script string) string {
+// readScript reads rel, a shell script the start follows, counting it
+// against maxFollowed; why says why it cannot be read.
+func (x *expander) readScript(rel string) (sc shellcmd.Script, why string) {
 	if x.followed++; x.followed > maxFollowed {
-		return fmt.Sprintf("the start runs more than %d scripts", maxFollowed)
+		return sc, fmt.Sprintf("the start runs more than %d scripts", maxFollowed)
 	}
 	src, err := x.ps.repo.ReadFile(rel)
 	if err != nil {
-		return fmt.Sprintf("reading %s: %v", rel, err)
+		return sc, fmt.Sprintf("reading %s: %v", rel, err)
 	}
 	if len(src) > maxScriptBytes {
-		return rel + " is too large to read as a script"
+		return sc, rel + " is too large to read as a script"
 	}
-	sc := shellcmd.AnalyzeScript(string(src))
+	return shellcmd.AnalyzeScript(string(src)), ""
+}
+
+// followScript expands a shell script that only sets defaults and then
+// execs a command: that command, with "$@" the script's arguments.
+func (x *expander) followScript(pk *pkg, dir, rel string, args, env []string, script string) string {
+	sc, why := x.readScript(rel)
+	if why != "" {
+		return why
+	}
 	if !sc.DefaultsOnly {
 		why := rel + " is a shell script that does more than set defaults and exec a command"
 		if len(sc.Reasons) > 0 {
@@ -363,7 +372,7 @@ func (x *expander) graphSteps(pk *pkg, dir, rel string, sc shellcmd.Script, args
 	sub := &expander{ps: x.ps, followed: x.followed, via: rel, viaScript: script, runner: x.runner, graphRead: true}
 	for _, r := range sc.Runs {
 		argv := r.Argv
-		if len(argv) == 1 && argv[0] == shellcmd.ScriptArgs {
+		if r.RunsArgs() {
 			if len(args) == 0 {
 				continue // no arguments: "$@" runs nothing
 			}
@@ -399,14 +408,11 @@ func (x *expander) graphSteps(pk *pkg, dir, rel string, sc shellcmd.Script, args
 			// Another script of the image (the CMD script an ENTRYPOINT
 			// script execs): its own node commands, when it does more
 			// than set defaults; else what it execs, as for the start.
-			if sub.followed++; sub.followed > maxFollowed {
+			isc, why := sub.readScript(inner)
+			if why != "" {
 				return nil
 			}
-			src, err := x.ps.repo.ReadFile(inner)
-			if err != nil || len(src) > maxScriptBytes {
-				return nil
-			}
-			if isc := shellcmd.AnalyzeScript(string(src)); !isc.DefaultsOnly {
+			if !isc.DefaultsOnly {
 				steps := sub.graphSteps(pk, dir, inner, isc, innerArgs, env, script)
 				if steps == nil {
 					return nil
