@@ -55,7 +55,14 @@ type Graph struct {
 	Truncated bool
 	// words counts each word's occurrences in the reached files
 	// (lazy.go).
-	words map[string]int
+	words map[string]*wordStat
+	// files are the reached files the words index, and repo reads them
+	// again when a call's function is judged (live.go).
+	files []string
+	repo  *probe.Repo
+	live  *liveness
+	// modes are the server modes the start runs in (modes.go).
+	modes []serverMode
 }
 
 // Site is a place in a file.
@@ -270,7 +277,7 @@ func build(ctx context.Context, repo *probe.Repo, pctx *probe.Context) (*Graph, 
 		return nil, err
 	}
 	w := &walker{repo: repo, g: &Graph{parent: map[string]string{}, line: map[string]int{}},
-		lazy: lazyIndex{words: map[string]int{}, defs: map[string]int{}, pending: map[string][]deferred{}}}
+		lazy: lazyIndex{words: map[string]*wordStat{}, defs: map[string]int{}, pending: map[string][]deferred{}}}
 	if w.files, err = repo.Files(); err != nil {
 		return nil, err
 	}
@@ -297,7 +304,8 @@ func build(ctx context.Context, repo *probe.Repo, pctx *probe.Context) (*Graph, 
 	if err := w.run(ctx); err != nil {
 		return nil, err
 	}
-	w.g.words = w.lazy.words
+	w.g.words, w.g.files, w.g.repo, w.g.live = w.lazy.words, w.lazy.files, w.repo, newLiveness()
+	w.g.modes = w.modes
 	sort.Strings(w.g.Unresolved)
 	sort.Strings(w.g.MissingPackages)
 	return w.g, nil
@@ -371,7 +379,7 @@ func (w *walker) run(ctx context.Context) error {
 		for name, ds := range lazy {
 			w.lazy.pending[name] = append(w.lazy.pending[name], ds...)
 		}
-		hits := w.lazy.countWords(data)
+		hits := w.lazy.countWords(f, data)
 		w.follow(f, imps, dyn)
 		if l, line, ok := callSite(f, data); ok {
 			w.loadAppFiles(l, Site{File: f, Line: line})

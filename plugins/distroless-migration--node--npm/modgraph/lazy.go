@@ -49,10 +49,14 @@ var runtimeCalled = map[string]bool{
 // lazyIndex is what the walk knows of the names that reached files
 // mention and define.
 type lazyIndex struct {
-	// words counts each word's occurrences in the reached files; defs
-	// counts the definitions of the functions that hold deferred loads.
-	words map[string]int
+	// words counts each word's occurrences in the reached files, with the
+	// files that hold it; defs counts the definitions of the functions
+	// that hold deferred loads.
+	words map[string]*wordStat
 	defs  map[string]int
+	// files are the reached files whose words were counted, in order: a
+	// wordStat's files index them.
+	files []string
 	// pending are the deferred loads, by the name of their function.
 	pending map[string][]deferred
 }
@@ -66,7 +70,21 @@ type deferred struct {
 }
 
 func (x *lazyIndex) used(name string) bool {
-	return runtimeCalled[name] || x.words[name] > x.defs[name]
+	return runtimeCalled[name] || x.words[name].count() > x.defs[name]
+}
+
+// wordStat is one word of the reached files: how often it occurs, and
+// in which files (indexes into lazyIndex.files, each once).
+type wordStat struct {
+	n     int
+	files []int32
+}
+
+func (s *wordStat) count() int {
+	if s == nil {
+		return 0
+	}
+	return s.n
 }
 
 // deferLoads splits a file's loads into those made when the module runs and
@@ -147,7 +165,7 @@ func (g *Graph) Names(name string) bool {
 	if g == nil || g.words == nil || g.Truncated || name == "" {
 		return true
 	}
-	return runtimeCalled[name] || g.words[name] > 1
+	return runtimeCalled[name] || g.words[name].count() > 1
 }
 
 // exportsDefault reports whether an export statement is export default,
@@ -170,39 +188,56 @@ const maxLazyParse = 2 << 20
 // its module (top level, or inside a method whose name is computed).
 func ownerOf(n *sitter.Node, text func(*sitter.Node) string) (string, uintptr) {
 	for ; n != nil; n = n.Parent() {
-		switch n.Type() {
-		case "function_declaration", "generator_function_declaration":
-			if p := n.Parent(); p != nil && p.Type() == "export_statement" && exportsDefault(p) {
-				// Its importers call it as default (a Next.js page's or
-				// API route's handler), not by its own name.
-				return "", 0
-			}
-			if name := n.ChildByFieldName("name"); name != nil {
-				return text(name), nodeID(n)
-			}
-		case "method_definition":
-			name := n.ChildByFieldName("name")
-			if name == nil {
-				return "", 0
-			}
-			switch name.Type() {
-			case "property_identifier", "private_property_identifier":
-				return strings.TrimPrefix(text(name), "#"), nodeID(n)
-			case "string":
-				if s := strings.Trim(text(name), `"'`); identWord(s) {
-					return s, nodeID(n)
-				}
-			}
-			return "", 0 // [computed]() {}: any caller may name it
-		case "function_expression", "function", "arrow_function", "generator_function":
-			if name := boundName(n, text); name != "" {
-				return name, nodeID(n)
-			}
-			// A callback, an IIFE, a returned closure: it runs only
-			// once the function around it has, so that one decides.
+		name, ok := functionNameOf(n, text)
+		if !ok {
+			continue
 		}
+		if name == "" {
+			return "", 0
+		}
+		return name, nodeID(n)
 	}
 	return "", 0
+}
+
+// functionNameOf names the function n as the walk names the functions
+// that hold loads and calls. ok is false when n is no function, or one
+// with no name of its own (a callback, an IIFE, a returned closure: it
+// runs only once the function around it has, so that one decides). The
+// name is "" for a function called by names the walk cannot list: a
+// method whose name is computed, a function exported as default (its
+// importers call it default).
+func functionNameOf(n *sitter.Node, text func(*sitter.Node) string) (name string, ok bool) {
+	switch n.Type() {
+	case "function_declaration", "generator_function_declaration":
+		if p := n.Parent(); p != nil && p.Type() == "export_statement" && exportsDefault(p) {
+			// Its importers call it as default (a Next.js page's or
+			// API route's handler), not by its own name.
+			return "", true
+		}
+		if name := n.ChildByFieldName("name"); name != nil {
+			return text(name), true
+		}
+	case "method_definition":
+		name := n.ChildByFieldName("name")
+		if name == nil {
+			return "", true
+		}
+		switch name.Type() {
+		case "property_identifier", "private_property_identifier":
+			return strings.TrimPrefix(text(name), "#"), true
+		case "string":
+			if s := strings.Trim(text(name), `"'`); identWord(s) {
+				return s, true
+			}
+		}
+		return "", true // [computed]() {}: any caller may name it
+	case "function_expression", "function", "arrow_function", "generator_function":
+		if name := boundName(n, text); name != "" {
+			return name, true
+		}
+	}
+	return "", false
 }
 
 // boundName is the name a function expression is bound to: a variable, a
@@ -263,9 +298,11 @@ func wordByte(c byte) bool {
 	return c == '_' || c == '$' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
 }
 
-// countWords adds data's words to the index and returns those that name
-// deferred loads.
-func (x *lazyIndex) countWords(data []byte) []string {
+// countWords adds the words of file's data to the index and returns those
+// that name deferred loads.
+func (x *lazyIndex) countWords(file string, data []byte) []string {
+	cur := int32(len(x.files))
+	x.files = append(x.files, file)
 	var hits []string
 	for i := 0; i < len(data); {
 		if !wordByte(data[i]) {
@@ -278,7 +315,15 @@ func (x *lazyIndex) countWords(data []byte) []string {
 		}
 		if c := data[i]; c < '0' || c > '9' {
 			k := data[i:j]
-			x.words[string(k)]++
+			st := x.words[string(k)]
+			if st == nil {
+				st = &wordStat{}
+				x.words[string(k)] = st
+			}
+			st.n++
+			if len(st.files) == 0 || st.files[len(st.files)-1] != cur {
+				st.files = append(st.files, cur)
+			}
 			if _, ok := x.pending[string(k)]; ok {
 				hits = append(hits, string(k))
 			}

@@ -24,7 +24,10 @@ type serverMode struct {
 	Skip    []string
 	// Off are the conditions that are false in this mode, as written
 	// (after parentheses): a load in the branch they take is not made.
+	// On are those that are true: a load in their else, or after an
+	// early exit on one, is not made.
 	Off []string
+	On  []string
 	// Words are the cheap test for a file that may hold such a guard.
 	Words [][]byte
 	Why   string
@@ -40,14 +43,20 @@ type serverMode struct {
 // passes that on as opts.dev, options.dev and this.options.dev, the
 // flags its dev-only requires test (next/dist/build/utils.js,
 // server/lib/start-server.js, router-server.js and next.js, read in next
-// 16.3.1). __NEXT_TEST_MODE is set only by Next's own test suites.
+// 16.3.1). __NEXT_TEST_MODE is set only by Next's own test suites. The
+// server.js that next build writes sets __NEXT_PRIVATE_STANDALONE_CONFIG
+// to the configuration it resolved (build/utils.js, in every release
+// from 12.2), and loadConfig returns that at once when it is set, before
+// it reads, transpiles or validates a next.config (server/config.js, read
+// in 15.5.0, 15.5.4 and 16.5.0).
 var nextProduction = serverMode{
 	Package: "next",
 	Skip:    []string{"dist/compiled/"},
 	Off: []string{"dev", "isDev", "opts.dev", "options.dev", "this.options.dev", "this.renderOpts.dev", "renderOpts.dev", "this.dev",
 		"serverOptions.dev", "process.env.__NEXT_TEST_MODE", "process.env.__NEXT_TEST_MODE === 'jest'"},
-	Words: [][]byte{[]byte("dev"), []byte("__NEXT_TEST_MODE")},
-	Why:   "Next.js's development mode, off in the standalone server",
+	On:    []string{"process.env.__NEXT_PRIVATE_STANDALONE_CONFIG"},
+	Words: [][]byte{[]byte("dev"), []byte("__NEXT_TEST_MODE"), []byte("__NEXT_PRIVATE_STANDALONE_CONFIG")},
+	Why:   "Next.js's standalone server, whose development mode is off and whose configuration next build wrote",
 	// next loads by a computed name only what is not next: the app's
 	// build output in .next (manifests, pages, middleware,
 	// instrumentation: require(join(this.distDir, 'server', ...))), its
@@ -90,7 +99,12 @@ func (m serverMode) rel(f string) (string, bool) {
 
 // modeFor returns the server mode that applies to file f, if one does.
 func (w *walker) modeFor(f string, data []byte) (serverMode, bool) {
-	for _, m := range w.modes {
+	return modeOf(w.modes, f, data)
+}
+
+// modeOf returns the one of modes that applies to file f, if one does.
+func modeOf(modes []serverMode, f string, data []byte) (serverMode, bool) {
+	for _, m := range modes {
 		rel, ok := m.rel(f)
 		if !ok {
 			continue
@@ -117,10 +131,17 @@ func (m serverMode) condition(cond string, holds bool) string {
 		if neg, ok := strings.CutPrefix(cond, "!"); ok && !strings.HasPrefix(neg, "=") && slices.Contains(m.Off, jsplatform.Unparen(neg)) {
 			return m.Why
 		}
+		if slices.Contains(m.On, cond) {
+			return m.Why // the else of if (on), what follows if (on) return
+		}
 		return ""
 	}
 	for _, part := range strings.Split(cond, "&&") {
-		if slices.Contains(m.Off, jsplatform.Unparen(part)) {
+		part = jsplatform.Unparen(part)
+		if slices.Contains(m.Off, part) {
+			return m.Why
+		}
+		if neg, ok := strings.CutPrefix(part, "!"); ok && !strings.HasPrefix(neg, "=") && slices.Contains(m.On, jsplatform.Unparen(neg)) {
 			return m.Why
 		}
 	}

@@ -770,8 +770,9 @@ func TestNextProductionMode(t *testing.T) {
 	t.Parallel()
 	next := map[string]string{
 		"node_modules/next/package.json":                       `{"name":"next","main":"./dist/server/next.js"}`,
-		"node_modules/next/dist/server/lib/start-server.js":    "require('../next')\nrequire('./router-server')\nrequire('../../compiled/bundle/index.js')\nrequire('../config')\nrequire('../../compiled/webpack/loader.js')\n",
-		"node_modules/next/dist/server/config.js":              "async function loadConfig(path, config) {\n  if (process.env.__NEXT_PRIVATE_STANDALONE_CONFIG) return JSON.parse(process.env.__NEXT_PRIVATE_STANDALONE_CONFIG)\n  await import(require.resolve(config.adapterPath))\n  return import(path)\n}\n",
+		"node_modules/next/dist/server/lib/start-server.js":    "require('../next')\nrequire('./router-server')\nrequire('../../compiled/bundle/index.js')\nrequire('../config').loadConfig()\nrequire('../../compiled/webpack/loader.js')\n",
+		"node_modules/next/dist/server/config.js":              "async function loadConfig(path, config) {\n  if (process.env.__NEXT_PRIVATE_STANDALONE_CONFIG) return JSON.parse(process.env.__NEXT_PRIVATE_STANDALONE_CONFIG)\n  require('../build/transpile-config')\n  await import(require.resolve(config.adapterPath))\n  return import(path)\n}\nexports.loadConfig = loadConfig\n",
+		"node_modules/next/dist/build/transpile-config.js":     "",
 		"node_modules/next/dist/cli/next-upgrade.js":           "",
 		"node_modules/next/dist/server/lib/router-server.js":   "async function initialize(opts) {\n  if (opts.dev) {\n    const { Telemetry } = require('../../telemetry/storage')\n  } else {\n    require('./prod-handler')\n  }\n  if (!opts.dev) return\n  require('./dev-overlay')\n}\n",
 		"node_modules/next/dist/server/lib/prod-handler.js":    "",
@@ -801,7 +802,8 @@ func TestNextProductionMode(t *testing.T) {
 		standalone[k], custom[k] = v, v
 	}
 	dev := []string{"node_modules/next/dist/server/dev/next-dev-server.js", "node_modules/next/dist/telemetry/storage.js",
-		"node_modules/next/dist/server/lib/dev-overlay.js", "node_modules/next/dist/server/test-hook.js"}
+		"node_modules/next/dist/server/lib/dev-overlay.js", "node_modules/next/dist/server/test-hook.js",
+		"node_modules/next/dist/build/transpile-config.js"} // after loadConfig's return of the standalone configuration
 	prod := []string{"node_modules/next/dist/server/next-server.js", "node_modules/next/dist/server/lib/prod-handler.js",
 		"node_modules/next/dist/compiled/bundle/dev-part.js"}
 	g := graphOf(t, standalone)
@@ -828,6 +830,35 @@ func TestNextProductionMode(t *testing.T) {
 	for _, f := range append(prod, dev...) {
 		if !g.Reached(f) {
 			t.Errorf("custom server: %s not reached", f)
+		}
+	}
+}
+
+// TestModeConditions: a condition the standalone server sets (On) keeps
+// its else, and what follows an early exit on it, from running; one it
+// clears (Off) keeps its then.
+func TestModeConditions(t *testing.T) {
+	t.Parallel()
+	const on = "process.env.__NEXT_PRIVATE_STANDALONE_CONFIG"
+	for _, tc := range []struct {
+		cond  string
+		holds bool
+		off   bool
+	}{
+		{on, false, true},             // if (on) return …; what follows
+		{"(" + on + ")", false, true}, // parenthesised
+		{"!" + on, true, true},        // if (!on) { … }
+		{"!" + on + " && x", true, true},
+		{on, true, false},
+		{"!" + on, false, false},
+		{on + " || x", false, false},
+		{on + " && x", false, false}, // after if (on && x) return: x may be false
+		{"opts.dev", true, true},
+		{"!opts.dev", false, true},
+		{"opts.dev", false, false},
+	} {
+		if got := nextProduction.condition(tc.cond, tc.holds) != ""; got != tc.off {
+			t.Errorf("condition(%q, holds %v) keeps the branch off: %v, want %v", tc.cond, tc.holds, got, tc.off)
 		}
 	}
 }

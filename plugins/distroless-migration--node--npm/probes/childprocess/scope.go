@@ -49,6 +49,7 @@ type Graph struct {
 
 // scoper classifies findings against the judged image.
 type scoper struct {
+	ctx context.Context
 	set *images.FileSet
 	g   *modgraph.Graph
 	// image is the traced image's node_modules, on a traced run.
@@ -81,7 +82,7 @@ func newScoper(ctx context.Context, repo *probe.Repo, pctx *probe.Context) (*sco
 	if set != nil {
 		sum.ImageFiles, sum.InstallsDependencies, sum.FileSetUnresolved = len(set.Files), set.InstallsDependencies, set.Unresolved
 	}
-	sc := &scoper{set: set, g: g}
+	sc := &scoper{ctx: ctx, set: set, g: g}
 	if d := pctx.Dependencies; d != nil && len(d.Unavailable) == 0 && set != nil && set.OmitsDevDependencies {
 		sc.lockfileWhole = true
 	}
@@ -130,6 +131,14 @@ func (s *scoper) scope(f *Finding) {
 		// reached file names: nothing calls it.
 		f.Scope, f.ScopeNote = ScopeNotReachable, "in "+f.Within+"(), a function that no file the entrypoint reaches names, so nothing calls it"
 		return
+	}
+	if s.g.Reached(f.File) && f.Origin == OriginDependency && f.Line > 0 {
+		// Named, but only in the bodies of functions that never run
+		// themselves (modgraph/live.go).
+		if runs, why := s.g.Runs(s.ctx, f.File, f.Line, f.Column); !runs {
+			f.Scope, f.ScopeNote = ScopeNotReachable, why+", so nothing calls it"
+			return
+		}
 	}
 	if s.g.Reached(f.File) {
 		f.Scope = ScopeReachable

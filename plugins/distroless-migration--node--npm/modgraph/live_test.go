@@ -1,0 +1,124 @@
+package modgraph
+
+import (
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+// at is the 1-based line and code-point column where marker starts in
+// files[file].
+func at(t *testing.T, files map[string]string, file, marker string) (int, int) {
+	t.Helper()
+	src := files[file]
+	i := strings.Index(src, marker)
+	if i < 0 {
+		t.Fatalf("%s holds no %q", file, marker)
+	}
+	line := strings.Count(src[:i], "\n") + 1
+	col := utf8.RuneCountInString(src[strings.LastIndex(src[:i], "\n")+1:i]) + 1
+	return line, col
+}
+
+// TestRunsWhereCodeThatRunsNamesIt: a package's call runs only when its
+// function is named by code that runs: a module's top level, the app's
+// own code, or the body of a function that runs itself. Publications
+// (exports.x = x, a re-export's getter, an import's binding, a comment)
+// call nothing; a publication under another name runs when that name
+// does.
+func TestRunsWhereCodeThatRunsNamesIt(t *testing.T) {
+	t.Parallel()
+	files := map[string]string{
+		"Dockerfile":   "FROM node:22\nWORKDIR /app\nCOPY . .\nCMD [\"node\", \"index.js\"]\n",
+		"package.json": `{"name":"svc","dependencies":{"kit":"1"}}`,
+		"index.js": `const kit = require('kit')
+kit.onRequest()
+function neverCalled () { return kit.appHook() }
+`,
+		"node_modules/kit/package.json": `{"name":"kit","main":"index.js"}`,
+		"node_modules/kit/index.js": `"use strict";
+Object.defineProperty(exports, "__esModule", { value: true });
+require('./lib/cli');
+const used = require('./lib/used.mjs');
+const hooks = require('./lib/hooks');
+exports.onRequest = used.onRequest;
+exports.appHook = hooks.appHook;
+hooks.hostInfo();
+const byName = 'viaString';
+`,
+		// TypeScript's CommonJS output: a preamble, then a getter.
+		"node_modules/kit/lib/helpers.js": `"use strict";
+exports.getPkgManager = void 0;
+Object.defineProperty(exports, "getPkgManager", { enumerable: true, get: function () { return getPkgManager; } });
+const child_process = require("child_process");
+function getPkgManager() {
+    return (0, child_process.execSync)('yarn --version');
+}
+`,
+		// swc's output: _export(exports, { name: function () { … } }).
+		"node_modules/kit/lib/install.js": `"use strict";
+function _export(target, all) { for (var name in all) Object.defineProperty(target, name, { enumerable: true, get: all[name] }); }
+_export(exports, { installDependencies: function() { return installDependencies; } });
+const _helpers = require("./helpers");
+async function installDependencies() {
+    return (0, _helpers.getPkgManager)();
+}
+`,
+		// Only the CLI's command calls it; nothing calls the command.
+		"node_modules/kit/lib/cli.js": `const { installDependencies } = require('./install')
+// installDependencies, in a comment, calls nothing
+async function nextTest () {
+  await installDependencies()
+}
+function rec () { return rec() || require('child_process').execSync('true') }
+module.exports = { nextTest }
+`,
+		"node_modules/kit/lib/used.mjs": `import { execSync } from 'node:child_process'
+function runsLs () { return execSync('ls') }
+function handler () { return runsLs() }
+function viaString () { return execSync('id') }
+export { handler as onRequest }
+`,
+		"node_modules/kit/lib/hooks.js": `const cp = require('child_process')
+function appHook () { return cp.execSync('date') }
+function regQuery () { return cp.execSync('REG QUERY HKLM') }
+function onWindows () { return cp.execSync('ver') }
+exports.appHook = appHook
+if (process.platform === 'win32') {
+  regQuery()
+}
+exports.hostInfo = () => process.platform === 'win32' ? onWindows() : 'linux'
+`,
+	}
+	g := graphOf(t, files)
+	for _, c := range []struct {
+		file, marker string
+		runs         bool
+	}{
+		{"node_modules/kit/lib/helpers.js", "(0, child_process.execSync)", false},
+		{"node_modules/kit/lib/cli.js", "require('child_process')", false},
+		{"node_modules/kit/lib/used.mjs", "execSync('ls')", true},      // export { handler as onRequest }, which index.js calls
+		{"node_modules/kit/lib/used.mjs", "execSync('id')", true},      // a string names it at top level
+		{"node_modules/kit/lib/hooks.js", "cp.execSync('date')", true}, // the app names it, in code of its own
+		{"node_modules/kit/lib/hooks.js", "cp.execSync('REG", false},   // named only where a platform test keeps it to Windows
+		{"node_modules/kit/lib/hooks.js", "cp.execSync('ver')", false},
+	} {
+		line, col := at(t, files, c.file, c.marker)
+		runs, why := g.Runs(t.Context(), c.file, line, col)
+		if runs != c.runs {
+			t.Errorf("Runs(%s:%d) = %v (%s), want %v", c.file, line, runs, why, c.runs)
+		}
+	}
+	line, col := at(t, files, "node_modules/kit/lib/helpers.js", "(0, child_process.execSync)")
+	if _, why := g.Runs(t.Context(), "node_modules/kit/lib/helpers.js", line, col); !strings.Contains(why, "getPkgManager()") || !strings.Contains(why, "installDependencies") {
+		t.Errorf("the note %q should name the function and the one that names it", why)
+	}
+
+	// Once the app calls the command, the whole chain runs.
+	files["index.js"] += "require('kit/lib/cli').nextTest()\n"
+	g = graphOf(t, files)
+	line, col = at(t, files, "node_modules/kit/lib/helpers.js", "(0, child_process.execSync)")
+	if runs, why := g.Runs(t.Context(), "node_modules/kit/lib/helpers.js", line, col); !runs {
+		t.Errorf("getPkgManager's call does not run (%s), though the app calls nextTest", why)
+	}
+}
