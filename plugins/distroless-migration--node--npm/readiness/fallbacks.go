@@ -186,10 +186,12 @@ func parseVersion(s string) ([3]int, bool) {
 }
 
 // holds reports whether version is in the range; a version that cannot
-// be read is in no range.
+// be read is in no range, nor is a prerelease (16.0.0-canary.3): the
+// entries were read on releases, and, as npm's ranges do, a range of
+// releases holds no prerelease.
 func (r versionRange) holds(version string) bool {
 	v, ok := parseVersion(version)
-	if !ok {
+	if !ok || strings.ContainsAny(strings.SplitN(version, "+", 2)[0], "-") {
 		return false
 	}
 	for _, c := range r {

@@ -101,7 +101,7 @@ func TestFallbacksTable(t *testing.T) {
 		r, v string
 		want bool
 	}{
-		{">=2.0.0 <3.0.0", "2.0.0", true}, {">=2.0.0 <3.0.0", "3.0.0", false}, {">=2.0.0 <3.0.0", "2.1.0-rc.0", true},
+		{">=2.0.0 <3.0.0", "2.0.0", true}, {">=2.0.0 <3.0.0", "3.0.0", false}, {">=2.0.0 <3.0.0", "2.1.0-rc.0", false}, {">=2.0.0 <3.0.0", "2.1.0+build.5", true},
 		{">1.2", "1.2.1", true}, {"<=1.2.3", "1.2.4", false}, {"=1.0.0", "1.0.0", true}, {"", "9.9.9", true}, {">=1", "x", false},
 	} {
 		r, err := parseRange(tc.r)
@@ -201,6 +201,26 @@ func TestOptInCalls(t *testing.T) {
 			Origin: childprocess.OriginDependency, Package: "sharp", PackageVersion: tc.version, Scope: childprocess.ScopeReachable}
 		if fb, got := knownFallback(fd); got != tc.want || got && fb.RunsWhen != "" {
 			t.Errorf("sharp %s %s: known fallback %v, want %v", tc.version, tc.file, got, tc.want)
+		}
+	}
+	// next's lookup of the process that holds a busy port, in its
+	// CommonJS and ES builds, in the stable releases read.
+	for _, tc := range []struct {
+		file, fn, version string
+		want              bool
+	}{
+		{"dist/server/lib/start-server.js", "exec", "16.5.0", true},
+		{"dist/esm/server/lib/start-server.js", "exec", "15.5.0", true},
+		{"dist/server/lib/start-server.js", "exec", "15.4.11", false},
+		{"dist/server/lib/start-server.js", "exec", "16.6.0", false},
+		{"dist/server/lib/start-server.js", "exec", "16.5.0-canary.2", false},
+		{"dist/server/lib/start-server.js", "execSync", "16.5.0", false},
+		{"dist/lib/helpers/get-pkg-manager.js", "exec", "16.5.0", false},
+	} {
+		fd := childprocess.Finding{File: "node_modules/next/" + tc.file, Line: 110, Function: tc.fn, Kind: childprocess.KindShell,
+			Origin: childprocess.OriginDependency, Package: "next", PackageVersion: tc.version, Scope: childprocess.ScopeReachable}
+		if fb, got := knownFallback(fd); got != tc.want || got && fb.RunsWhen != "" {
+			t.Errorf("next %s %s %s: known fallback %v, want %v", tc.version, tc.file, tc.fn, got, tc.want)
 		}
 	}
 	// ssh2's Windows agents (unleash's pagent spawn and cygpath), which
