@@ -172,6 +172,7 @@ func (g *Graph) liveName(ctx context.Context, name string, stack []string) (live
 	var in []string
 	for _, m := range ms {
 		switch m.kind {
+		case mentionNone: // mentionsOf leaves these out
 		case mentionRuns:
 			x.memo[name] = true
 			return true, false
