@@ -142,7 +142,7 @@ func (b *builder) childProcess(f *childprocess.Facts) {
 			// An opt-in (fallbacks.json): it runs only when the app or
 			// its deployment turns it on, and the image does not. Seen,
 			// noted with its condition, no blocker.
-			optIns.add(fd, e, fmt.Sprintf("%s %s runs it only when %s (%s)", fb.Package, fb.Versions, fb.RunsWhen, fb.Source))
+			optIns.add(fd, e, fmt.Sprintf("%s runs it only when %s (%s)", fb.label(), fb.RunsWhen, fb.Source))
 			continue
 		case known && fb.RunsWhen != "":
 			// The image turns it on: judged like any call, below, and
@@ -150,7 +150,7 @@ func (b *builder) childProcess(f *childprocess.Facts) {
 		case known:
 			// A known fallback (fallbacks.json): it does not run, or does
 			// not fail, on distroless. Seen, but no blocker.
-			fallbacks.add(fd, e, fmt.Sprintf("%s %s: %s (%s)", fb.Package, fb.Versions, fb.Why, fb.Source))
+			fallbacks.add(fd, e, fmt.Sprintf("%s: %s (%s)", fb.label(), fb.Why, fb.Source))
 			continue
 		}
 		evs := []probe.Evidence{e}

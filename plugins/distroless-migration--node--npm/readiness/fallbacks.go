@@ -25,7 +25,13 @@ import (
 // sets one of EnabledBy; otherwise readiness notes it with its condition,
 // for the reader to check against the app and its deployment.
 type Fallback struct {
+	// Package is the npm package, or "*" for an entry that names a Shape
+	// instead: code of that shape in any package.
 	Package string `json:"package"`
+	// Shape is the known shape of generated or copied code the call must
+	// be part of (childprocess.Finding.Shape), which the probe recognises
+	// by its structure.
+	Shape string `json:"shape,omitempty"`
 	// Versions is the range of the package's versions the entry holds
 	// for: space-separated comparisons (>=2.0.0 <3.0.0); "" is every
 	// version.
@@ -46,6 +52,18 @@ type Fallback struct {
 	// EnabledBy are the image ENV settings that turn it on: NAME (set to
 	// anything) or NAME=value.
 	EnabledBy []string `json:"enabled_by,omitempty"`
+}
+
+// label names the entry in a note: the package and its versions, or the
+// shape and the package it was found in.
+func (f Fallback) label() string {
+	switch {
+	case f.Shape != "" && f.Package == "*":
+		return f.Shape + " (in any package)"
+	case f.Shape != "":
+		return f.Package + " " + f.Shape
+	}
+	return f.Package + " " + f.Versions
 }
 
 // files are the entry's files inside its package.
@@ -95,7 +113,9 @@ func parseFallbacks(data []byte) ([]Fallback, error) {
 	}
 	for _, f := range doc.Fallbacks {
 		switch {
-		case f.Package == "" || len(f.files()) == 0 || len(f.Functions) == 0:
+		case f.Package == "*" && (f.Shape == "" || len(f.Functions) == 0):
+			return nil, fmt.Errorf("an entry for any package (*) must name a shape and the functions")
+		case f.Package != "*" && (f.Package == "" || len(f.files()) == 0 || len(f.Functions) == 0):
 			return nil, fmt.Errorf("an entry (%q) must name a package, a file and the functions", f.Package)
 		case len(f.EnabledBy) > 0 && f.RunsWhen == "":
 			return nil, fmt.Errorf("%s: enabled_by is for opt-in entries, which say when the call runs (runs_when)", f.Package)
@@ -115,6 +135,12 @@ func knownFallback(fd childprocess.Finding) (Fallback, bool) {
 		return Fallback{}, false
 	}
 	for _, f := range Fallbacks {
+		if f.Shape != "" {
+			if fd.Shape == f.Shape && slices.Contains(f.Functions, fd.Function) && (f.Package == "*" || f.Package == fd.Package) {
+				return f, true
+			}
+			continue
+		}
 		inFile := slices.ContainsFunc(f.files(), func(file string) bool {
 			return strings.HasSuffix(fd.File, "node_modules/"+f.Package+"/"+file)
 		})

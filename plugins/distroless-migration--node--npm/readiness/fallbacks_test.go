@@ -88,6 +88,7 @@ func TestFallbacksTable(t *testing.T) {
 	}
 	for _, tc := range []struct{ name, json, want string }{
 		{"no source", `{"fallbacks":[{"package":"a","file":"x.js","functions":["exec"],"why":"w","says":"s"}]}`, "a source"},
+		{"any package, no shape", `{"fallbacks":[{"package":"*","functions":["exec"],"why":"w","source":"https://x","says":"s"}]}`, "must name a shape"},
 		{"no why", `{"fallbacks":[{"package":"a","file":"x.js","functions":["exec"],"source":"https://x","says":"s"}]}`, "why"},
 		{"no functions", `{"fallbacks":[{"package":"a","file":"x.js","why":"w","source":"https://x","says":"s"}]}`, "the functions"},
 		{"bad range", `{"fallbacks":[{"package":"a","versions":"~2","file":"x.js","functions":["exec"],"why":"w","source":"https://x","says":"s"}]}`, "comparison"},
@@ -221,6 +222,24 @@ func TestOptInCalls(t *testing.T) {
 			Origin: childprocess.OriginDependency, Package: "next", PackageVersion: tc.version, Scope: childprocess.ScopeReachable}
 		if fb, got := knownFallback(fd); got != tc.want || got && fb.RunsWhen != "" {
 			t.Errorf("next %s %s %s: known fallback %v, want %v", tc.version, tc.file, tc.fn, got, tc.want)
+		}
+	}
+	// The musl check of napi-rs's generated loader, in any package, once
+	// the probe has named its shape in the file.
+	for _, tc := range []struct {
+		shape, fn, pkg string
+		want           bool
+	}{
+		{childprocess.ShapeNapiMuslCheck, "execSync", "@firecrawl/pdf-inspector", true},
+		{childprocess.ShapeNapiMuslCheck, "execSync", "@node-rs/argon2", true},
+		{"", "execSync", "@firecrawl/pdf-inspector", false},
+		{childprocess.ShapeNapiMuslCheck, "exec", "@node-rs/argon2", false},
+	} {
+		fd := childprocess.Finding{File: "node_modules/" + tc.pkg + "/index.js", Line: 56, Function: tc.fn, Kind: childprocess.KindShell,
+			Command: "ldd --version", Origin: childprocess.OriginDependency, Package: tc.pkg, PackageVersion: "1.0.0",
+			Scope: childprocess.ScopeReachable, Shape: tc.shape, Within: "isMuslFromChildProcess"}
+		if fb, got := knownFallback(fd); got != tc.want || got && fb.RunsWhen != "" {
+			t.Errorf("%s %s %q: known fallback %v, want %v", tc.pkg, tc.fn, tc.shape, got, tc.want)
 		}
 	}
 	// ssh2's Windows agents (unleash's pagent spawn and cygpath), which

@@ -104,6 +104,8 @@ type call struct {
 	// within is the name of the function whose body holds the call
 	// (modgraph.FunctionName), or "" when it runs with its module.
 	within string
+	// shape is the known shape the call is part of (shapes.go).
+	shape string
 }
 
 // fileScan is what parsing one file found.
@@ -500,6 +502,14 @@ func (a *analysis) use(n *sitter.Node, v value) {
 			"satisfies_expression", "type_assertion":
 			n = p
 			continue
+		case "sequence_expression":
+			// (0, cp.execSync)(...), compiled TypeScript's and Babel's
+			// call without a this: the sequence's value is its last.
+			if last := p.NamedChild(int(p.NamedChildCount()) - 1); last == nil || last.StartByte() != n.StartByte() || last.EndByte() != n.EndByte() {
+				return
+			}
+			n = p
+			continue
 		case "member_expression":
 			if !isField(p, "object", n) {
 				return
@@ -676,6 +686,7 @@ func (a *analysis) add(n *sitter.Node, c call) {
 		c.platform = a.callersPlatform(n)
 	}
 	c.within = modgraph.FunctionName(n, a.text)
+	c.shape = a.shapeOf(n, c)
 	a.calls = append(a.calls, c)
 }
 

@@ -43,6 +43,8 @@ func TestScanForms(t *testing.T) {
 	}{
 		{"require bound to a name", langJS, cpReq + "cp.exec('ls -l', cb);",
 			[]call{c(2, 1, "exec", KindShell, "ls -l", "ls")}},
+		{"compiled call without a this", langJS, cpReq + "(0, cp.execSync)('yarn --version');\n(cp.spawn, 0)('x');",
+			[]call{c(2, 1, "execSync", KindShell, "yarn --version", "yarn")}},
 		{"node: scheme, execSync", langJS, "const cp = require(\"node:child_process\");\nconst bits = cp.execSync(\"getconf LONG_BIT\");",
 			[]call{c(2, 14, "execSync", KindShell, "getconf LONG_BIT", "getconf")}},
 		{"destructured with rename", langJS, "const { exec, execSync: es } = require('child_process');\nexec('a b');\nes('FOO=1 make all');",
