@@ -410,7 +410,7 @@ func (w *walker) run(ctx context.Context) error {
 // (the first time), and each computed one is a site of the graph.
 func (w *walker) follow(f string, imps []Import, dyn []Dynamic) {
 	for _, d := range dyn {
-		site := Site{File: f, Line: d.Line, Prefix: d.Prefix, Env: d.Env, Installed: d.Installed}
+		site := Site{File: f, Line: d.Line, Prefix: d.Prefix, Env: d.Env, Installed: d.Installed || loadsInstalled(f)}
 		w.g.Dynamic = append(w.g.Dynamic, site)
 		if l, ok := loaderOf(PackageOf(f)); ok && d.Env == "" && !bare(d.Prefix) && !d.Installed {
 			w.loadAppFiles(l, site)

@@ -513,6 +513,33 @@ func TestDynamicOtherPackage(t *testing.T) {
 	}
 }
 
+// TestInstalledLoaders: typescript.js's computed load resolves a plugin's
+// module name, an installed package, so typescript's own files (the
+// typings installer, which runs as a process of its own) stay unreached;
+// the same load in another package leaves that package open.
+func TestInstalledLoaders(t *testing.T) {
+	t.Parallel()
+	loader := "const sys = {\n  require: (baseDir, moduleName) => {\n    const modulePath = resolveJSModule(moduleName, baseDir)\n    return { module: require(modulePath) }\n  }\n}\nmodule.exports = { sys }\n"
+	files := map[string]string{
+		"Dockerfile":                           "FROM node:22\nWORKDIR /app\nCOPY . .\nCMD [\"node\", \"index.js\"]\n",
+		"package.json":                         `{"name":"svc","dependencies":{"typescript":"5","tslike":"1"}}`,
+		"index.js":                             "require('typescript')\nrequire('tslike')\n",
+		"node_modules/typescript/package.json": `{"name":"typescript","main":"./lib/typescript.js"}`,
+		"node_modules/typescript/lib/typescript.js":        loader,
+		"node_modules/typescript/lib/_typingsInstaller.js": "require('child_process').execSync('npm install')\n",
+		"node_modules/tslike/package.json":                 `{"name":"tslike","main":"./lib/typescript.js"}`,
+		"node_modules/tslike/lib/typescript.js":            loader,
+		"node_modules/tslike/lib/other.js":                 "",
+	}
+	g := graphOf(t, files)
+	if d, ok := g.DynamicIn("node_modules/typescript/lib/_typingsInstaller.js"); ok {
+		t.Errorf("typescript's typings installer counted as loaded by %s:%d", d.File, d.Line)
+	}
+	if _, ok := g.DynamicIn("node_modules/tslike/lib/other.js"); !ok {
+		t.Error("the same computed load in a package not read leaves its files closed")
+	}
+}
+
 // TestGraphHoles: loads the walk cannot follow but that may name a
 // repository file leave that package's files possibly loaded; workspace
 // packages, "#" imports, export subpaths, .mjs for .mts and fork targets
