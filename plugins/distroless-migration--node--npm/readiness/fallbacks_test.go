@@ -242,6 +242,23 @@ func TestOptInCalls(t *testing.T) {
 			t.Errorf("%s %s %q: known fallback %v, want %v", tc.pkg, tc.fn, tc.shape, got, tc.want)
 		}
 	}
+	// stripe's uname for its telemetry user agent, resolved null on error.
+	for _, tc := range []struct {
+		file, version string
+		want          bool
+	}{
+		{"cjs/platform/NodePlatformFunctions.js", "17.3.1", true},
+		{"esm/platform/NodePlatformFunctions.js", "11.15.0", true},
+		{"cjs/platform/NodePlatformFunctions.js", "20.4.1", true},
+		{"lib/platform/NodePlatformFunctions.js", "11.13.0", false},
+		{"cjs/platform/NodePlatformFunctions.js", "21.0.0", false},
+	} {
+		fd := childprocess.Finding{File: "node_modules/stripe/" + tc.file, Line: 20, Function: "exec", Kind: childprocess.KindShell,
+			Origin: childprocess.OriginDependency, Package: "stripe", PackageVersion: tc.version, Scope: childprocess.ScopeReachable}
+		if fb, got := knownFallback(fd); got != tc.want || got && fb.RunsWhen != "" {
+			t.Errorf("stripe %s %s: known fallback %v, want %v", tc.version, tc.file, got, tc.want)
+		}
+	}
 	// ssh2's Windows agents (unleash's pagent spawn and cygpath), which
 	// createAgent makes only on win32.
 	for _, tc := range []struct {
