@@ -187,41 +187,45 @@ func TestOptInCalls(t *testing.T) {
 			t.Errorf("aws %s %s %s: opt-in and off %v, want %v", tc.version, tc.file, tc.env, got, tc.want)
 		}
 	}
-	// sharp's install-time helpers, which the modules an app loads do not
-	// call (every Next.js app with image optimisation ships sharp).
+	// Fallbacks (no opt-in) of one package each, by file, function and
+	// version:
+	//   - sharp's install-time helpers, which the modules an app loads do
+	//     not call (every Next.js app with image optimisation ships sharp);
+	//   - next's lookup of the process that holds a busy port, in its
+	//     CommonJS and ES builds, in the stable releases read;
+	//   - stripe's uname for its telemetry user agent, resolved null on
+	//     error;
+	//   - ssh2's Windows agents (unleash's pagent spawn and cygpath),
+	//     which createAgent makes only on win32.
 	for _, tc := range []struct {
-		file, version string
-		want          bool
+		pkg, file, fn, version string
+		want                   bool
 	}{
-		{"dist/libvips.cjs", "0.35.3", true},
-		{"lib/libvips.js", "0.33.5", true},
-		{"lib/libvips.js", "0.32.6", false},
-		{"install/build.js", "0.35.3", false},
+		{"sharp", "dist/libvips.cjs", "spawnSync", "0.35.3", true},
+		{"sharp", "lib/libvips.js", "spawnSync", "0.33.5", true},
+		{"sharp", "lib/libvips.js", "spawnSync", "0.32.6", false},
+		{"sharp", "install/build.js", "spawnSync", "0.35.3", false},
+		{"next", "dist/server/lib/start-server.js", "exec", "16.5.0", true},
+		{"next", "dist/esm/server/lib/start-server.js", "exec", "15.5.0", true},
+		{"next", "dist/server/lib/start-server.js", "exec", "15.4.11", false},
+		{"next", "dist/server/lib/start-server.js", "exec", "16.6.0", false},
+		{"next", "dist/server/lib/start-server.js", "exec", "16.5.0-canary.2", false},
+		{"next", "dist/server/lib/start-server.js", "execSync", "16.5.0", false},
+		{"next", "dist/lib/helpers/get-pkg-manager.js", "exec", "16.5.0", false},
+		{"stripe", "cjs/platform/NodePlatformFunctions.js", "exec", "17.3.1", true},
+		{"stripe", "esm/platform/NodePlatformFunctions.js", "exec", "11.15.0", true},
+		{"stripe", "cjs/platform/NodePlatformFunctions.js", "exec", "20.4.1", true},
+		{"stripe", "lib/platform/NodePlatformFunctions.js", "exec", "11.13.0", false},
+		{"stripe", "cjs/platform/NodePlatformFunctions.js", "exec", "21.0.0", false},
+		{"ssh2", "lib/agent.js", "spawn", "1.17.0", true},
+		{"ssh2", "lib/agent.js", "execFile", "1.0.0", true},
+		{"ssh2", "lib/agent.js", "exec", "1.17.0", false},
+		{"ssh2", "lib/agent.js", "spawn", "0.8.9", false},
 	} {
-		fd := childprocess.Finding{File: "node_modules/sharp/" + tc.file, Line: 127, Function: "spawnSync", Kind: childprocess.KindShell,
-			Origin: childprocess.OriginDependency, Package: "sharp", PackageVersion: tc.version, Scope: childprocess.ScopeReachable}
+		fd := childprocess.Finding{File: "node_modules/" + tc.pkg + "/" + tc.file, Line: 20, Function: tc.fn, Kind: childprocess.KindShell,
+			Origin: childprocess.OriginDependency, Package: tc.pkg, PackageVersion: tc.version, Scope: childprocess.ScopeReachable}
 		if fb, got := knownFallback(fd); got != tc.want || got && fb.RunsWhen != "" {
-			t.Errorf("sharp %s %s: known fallback %v, want %v", tc.version, tc.file, got, tc.want)
-		}
-	}
-	// next's lookup of the process that holds a busy port, in its
-	// CommonJS and ES builds, in the stable releases read.
-	for _, tc := range []struct {
-		file, fn, version string
-		want              bool
-	}{
-		{"dist/server/lib/start-server.js", "exec", "16.5.0", true},
-		{"dist/esm/server/lib/start-server.js", "exec", "15.5.0", true},
-		{"dist/server/lib/start-server.js", "exec", "15.4.11", false},
-		{"dist/server/lib/start-server.js", "exec", "16.6.0", false},
-		{"dist/server/lib/start-server.js", "exec", "16.5.0-canary.2", false},
-		{"dist/server/lib/start-server.js", "execSync", "16.5.0", false},
-		{"dist/lib/helpers/get-pkg-manager.js", "exec", "16.5.0", false},
-	} {
-		fd := childprocess.Finding{File: "node_modules/next/" + tc.file, Line: 110, Function: tc.fn, Kind: childprocess.KindShell,
-			Origin: childprocess.OriginDependency, Package: "next", PackageVersion: tc.version, Scope: childprocess.ScopeReachable}
-		if fb, got := knownFallback(fd); got != tc.want || got && fb.RunsWhen != "" {
-			t.Errorf("next %s %s %s: known fallback %v, want %v", tc.version, tc.file, tc.fn, got, tc.want)
+			t.Errorf("%s %s %s %s: known fallback %v, want %v", tc.pkg, tc.version, tc.file, tc.fn, got, tc.want)
 		}
 	}
 	// The musl check of napi-rs's generated loader, in any package, once
@@ -240,40 +244,6 @@ func TestOptInCalls(t *testing.T) {
 			Scope: childprocess.ScopeReachable, Shape: tc.shape, Within: "isMuslFromChildProcess"}
 		if fb, got := knownFallback(fd); got != tc.want || got && fb.RunsWhen != "" {
 			t.Errorf("%s %s %q: known fallback %v, want %v", tc.pkg, tc.fn, tc.shape, got, tc.want)
-		}
-	}
-	// stripe's uname for its telemetry user agent, resolved null on error.
-	for _, tc := range []struct {
-		file, version string
-		want          bool
-	}{
-		{"cjs/platform/NodePlatformFunctions.js", "17.3.1", true},
-		{"esm/platform/NodePlatformFunctions.js", "11.15.0", true},
-		{"cjs/platform/NodePlatformFunctions.js", "20.4.1", true},
-		{"lib/platform/NodePlatformFunctions.js", "11.13.0", false},
-		{"cjs/platform/NodePlatformFunctions.js", "21.0.0", false},
-	} {
-		fd := childprocess.Finding{File: "node_modules/stripe/" + tc.file, Line: 20, Function: "exec", Kind: childprocess.KindShell,
-			Origin: childprocess.OriginDependency, Package: "stripe", PackageVersion: tc.version, Scope: childprocess.ScopeReachable}
-		if fb, got := knownFallback(fd); got != tc.want || got && fb.RunsWhen != "" {
-			t.Errorf("stripe %s %s: known fallback %v, want %v", tc.version, tc.file, got, tc.want)
-		}
-	}
-	// ssh2's Windows agents (unleash's pagent spawn and cygpath), which
-	// createAgent makes only on win32.
-	for _, tc := range []struct {
-		fn, version string
-		want        bool
-	}{
-		{"spawn", "1.17.0", true},
-		{"execFile", "1.0.0", true},
-		{"exec", "1.17.0", false},
-		{"spawn", "0.8.9", false},
-	} {
-		fd := childprocess.Finding{File: "node_modules/ssh2/lib/agent.js", Line: 218, Function: tc.fn, Kind: childprocess.KindDynamic,
-			Origin: childprocess.OriginDependency, Package: "ssh2", PackageVersion: tc.version, Scope: childprocess.ScopeReachable}
-		if _, got := knownFallback(fd); got != tc.want {
-			t.Errorf("ssh2 %s %s: known fallback %v, want %v", tc.version, tc.fn, got, tc.want)
 		}
 	}
 	// Calls the app's own code turns on (kutt's two unknowns): commander's
