@@ -51,6 +51,7 @@ type liveness struct {
 	// mentions caches each name's occurrences, read once.
 	mentions map[string][]mention
 	parsed   int
+	bytes    int
 	steps    int
 	w        walker // its parsers
 }
@@ -59,9 +60,12 @@ func newLiveness() *liveness {
 	return &liveness{memo: map[string]bool{}, namedIn: map[string][]string{}, mentions: map[string][]mention{}}
 }
 
-// Budgets of the search: past them, a name counts as running.
+// Budgets of the search: past them, a name counts as running. The parse
+// budgets bound what it adds to a gather: at tree-sitter's rate of some
+// 10 MB/s, 48 MiB is a few seconds on the largest graphs.
 const (
 	maxLiveParses = 600
+	maxLiveBytes  = 48 << 20
 	maxLiveDepth  = 64
 	maxLiveSteps  = 200000
 )
@@ -233,7 +237,7 @@ func (g *Graph) mentionsOf(ctx context.Context, name string) ([]mention, bool) {
 		x.parsed++
 		file := g.files[i]
 		data, err := g.repo.ReadFile(file)
-		if err != nil || len(data) > maxLazyParse {
+		if x.bytes += len(data); err != nil || len(data) > maxLazyParse || x.bytes > maxLiveBytes {
 			return nil, false
 		}
 		src := &source{file: file, data: data, w: &x.w}
