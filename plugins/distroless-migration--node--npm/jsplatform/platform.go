@@ -103,8 +103,8 @@ func guardedFor(cond string, holds bool) string {
 	return ""
 }
 
-// same reports whether a and b are the same node.
-func same(a, b *sitter.Node) bool {
+// Same reports whether a and b are the same node.
+func Same(a, b *sitter.Node) bool {
 	return a != nil && b != nil && a.StartByte() == b.StartByte() && a.EndByte() == b.EndByte() && a.Type() == b.Type()
 }
 
@@ -146,8 +146,8 @@ func guard(n *sitter.Node, text func(*sitter.Node) string, c Condition, cases bo
 		case "if_statement", "ternary_expression":
 			cond = p.ChildByFieldName("condition")
 			switch {
-			case same(p.ChildByFieldName("consequence"), child):
-			case same(p.ChildByFieldName("alternative"), child):
+			case Same(p.ChildByFieldName("consequence"), child):
+			case Same(p.ChildByFieldName("alternative"), child):
 				holds = false
 			default:
 				continue
@@ -161,7 +161,7 @@ func guard(n *sitter.Node, text func(*sitter.Node) string, c Condition, cases bo
 			}
 			continue
 		case "binary_expression":
-			if op := p.ChildByFieldName("operator"); op == nil || text(op) != "&&" || !same(p.ChildByFieldName("right"), child) {
+			if op := p.ChildByFieldName("operator"); op == nil || text(op) != "&&" || !Same(p.ChildByFieldName("right"), child) {
 				continue
 			}
 			cond = p.ChildByFieldName("left")
@@ -181,7 +181,7 @@ func guard(n *sitter.Node, text func(*sitter.Node) string, c Condition, cases bo
 func exitGuard(block, child *sitter.Node, text func(*sitter.Node) string, c Condition) string {
 	for i := 0; i < int(block.NamedChildCount()); i++ {
 		st := block.NamedChild(i)
-		if same(st, child) || st.StartByte() >= child.StartByte() {
+		if Same(st, child) || st.StartByte() >= child.StartByte() {
 			return ""
 		}
 		if st.Type() != "if_statement" || st.ChildByFieldName("alternative") != nil || !exits(st.ChildByFieldName("consequence")) {
@@ -223,7 +223,7 @@ var platformValue = regexp.MustCompile(`^(?:process\.platform|(?:os|require\(\s*
 // that fall through into it) names another system.
 func caseGuard(c, child *sitter.Node, text func(*sitter.Node) string) string {
 	value := c.ChildByFieldName("value")
-	if value == nil || same(value, child) {
+	if value == nil || Same(value, child) {
 		return ""
 	}
 	sw := c.Parent()
@@ -263,7 +263,7 @@ func caseBody(c *sitter.Node) []*sitter.Node {
 	var out []*sitter.Node
 	value := c.ChildByFieldName("value")
 	for i := 0; i < int(c.NamedChildCount()); i++ {
-		if n := c.NamedChild(i); !same(n, value) && n.Type() != "comment" {
+		if n := c.NamedChild(i); !Same(n, value) && n.Type() != "comment" {
 			out = append(out, n)
 		}
 	}

@@ -412,7 +412,7 @@ func (w *walker) follow(f string, imps []Import, dyn []Dynamic) {
 	for _, d := range dyn {
 		site := Site{File: f, Line: d.Line, Prefix: d.Prefix, Env: d.Env, Installed: d.Installed || loadsInstalled(f)}
 		w.g.Dynamic = append(w.g.Dynamic, site)
-		if l, ok := loaderOf(PackageOf(f)); ok && d.Env == "" && !bare(d.Prefix) && !d.Installed {
+		if l, ok := loaderOf(PackageOf(f)); ok && d.Env == "" && !bare(d.Prefix) && !site.Installed {
 			w.loadAppFiles(l, site)
 		}
 	}

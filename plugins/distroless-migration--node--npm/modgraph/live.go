@@ -96,10 +96,7 @@ type mention struct {
 // body of a package's function that no code that runs names. The string
 // then says why, for a finding's note.
 func (g *Graph) Runs(ctx context.Context, file string, line, col int) (bool, string) {
-	if g == nil || g.words == nil || g.Truncated || g.repo == nil || PackageOf(file) == "" {
-		return true, ""
-	}
-	if g.live == nil {
+	if g == nil || g.words == nil || g.Truncated || g.repo == nil || g.live == nil || PackageOf(file) == "" {
 		return true, ""
 	}
 	x := g.live
@@ -300,15 +297,15 @@ func classifyMention(n *sitter.Node, name string, text func(*sitter.Node) string
 	// Its own definition.
 	switch p.Type() {
 	case "function_declaration", "generator_function_declaration", "method_definition", "class_declaration":
-		if sameNode(p.ChildByFieldName("name"), n) {
+		if jsplatform.Same(p.ChildByFieldName("name"), n) {
 			return mention{kind: mentionNone}
 		}
 	case "variable_declarator", "pair", "public_field_definition", "field_definition":
-		if v := valueOf(p); v != nil && isFunction(v) && !sameNode(v, n) {
+		if v := p.ChildByFieldName("value"); isFunction(v) && !jsplatform.Same(v, n) {
 			return mention{kind: mentionNone}
 		}
 	}
-	if p.Type() == "assignment_expression" && sameNode(p.ChildByFieldName("right"), n) {
+	if p.Type() == "assignment_expression" && jsplatform.Same(p.ChildByFieldName("right"), n) {
 		// exports.y = x publishes x as y.
 		if l := p.ChildByFieldName("left"); l != nil && l.Type() == "member_expression" && exportsObject(l.ChildByFieldName("object"), text) {
 			if key := text(l.ChildByFieldName("property")); key != name && identWord(key) {
@@ -318,7 +315,7 @@ func classifyMention(n *sitter.Node, name string, text func(*sitter.Node) string
 		}
 	}
 	if n.Type() == "property_identifier" && p.Type() == "member_expression" {
-		if a := p.Parent(); a != nil && a.Type() == "assignment_expression" && sameNode(a.ChildByFieldName("left"), p) {
+		if a := p.Parent(); a != nil && a.Type() == "assignment_expression" && jsplatform.Same(a.ChildByFieldName("left"), p) {
 			if r := a.ChildByFieldName("right"); isFunction(r) || exportsObject(p.ChildByFieldName("object"), text) {
 				// Foo.prototype.x = function, exports.x = …: a
 				// definition or a publication under its own name.
@@ -330,14 +327,14 @@ func classifyMention(n *sitter.Node, name string, text func(*sitter.Node) string
 	// are its own occurrences.
 	switch p.Type() {
 	case "import_specifier", "export_specifier":
-		if alias := p.ChildByFieldName("alias"); alias != nil && !sameNode(alias, n) && text(alias) != name {
+		if alias := p.ChildByFieldName("alias"); alias != nil && !jsplatform.Same(alias, n) && text(alias) != name {
 			return mention{kind: mentionAs, alias: text(alias)}
 		}
 		return mention{kind: mentionNone}
 	case "import_clause", "namespace_import", "shorthand_property_identifier_pattern", "object_pattern":
 		return mention{kind: mentionNone}
 	case "pair_pattern":
-		if k := p.ChildByFieldName("key"); sameNode(k, n) {
+		if k := p.ChildByFieldName("key"); jsplatform.Same(k, n) {
 			if v := p.ChildByFieldName("value"); v != nil && v.Type() == "identifier" && text(v) != name {
 				return mention{kind: mentionAs, alias: text(v)}
 			}
@@ -354,7 +351,7 @@ func classifyMention(n *sitter.Node, name string, text func(*sitter.Node) string
 		switch p.Type() {
 		case "pair":
 			k := p.ChildByFieldName("key")
-			if sameNode(k, n) {
+			if jsplatform.Same(k, n) {
 				return mention{kind: mentionNone}
 			}
 			if key := strings.Trim(text(k), `"'`); key != name && identWord(key) {
@@ -363,11 +360,6 @@ func classifyMention(n *sitter.Node, name string, text func(*sitter.Node) string
 			return mention{kind: mentionNone}
 		case "object":
 			return mention{kind: mentionNone} // { x }
-		}
-	}
-	if n.Type() == "shorthand_property_identifier" {
-		if o := p; o.Type() == "object" && publishedObject(n, text) != nil {
-			return mention{kind: mentionNone}
 		}
 	}
 	if n.Type() == "string_fragment" || n.Type() == "string" {
@@ -483,14 +475,6 @@ func exportsObject(n *sitter.Node, text func(*sitter.Node) string) bool {
 	return n != nil && n.Type() == "identifier" && text(n) == "exports"
 }
 
-// valueOf is the value a declarator, a pair or a class field binds.
-func valueOf(p *sitter.Node) *sitter.Node {
-	if v := p.ChildByFieldName("value"); v != nil {
-		return v
-	}
-	return nil
-}
-
 func isFunction(n *sitter.Node) bool {
 	for n != nil && n.Type() == "parenthesized_expression" {
 		n = n.NamedChild(0)
@@ -503,10 +487,6 @@ func isFunction(n *sitter.Node) bool {
 		return true
 	}
 	return false
-}
-
-func sameNode(a, b *sitter.Node) bool {
-	return a != nil && b != nil && a.StartByte() == b.StartByte() && a.EndByte() == b.EndByte()
 }
 
 // wordOffsets lists where name occurs in data as a whole word.
@@ -527,8 +507,8 @@ func wordOffsets(data []byte, name string) []int {
 	}
 }
 
-// points turns byte offsets into rows and columns, for offsets that
-// mostly ascend.
+// points turns byte offsets of one file into rows and columns, with the
+// line starts found once (pointAt counts them again for each offset).
 type points struct {
 	data  []byte
 	lines []int // the offset each line starts at

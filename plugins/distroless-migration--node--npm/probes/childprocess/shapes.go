@@ -1,11 +1,12 @@
 package childprocess
 
 import (
-	"bytes"
 	"regexp"
 	"strings"
 
 	sitter "github.com/smacker/go-tree-sitter"
+
+	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/jsplatform"
 )
 
 // A known shape is generated or copied code whose child_process call is
@@ -63,7 +64,7 @@ func (a *analysis) caughtAsFalse(n *sitter.Node) bool {
 	for child, p := n, n.Parent(); p != nil; child, p = p, p.Parent() {
 		switch p.Type() {
 		case "try_statement":
-			if body := p.ChildByFieldName("body"); body == nil || !sameSpan(body, child) {
+			if body := p.ChildByFieldName("body"); body == nil || !jsplatform.Same(body, child) {
 				return false // in the catch or the finally
 			}
 			h := p.ChildByFieldName("handler")
@@ -71,14 +72,10 @@ func (a *analysis) caughtAsFalse(n *sitter.Node) bool {
 				return false
 			}
 			text := a.text(h)
-			return strings.Contains(text, "return false") && !bytes.Contains([]byte(text), []byte("throw"))
+			return strings.Contains(text, "return false") && !strings.Contains(text, "throw")
 		case "function_declaration", "function_expression", "function", "arrow_function", "method_definition":
 			return false
 		}
 	}
 	return false
-}
-
-func sameSpan(a, b *sitter.Node) bool {
-	return a.StartByte() == b.StartByte() && a.EndByte() == b.EndByte()
 }
