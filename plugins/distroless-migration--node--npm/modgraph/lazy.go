@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	sitter "github.com/smacker/go-tree-sitter"
+
+	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/jsplatform"
 )
 
 // A load inside a function runs only when that function does. A
@@ -236,8 +238,115 @@ func functionNameOf(n *sitter.Node, text func(*sitter.Node) string) (name string
 		if name := boundName(n, text); name != "" {
 			return name, true
 		}
+		if name := wrappedName(n, text); name != "" {
+			return name, true
+		}
 	}
 	return "", false
+}
+
+// deferringWrappers take a function and return one that calls it when it
+// is called, not before: lodash's once, memoize, debounce and throttle,
+// onetime, memoize-one, and node's util.deprecate, promisify and
+// callbackify.
+var deferringWrappers = map[string]bool{
+	"once": true, "onetime": true, "memoize": true, "memoizeOne": true, "debounce": true,
+	"throttle": true, "deprecate": true, "promisify": true, "callbackify": true,
+}
+
+// wrappedName is the name that the result of a deferring wrapper called
+// with fn as its first argument is bound to: const x = once(() => { … })
+// runs the callback only where code calls x. A wrapper of that name that
+// the same file defines must show it defers: its first parameter is used
+// only inside the functions it returns.
+func wrappedName(fn *sitter.Node, text func(*sitter.Node) string) string {
+	args := fn.Parent()
+	for args != nil && args.Type() == "parenthesized_expression" {
+		args = args.Parent()
+	}
+	if args == nil || args.Type() != "arguments" || args.NamedChildCount() == 0 {
+		return ""
+	}
+	if first := args.NamedChild(0); !jsplatform.Same(first, fn) && !jsplatform.Same(first, fn.Parent()) {
+		return ""
+	}
+	call := args.Parent()
+	if call == nil || call.Type() != "call_expression" {
+		return ""
+	}
+	callee := call.ChildByFieldName("function")
+	for callee != nil && (callee.Type() == "parenthesized_expression" || callee.Type() == "sequence_expression") {
+		callee = callee.NamedChild(int(callee.NamedChildCount()) - 1) // (0, _x.once)
+	}
+	if callee == nil {
+		return ""
+	}
+	var wrapper string
+	switch callee.Type() {
+	case "identifier":
+		wrapper = text(callee)
+	case "member_expression":
+		wrapper = text(callee.ChildByFieldName("property"))
+	}
+	if !deferringWrappers[wrapper] {
+		return ""
+	}
+	if callee.Type() == "identifier" {
+		if def := topLevelFunction(call, wrapper, text); def != nil && !defers(def, text) {
+			return ""
+		}
+	}
+	return boundName(call, text)
+}
+
+// topLevelFunction finds the function declaration called name at the top
+// level of the program that holds n.
+func topLevelFunction(n *sitter.Node, name string, text func(*sitter.Node) string) *sitter.Node {
+	root := n
+	for root.Parent() != nil {
+		root = root.Parent()
+	}
+	for i := 0; i < int(root.NamedChildCount()); i++ {
+		c := root.NamedChild(i)
+		if c.Type() == "function_declaration" && text(c.ChildByFieldName("name")) == name {
+			return c
+		}
+	}
+	return nil
+}
+
+// defers reports whether the function def uses its first parameter only
+// inside functions that its body defines: it hands the parameter on,
+// wrapped, rather than calling it.
+func defers(def *sitter.Node, text func(*sitter.Node) string) bool {
+	param := firstParam(def, text)
+	body := def.ChildByFieldName("body")
+	if param == "" || body == nil {
+		return false
+	}
+	inner := false
+	ok := true
+	var walk func(n *sitter.Node, nested bool)
+	walk = func(n *sitter.Node, nested bool) {
+		if !ok {
+			return
+		}
+		if isFunction(n) {
+			nested = true
+		}
+		if n.Type() == "identifier" && text(n) == param {
+			if !nested {
+				ok = false
+				return
+			}
+			inner = true
+		}
+		for i := 0; i < int(n.NamedChildCount()); i++ {
+			walk(n.NamedChild(i), nested)
+		}
+	}
+	walk(body, false)
+	return ok && inner
 }
 
 // boundName is the name a function expression is bound to: a variable, a

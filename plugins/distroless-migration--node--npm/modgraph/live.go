@@ -50,14 +50,17 @@ type liveness struct {
 	namedIn map[string][]string
 	// mentions caches each name's occurrences, read once.
 	mentions map[string][]mention
-	parsed   int
-	bytes    int
-	steps    int
-	w        walker // its parsers
+	// localNames are the names some file defines a function of its own
+	// by and names bare: their answers depend on the file asked about.
+	localNames map[string]bool
+	parsed     int
+	bytes      int
+	steps      int
+	w          walker // its parsers
 }
 
 func newLiveness() *liveness {
-	return &liveness{memo: map[string]bool{}, namedIn: map[string][]string{}, mentions: map[string][]mention{}}
+	return &liveness{memo: map[string]bool{}, namedIn: map[string][]string{}, mentions: map[string][]mention{}, localNames: map[string]bool{}}
 }
 
 // Budgets of the search: past them, a name counts as running. The parse
@@ -89,6 +92,11 @@ type mention struct {
 	kind   mentionKind
 	owners []string
 	alias  string
+	// file is the index of the file that holds it; local is set for a
+	// bare identifier in a file that defines a function of the name
+	// itself, which names that one, not another file's.
+	file  int32
+	local bool
 }
 
 // Runs reports whether the code at line and column (1-based, the column
@@ -124,12 +132,12 @@ func (g *Graph) Runs(ctx context.Context, file string, line, col int) (bool, str
 	owners := ownerChain(n, src.text)
 	src.close()
 	for _, o := range owners {
-		if live, _ := g.liveName(ctx, o, nil); !live {
+		if live, _ := g.liveName(ctx, file, o, nil); !live {
 			why := "in " + o + "()"
 			if o != owners[0] {
 				why = "in " + owners[0] + "(), inside " + o + "()"
 			}
-			if in := x.namedIn[o]; len(in) > 0 {
+			if in := x.namedIn[x.key(file, o)]; len(in) > 0 {
 				if len(in) > 3 {
 					in = append(in[:3:3], "…")
 				}
@@ -143,19 +151,13 @@ func (g *Graph) Runs(ctx context.Context, file string, line, col int) (bool, str
 	return true, ""
 }
 
-// liveName reports whether code that runs names the function name; cyc
-// is set when the answer leaned on a name still being settled (a
-// recursion), which is then not memoized unless true.
-func (g *Graph) liveName(ctx context.Context, name string, stack []string) (live, cyc bool) {
+// liveName reports whether code that runs names the function name that
+// file defines; cyc is set when the answer leaned on a name still being
+// settled (a recursion), which is then not memoized unless true.
+func (g *Graph) liveName(ctx context.Context, file, name string, stack []string) (live, cyc bool) {
 	x := g.live
 	if runtimeCalled[name] || name == "" {
 		return true, false
-	}
-	if v, ok := x.memo[name]; ok {
-		return v, false
-	}
-	if slices.Contains(stack, name) {
-		return false, true
 	}
 	if x.steps++; len(stack) >= maxLiveDepth || x.steps > maxLiveSteps || ctx.Err() != nil {
 		return true, false
@@ -164,31 +166,44 @@ func (g *Graph) liveName(ctx context.Context, name string, stack []string) (live
 	if !cached {
 		var ok bool
 		if ms, ok = g.mentionsOf(ctx, name); !ok {
-			x.memo[name] = true
-			return true, false
+			ms = []mention{{kind: mentionRuns, file: -1}}
 		}
 		x.mentions[name] = ms
 	}
-	stack = append(stack, name)
+	key := x.key(file, name)
+	if v, ok := x.memo[key]; ok {
+		return v, false
+	}
+	if slices.Contains(stack, key) {
+		return false, true
+	}
+	stack = append(stack, key)
 	var in []string
 	for _, m := range ms {
+		mfile := ""
+		if m.file >= 0 {
+			mfile = g.files[m.file]
+		}
+		if m.local && mfile != file {
+			continue // that file's own function of the name
+		}
 		switch m.kind {
 		case mentionNone: // mentionsOf leaves these out
 		case mentionRuns:
-			x.memo[name] = true
+			x.memo[key] = true
 			return true, false
 		case mentionAs:
-			l, c := g.liveName(ctx, m.alias, stack)
+			l, c := g.liveName(ctx, mfile, m.alias, stack)
 			cyc = cyc || c
 			if l {
-				x.memo[name] = true
+				x.memo[key] = true
 				return true, false
 			}
 			in = append(in, m.alias)
 		case mentionIn:
 			all := true
 			for _, o := range m.owners {
-				l, c := g.liveName(ctx, o, stack)
+				l, c := g.liveName(ctx, mfile, o, stack)
 				cyc = cyc || c
 				if !l {
 					all = false
@@ -196,7 +211,7 @@ func (g *Graph) liveName(ctx context.Context, name string, stack []string) (live
 				}
 			}
 			if all {
-				x.memo[name] = true
+				x.memo[key] = true
 				return true, false
 			}
 			if !slices.Contains(in, m.owners[0]) {
@@ -205,16 +220,25 @@ func (g *Graph) liveName(ctx context.Context, name string, stack []string) (live
 		}
 	}
 	if !cyc {
-		x.memo[name] = false
+		x.memo[key] = false
 		sort.Strings(in)
-		x.namedIn[name] = in
+		x.namedIn[key] = in
 	}
 	return false, cyc
 }
 
+// key is what liveness memoizes the name of a function of file under:
+// the name alone, unless a file names a function of its own by it.
+func (x *liveness) key(file, name string) string {
+	if x.localNames[name] {
+		return file + "\x00" + name
+	}
+	return name
+}
+
 // mentionsOf reads every occurrence of name in the reached files; false
 // when one of them cannot be read (it then counts as running) or the
-// budget is spent.
+// budget is spent. A mention that runs in any case ends the search.
 func (g *Graph) mentionsOf(ctx context.Context, name string) ([]mention, bool) {
 	st := g.words[name]
 	if st == nil {
@@ -222,7 +246,7 @@ func (g *Graph) mentionsOf(ctx context.Context, name string) ([]mention, bool) {
 	}
 	for _, i := range st.files {
 		if PackageOf(g.files[i]) == "" {
-			return []mention{{kind: mentionRuns}}, true
+			return []mention{{kind: mentionRuns, file: i}}, true
 		}
 	}
 	x := g.live
@@ -243,27 +267,70 @@ func (g *Graph) mentionsOf(ctx context.Context, name string) ([]mention, bool) {
 			return nil, false
 		}
 		pts := newPoints(data)
+		var here []mention
+		var bare []int // indexes into here of bare identifiers
+		defines := false
+		var builtins map[string]bool
 		for _, off := range wordOffsets(data, name) {
 			n := root.NamedDescendantForPointRange(pts.at(off), pts.at(off+len(name)))
 			if g.guardOf(file, data, n, src.text) != "" {
 				continue // it never runs in this image
 			}
-			m := classifyMention(n, name, src.text)
-			if m.kind == mentionRuns {
-				src.close()
-				return []mention{m}, true
+			defines = defines || lexicalDefinition(n, name, src.text)
+			if builtins == nil {
+				builtins = builtinBindings(root, src.text)
 			}
+			m := classifyMention(n, name, src.text, builtins)
+			m.file = i
 			switch {
 			case m.kind == mentionNone, m.kind == mentionAs && m.alias == name:
 			case m.kind == mentionIn && slices.Contains(m.owners, name):
 				// In its own body: it runs only once it has.
 			default:
-				out = append(out, m)
+				if n != nil && (n.Type() == "identifier" || n.Type() == "shorthand_property_identifier") {
+					bare = append(bare, len(here))
+				}
+				here = append(here, m)
 			}
 		}
 		src.close()
+		if defines {
+			for _, k := range bare {
+				here[k].local = true
+			}
+			if len(bare) > 0 {
+				x.localNames[name] = true
+			}
+		}
+		for _, m := range here {
+			if m.kind == mentionRuns && !m.local {
+				return []mention{m}, true
+			}
+		}
+		out = append(out, here...)
 	}
 	return out, true
+}
+
+// lexicalDefinition reports whether the occurrence n of name defines a
+// function of the file's own by it (function name() {}, const name = () =>
+// …, class name {}): the file's bare mentions of name are then of that
+// one. A binding of an import or a require is not one.
+func lexicalDefinition(n *sitter.Node, name string, text func(*sitter.Node) string) bool {
+	if n == nil || n.Type() != "identifier" {
+		return false
+	}
+	p := n.Parent()
+	if p == nil {
+		return false
+	}
+	switch p.Type() {
+	case "function_declaration", "generator_function_declaration", "class_declaration":
+		return jsplatform.Same(p.ChildByFieldName("name"), n)
+	case "variable_declarator":
+		return jsplatform.Same(p.ChildByFieldName("name"), n) && isFunction(p.ChildByFieldName("value"))
+	}
+	return false
 }
 
 // guardOf says why n never runs in the image, or "": a process.platform
@@ -282,13 +349,131 @@ func (g *Graph) guardOf(file string, data []byte, n *sitter.Node, text func(*sit
 	return ""
 }
 
+// builtinNamespaces are the language's and node's global objects: a
+// property of one (JSON.parse, Object.keys, process.exit) is theirs,
+// never a package's function of that name. A package that puts its own
+// function there (Object.assign = assign) names it on the right.
+var builtinNamespaces = map[string]bool{
+	"JSON": true, "Math": true, "Object": true, "Array": true, "Reflect": true, "Promise": true,
+	"Number": true, "String": true, "Symbol": true, "Date": true, "BigInt": true, "Atomics": true,
+	"Intl": true, "console": true, "Buffer": true, "process": true,
+}
+
+// builtinBindings are the names a file's top level binds to one of
+// node's built-in modules: const cp = require('child_process') (also
+// through an interop helper, _interop_require_default(require('fs'))),
+// import * as cp from 'node:child_process', import fs from 'fs'. A
+// property of one (cp.spawn) is node's function, never a package's.
+func builtinBindings(root *sitter.Node, text func(*sitter.Node) string) map[string]bool {
+	out := map[string]bool{}
+	for i := 0; i < int(root.NamedChildCount()); i++ {
+		st := root.NamedChild(i)
+		switch st.Type() {
+		case "lexical_declaration", "variable_declaration":
+			for j := 0; j < int(st.NamedChildCount()); j++ {
+				d := st.NamedChild(j)
+				if d.Type() != "variable_declarator" {
+					continue
+				}
+				id := d.ChildByFieldName("name")
+				if id != nil && id.Type() == "identifier" && requiresBuiltin(d.ChildByFieldName("value"), text) {
+					out[text(id)] = true
+				}
+			}
+		case "import_statement":
+			src := st.ChildByFieldName("source")
+			if src == nil || !isBuiltin(strings.Trim(text(src), "\"'")) {
+				continue
+			}
+			for j := 0; j < int(st.NamedChildCount()); j++ {
+				c := st.NamedChild(j)
+				if c.Type() != "import_clause" {
+					continue
+				}
+				for k := 0; k < int(c.NamedChildCount()); k++ {
+					switch b := c.NamedChild(k); b.Type() {
+					case "identifier":
+						out[text(b)] = true
+					case "namespace_import":
+						if id := b.NamedChild(0); id != nil {
+							out[text(id)] = true
+						}
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
+// requiresBuiltin reports require('<built-in>'), alone or as the one
+// argument of an interop helper's call.
+func requiresBuiltin(v *sitter.Node, text func(*sitter.Node) string) bool {
+	for depth := 0; v != nil && depth < 3; depth++ {
+		if v.Type() != "call_expression" {
+			return false
+		}
+		args := v.ChildByFieldName("arguments")
+		if args == nil || args.NamedChildCount() < 1 {
+			return false
+		}
+		a := args.NamedChild(0)
+		if fn := v.ChildByFieldName("function"); fn != nil && fn.Type() == "identifier" && text(fn) == "require" {
+			spec := strings.Trim(text(a), "\"'`")
+			return a.Type() == "string" && isBuiltin(spec) && !strings.HasSuffix(spec, "/") // require('events/') is the npm package
+		}
+		v = a // _interop_require_default(require('fs')), __importStar(…)
+	}
+	return false
+}
+
+// onlyTested reports whether the value of the expression e is only
+// tested, never called nor handed on: the operand of !, typeof or void,
+// a side of a comparison, or the whole condition of an if, a while or a
+// ternary.
+func onlyTested(e *sitter.Node) bool {
+	p := e.Parent()
+	for p != nil && p.Type() == "parenthesized_expression" {
+		e, p = p, p.Parent()
+	}
+	if p == nil {
+		return false
+	}
+	switch p.Type() {
+	case "unary_expression":
+		switch op := p.ChildByFieldName("operator"); {
+		case op == nil:
+		case op.Type() == "!", op.Type() == "typeof", op.Type() == "void":
+			return true
+		}
+	case "binary_expression":
+		switch op := p.ChildByFieldName("operator"); {
+		case op == nil:
+		case op.Type() == "===", op.Type() == "!==", op.Type() == "==", op.Type() == "!=", op.Type() == "instanceof", op.Type() == "in":
+			return true
+		}
+	case "if_statement", "while_statement", "do_statement":
+		return jsplatform.Same(p.ChildByFieldName("condition"), e)
+	case "ternary_expression":
+		return jsplatform.Same(p.ChildByFieldName("condition"), e)
+	}
+	return false
+}
+
 // classifyMention says what the occurrence n of name does.
-func classifyMention(n *sitter.Node, name string, text func(*sitter.Node) string) mention {
+func classifyMention(n *sitter.Node, name string, text func(*sitter.Node) string, builtins map[string]bool) mention {
 	if n == nil {
 		return mention{kind: mentionRuns}
 	}
-	if n.Type() == "comment" {
+	switch n.Type() {
+	case "comment", "regex_pattern", "regex", "regex_flags":
 		return mention{kind: mentionNone} // calls nothing
+	case "string_fragment", "string", "template_string":
+		// Only a string that is the name itself can name it, as a
+		// computed key (x["name"]()): "next:start-server" cannot.
+		if s := strings.Trim(text(n), "\"'`"); s != name {
+			return mention{kind: mentionNone}
+		}
 	}
 	p := n.Parent()
 	if p == nil {
@@ -304,6 +489,12 @@ func classifyMention(n *sitter.Node, name string, text func(*sitter.Node) string
 		if v := p.ChildByFieldName("value"); isFunction(v) && !jsplatform.Same(v, n) {
 			return mention{kind: mentionNone}
 		}
+		if p.Type() == "variable_declarator" && jsplatform.Same(p.ChildByFieldName("name"), n) {
+			return mention{kind: mentionNone} // const x = once(…): declares x, calls nothing
+		}
+		if p.Type() == "pair" && jsplatform.Same(p.ChildByFieldName("key"), n) {
+			return mention{kind: mentionNone} // { isWasm: true }: a property's name
+		}
 	}
 	if p.Type() == "assignment_expression" && jsplatform.Same(p.ChildByFieldName("right"), n) {
 		// exports.y = x publishes x as y.
@@ -312,6 +503,14 @@ func classifyMention(n *sitter.Node, name string, text func(*sitter.Node) string
 				return mention{kind: mentionAs, alias: key}
 			}
 			return mention{kind: mentionNone}
+		}
+	}
+	if n.Type() == "property_identifier" && p.Type() == "member_expression" && jsplatform.Same(p.ChildByFieldName("property"), n) {
+		if o := p.ChildByFieldName("object"); o != nil && o.Type() == "identifier" && (builtinNamespaces[text(o)] || builtins[text(o)]) {
+			return mention{kind: mentionNone} // JSON.parse, cp.spawn: the language's or node's
+		}
+		if onlyTested(p) {
+			return mention{kind: mentionNone} // if (!v.isWasm): its value is read, not called
 		}
 	}
 	if n.Type() == "property_identifier" && p.Type() == "member_expression" {
@@ -464,15 +663,56 @@ func exportsCall(call *sitter.Node, text func(*sitter.Node) string) bool {
 	return args != nil && args.NamedChildCount() > 0 && exportsObject(args.NamedChild(0), text)
 }
 
-// exportsObject reports exports, module.exports or a member of either.
+// exportsObject reports exports, module.exports or a member of either,
+// also as a bundle's module function has them (e.exports, bundleModule).
 func exportsObject(n *sitter.Node, text func(*sitter.Node) string) bool {
 	for n != nil && n.Type() == "member_expression" {
 		if t := text(n); t == "module.exports" {
 			return true
 		}
+		if p := n.ChildByFieldName("property"); p != nil && text(p) == "exports" {
+			if o := n.ChildByFieldName("object"); o != nil && o.Type() == "identifier" {
+				if _, ok := bundleModule(o, text); ok {
+					return true
+				}
+			}
+		}
 		n = n.ChildByFieldName("object")
 	}
 	return n != nil && n.Type() == "identifier" && text(n) == "exports"
+}
+
+// bundleModule returns the id of the bundle module whose module object
+// the identifier m is: the first parameter of a function that is a value
+// of a module table ({421: (e, t, i) => { … }, …}, as ncc and webpack
+// write them), the function around m.
+func bundleModule(m *sitter.Node, text func(*sitter.Node) string) (string, bool) {
+	fn := m.Parent()
+	for fn != nil && !isFunction(fn) {
+		fn = fn.Parent()
+	}
+	if fn == nil {
+		return "", false
+	}
+	pair := fn.Parent()
+	if pair == nil || pair.Type() != "pair" || !jsplatform.Same(pair.ChildByFieldName("value"), fn) {
+		return "", false
+	}
+	key := pair.ChildByFieldName("key")
+	if key == nil || (key.Type() != "number" && key.Type() != "string") {
+		return "", false
+	}
+	if obj := pair.Parent(); obj == nil || obj.Type() != "object" {
+		return "", false
+	}
+	first := fn.ChildByFieldName("parameter")
+	if params := fn.ChildByFieldName("parameters"); first == nil && params != nil && params.NamedChildCount() > 0 {
+		first = params.NamedChild(0)
+	}
+	if first == nil || first.Type() != "identifier" || text(first) != text(m) {
+		return "", false
+	}
+	return strings.Trim(text(key), `"'`), true
 }
 
 func isFunction(n *sitter.Node) bool {

@@ -30,8 +30,9 @@ func TestRunsWhereCodeThatRunsNamesIt(t *testing.T) {
 	t.Parallel()
 	files := map[string]string{
 		"Dockerfile":   "FROM node:22\nWORKDIR /app\nCOPY . .\nCMD [\"node\", \"index.js\"]\n",
-		"package.json": `{"name":"svc","dependencies":{"kit":"1"}}`,
+		"package.json": `{"name":"svc","dependencies":{"kit":"1","other":"1"}}`,
 		"index.js": `const kit = require('kit')
+require('other')
 kit.onRequest()
 function neverCalled () { return kit.appHook() }
 `,
@@ -45,6 +46,46 @@ exports.onRequest = used.onRequest;
 exports.appHook = hooks.appHook;
 hooks.hostInfo();
 const byName = 'viaString';
+require('./lib/swc');
+require('./lib/eager-once');
+`,
+		// Names that name nothing of swc.js's: another package's own
+		// isWasm, a regular expression, a string that is not the name,
+		// JSON's parse; and a callback that once defers.
+		"node_modules/kit/lib/swc.js": `const cp = require('child_process')
+function isWasm () { return loadBindings() }
+function loadBindings () { return cp.execSync('npm view') }
+function parse () { return cp.execSync('parse') }
+function loadWasm () { return cp.execSync('wasm') }
+function spawn () { return cp.execSync('cross') }
+function readFile () { return cp.execSync('read') }
+function once (fn) { let done = false; return function () { if (!done) { done = true; fn() } } }
+const teardown = once(() => { loadBindings() })
+const eager = run(() => cp.execSync('eager'))
+const re = /loadBindings/
+const label = 'isWasm: off'
+JSON.parse('{}')
+exports.isWasm = isWasm
+`,
+		// A once of the file's own that calls its callback at once.
+		"node_modules/kit/lib/eager-once.js": `const cp = require('child_process')
+function once (fn) { fn(); return () => {} }
+const boot = once(() => cp.execSync('boot'))
+`,
+		"node_modules/other/package.json": `{"name":"other","main":"index.js"}`,
+		"node_modules/other/index.js": `function isWasm () { return false }
+isWasm()
+module.exports = { isWasm }
+// node's spawn and readFile, not swc.js's.
+const _cp = _interop_require_default(require("node:child_process"))
+const fs = require('fs')
+_cp.spawn('ls', [])
+fs.readFile('x', () => {})
+// A property of the name that is only read or tested calls nothing.
+const v = { loadWasm: true }
+if (!v.loadWasm) {}
+if ((v.loadWasm)) {}
+const t = typeof v.loadWasm === 'function' ? 1 : v.loadWasm === 2
 `,
 		// TypeScript's CommonJS output: a preamble, then a getter.
 		"node_modules/kit/lib/helpers.js": `"use strict";
@@ -102,6 +143,13 @@ exports.hostInfo = () => process.platform === 'win32' ? onWindows() : 'linux'
 		{"node_modules/kit/lib/hooks.js", "cp.execSync('date')", true}, // the app names it, in code of its own
 		{"node_modules/kit/lib/hooks.js", "cp.execSync('REG", false},   // named only where a platform test keeps it to Windows
 		{"node_modules/kit/lib/hooks.js", "cp.execSync('ver')", false},
+		{"node_modules/kit/lib/swc.js", "cp.execSync('npm view')", false},
+		{"node_modules/kit/lib/swc.js", "cp.execSync('parse')", false},
+		{"node_modules/kit/lib/swc.js", "cp.execSync('wasm')", false},
+		{"node_modules/kit/lib/swc.js", "cp.execSync('cross')", false},
+		{"node_modules/kit/lib/swc.js", "cp.execSync('read')", false},
+		{"node_modules/kit/lib/swc.js", "cp.execSync('eager')", true}, // run is no wrapper known to defer
+		{"node_modules/kit/lib/eager-once.js", "cp.execSync('boot')", true},
 	} {
 		line, col := at(t, files, c.file, c.marker)
 		runs, why := g.Runs(t.Context(), c.file, line, col)

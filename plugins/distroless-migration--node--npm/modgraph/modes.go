@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/images"
 	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/jsplatform"
 )
 
@@ -70,6 +71,21 @@ var nextProduction = serverMode{
 	// compiled server runtimes (dist/compiled/next-server), whose computed
 	// load is route-module's import(id) of a compiled page.
 	AppLoads: []string{"dist/"},
+}
+
+// nextProductionFor is nextProduction for the image j: TURBOPACK is off
+// too unless the image's ENV sets it. next's CLI sets it for next dev
+// --turbopack and next build --turbopack, and the server.js that next
+// build writes does not; next 15.5's startServer checks the app's
+// config for Turbopack under it (validateTurboNextConfig, which runs
+// the package manager to name it in a warning).
+func nextProductionFor(j *images.Judged) serverMode {
+	m := nextProduction
+	if _, set := envValue(j, "TURBOPACK"); !set {
+		m.Off = append(slices.Clip(m.Off), "process.env.TURBOPACK")
+		m.Words = append(slices.Clip(m.Words), []byte("TURBOPACK"))
+	}
+	return m
 }
 
 // appLoads reports whether f's computed loads read the app's build output

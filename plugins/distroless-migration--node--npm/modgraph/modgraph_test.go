@@ -796,22 +796,23 @@ func TestNodeCommandsTypeScriptRunners(t *testing.T) {
 func TestNextProductionMode(t *testing.T) {
 	t.Parallel()
 	next := map[string]string{
-		"node_modules/next/package.json":                       `{"name":"next","main":"./dist/server/next.js"}`,
-		"node_modules/next/dist/server/lib/start-server.js":    "require('../next')\nrequire('./router-server')\nrequire('../../compiled/bundle/index.js')\nrequire('../config').loadConfig()\nrequire('../../compiled/webpack/loader.js')\n",
-		"node_modules/next/dist/server/config.js":              "async function loadConfig(path, config) {\n  if (process.env.__NEXT_PRIVATE_STANDALONE_CONFIG) return JSON.parse(process.env.__NEXT_PRIVATE_STANDALONE_CONFIG)\n  require('../build/transpile-config')\n  await import(require.resolve(config.adapterPath))\n  return import(path)\n}\nexports.loadConfig = loadConfig\n",
-		"node_modules/next/dist/build/transpile-config.js":     "",
-		"node_modules/next/dist/cli/next-upgrade.js":           "",
-		"node_modules/next/dist/server/lib/router-server.js":   "async function initialize(opts) {\n  if (opts.dev) {\n    const { Telemetry } = require('../../telemetry/storage')\n  } else {\n    require('./prod-handler')\n  }\n  if (!opts.dev) return\n  require('./dev-overlay')\n}\n",
-		"node_modules/next/dist/server/lib/prod-handler.js":    "",
-		"node_modules/next/dist/server/lib/dev-overlay.js":     "",
-		"node_modules/next/dist/telemetry/storage.js":          "",
-		"node_modules/next/dist/server/next.js":                "class NextServer {\n  createServer(options) {\n    if (options.dev) { return require('./dev/next-dev-server') }\n    return (process.env.__NEXT_TEST_MODE === 'jest') ? require('./test-hook') : require('./next-server')\n  }\n}\nmodule.exports = (options) => new NextServer(options).createServer(options)\n",
-		"node_modules/next/dist/server/dev/next-dev-server.js": "",
-		"node_modules/next/dist/server/next-server.js":         "",
-		"node_modules/next/dist/server/test-hook.js":           "",
-		"node_modules/next/dist/compiled/bundle/index.js":      "if (dev) require('./dev-part')\n",
-		"node_modules/next/dist/compiled/bundle/dev-part.js":   "",
-		"node_modules/next/dist/compiled/webpack/loader.js":    "module.exports = (id) => require(id)\n",
+		"node_modules/next/package.json":                         `{"name":"next","main":"./dist/server/next.js"}`,
+		"node_modules/next/dist/server/lib/start-server.js":      "require('../next')\nrequire('./router-server')\nrequire('../../compiled/bundle/index.js')\nrequire('../config').loadConfig()\nrequire('../../compiled/webpack/loader.js')\n",
+		"node_modules/next/dist/server/config.js":                "async function loadConfig(path, config) {\n  if (process.env.__NEXT_PRIVATE_STANDALONE_CONFIG) return JSON.parse(process.env.__NEXT_PRIVATE_STANDALONE_CONFIG)\n  require('../build/transpile-config')\n  await import(require.resolve(config.adapterPath))\n  return import(path)\n}\nexports.loadConfig = loadConfig\n",
+		"node_modules/next/dist/build/transpile-config.js":       "",
+		"node_modules/next/dist/cli/next-upgrade.js":             "",
+		"node_modules/next/dist/server/lib/router-server.js":     "async function initialize(opts) {\n  if (process.env.TURBOPACK) { require('./turbopack-warning') }\n  if (opts.dev) {\n    const { Telemetry } = require('../../telemetry/storage')\n  } else {\n    require('./prod-handler')\n  }\n  if (!opts.dev) return\n  require('./dev-overlay')\n}\n",
+		"node_modules/next/dist/server/lib/prod-handler.js":      "",
+		"node_modules/next/dist/server/lib/dev-overlay.js":       "",
+		"node_modules/next/dist/server/lib/turbopack-warning.js": "",
+		"node_modules/next/dist/telemetry/storage.js":            "",
+		"node_modules/next/dist/server/next.js":                  "class NextServer {\n  createServer(options) {\n    if (options.dev) { return require('./dev/next-dev-server') }\n    return (process.env.__NEXT_TEST_MODE === 'jest') ? require('./test-hook') : require('./next-server')\n  }\n}\nmodule.exports = (options) => new NextServer(options).createServer(options)\n",
+		"node_modules/next/dist/server/dev/next-dev-server.js":   "",
+		"node_modules/next/dist/server/next-server.js":           "",
+		"node_modules/next/dist/server/test-hook.js":             "",
+		"node_modules/next/dist/compiled/bundle/index.js":        "if (dev) require('./dev-part')\n",
+		"node_modules/next/dist/compiled/bundle/dev-part.js":     "",
+		"node_modules/next/dist/compiled/webpack/loader.js":      "module.exports = (id) => require(id)\n",
 	}
 	standalone := map[string]string{
 		"Dockerfile": "FROM node:22 AS builder\nWORKDIR /app\nCOPY . .\nRUN npm ci && npm run build\n" +
@@ -830,7 +831,8 @@ func TestNextProductionMode(t *testing.T) {
 	}
 	dev := []string{"node_modules/next/dist/server/dev/next-dev-server.js", "node_modules/next/dist/telemetry/storage.js",
 		"node_modules/next/dist/server/lib/dev-overlay.js", "node_modules/next/dist/server/test-hook.js",
-		"node_modules/next/dist/build/transpile-config.js"} // after loadConfig's return of the standalone configuration
+		"node_modules/next/dist/server/lib/turbopack-warning.js", // TURBOPACK: only next dev and next build set it
+		"node_modules/next/dist/build/transpile-config.js"}       // after loadConfig's return of the standalone configuration
 	prod := []string{"node_modules/next/dist/server/next-server.js", "node_modules/next/dist/server/lib/prod-handler.js",
 		"node_modules/next/dist/compiled/bundle/dev-part.js"}
 	g := graphOf(t, standalone)
@@ -849,6 +851,14 @@ func TestNextProductionMode(t *testing.T) {
 		if g.Reached(f) {
 			t.Errorf("standalone: %s reached, though only development mode loads it", f)
 		}
+	}
+	turbo := map[string]string{}
+	for k, v := range standalone {
+		turbo[k] = v
+	}
+	turbo["Dockerfile"] = strings.Replace(standalone["Dockerfile"], "FROM node:22-slim\n", "FROM node:22-slim\nENV TURBOPACK=1\n", 1)
+	if g := graphOf(t, turbo); !g.Reached("node_modules/next/dist/server/lib/turbopack-warning.js") {
+		t.Error("standalone with ENV TURBOPACK=1: what process.env.TURBOPACK guards not reached")
 	}
 	g = graphOf(t, custom)
 	if _, ok := g.DynamicIn("node_modules/next/dist/cli/next-upgrade.js"); !ok {

@@ -75,7 +75,7 @@ func nextStandalone(j *images.Judged, set *images.FileSet, w *walker, ip string)
 	}
 	entries = []string{start}
 	if !slices.ContainsFunc(w.modes, func(m serverMode) bool { return m.Package == nextProduction.Package }) {
-		w.modes = append(w.modes, nextProduction)
+		w.modes = append(w.modes, nextProductionFor(j))
 	}
 	entries = append(entries, w.projectSources(proj, nextRootFiles, nextServerDirs)...)
 	return entries, "server.js is the Next.js standalone server (" + from.Stage + ":" + from.StagePath + "): next's " + start + " and the server-side sources of " + proj, true

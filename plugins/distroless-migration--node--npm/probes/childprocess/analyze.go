@@ -185,6 +185,11 @@ type analysis struct {
 	// callerPlatforms caches callersPlatform by the function's start
 	// byte: a file's findings often share one function.
 	callerPlatforms map[uint32]string
+	// scope, while set, is the node within which the names bound now
+	// hold (a bundle's module function, bundle.go); scopes records it
+	// for each such name.
+	scope  *[2]uint32
+	scopes map[string][2]uint32
 }
 
 // maxDepth bounds walks up the tree through wrappers.
@@ -423,6 +428,22 @@ func (a *analysis) bind(id *sitter.Node, v value) {
 	if name == "" {
 		return
 	}
+	_, scoped := a.scopes[name]
+	switch {
+	case a.scope != nil && !scoped:
+		if _, ok := a.bindings[name]; ok {
+			return // bound in the whole file already
+		}
+		if a.scopes == nil {
+			a.scopes = map[string][2]uint32{}
+		}
+		a.scopes[name] = *a.scope
+	case a.scope == nil && scoped:
+		delete(a.scopes, name) // now bound in the whole file
+		a.bindings[name] = v
+		a.queue = append(a.queue, name)
+		return
+	}
 	if old, ok := a.bindings[name]; ok && old == v {
 		return
 	}
@@ -448,6 +469,12 @@ func (a *analysis) references(name string) {
 			continue
 		}
 		v := a.bindings[name]
+		if r, ok := a.scopes[name]; ok {
+			if n.StartByte() < r[0] || n.EndByte() > r[1] || a.shadowed(n, name, r) {
+				continue // another variable of the same name
+			}
+			a.scope = &r // names bound from this use hold in the same range
+		}
 		switch n.Type() {
 		case "identifier":
 			if !declares(n) {
@@ -456,6 +483,7 @@ func (a *analysis) references(name string) {
 		case "shorthand_property_identifier": // { exec } in an object literal
 			a.escape(n, v)
 		}
+		a.scope = nil
 	}
 }
 
@@ -585,7 +613,7 @@ func (a *analysis) member(m *sitter.Node, v value, prop string) {
 
 // assign handles `target = n` where n denotes v.
 func (a *analysis) assign(n, target *sitter.Node, v value) {
-	if target == nil {
+	if target == nil || a.bundleModule(target, v) {
 		return
 	}
 	switch target.Type() {
@@ -643,8 +671,12 @@ func (a *analysis) destructure(pat *sitter.Node) {
 	}
 }
 
-// isPromisify reports util.promisify or a bare promisify.
+// isPromisify reports util.promisify or a bare promisify, also as
+// compiled code calls it: (0, _util.promisify)(…).
 func (a *analysis) isPromisify(fn *sitter.Node) bool {
+	for fn != nil && (fn.Type() == "parenthesized_expression" || fn.Type() == "sequence_expression") && fn.NamedChildCount() > 0 {
+		fn = fn.NamedChild(int(fn.NamedChildCount()) - 1)
+	}
 	switch {
 	case fn == nil:
 		return false

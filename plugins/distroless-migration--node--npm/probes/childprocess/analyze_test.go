@@ -107,6 +107,23 @@ func TestScanForms(t *testing.T) {
 			[]call{c(4, 7, "exec", KindShell, "git pull", "git")}},
 		{"promisify of require member", langJS, "const run = promisify(require('child_process').execFile);\nrun('git', ['tag']);",
 			[]call{c(2, 1, "execFile", KindBinary, "git", "git")}},
+		{"compiled promisify", langJS, "const _util = require('util');\nconst _cp = require('child_process');\nconst run = (0, _util.promisify)(_cp.execFile);\nrun('git', ['tag']);",
+			[]call{c(4, 1, "execFile", KindBinary, "git", "git")}},
+		// ncc's and webpack's module tables (bundle.go): the id's
+		// require is child_process's, and its names hold in the module
+		// function that binds them (s is another variable in module 5).
+		{"ncc bundle", langJS, "(()=>{var e={421:e=>{\"use strict\";e.exports=require(\"node:child_process\")},\n" +
+			"47:(e,t,i)=>{const s=i(421);function run(a){return s.spawn(a,[],{stdio:\"inherit\"})}e.exports=run;\n" +
+			"class C{m(e,t,s){s=s||{};return s}n(){let s=t;try{}catch(s){f(s)}for(const s of t)f(s);return [s]}}},\n" +
+			"5:(e,t,i)=>{const s=i(47);s(\"x\");e.exports=[s]}};\n" +
+			"function __nccwpck_require__(t){var i=e[t];return i}(()=>{var i=__nccwpck_require__(421);i.execSync(\"id\")})()})();",
+			[]call{{line: 2, column: 52, function: "spawn", kind: KindDynamic, within: "run"}, c(5, 90, "execSync", KindShell, "id", "id")}},
+		{"webpack bundle, string ids", langJS, "var m={\"child_process\":function(module){module.exports=require(\"child_process\")},\n" +
+			"\"./a.js\":function(module,exports,__webpack_require__){var cp=__webpack_require__(/*! child_process */ \"child_process\");cp.exec(\"ls\")}};",
+			[]call{c(2, 120, "exec", KindShell, "ls", "ls")}},
+		{"bundle id required some other way", langJS, "var e={421:e=>{e.exports=require(\"child_process\")},\n" +
+			"47:(e,t,i)=>{const s=load(421);s.exec(x)}};",
+			[]call{c(1, 26, FunctionModule, KindDynamic, "", "")}},
 		{"function escapes", langJS, "const { exec, fork } = require('child_process');\nmodule.exports = { exec, run: fork };",
 			[]call{c(2, 20, "exec", KindShell, "", ""), c(2, 31, "fork", KindNode, "", "")}},
 		{"module escapes", langJS, cpReq + "module.exports = cp;\nuse(require('child_process'));",

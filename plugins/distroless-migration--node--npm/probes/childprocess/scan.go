@@ -304,6 +304,35 @@ func mentionsModule(src []byte) bool {
 	return false
 }
 
+// loadsModule reports whether src loads one of moduleSpecs: the quoted
+// name follows require(, import( or from. The token scan of a bundle too
+// large to parse asks it, since a bundler's list of node's built-in
+// modules (webpack's externals, ["buffer", "child_process", …]) names
+// child_process without loading it.
+func loadsModule(src []byte) bool {
+	for _, spec := range moduleSpecs {
+		for _, q := range []string{"'", "\"", "`"} {
+			lit := []byte(q + spec + q)
+			for off := 0; ; {
+				i := bytes.Index(src[off:], lit)
+				if i < 0 {
+					break
+				}
+				at := off + i
+				off = at + len(lit)
+				before := bytes.TrimRight(src[:at], " \t\r\n")
+				if bytes.HasSuffix(before, []byte("require(")) || bytes.HasSuffix(before, []byte("import(")) {
+					return true
+				}
+				if k := len(before) - len("from"); bytes.HasSuffix(before, []byte("from")) && (k == 0 || !isIdent(before[k-1])) {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
 // quotedSpec reports whether the needle nd at src[start:] is inside a
 // quoted string that is one of moduleSpecs.
 func quotedSpec(src []byte, start int, nd string) bool {

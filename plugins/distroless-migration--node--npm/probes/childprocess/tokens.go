@@ -89,7 +89,7 @@ func streamTokens(r io.Reader, limit int64) (tokenScan, error) {
 		if !eof {
 			end = max(from, len(window)-tokenOverlap)
 		}
-		if !ts.mentions && mentionsModule(window) {
+		if !ts.mentions && loadsModule(window) {
 			ts.mentions = true
 		}
 		ts.scanWindow(window, from, end, line)
@@ -124,6 +124,9 @@ func (ts *tokenScan) scanWindow(window []byte, from, end, line int) {
 			if tk.receiver && at > 0 && window[at-1] == '.' && !childReceiver(window[:at-1]) {
 				continue // re.exec(…)
 			}
+			if tk.text[len(tk.text)-1] == '(' && definition(window, off) {
+				continue // exec(v, I, P) { … }: a method of that name
+			}
 			if !tk.shell {
 				ts.unclassified = true
 				continue
@@ -136,6 +139,28 @@ func (ts *tokenScan) scanWindow(window []byte, from, end, line int) {
 			ts.calls = append(ts.calls, call{line: ln, column: col, function: tk.function, kind: KindShell})
 		}
 	}
+}
+
+// definition reports whether the argument list that opens just before
+// window[off] is a function's parameters: its closing parenthesis, within
+// a few hundred bytes, is followed by a body's brace. One that does not
+// close in the window counts as a call.
+func definition(window []byte, off int) bool {
+	depth := 1
+	for i := off; i < len(window) && i < off+512; i++ {
+		switch window[i] {
+		case '(':
+			depth++
+		case ')':
+			if depth--; depth == 0 {
+				rest := bytes.TrimLeft(window[i+1:], " \t\r\n")
+				return len(rest) > 0 && rest[0] == '{'
+			}
+		case '"', '\'', '`':
+			return false // a string argument: a call
+		}
+	}
+	return false
 }
 
 // childReceiver reports whether before ends with a child_process module

@@ -29,6 +29,11 @@ func TestStreamTokens(t *testing.T) {
 		{"spawn needs a parse", "require('child_process').spawn('git', ['x'])\n" + strings.Repeat(pad, 3000), nil, true, true},
 		{"shell true", "require('child_process');\n" + strings.Repeat(pad, 3000) + "x.spawn(c, {shell: true})\n", []int{3002}, true, true},
 		{"no module", strings.Repeat(pad, 3000) + "exec('ls')\n", []int{3001}, false, false},
+		// webpack's list of node's built-in modules names it, loading
+		// nothing; a method called exec is no call.
+		{"built-in list", "const $=[\"buffer\",\"child_process\",\"cluster\"];\n" + strings.Repeat(pad, 3000) + "exec('ls')\n", []int{3002}, false, false},
+		{"import from", "import { execSync } from \"node:child_process\";\n" + strings.Repeat(pad, 3000), nil, false, true},
+		{"method definitions", "require(\"child_process\");\n" + strings.Repeat(pad, 3000) + "class R{exec(v,I,P){return v}execSync (a, b) {}}x.spawn(c) {}\nexec(f(a), b)\n", []int{3003}, false, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,0 +1,273 @@
+package childprocess
+
+import (
+	"bytes"
+	"strings"
+
+	sitter "github.com/smacker/go-tree-sitter"
+)
+
+// Bundlers (ncc, webpack) put each module of a bundle in a table keyed by
+// its id, and an external module is one line of it:
+//
+//	var e = {421: e => { "use strict"; e.exports = require("node:child_process") }, …}
+//	… 47: (e, t, i) => { const s = i(421); … s.spawn(cmd, args) … }
+//
+// The assignment to module.exports is then no escape of the module: each
+// call of the bundle's require with that id is a require of child_process,
+// and the names it binds hold only in the module function around that
+// call, since a minified bundle reuses every short name. When any call
+// with the id is not one of the bundle's require, the module counts as
+// escaping, as before.
+
+// bundleRequires are the names ncc and webpack give their require.
+var bundleRequires = map[string]bool{"__nccwpck_require__": true, "__webpack_require__": true}
+
+// bundleModule follows target = require('child_process') when target is
+// the module.exports of a bundle's module function; false when it is not
+// one, or the id is required in a way the analysis cannot read.
+func (a *analysis) bundleModule(target *sitter.Node, v value) bool {
+	if v != moduleValue || target == nil || target.Type() != "member_expression" ||
+		a.text(target.ChildByFieldName("property")) != "exports" {
+		return false
+	}
+	obj := target.ChildByFieldName("object")
+	if obj == nil || obj.Type() != "identifier" {
+		return false
+	}
+	fn := enclosingFunction(target)
+	if fn == nil || firstParamName(fn, a.text) != a.text(obj) {
+		return false
+	}
+	pair, table := moduleEntry(fn)
+	if pair == nil {
+		return false
+	}
+	key := pair.ChildByFieldName("key")
+	id := a.text(key)
+	if key.Type() == "string" {
+		id = strings.Trim(id, `"'`)
+	}
+	if id == "" {
+		return false
+	}
+	var sites []*sitter.Node
+	var scopes []*sitter.Node
+	for off := 0; ; {
+		i := bytes.Index(a.src[off:], []byte(id))
+		if i < 0 {
+			break
+		}
+		start := off + i
+		off = start + len(id)
+		n := a.nodeAt(start, off)
+		if n == nil {
+			continue
+		}
+		if key.Type() == "string" {
+			if n.Type() != "string_fragment" || n.Parent() == nil {
+				continue
+			}
+			n = n.Parent()
+			if strings.Trim(a.text(n), `"'`) != id {
+				continue
+			}
+		} else if n.Type() != "number" || a.text(n) != id {
+			continue
+		}
+		if n.Equal(key) {
+			continue
+		}
+		args := n.Parent()
+		if args == nil || args.Type() != "arguments" {
+			continue // the id as a number or a string elsewhere
+		}
+		call := args.Parent()
+		if len(namedArgs(args)) != 1 || call == nil || call.Type() != "call_expression" {
+			return false
+		}
+		callee := call.ChildByFieldName("function")
+		if callee != nil && callee.Type() == "identifier" && a.text(callee) == "require" {
+			continue // the module's own require("child_process")
+		}
+		scope := a.bundleRequire(callee, table)
+		if scope == nil {
+			return false
+		}
+		sites = append(sites, call)
+		scopes = append(scopes, scope)
+	}
+	for i, call := range sites {
+		r := [2]uint32{scopes[i].StartByte(), scopes[i].EndByte()}
+		a.scope = &r
+		a.use(call, moduleValue)
+	}
+	a.scope = nil
+	return true
+}
+
+// bundleRequire returns the node within which the names bound by a call
+// of callee hold, when callee is the bundle's require: the third
+// parameter of the module function around the call, or
+// __nccwpck_require__ or __webpack_require__. The names hold in the
+// innermost function around the call (the bundle's entry is a function
+// of its own); nil when callee is no require.
+func (a *analysis) bundleRequire(callee *sitter.Node, table *sitter.Node) *sitter.Node {
+	if callee == nil || callee.Type() != "identifier" {
+		return nil
+	}
+	name := a.text(callee)
+	var inner *sitter.Node
+	for n := callee.Parent(); n != nil; n = n.Parent() {
+		if !isFunctionNode(n) && n.Type() != "method_definition" {
+			continue
+		}
+		if inner == nil {
+			inner = n
+		}
+		if _, t := moduleEntry(n); t != nil && t.Equal(table) {
+			if params := paramNames(n, a.text); len(params) >= 3 && params[2] == name {
+				return inner
+			}
+			break
+		}
+	}
+	if !bundleRequires[name] {
+		return nil
+	}
+	if inner == nil {
+		return a.root
+	}
+	return inner
+}
+
+// moduleEntry returns the pair of a module table that holds fn as its
+// value, with the table: an object literal whose key is a number or a
+// string.
+func moduleEntry(fn *sitter.Node) (pair, table *sitter.Node) {
+	p := fn.Parent()
+	if p == nil || p.Type() != "pair" {
+		return nil, nil
+	}
+	k := p.ChildByFieldName("key")
+	if k == nil || (k.Type() != "number" && k.Type() != "string") {
+		return nil, nil
+	}
+	t := p.Parent()
+	if t == nil || t.Type() != "object" {
+		return nil, nil
+	}
+	return p, t
+}
+
+func isFunctionNode(n *sitter.Node) bool {
+	switch n.Type() {
+	case "arrow_function", "function_expression", "function", "function_declaration":
+		return true
+	}
+	return false
+}
+
+// paramNames lists a function's plain parameter names ("" for a pattern).
+func paramNames(fn *sitter.Node, text func(*sitter.Node) string) []string {
+	if p := fn.ChildByFieldName("parameter"); p != nil { // e => …
+		return []string{text(p)}
+	}
+	params := fn.ChildByFieldName("parameters")
+	if params == nil {
+		return nil
+	}
+	var out []string
+	for i := 0; i < int(params.NamedChildCount()); i++ {
+		c := params.NamedChild(i)
+		if c.Type() == "identifier" {
+			out = append(out, text(c))
+		} else {
+			out = append(out, "")
+		}
+	}
+	return out
+}
+
+func firstParamName(fn *sitter.Node, text func(*sitter.Node) string) string {
+	if ps := paramNames(fn, text); len(ps) > 0 {
+		return ps[0]
+	}
+	return ""
+}
+
+// shadowed reports whether the identifier n, a use of name inside the
+// range r a bundle's binding holds in, is another variable of that name:
+// a parameter, a declaration in a block, a catch's or a for loop's
+// variable, or a function's name between n and the range. Minified code
+// reuses one short name in every function. Declarations of the binding
+// itself (a.decls) do not count.
+func (a *analysis) shadowed(n *sitter.Node, name string, r [2]uint32) bool {
+	for p := n.Parent(); p != nil && p.StartByte() >= r[0] && p.EndByte() <= r[1]; p = p.Parent() {
+		switch p.Type() {
+		case "arrow_function", "function_expression", "function", "function_declaration",
+			"generator_function", "generator_function_declaration", "method_definition":
+			if ps := p.ChildByFieldName("parameters"); ps != nil && a.declaresName(ps, name) {
+				return true
+			}
+			if ps := p.ChildByFieldName("parameter"); ps != nil && a.text(ps) == name {
+				return true
+			}
+		case "catch_clause":
+			if ps := p.ChildByFieldName("parameter"); ps != nil && a.declaresName(ps, name) {
+				return true
+			}
+		case "for_statement", "for_in_statement":
+			for _, f := range []string{"initializer", "left"} {
+				if d := p.ChildByFieldName(f); d != nil && a.declaresName(d, name) {
+					return true
+				}
+			}
+		case "statement_block", "program", "class_body", "switch_body":
+			for i := 0; i < int(p.NamedChildCount()); i++ {
+				c := p.NamedChild(i)
+				switch c.Type() {
+				case "lexical_declaration", "variable_declaration":
+					for j := 0; j < int(c.NamedChildCount()); j++ {
+						if d := c.NamedChild(j); d.Type() == "variable_declarator" && a.declaresName(d.ChildByFieldName("name"), name) {
+							return true
+						}
+					}
+				case "function_declaration", "class_declaration", "generator_function_declaration":
+					if id := c.ChildByFieldName("name"); id != nil && a.text(id) == name && !a.decls[id.StartByte()] {
+						return true
+					}
+				}
+			}
+		}
+	}
+	return false
+}
+
+// declaresName reports whether the parameters or the pattern n declare
+// name, other than as the binding followed.
+func (a *analysis) declaresName(n *sitter.Node, name string) bool {
+	if n == nil {
+		return false
+	}
+	switch n.Type() {
+	case "identifier", "shorthand_property_identifier_pattern":
+		return a.text(n) == name && !a.decls[n.StartByte()]
+	case "variable_declarator":
+		return a.declaresName(n.ChildByFieldName("name"), name)
+	case "assignment_pattern", "object_assignment_pattern":
+		return a.declaresName(n.ChildByFieldName("left"), name)
+	case "pair_pattern":
+		return a.declaresName(n.ChildByFieldName("value"), name)
+	}
+	for i := 0; i < int(n.NamedChildCount()); i++ {
+		c := n.NamedChild(i)
+		if c.Type() == "comment" {
+			continue
+		}
+		if a.declaresName(c, name) {
+			return true
+		}
+	}
+	return false
+}
