@@ -192,7 +192,10 @@ func TestOptInCalls(t *testing.T) {
 	//   - sharp's install-time helpers, which the modules an app loads do
 	//     not call (every Next.js app with image optimisation ships sharp);
 	//   - next's lookup of the process that holds a busy port, in its
-	//     CommonJS and ES builds, in the stable releases read;
+	//     CommonJS and ES builds, in the stable releases read; the spawn
+	//     of the commander it bundles, which only an executable
+	//     subcommand makes and next declares none; the spawn of a Go
+	//     route's executable, without a shell, in 16.5.0;
 	//   - stripe's uname for its telemetry user agent, resolved null on
 	//     error;
 	//   - ssh2's Windows agents (unleash's pagent spawn and cygpath),
@@ -212,6 +215,14 @@ func TestOptInCalls(t *testing.T) {
 		{"next", "dist/server/lib/start-server.js", "exec", "16.5.0-canary.2", false},
 		{"next", "dist/server/lib/start-server.js", "execSync", "16.5.0", false},
 		{"next", "dist/lib/helpers/get-pkg-manager.js", "exec", "16.5.0", false},
+		{"next", "dist/compiled/commander/index.js", "spawn", "15.0.0", true},
+		{"next", "dist/compiled/commander/index.js", "spawn", "16.5.0", true},
+		{"next", "dist/compiled/commander/index.js", "spawn", "14.2.30", false},
+		{"next", "dist/compiled/commander/index.js", "exec", "16.5.0", false},
+		{"next", "dist/compiled/cross-spawn/index.js", "spawn", "16.5.0", false},
+		{"next", "dist/server/lib/native-route.external.js", "spawn", "16.5.0", true},
+		{"next", "dist/server/lib/native-route.external.js", "spawn", "16.4.6", false},
+		{"next", "dist/server/lib/native-route.external.js", "exec", "16.5.0", false},
 		{"stripe", "cjs/platform/NodePlatformFunctions.js", "exec", "17.3.1", true},
 		{"stripe", "esm/platform/NodePlatformFunctions.js", "exec", "11.15.0", true},
 		{"stripe", "cjs/platform/NodePlatformFunctions.js", "exec", "20.4.1", true},
