@@ -63,6 +63,9 @@ type Graph struct {
 	live  *liveness
 	// modes are the server modes the start runs in (modes.go).
 	modes []serverMode
+	// loads lists each reached file's literal loads that resolved, with
+	// where each starts (exports.go).
+	loads map[string][]loadEdge
 }
 
 // Site is a place in a file.
@@ -421,6 +424,10 @@ func (w *walker) follow(f string, imps []Import, dyn []Dynamic) {
 		if !ok {
 			continue
 		}
+		if w.g.loads == nil {
+			w.g.loads = map[string][]loadEdge{}
+		}
+		w.g.loads[f] = append(w.g.loads[f], loadEdge{offset: imp.Offset, to: to})
 		if _, seen := w.g.parent[to]; seen {
 			continue
 		}

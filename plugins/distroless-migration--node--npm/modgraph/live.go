@@ -53,14 +53,19 @@ type liveness struct {
 	// localNames are the names some file defines a function of its own
 	// by and names bare: their answers depend on the file asked about.
 	localNames map[string]bool
-	parsed     int
-	bytes      int
-	steps      int
-	w          walker // its parsers
+	// reach memoizes Graph.reaches.
+	reach map[string]bool
+	// methods are the files and names (file NUL name) of the methods and
+	// class fields seen.
+	methods map[string]bool
+	parsed  int
+	bytes   int
+	steps   int
+	w       walker // its parsers
 }
 
 func newLiveness() *liveness {
-	return &liveness{memo: map[string]bool{}, namedIn: map[string][]string{}, mentions: map[string][]mention{}, localNames: map[string]bool{}}
+	return &liveness{memo: map[string]bool{}, namedIn: map[string][]string{}, mentions: map[string][]mention{}, localNames: map[string]bool{}, reach: map[string]bool{}, methods: map[string]bool{}}
 }
 
 // Budgets of the search: past them, a name counts as running. The parse
@@ -86,6 +91,10 @@ const (
 	mentionAs
 	// mentionNone: the name's definition or a publication under itself.
 	mentionNone
+	// mentionDefault: published as its module's default export (alias:
+	// a bundle module's id), which runs where its importers call it
+	// (exports.go).
+	mentionDefault
 )
 
 type mention struct {
@@ -97,6 +106,13 @@ type mention struct {
 	// itself, which names that one, not another file's.
 	file  int32
 	local bool
+	// receiver is the file a property mention's object is bound to by a
+	// load (X.sync, const X = require('glob')): it names only functions
+	// of the files that one reaches.
+	receiver string
+	// method is set for this.name in a class that defines a method of
+	// the name: it names methods, not a function of a file.
+	method bool
 }
 
 // Runs reports whether the code at line and column (1-based, the column
@@ -187,19 +203,31 @@ func (g *Graph) liveName(ctx context.Context, file, name string, stack []string)
 		if m.local && mfile != file {
 			continue // that file's own function of the name
 		}
+		if m.receiver != "" && !g.reaches(m.receiver, file) {
+			continue // a property of a module that never loads file
+		}
+		if m.method && !x.methods[file+"\x00"+name] {
+			continue // this.name of a class that has its own
+		}
 		switch m.kind {
 		case mentionNone: // mentionsOf leaves these out
 		case mentionRuns:
 			x.memo[key] = true
 			return true, false
-		case mentionAs:
-			l, c := g.liveName(ctx, mfile, m.alias, stack)
+		case mentionDefault, mentionAs:
+			l, c, by := false, false, m.alias
+			if m.kind == mentionDefault {
+				l, c = g.liveDefault(ctx, mfile, m.alias, stack)
+				by = "its importers"
+			} else {
+				l, c = g.liveName(ctx, mfile, m.alias, stack)
+			}
 			cyc = cyc || c
 			if l {
 				x.memo[key] = true
 				return true, false
 			}
-			in = append(in, m.alias)
+			in = append(in, by)
 		case mentionIn:
 			all := true
 			for _, o := range m.owners {
@@ -270,23 +298,46 @@ func (g *Graph) mentionsOf(ctx context.Context, name string) ([]mention, bool) {
 		var here []mention
 		var bare []int // indexes into here of bare identifiers
 		defines := false
-		var builtins map[string]bool
+		var bindings map[string]moduleBinding
+		var bundled []scopedBinding
 		for _, off := range wordOffsets(data, name) {
 			n := root.NamedDescendantForPointRange(pts.at(off), pts.at(off+len(name)))
 			if g.guardOf(file, data, n, src.text) != "" {
 				continue // it never runs in this image
 			}
 			defines = defines || lexicalDefinition(n, name, src.text)
-			if builtins == nil {
-				builtins = builtinBindings(root, src.text)
+			if bindings == nil {
+				bindings = moduleBindings(root, src.text)
+				bundled = bundleBuiltins(root, data, src.text)
 			}
-			m := classifyMention(n, name, src.text, builtins)
+			if o := propertyObject(n); o != nil && bundleBuiltin(o, bundled, src.text) {
+				continue // s.spawn, where the bundle's s is child_process
+			}
+			if n != nil && (n.Type() == "identifier" || n.Type() == "shorthand_property_identifier") && localVariable(n, name, src.text) {
+				continue // a parameter or a variable of its own: no function of a package
+			}
+			if isMethodName(n, name, src.text) {
+				x.methods[file+"\x00"+name] = true
+			}
+			m := classifyMention(n, name, src.text, bindings)
 			m.file = i
+			m.method = classMethod(n, name, src.text)
+			if o := propertyObject(n); o != nil {
+				if b, ok := bindings[src.text(o)]; ok {
+					if t, ok := g.loadAt(file, b.start, b.end); ok {
+						m.receiver = t
+					}
+				}
+			}
 			switch {
 			case m.kind == mentionNone, m.kind == mentionAs && m.alias == name:
 			case m.kind == mentionIn && slices.Contains(m.owners, name):
 				// In its own body: it runs only once it has.
 			default:
+				if n != nil && n.Type() == "private_property_identifier" {
+					m.local = true // this.#name: only the class's own
+					x.localNames[name] = true
+				}
 				if n != nil && (n.Type() == "identifier" || n.Type() == "shorthand_property_identifier") {
 					bare = append(bare, len(here))
 				}
@@ -303,7 +354,7 @@ func (g *Graph) mentionsOf(ctx context.Context, name string) ([]mention, bool) {
 			}
 		}
 		for _, m := range here {
-			if m.kind == mentionRuns && !m.local {
+			if m.kind == mentionRuns && !m.local && m.receiver == "" {
 				return []mention{m}, true
 			}
 		}
@@ -359,72 +410,176 @@ var builtinNamespaces = map[string]bool{
 	"Intl": true, "console": true, "Buffer": true, "process": true,
 }
 
-// builtinBindings are the names a file's top level binds to one of
-// node's built-in modules: const cp = require('child_process') (also
-// through an interop helper, _interop_require_default(require('fs'))),
-// import * as cp from 'node:child_process', import fs from 'fs'. A
-// property of one (cp.spawn) is node's function, never a package's.
-func builtinBindings(root *sitter.Node, text func(*sitter.Node) string) map[string]bool {
-	out := map[string]bool{}
-	for i := 0; i < int(root.NamedChildCount()); i++ {
-		st := root.NamedChild(i)
-		switch st.Type() {
-		case "lexical_declaration", "variable_declaration":
-			for j := 0; j < int(st.NamedChildCount()); j++ {
-				d := st.NamedChild(j)
-				if d.Type() != "variable_declarator" {
-					continue
-				}
-				id := d.ChildByFieldName("name")
-				if id != nil && id.Type() == "identifier" && requiresBuiltin(d.ChildByFieldName("value"), text) {
-					out[text(id)] = true
-				}
+// localVariable reports whether the bare mention n of name is of a
+// variable that no function of a package can be under that name: the
+// nearest declaration of name around it is a parameter (its callers name
+// what they pass), a catch's or a loop's variable, or a plain variable
+// whose value is neither a function (which the file's own-definition
+// rule reads) nor a load (whose value the exports' rules read). Any path
+// that makes such a variable hold a package's function names that
+// function on the way (return spawn, obj.spawn). A destructuring counts
+// as a possible one.
+func localVariable(n *sitter.Node, name string, text func(*sitter.Node) string) bool {
+	for p := n.Parent(); p != nil; p = p.Parent() {
+		switch p.Type() {
+		case "arrow_function", "function_expression", "function", "function_declaration",
+			"generator_function", "generator_function_declaration", "method_definition":
+			if ps := p.ChildByFieldName("parameters"); ps != nil && paramDeclares(ps, name, text) {
+				return true
 			}
-		case "import_statement":
-			src := st.ChildByFieldName("source")
-			if src == nil || !isBuiltin(strings.Trim(text(src), "\"'")) {
-				continue
+			if ps := p.ChildByFieldName("parameter"); ps != nil && text(ps) == name {
+				return true
 			}
-			for j := 0; j < int(st.NamedChildCount()); j++ {
-				c := st.NamedChild(j)
-				if c.Type() != "import_clause" {
-					continue
-				}
-				for k := 0; k < int(c.NamedChildCount()); k++ {
-					switch b := c.NamedChild(k); b.Type() {
-					case "identifier":
-						out[text(b)] = true
-					case "namespace_import":
-						if id := b.NamedChild(0); id != nil {
-							out[text(id)] = true
+		case "catch_clause":
+			if ps := p.ChildByFieldName("parameter"); ps != nil && ps.Type() == "identifier" && text(ps) == name {
+				return true
+			}
+		case "statement_block", "program", "switch_body":
+			for i := 0; i < int(p.NamedChildCount()); i++ {
+				c := p.NamedChild(i)
+				switch c.Type() {
+				case "lexical_declaration", "variable_declaration":
+					for _, d := range declarators(c) {
+						id := d.ChildByFieldName("name")
+						if id == nil || id.Type() != "identifier" || text(id) != name {
+							continue
 						}
+						v := d.ChildByFieldName("value")
+						if v == nil || isFunction(v) {
+							return false
+						}
+						if _, load := requireOf(v, text); load {
+							return false
+						}
+						return true
+					}
+				case "function_declaration", "class_declaration", "generator_function_declaration":
+					if id := c.ChildByFieldName("name"); id != nil && text(id) == name {
+						return false
 					}
 				}
 			}
 		}
 	}
-	return out
+	return false
 }
 
-// requiresBuiltin reports require('<built-in>'), alone or as the one
-// argument of an interop helper's call.
-func requiresBuiltin(v *sitter.Node, text func(*sitter.Node) string) bool {
-	for depth := 0; v != nil && depth < 3; depth++ {
-		if v.Type() != "call_expression" {
-			return false
+// paramDeclares reports whether a parameter list declares name as a plain
+// parameter or one with a default.
+func paramDeclares(ps *sitter.Node, name string, text func(*sitter.Node) string) bool {
+	for i := 0; i < int(ps.NamedChildCount()); i++ {
+		c := ps.NamedChild(i)
+		switch c.Type() {
+		case "assignment_pattern":
+			c = c.ChildByFieldName("left")
+		case "required_parameter", "optional_parameter":
+			c = c.ChildByFieldName("pattern")
+		case "rest_pattern":
+			c = c.NamedChild(0)
 		}
-		args := v.ChildByFieldName("arguments")
-		if args == nil || args.NamedChildCount() < 1 {
-			return false
+		if c != nil && c.Type() == "identifier" && text(c) == name {
+			return true
 		}
-		a := args.NamedChild(0)
-		if fn := v.ChildByFieldName("function"); fn != nil && fn.Type() == "identifier" && text(fn) == "require" {
-			spec := strings.Trim(text(a), "\"'`")
-			return a.Type() == "string" && isBuiltin(spec) && !strings.HasSuffix(spec, "/") // require('events/') is the npm package
-		}
-		v = a // _interop_require_default(require('fs')), __importStar(…)
 	}
 	return false
+}
+
+// isMethodName reports whether the occurrence n of name is the name of
+// a method or a field of a class.
+func isMethodName(n *sitter.Node, name string, text func(*sitter.Node) string) bool {
+	if n == nil || text(n) != name {
+		return false
+	}
+	p := n.Parent()
+	if p == nil {
+		return false
+	}
+	switch p.Type() {
+	case "method_definition":
+		return jsplatform.Same(p.ChildByFieldName("name"), n)
+	case "field_definition", "public_field_definition":
+		return jsplatform.Same(p.ChildByFieldName("property"), n) || jsplatform.Same(p.ChildByFieldName("name"), n)
+	}
+	return false
+}
+
+// classMethod reports this.name in a method of a class (or an arrow
+// function inside one, which keeps its this) that defines a method or a
+// field of the name itself: this is an instance of that class or of one
+// that extends it, so the mention names methods of the name. A plain
+// function of the name gets there only by an assignment, which names it
+// by itself.
+func classMethod(n *sitter.Node, name string, text func(*sitter.Node) string) bool {
+	if n == nil || n.Type() != "property_identifier" {
+		return false
+	}
+	p := n.Parent()
+	if p == nil || p.Type() != "member_expression" || !jsplatform.Same(p.ChildByFieldName("property"), n) {
+		return false
+	}
+	if o := p.ChildByFieldName("object"); o == nil || o.Type() != "this" {
+		return false
+	}
+	for a := p.Parent(); a != nil; a = a.Parent() {
+		switch a.Type() {
+		case "arrow_function":
+			continue
+		case "function_expression", "function", "function_declaration", "generator_function", "generator_function_declaration":
+			return false // a this of its own
+		case "class_body":
+			for i := 0; i < int(a.NamedChildCount()); i++ {
+				c := a.NamedChild(i)
+				for _, f := range []string{"name", "property"} {
+					if id := c.ChildByFieldName(f); id != nil && isMethodName(id, name, text) {
+						return true
+					}
+				}
+			}
+			return false
+		}
+	}
+	return false
+}
+
+// eventMethods take an event's name first: an emitter calls the
+// listeners, never a method of that name.
+var eventMethods = map[string]bool{
+	"on": true, "once": true, "off": true, "emit": true, "addListener": true, "removeListener": true,
+	"prependListener": true, "prependOnceListener": true, "removeAllListeners": true, "listeners": true, "listenerCount": true,
+}
+
+// eventName reports a string that is the first argument of an emitter's
+// method (x.on('spawn', …)).
+func eventName(n *sitter.Node, text func(*sitter.Node) string) bool {
+	if n.Type() == "string_fragment" {
+		n = n.Parent()
+	}
+	args := n.Parent()
+	if args == nil || args.Type() != "arguments" || args.NamedChildCount() == 0 || !jsplatform.Same(args.NamedChild(0), n) {
+		return false
+	}
+	call := args.Parent()
+	if call == nil || call.Type() != "call_expression" {
+		return false
+	}
+	fn := call.ChildByFieldName("function")
+	return fn != nil && fn.Type() == "member_expression" && eventMethods[text(fn.ChildByFieldName("property"))]
+}
+
+// propertyObject returns the identifier object of the property mention
+// n (s in s.spawn), nil when n is none.
+func propertyObject(n *sitter.Node) *sitter.Node {
+	if n == nil || n.Type() != "property_identifier" {
+		return nil
+	}
+	p := n.Parent()
+	if p == nil || p.Type() != "member_expression" || !jsplatform.Same(p.ChildByFieldName("property"), n) {
+		return nil
+	}
+	if o := p.ChildByFieldName("object"); o != nil && o.Type() == "identifier" {
+		return o
+	}
+	return nil
 }
 
 // onlyTested reports whether the value of the expression e is only
@@ -461,7 +616,7 @@ func onlyTested(e *sitter.Node) bool {
 }
 
 // classifyMention says what the occurrence n of name does.
-func classifyMention(n *sitter.Node, name string, text func(*sitter.Node) string, builtins map[string]bool) mention {
+func classifyMention(n *sitter.Node, name string, text func(*sitter.Node) string, bindings map[string]moduleBinding) mention {
 	if n == nil {
 		return mention{kind: mentionRuns}
 	}
@@ -470,8 +625,9 @@ func classifyMention(n *sitter.Node, name string, text func(*sitter.Node) string
 		return mention{kind: mentionNone} // calls nothing
 	case "string_fragment", "string", "template_string":
 		// Only a string that is the name itself can name it, as a
-		// computed key (x["name"]()): "next:start-server" cannot.
-		if s := strings.Trim(text(n), "\"'`"); s != name {
+		// computed key (x["name"]()): "next:start-server" cannot, nor
+		// can an event's name (child.once('spawn', …)).
+		if s := strings.Trim(text(n), "\"'`"); s != name || eventName(n, text) {
 			return mention{kind: mentionNone}
 		}
 	}
@@ -496,6 +652,9 @@ func classifyMention(n *sitter.Node, name string, text func(*sitter.Node) string
 			return mention{kind: mentionNone} // { isWasm: true }: a property's name
 		}
 	}
+	if id, ok := defaultExport(n, text); ok {
+		return mention{kind: mentionDefault, alias: id} // module.exports = x: its importers call it
+	}
 	if p.Type() == "assignment_expression" && jsplatform.Same(p.ChildByFieldName("right"), n) {
 		// exports.y = x publishes x as y.
 		if l := p.ChildByFieldName("left"); l != nil && l.Type() == "member_expression" && exportsObject(l.ChildByFieldName("object"), text) {
@@ -506,7 +665,7 @@ func classifyMention(n *sitter.Node, name string, text func(*sitter.Node) string
 		}
 	}
 	if n.Type() == "property_identifier" && p.Type() == "member_expression" && jsplatform.Same(p.ChildByFieldName("property"), n) {
-		if o := p.ChildByFieldName("object"); o != nil && o.Type() == "identifier" && (builtinNamespaces[text(o)] || builtins[text(o)]) {
+		if o := p.ChildByFieldName("object"); o != nil && o.Type() == "identifier" && (builtinNamespaces[text(o)] || bindings[text(o)].builtin) {
 			return mention{kind: mentionNone} // JSON.parse, cp.spawn: the language's or node's
 		}
 		if onlyTested(p) {

@@ -170,3 +170,85 @@ exports.hostInfo = () => process.platform === 'win32' ? onWindows() : 'linux'
 		t.Errorf("getPkgManager's call does not run (%s), though the app calls nextTest", why)
 	}
 }
+
+// TestRunsThroughLoads: a function published as its module's default
+// export (module.exports = f, or a bundle module's e.exports = f) runs
+// where its importers use what their load binds; a property of a module
+// names only functions of the files that module reaches; and names that
+// are the file's own (a parameter, a plain variable, this.name in a class
+// with its own, a private name, an event's name, a property of a bundle's
+// built-in module) name no package's function.
+func TestRunsThroughLoads(t *testing.T) {
+	t.Parallel()
+	files := map[string]string{
+		"Dockerfile":                     "FROM node:22\nWORKDIR /app\nCOPY . .\nCMD [\"node\", \"index.js\"]\n",
+		"package.json":                   `{"name":"svc","dependencies":{"kit":"1","wrap":"1","other":"1"}}`,
+		"index.js":                       "require('kit')\nrequire('other')\n",
+		"node_modules/wrap/package.json": `{"name":"wrap","main":"index.js"}`,
+		"node_modules/wrap/index.js": `const cp = require('child_process')
+function run (cmd) { return cp.execSync(cmd) }
+module.exports = run
+`,
+		"node_modules/wrap/sync.js": `const cp = require('child_process')
+function sync (cmd) { return cp.execSync('sync ' + cmd) }
+exports.sync = sync
+`,
+		// An ncc bundle: module 7 is child_process, module 9 the wrapper.
+		"node_modules/kit/package.json": `{"name":"kit","main":"index.js"}`,
+		"node_modules/kit/dist/compiled/spawner/index.js": "(()=>{var e={7:e=>{\"use strict\";e.exports=require(\"child_process\")}," +
+			"9:(e,t,n)=>{const r=n(7);function spawn(a){return r.spawn(a,[],{shell:true})}e.exports=spawn;e.exports.spawn=spawn}," +
+			"5:(e,t,i)=>{const s=i(7);class C{go(e){return s.spawn(e,[])}}e.exports=C}};" +
+			"var t={};function __nccwpck_require__(n){var r=t[n];if(r!==undefined){return r.exports}var s=t[n]={exports:{}};e[n](s,s.exports,__nccwpck_require__);return s.exports}" +
+			"var n=__nccwpck_require__(9);new(__nccwpck_require__(5))().go('x');module.exports=n})();\n",
+		"node_modules/kit/index.js": `"use strict";
+const _spawner = _interop_require_default(require("./dist/compiled/spawner"));
+const run = require('wrap');
+const { sync } = require('wrap/sync');
+function _interop_require_default(obj) { return obj && obj.__esModule ? obj : { default: obj } }
+async function nextTest () { (0, _spawner.default)('test'); run('x') }
+function onSync () { return sync('y') }
+`,
+		// Names that are other's own.
+		"node_modules/other/package.json": `{"name":"other","main":"index.js"}`,
+		"node_modules/other/index.js": `const g = require('./glob')
+g.sync('*')
+function f (spawn, run) { return spawn() + run() }
+const run = Date.now()
+class A { spawn () {} #run () {} go () { this.spawn(); this.#run() } }
+new A().go()
+process.once('spawn', () => {})
+f(() => 1, () => 2)
+`,
+		"node_modules/other/glob.js": "exports.sync = function () { return [] }\n",
+	}
+	g := graphOf(t, files)
+	for _, c := range []struct {
+		file, marker string
+		runs         bool
+	}{
+		{"node_modules/wrap/index.js", "cp.execSync(cmd)", false},               // only nextTest calls it
+		{"node_modules/wrap/sync.js", "cp.execSync('sync", false},               // only onSync; g.sync is glob's
+		{"node_modules/kit/dist/compiled/spawner/index.js", "r.spawn(a", false}, // only nextTest calls it
+		{"node_modules/kit/dist/compiled/spawner/index.js", "s.spawn(e", true},  // C's go runs at the bundle's top level
+	} {
+		line, col := at(t, files, c.file, c.marker)
+		runs, why := g.Runs(t.Context(), c.file, line, col)
+		if runs != c.runs {
+			t.Errorf("Runs(%s:%d:%d) = %v (%s), want %v", c.file, line, col, runs, why, c.runs)
+		}
+	}
+
+	// Once kit calls them at its top level, they run.
+	files["node_modules/kit/index.js"] += "nextTest()\nonSync()\n"
+	g = graphOf(t, files)
+	for _, c := range []struct{ file, marker string }{
+		{"node_modules/wrap/index.js", "cp.execSync(cmd)"},
+		{"node_modules/wrap/sync.js", "cp.execSync('sync"},
+		{"node_modules/kit/dist/compiled/spawner/index.js", "r.spawn(a"},
+	} {
+		line, col := at(t, files, c.file, c.marker)
+		if runs, why := g.Runs(t.Context(), c.file, line, col); !runs {
+			t.Errorf("Runs(%s:%d:%d) = false (%s), though kit calls it", c.file, line, col, why)
+		}
+	}
+}

@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	sitter "github.com/smacker/go-tree-sitter"
+
+	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/jsplatform"
 )
 
 // Bundlers (ncc, webpack) put each module of a bundle in a table keyed by
@@ -197,77 +199,9 @@ func firstParamName(fn *sitter.Node, text func(*sitter.Node) string) string {
 }
 
 // shadowed reports whether the identifier n, a use of name inside the
-// range r a bundle's binding holds in, is another variable of that name:
-// a parameter, a declaration in a block, a catch's or a for loop's
-// variable, or a function's name between n and the range. Minified code
-// reuses one short name in every function. Declarations of the binding
-// itself (a.decls) do not count.
+// range r a bundle's binding holds in, is another variable of that name
+// (jsplatform.Shadowed); declarations of the binding itself (a.decls) do
+// not count.
 func (a *analysis) shadowed(n *sitter.Node, name string, r [2]uint32) bool {
-	for p := n.Parent(); p != nil && p.StartByte() >= r[0] && p.EndByte() <= r[1]; p = p.Parent() {
-		switch p.Type() {
-		case "arrow_function", "function_expression", "function", "function_declaration",
-			"generator_function", "generator_function_declaration", "method_definition":
-			if ps := p.ChildByFieldName("parameters"); ps != nil && a.declaresName(ps, name) {
-				return true
-			}
-			if ps := p.ChildByFieldName("parameter"); ps != nil && a.text(ps) == name {
-				return true
-			}
-		case "catch_clause":
-			if ps := p.ChildByFieldName("parameter"); ps != nil && a.declaresName(ps, name) {
-				return true
-			}
-		case "for_statement", "for_in_statement":
-			for _, f := range []string{"initializer", "left"} {
-				if d := p.ChildByFieldName(f); d != nil && a.declaresName(d, name) {
-					return true
-				}
-			}
-		case "statement_block", "program", "class_body", "switch_body":
-			for i := 0; i < int(p.NamedChildCount()); i++ {
-				c := p.NamedChild(i)
-				switch c.Type() {
-				case "lexical_declaration", "variable_declaration":
-					for j := 0; j < int(c.NamedChildCount()); j++ {
-						if d := c.NamedChild(j); d.Type() == "variable_declarator" && a.declaresName(d.ChildByFieldName("name"), name) {
-							return true
-						}
-					}
-				case "function_declaration", "class_declaration", "generator_function_declaration":
-					if id := c.ChildByFieldName("name"); id != nil && a.text(id) == name && !a.decls[id.StartByte()] {
-						return true
-					}
-				}
-			}
-		}
-	}
-	return false
-}
-
-// declaresName reports whether the parameters or the pattern n declare
-// name, other than as the binding followed.
-func (a *analysis) declaresName(n *sitter.Node, name string) bool {
-	if n == nil {
-		return false
-	}
-	switch n.Type() {
-	case "identifier", "shorthand_property_identifier_pattern":
-		return a.text(n) == name && !a.decls[n.StartByte()]
-	case "variable_declarator":
-		return a.declaresName(n.ChildByFieldName("name"), name)
-	case "assignment_pattern", "object_assignment_pattern":
-		return a.declaresName(n.ChildByFieldName("left"), name)
-	case "pair_pattern":
-		return a.declaresName(n.ChildByFieldName("value"), name)
-	}
-	for i := 0; i < int(n.NamedChildCount()); i++ {
-		c := n.NamedChild(i)
-		if c.Type() == "comment" {
-			continue
-		}
-		if a.declaresName(c, name) {
-			return true
-		}
-	}
-	return false
+	return jsplatform.Shadowed(n, name, r[0], r[1], a.text, func(id *sitter.Node) bool { return a.decls[id.StartByte()] })
 }

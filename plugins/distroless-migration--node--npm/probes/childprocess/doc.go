@@ -30,7 +30,12 @@
 // exported, stored) is a finding without a command, and the module object
 // itself escaping is a dynamic finding with function "module". Bindings are
 // matched by name within a file, without scope analysis: a local variable
-// that shadows a binding is treated as the binding.
+// that shadows a binding is treated as the binding. The exception is a
+// bundle's module table (ncc, webpack: bundle.go): a module whose body is
+// e.exports = require('child_process') is the module wherever the bundle's
+// require is called with its id, and the names such a call binds hold in
+// the function around it, less where a parameter or a declaration shadows
+// them, since minified code reuses every short name.
 //
 // Each finding has a Kind. exec and execSync always run /bin/sh: shell.
 // spawn, spawnSync, execFile and execFileSync run a shell when their options
