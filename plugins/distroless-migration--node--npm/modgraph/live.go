@@ -50,9 +50,11 @@ type liveness struct {
 	namedIn map[string][]string
 	// mentions caches each name's occurrences, read once.
 	mentions map[string][]mention
-	// localNames are the names some file defines a function of its own
-	// by and names bare: their answers depend on the file asked about.
-	localNames map[string]bool
+	// perFile are the names whose answer depends on the file asked
+	// about: a mention of one is a bare name in a file that defines its
+	// own, a private name, a property of a module, or this.name in a
+	// class with its own.
+	perFile map[string]bool
 	// reach memoizes Graph.reaches.
 	reach map[string]bool
 	// methods are the files and names (file NUL name) of the methods and
@@ -65,7 +67,7 @@ type liveness struct {
 }
 
 func newLiveness() *liveness {
-	return &liveness{memo: map[string]bool{}, namedIn: map[string][]string{}, mentions: map[string][]mention{}, localNames: map[string]bool{}, reach: map[string]bool{}, methods: map[string]bool{}}
+	return &liveness{memo: map[string]bool{}, namedIn: map[string][]string{}, mentions: map[string][]mention{}, perFile: map[string]bool{}, reach: map[string]bool{}, methods: map[string]bool{}}
 }
 
 // Budgets of the search: past them, a name counts as running. The parse
@@ -256,9 +258,9 @@ func (g *Graph) liveName(ctx context.Context, file, name string, stack []string)
 }
 
 // key is what liveness memoizes the name of a function of file under:
-// the name alone, unless a file names a function of its own by it.
+// the name alone, unless the answer depends on the file (perFile).
 func (x *liveness) key(file, name string) string {
-	if x.localNames[name] {
+	if x.perFile[name] {
 		return file + "\x00" + name
 	}
 	return name
@@ -336,7 +338,9 @@ func (g *Graph) mentionsOf(ctx context.Context, name string) ([]mention, bool) {
 			default:
 				if n != nil && n.Type() == "private_property_identifier" {
 					m.local = true // this.#name: only the class's own
-					x.localNames[name] = true
+				}
+				if m.local || m.receiver != "" || m.method {
+					x.perFile[name] = true
 				}
 				if n != nil && (n.Type() == "identifier" || n.Type() == "shorthand_property_identifier") {
 					bare = append(bare, len(here))
@@ -350,7 +354,7 @@ func (g *Graph) mentionsOf(ctx context.Context, name string) ([]mention, bool) {
 				here[k].local = true
 			}
 			if len(bare) > 0 {
-				x.localNames[name] = true
+				x.perFile[name] = true
 			}
 		}
 		for _, m := range here {

@@ -252,3 +252,42 @@ f(() => 1, () => 2)
 		}
 	}
 }
+
+// TestRunsAnswersPerFile: what a mention names can depend on the file
+// asked about (this.transform names the class's method, not another
+// package's plain function of the name), so the answer for one file is
+// not the answer for the other, whichever is asked first.
+func TestRunsAnswersPerFile(t *testing.T) {
+	t.Parallel()
+	files := map[string]string{
+		"Dockerfile":   "FROM node:22\nWORKDIR /app\nCOPY . .\nCMD [\"node\", \"index.js\"]\n",
+		"package.json": `{"name":"svc","dependencies":{"plain":"1","schema":"1"}}`,
+		"index.js":     "require('plain')\nrequire('schema')\n",
+		"node_modules/plain/package.json": `{"name":"plain","main":"index.js"}`,
+		"node_modules/plain/index.js": `const cp = require('child_process')
+function transform () { return cp.execSync('plain') }
+exports.transform = transform
+`,
+		"node_modules/schema/package.json": `{"name":"schema","main":"index.js"}`,
+		"node_modules/schema/index.js": `const cp = require('child_process')
+class Type {
+  constructor () { this.transform = this.transform.bind(this) }
+  transform () { return cp.execSync('method') }
+}
+module.exports = new Type()
+`,
+	}
+	g := graphOf(t, files)
+	for _, c := range []struct {
+		file, marker string
+		runs         bool
+	}{
+		{"node_modules/plain/index.js", "cp.execSync('plain')", false},
+		{"node_modules/schema/index.js", "cp.execSync('method')", true}, // its constructor binds it
+	} {
+		line, col := at(t, files, c.file, c.marker)
+		if runs, why := g.Runs(t.Context(), c.file, line, col); runs != c.runs {
+			t.Errorf("Runs(%s:%d:%d) = %v (%s), want %v", c.file, line, col, runs, why, c.runs)
+		}
+	}
+}
