@@ -260,9 +260,9 @@ f(() => 1, () => 2)
 func TestRunsAnswersPerFile(t *testing.T) {
 	t.Parallel()
 	files := map[string]string{
-		"Dockerfile":   "FROM node:22\nWORKDIR /app\nCOPY . .\nCMD [\"node\", \"index.js\"]\n",
-		"package.json": `{"name":"svc","dependencies":{"plain":"1","schema":"1"}}`,
-		"index.js":     "require('plain')\nrequire('schema')\n",
+		"Dockerfile":                      "FROM node:22\nWORKDIR /app\nCOPY . .\nCMD [\"node\", \"index.js\"]\n",
+		"package.json":                    `{"name":"svc","dependencies":{"plain":"1","schema":"1"}}`,
+		"index.js":                        "require('plain')\nrequire('schema')\n",
 		"node_modules/plain/package.json": `{"name":"plain","main":"index.js"}`,
 		"node_modules/plain/index.js": `const cp = require('child_process')
 function transform () { return cp.execSync('plain') }
