@@ -489,7 +489,9 @@ func paramDeclares(ps *sitter.Node, name string, text func(*sitter.Node) string)
 }
 
 // isMethodName reports whether the occurrence n of name is the name of
-// a method or a field of a class.
+// a method or a field of a class (not of an object literal: swc's
+// bindings object's transform() is not what this.transform in a class
+// with its own names).
 func isMethodName(n *sitter.Node, name string, text func(*sitter.Node) string) bool {
 	if n == nil || text(n) != name {
 		return false
@@ -500,7 +502,8 @@ func isMethodName(n *sitter.Node, name string, text func(*sitter.Node) string) b
 	}
 	switch p.Type() {
 	case "method_definition":
-		return jsplatform.Same(p.ChildByFieldName("name"), n)
+		body := p.Parent()
+		return jsplatform.Same(p.ChildByFieldName("name"), n) && body != nil && body.Type() == "class_body"
 	case "field_definition", "public_field_definition":
 		return jsplatform.Same(p.ChildByFieldName("property"), n) || jsplatform.Same(p.ChildByFieldName("name"), n)
 	}

@@ -267,6 +267,7 @@ func TestRunsAnswersPerFile(t *testing.T) {
 		"node_modules/plain/index.js": `const cp = require('child_process')
 function transform () { return cp.execSync('plain') }
 exports.transform = transform
+exports.wasm = { transform (src) { return src } }
 `,
 		"node_modules/schema/package.json": `{"name":"schema","main":"index.js"}`,
 		"node_modules/schema/index.js": `const cp = require('child_process')
