@@ -51,9 +51,8 @@ type liveness struct {
 	// mentions caches each name's occurrences, read once.
 	mentions map[string][]mention
 	// perFile are the names whose answer depends on the file asked
-	// about: a mention of one is a bare name in a file that defines its
-	// own, a private name, a property of a module, or this.name in a
-	// class with its own.
+	// about: a mention of one is local, a property of a module, or
+	// this.name in a class with its own.
 	perFile map[string]bool
 	// reach memoizes Graph.reaches.
 	reach map[string]bool
@@ -104,8 +103,8 @@ type mention struct {
 	owners []string
 	alias  string
 	// file is the index of the file that holds it; local is set for a
-	// bare identifier in a file that defines a function of the name
-	// itself, which names that one, not another file's.
+	// bare name of a function of that file's own, or a private name,
+	// which name that one, not another file's.
 	file  int32
 	local bool
 	// receiver is the file a property mention's object is bound to by a
@@ -298,8 +297,6 @@ func (g *Graph) mentionsOf(ctx context.Context, name string) ([]mention, bool) {
 		}
 		pts := newPoints(data)
 		var here []mention
-		var bare []int // indexes into here of bare identifiers
-		defines := false
 		var bindings map[string]moduleBinding
 		var bundled []scopedBinding
 		for _, off := range wordOffsets(data, name) {
@@ -307,7 +304,6 @@ func (g *Graph) mentionsOf(ctx context.Context, name string) ([]mention, bool) {
 			if g.guardOf(file, data, n, src.text) != "" {
 				continue // it never runs in this image
 			}
-			defines = defines || lexicalDefinition(n, name, src.text)
 			if bindings == nil {
 				bindings = moduleBindings(root, src.text)
 				bundled = bundleBuiltins(root, data, src.text)
@@ -315,8 +311,11 @@ func (g *Graph) mentionsOf(ctx context.Context, name string) ([]mention, bool) {
 			if o := propertyObject(n); o != nil && bundleBuiltin(o, bundled, src.text) {
 				continue // s.spawn, where the bundle's s is child_process
 			}
-			if n != nil && (n.Type() == "identifier" || n.Type() == "shorthand_property_identifier") && localVariable(n, name, src.text) {
-				continue // a parameter or a variable of its own: no function of a package
+			bare := bareAny
+			if n != nil && (n.Type() == "identifier" || n.Type() == "shorthand_property_identifier") {
+				if bare = resolveBare(n, name, src.text); bare == bareVar {
+					continue // a parameter or a variable of its own: no function of a package
+				}
 			}
 			if isMethodName(n, name, src.text) {
 				x.methods[file+"\x00"+name] = true
@@ -336,27 +335,16 @@ func (g *Graph) mentionsOf(ctx context.Context, name string) ([]mention, bool) {
 			case m.kind == mentionIn && slices.Contains(m.owners, name):
 				// In its own body: it runs only once it has.
 			default:
-				if n != nil && n.Type() == "private_property_identifier" {
-					m.local = true // this.#name: only the class's own
-				}
+				// this.#name, and a bare name of the file's own function,
+				// name that one only.
+				m.local = bare == bareOwn || n != nil && n.Type() == "private_property_identifier"
 				if m.local || m.receiver != "" || m.method {
 					x.perFile[name] = true
-				}
-				if n != nil && (n.Type() == "identifier" || n.Type() == "shorthand_property_identifier") {
-					bare = append(bare, len(here))
 				}
 				here = append(here, m)
 			}
 		}
 		src.close()
-		if defines {
-			for _, k := range bare {
-				here[k].local = true
-			}
-			if len(bare) > 0 {
-				x.perFile[name] = true
-			}
-		}
 		for _, m := range here {
 			if m.kind == mentionRuns && !m.local && m.receiver == "" {
 				return []mention{m}, true
@@ -365,27 +353,6 @@ func (g *Graph) mentionsOf(ctx context.Context, name string) ([]mention, bool) {
 		out = append(out, here...)
 	}
 	return out, true
-}
-
-// lexicalDefinition reports whether the occurrence n of name defines a
-// function of the file's own by it (function name() {}, const name = () =>
-// …, class name {}): the file's bare mentions of name are then of that
-// one. A binding of an import or a require is not one.
-func lexicalDefinition(n *sitter.Node, name string, text func(*sitter.Node) string) bool {
-	if n == nil || n.Type() != "identifier" {
-		return false
-	}
-	p := n.Parent()
-	if p == nil {
-		return false
-	}
-	switch p.Type() {
-	case "function_declaration", "generator_function_declaration", "class_declaration":
-		return jsplatform.Same(p.ChildByFieldName("name"), n)
-	case "variable_declarator":
-		return jsplatform.Same(p.ChildByFieldName("name"), n) && isFunction(p.ChildByFieldName("value"))
-	}
-	return false
 }
 
 // guardOf says why n never runs in the image, or "": a process.platform
@@ -414,29 +381,40 @@ var builtinNamespaces = map[string]bool{
 	"Intl": true, "console": true, "Buffer": true, "process": true,
 }
 
-// localVariable reports whether the bare mention n of name is of a
-// variable that no function of a package can be under that name: the
-// nearest declaration of name around it is a parameter (its callers name
-// what they pass), a catch's or a loop's variable, or a plain variable
-// whose value is neither a function (which the file's own-definition
-// rule reads) nor a load (whose value the exports' rules read). Any path
-// that makes such a variable hold a package's function names that
-// function on the way (return spawn, obj.spawn). A destructuring counts
-// as a possible one.
-func localVariable(n *sitter.Node, name string, text func(*sitter.Node) string) bool {
+// bareKind is what the nearest declaration of a bare name around a
+// mention declares.
+type bareKind int
+
+const (
+	// bareAny: an import, a destructuring, a variable set from a load,
+	// or no declaration in the file (a global): it may be any file's.
+	bareAny bareKind = iota
+	// bareVar: a parameter, a catch's or a loop's variable, or a
+	// plain variable whose value is neither a function nor a load. No
+	// function of a package is under that name: any path that makes it
+	// hold one names the function on the way (return spawn, obj.spawn).
+	bareVar
+	// bareOwn: a function or a class of the file itself, which the
+	// mention names and no other file's.
+	bareOwn
+)
+
+// resolveBare reads the nearest declaration of name around its bare
+// mention n, through the scopes up to the file's top level.
+func resolveBare(n *sitter.Node, name string, text func(*sitter.Node) string) bareKind {
 	for p := n.Parent(); p != nil; p = p.Parent() {
 		switch p.Type() {
 		case "arrow_function", "function_expression", "function", "function_declaration",
 			"generator_function", "generator_function_declaration", "method_definition":
 			if ps := p.ChildByFieldName("parameters"); ps != nil && paramDeclares(ps, name, text) {
-				return true
+				return bareVar
 			}
 			if ps := p.ChildByFieldName("parameter"); ps != nil && text(ps) == name {
-				return true
+				return bareVar
 			}
 		case "catch_clause":
 			if ps := p.ChildByFieldName("parameter"); ps != nil && ps.Type() == "identifier" && text(ps) == name {
-				return true
+				return bareVar
 			}
 		case "statement_block", "program", "switch_body":
 			for i := 0; i < int(p.NamedChildCount()); i++ {
@@ -449,23 +427,26 @@ func localVariable(n *sitter.Node, name string, text func(*sitter.Node) string) 
 							continue
 						}
 						v := d.ChildByFieldName("value")
-						if v == nil || isFunction(v) {
-							return false
+						if v == nil {
+							return bareAny // let x; x = require(…)
+						}
+						if isFunction(v) {
+							return bareOwn
 						}
 						if _, load := requireOf(v, text); load {
-							return false
+							return bareAny
 						}
-						return true
+						return bareVar
 					}
 				case "function_declaration", "class_declaration", "generator_function_declaration":
 					if id := c.ChildByFieldName("name"); id != nil && text(id) == name {
-						return false
+						return bareOwn
 					}
 				}
 			}
 		}
 	}
-	return false
+	return bareAny
 }
 
 // paramDeclares reports whether a parameter list declares name as a plain

@@ -269,6 +269,16 @@ function transform () { return cp.execSync('plain') }
 exports.transform = transform
 exports.wasm = { transform (src) { return src } }
 `,
+		// A file with a parse of its own in one scope calls yamlish's
+		// in another.
+		"node_modules/yamlish/package.json": `{"name":"yamlish","main":"index.js"}`,
+		"node_modules/yamlish/index.js": `const cp = require('child_process')
+function parse (s) { return cp.execSync('yaml') }
+exports.parse = parse
+`,
+		"node_modules/schema/bundle.js": `function outer () { function parse (s) { return s } return parse('a') }
+{ const { parse } = require('yamlish'); parse('b') }
+`,
 		"node_modules/schema/package.json": `{"name":"schema","main":"index.js"}`,
 		"node_modules/schema/index.js": `const cp = require('child_process')
 class Type {
@@ -276,6 +286,7 @@ class Type {
   transform () { return cp.execSync('method') }
 }
 module.exports = new Type()
+require('./bundle')
 `,
 	}
 	g := graphOf(t, files)
@@ -285,6 +296,7 @@ module.exports = new Type()
 	}{
 		{"node_modules/plain/index.js", "cp.execSync('plain')", false},
 		{"node_modules/schema/index.js", "cp.execSync('method')", true}, // its constructor binds it
+		{"node_modules/yamlish/index.js", "cp.execSync('yaml')", true},  // bundle.js's parse('b') is yamlish's
 	} {
 		line, col := at(t, files, c.file, c.marker)
 		if runs, why := g.Runs(t.Context(), c.file, line, col); runs != c.runs {
