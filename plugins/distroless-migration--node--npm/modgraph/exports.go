@@ -78,6 +78,48 @@ func (g *Graph) reaches(from, to string) bool {
 	return found
 }
 
+// loadSite is where a load starts in a file (-1: the bundle's own
+// requires of a module id, found when read).
+type loadSite struct {
+	file string
+	off  int
+}
+
+// importersOf lists the literal loads of file, in file and offset order,
+// from an index of every load built once.
+func (g *Graph) importersOf(file string) []loadSite {
+	x := g.live
+	if x.importers == nil {
+		x.importers = map[string][]loadSite{}
+		for from, es := range g.loads {
+			for _, e := range es {
+				x.importers[e.to] = append(x.importers[e.to], loadSite{file: from, off: e.offset})
+			}
+		}
+		for _, sites := range x.importers {
+			slices.SortFunc(sites, func(a, b loadSite) int {
+				if c := strings.Compare(a.file, b.file); c != 0 {
+					return c
+				}
+				return a.off - b.off
+			})
+		}
+	}
+	return x.importers[file]
+}
+
+// bindingsOf returns the load bindings of the reached file i
+// (moduleBindings) and a bundle's bindings of node's modules
+// (bundleBuiltins), read the first time the file is.
+func (x *liveness) bindingsOf(i int32, root *sitter.Node, data []byte, text func(*sitter.Node) string) (map[string]moduleBinding, []scopedBinding) {
+	if b, ok := x.bindings[i]; ok {
+		return b, x.bundled[i]
+	}
+	b, s := moduleBindings(root, text), bundleBuiltins(root, data, text)
+	x.bindings[i], x.bundled[i] = b, s
+	return b, s
+}
+
 // loadAt returns the file that the load starting within [start, end) of
 // file resolved to.
 func (g *Graph) loadAt(file string, start, end uint32) (string, bool) {
@@ -195,12 +237,19 @@ func requireOf(v *sitter.Node, text func(*sitter.Node) string) (string, bool) {
 	return "", false
 }
 
-// calleeName is the name a call's function is written with: f, x.f,
-// (0, x.f).
-func calleeName(fn *sitter.Node, text func(*sitter.Node) string) string {
+// unwrapCallee is a call's function without the parentheses and the
+// sequence compiled code writes around it: (0, x.f) is x.f.
+func unwrapCallee(fn *sitter.Node) *sitter.Node {
 	for fn != nil && (fn.Type() == "parenthesized_expression" || fn.Type() == "sequence_expression") && fn.NamedChildCount() > 0 {
 		fn = fn.NamedChild(int(fn.NamedChildCount()) - 1)
 	}
+	return fn
+}
+
+// calleeName is the name a call's function is written with: f, x.f,
+// (0, x.f).
+func calleeName(fn *sitter.Node, text func(*sitter.Node) string) string {
+	fn = unwrapCallee(fn)
 	switch {
 	case fn == nil:
 		return ""
@@ -312,33 +361,16 @@ func (g *Graph) liveDefault(ctx context.Context, file, id string, stack []string
 // id, within file) does with it; false when a load cannot be read, or
 // none is known (an entry, a file a computed load may reach).
 func (g *Graph) usesOf(ctx context.Context, file, id string) ([]use, bool) {
-	type site struct {
-		file string
-		off  int
-	}
-	var sites []site
+	var sites []loadSite
 	if id != "" {
-		sites = append(sites, site{file: file, off: -1})
+		sites = append(sites, loadSite{file: file, off: -1})
 	} else {
 		if _, dyn := g.DynamicIn(file); dyn {
 			return nil, false
 		}
-		for from, es := range g.loads {
-			for _, e := range es {
-				if e.to == file {
-					sites = append(sites, site{file: from, off: e.offset})
-				}
-			}
-		}
-		if len(sites) == 0 {
+		if sites = g.importersOf(file); len(sites) == 0 {
 			return nil, false
 		}
-		slices.SortFunc(sites, func(a, b site) int {
-			if c := strings.Compare(a.file, b.file); c != 0 {
-				return c
-			}
-			return a.off - b.off
-		})
 	}
 	x := g.live
 	var out []use

@@ -274,20 +274,8 @@ func wrappedName(fn *sitter.Node, text func(*sitter.Node) string) string {
 	if call == nil || call.Type() != "call_expression" {
 		return ""
 	}
-	callee := call.ChildByFieldName("function")
-	for callee != nil && (callee.Type() == "parenthesized_expression" || callee.Type() == "sequence_expression") {
-		callee = callee.NamedChild(int(callee.NamedChildCount()) - 1) // (0, _x.once)
-	}
-	if callee == nil {
-		return ""
-	}
-	var wrapper string
-	switch callee.Type() {
-	case "identifier":
-		wrapper = text(callee)
-	case "member_expression":
-		wrapper = text(callee.ChildByFieldName("property"))
-	}
+	callee := unwrapCallee(call.ChildByFieldName("function"))
+	wrapper := calleeName(callee, text)
 	if !deferringWrappers[wrapper] {
 		return ""
 	}

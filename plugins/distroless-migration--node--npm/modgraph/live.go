@@ -59,14 +59,20 @@ type liveness struct {
 	// methods are the files and names (file NUL name) of the methods and
 	// class fields seen.
 	methods map[string]bool
-	parsed  int
-	bytes   int
-	steps   int
-	w       walker // its parsers
+	// bindings and bundled hold each file's load bindings, read once
+	// (bindingsOf); importers each file's loads (exports.go).
+	bindings  map[int32]map[string]moduleBinding
+	bundled   map[int32][]scopedBinding
+	importers map[string][]loadSite
+	parsed    int
+	bytes     int
+	steps     int
+	w         walker // its parsers
 }
 
 func newLiveness() *liveness {
-	return &liveness{memo: map[string]bool{}, namedIn: map[string][]string{}, mentions: map[string][]mention{}, perFile: map[string]bool{}, reach: map[string]bool{}, methods: map[string]bool{}}
+	return &liveness{memo: map[string]bool{}, namedIn: map[string][]string{}, mentions: map[string][]mention{}, perFile: map[string]bool{}, reach: map[string]bool{}, methods: map[string]bool{},
+		bindings: map[int32]map[string]moduleBinding{}, bundled: map[int32][]scopedBinding{}}
 }
 
 // Budgets of the search: past them, a name counts as running. The parse
@@ -305,8 +311,7 @@ func (g *Graph) mentionsOf(ctx context.Context, name string) ([]mention, bool) {
 				continue // it never runs in this image
 			}
 			if bindings == nil {
-				bindings = moduleBindings(root, src.text)
-				bundled = bundleBuiltins(root, data, src.text)
+				bindings, bundled = x.bindingsOf(i, root, data, src.text)
 			}
 			if o := propertyObject(n); o != nil && bundleBuiltin(o, bundled, src.text) {
 				continue // s.spawn, where the bundle's s is child_process
@@ -841,22 +846,11 @@ func bundleModule(m *sitter.Node, text func(*sitter.Node) string) (string, bool)
 	if fn == nil {
 		return "", false
 	}
-	pair := fn.Parent()
-	if pair == nil || pair.Type() != "pair" || !jsplatform.Same(pair.ChildByFieldName("value"), fn) {
+	key, _ := jsplatform.ModuleEntry(fn)
+	if key == nil {
 		return "", false
 	}
-	key := pair.ChildByFieldName("key")
-	if key == nil || (key.Type() != "number" && key.Type() != "string") {
-		return "", false
-	}
-	if obj := pair.Parent(); obj == nil || obj.Type() != "object" {
-		return "", false
-	}
-	first := fn.ChildByFieldName("parameter")
-	if params := fn.ChildByFieldName("parameters"); first == nil && params != nil && params.NamedChildCount() > 0 {
-		first = params.NamedChild(0)
-	}
-	if first == nil || first.Type() != "identifier" || text(first) != text(m) {
+	if ps := jsplatform.Params(fn, text); len(ps) == 0 || ps[0] != text(m) {
 		return "", false
 	}
 	return strings.Trim(text(key), `"'`), true

@@ -38,14 +38,16 @@ func (a *analysis) bundleModule(target *sitter.Node, v value) bool {
 		return false
 	}
 	fn := enclosingFunction(target)
-	if fn == nil || firstParamName(fn, a.text) != a.text(obj) {
+	if fn == nil {
 		return false
 	}
-	pair, table := moduleEntry(fn)
-	if pair == nil {
+	if ps := jsplatform.Params(fn, a.text); len(ps) == 0 || ps[0] != a.text(obj) {
 		return false
 	}
-	key := pair.ChildByFieldName("key")
+	key, table := jsplatform.ModuleEntry(fn)
+	if key == nil {
+		return false
+	}
 	id := a.text(key)
 	if key.Type() == "string" {
 		id = strings.Trim(id, `"'`)
@@ -127,8 +129,8 @@ func (a *analysis) bundleRequire(callee *sitter.Node, table *sitter.Node) *sitte
 		if inner == nil {
 			inner = n
 		}
-		if _, t := moduleEntry(n); t != nil && t.Equal(table) {
-			if params := paramNames(n, a.text); len(params) >= 3 && params[2] == name {
+		if _, t := jsplatform.ModuleEntry(n); t != nil && t.Equal(table) {
+			if params := jsplatform.Params(n, a.text); len(params) >= 3 && params[2] == name {
 				return inner
 			}
 			break
@@ -143,59 +145,12 @@ func (a *analysis) bundleRequire(callee *sitter.Node, table *sitter.Node) *sitte
 	return inner
 }
 
-// moduleEntry returns the pair of a module table that holds fn as its
-// value, with the table: an object literal whose key is a number or a
-// string.
-func moduleEntry(fn *sitter.Node) (pair, table *sitter.Node) {
-	p := fn.Parent()
-	if p == nil || p.Type() != "pair" {
-		return nil, nil
-	}
-	k := p.ChildByFieldName("key")
-	if k == nil || (k.Type() != "number" && k.Type() != "string") {
-		return nil, nil
-	}
-	t := p.Parent()
-	if t == nil || t.Type() != "object" {
-		return nil, nil
-	}
-	return p, t
-}
-
 func isFunctionNode(n *sitter.Node) bool {
 	switch n.Type() {
 	case "arrow_function", "function_expression", "function", "function_declaration":
 		return true
 	}
 	return false
-}
-
-// paramNames lists a function's plain parameter names ("" for a pattern).
-func paramNames(fn *sitter.Node, text func(*sitter.Node) string) []string {
-	if p := fn.ChildByFieldName("parameter"); p != nil { // e => …
-		return []string{text(p)}
-	}
-	params := fn.ChildByFieldName("parameters")
-	if params == nil {
-		return nil
-	}
-	var out []string
-	for i := 0; i < int(params.NamedChildCount()); i++ {
-		c := params.NamedChild(i)
-		if c.Type() == "identifier" {
-			out = append(out, text(c))
-		} else {
-			out = append(out, "")
-		}
-	}
-	return out
-}
-
-func firstParamName(fn *sitter.Node, text func(*sitter.Node) string) string {
-	if ps := paramNames(fn, text); len(ps) > 0 {
-		return ps[0]
-	}
-	return ""
 }
 
 // shadowed reports whether the identifier n, a use of name inside the
