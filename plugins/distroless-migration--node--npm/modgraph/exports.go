@@ -3,6 +3,7 @@ package modgraph
 import (
 	"bytes"
 	"context"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -110,14 +111,23 @@ func (g *Graph) importersOf(file string) []loadSite {
 
 // bindingsOf returns the load bindings of the reached file i
 // (moduleBindings) and a bundle's bindings of node's modules
-// (bundleBuiltins), read the first time the file is.
-func (x *liveness) bindingsOf(i int32, root *sitter.Node, data []byte, text func(*sitter.Node) string) (map[string]moduleBinding, []scopedBinding) {
+// (bundleBuiltins) and of its own (bundleModules), read the first time
+// the file is.
+func (x *liveness) bindingsOf(i int32, root *sitter.Node, data []byte, text func(*sitter.Node) string) fileBindings {
 	if b, ok := x.bindings[i]; ok {
-		return b, x.bundled[i]
+		return b
 	}
-	b, s := moduleBindings(root, text), bundleBuiltins(root, data, text)
-	x.bindings[i], x.bundled[i] = b, s
-	return b, s
+	b := fileBindings{loads: moduleBindings(root, text), builtins: bundleBuiltins(root, data, text), bundle: bundleModules(root, data, text)}
+	x.bindings[i] = b
+	return b
+}
+
+// fileBindings are the names a file binds to modules: to its loads, and,
+// in a bundle, to node's built-in modules and to its own modules.
+type fileBindings struct {
+	loads    map[string]moduleBinding
+	builtins []scopedBinding
+	bundle   bundle
 }
 
 // loadAt returns the file that the load starting within [start, end) of
@@ -140,8 +150,9 @@ type moduleBinding struct {
 
 // moduleBindings lists the names a file's top level binds to loads:
 // const cp = require('child_process') (also through an interop helper,
-// _interop_require_default(require('fs'))), import * as cp from
-// 'node:child_process', import fs from 'fs'.
+// _interop_require_default(require('fs'))), const { serialize } =
+// require('pg-protocol'), import * as cp from 'node:child_process',
+// import fs from 'fs', import { serialize } from 'pg-protocol'.
 func moduleBindings(root *sitter.Node, text func(*sitter.Node) string) map[string]moduleBinding {
 	out := map[string]moduleBinding{}
 	for i := 0; i < int(root.NamedChildCount()); i++ {
@@ -150,11 +161,17 @@ func moduleBindings(root *sitter.Node, text func(*sitter.Node) string) map[strin
 		case "lexical_declaration", "variable_declaration":
 			for _, d := range declarators(st) {
 				id, v := d.ChildByFieldName("name"), d.ChildByFieldName("value")
-				if id == nil || id.Type() != "identifier" || v == nil {
+				if id == nil || v == nil {
 					continue
 				}
-				if spec, ok := requireOf(v, text); ok {
-					out[text(id)] = moduleBinding{start: v.StartByte(), end: v.EndByte(), builtin: builtinSpec(spec)}
+				spec, ok := requireOf(v, text)
+				if !ok {
+					continue
+				}
+				// const X = require('m'), and const { serialize } =
+				// require('m'): what m exports.
+				for _, n := range patternNames(id) {
+					out[text(n)] = moduleBinding{start: v.StartByte(), end: v.EndByte(), builtin: builtinSpec(spec)}
 				}
 			}
 		case "import_statement":
@@ -174,6 +191,10 @@ func moduleBindings(root *sitter.Node, text func(*sitter.Node) string) map[strin
 						out[text(id)] = b
 					case "namespace_import":
 						if n := id.NamedChild(0); n != nil {
+							out[text(n)] = b
+						}
+					case "named_imports":
+						for _, n := range patternNames(id) {
 							out[text(n)] = b
 						}
 					}
@@ -628,6 +649,8 @@ type scopedBinding struct {
 	name       string
 	lo, hi     uint32
 	declaredAt uint32
+	// mod is the bundle module it is bound to (bundleModules).
+	mod string
 }
 
 // bundleBuiltins lists the names a bundle binds to its modules that are
@@ -675,18 +698,169 @@ func bundleBuiltins(root *sitter.Node, data []byte, text func(*sitter.Node) stri
 	return out
 }
 
-// bundleBuiltin reports whether the identifier o is one of the bindings,
-// where it holds and not shadowed.
-func bundleBuiltin(o *sitter.Node, bindings []scopedBinding, text func(*sitter.Node) string) bool {
+// bundleRequireRE finds a bundle's require of a module id bound to a
+// name: const n=t(738), var r = __nccwpck_require__(139), or assigned,
+// {s=n(132)}.
+var bundleRequireRE = regexp.MustCompile(`(?:\bconst\s+|\blet\s+|\bvar\s+|[,;{(]\s*)([A-Za-z_$][\w$]*)\s*=\s*[A-Za-z_$][\w$]*\((\d+)\)`)
+
+// bundleKeyRE finds the candidate keys of a bundle's module table.
+var bundleKeyRE = regexp.MustCompile(`[{,]\s*(\d+)\s*:`)
+
+// bundle is what a bundle file says of its own modules.
+type bundle struct {
+	// bindings are the names bound to its require of one of its modules
+	// (const n = t(738)), each in the function around it.
+	bindings []scopedBinding
+	// requires lists, for each module of the table, the ids of the
+	// modules its function requires.
+	requires map[string][]string
+}
+
+// bundleModules reads a bundle's module table: which module requires
+// which, and the names bound to its modules, whose properties (n.sync)
+// are functions of that module or of one it requires, not of another
+// file's or of another module's of the bundle.
+func bundleModules(root *sitter.Node, data []byte, text func(*sitter.Node) string) bundle {
+	ms := bundleRequireRE.FindAllSubmatchIndex(data, -1)
+	if len(ms) == 0 {
+		return bundle{}
+	}
+	pts := newPoints(data)
+	b := bundle{requires: map[string][]string{}}
+	calls := map[string]*regexp.Regexp{} // each module's require, by its name
+	for _, k := range bundleKeyRE.FindAllSubmatchIndex(data, -1) {
+		n := root.NamedDescendantForPointRange(pts.at(k[2]), pts.at(k[3]))
+		if n == nil || n.Type() != "number" || n.Parent() == nil || n.Parent().Type() != "pair" {
+			continue
+		}
+		fn := n.Parent().ChildByFieldName("value")
+		if fn == nil || !isFunction(fn) {
+			continue
+		}
+		if key, _ := jsplatform.ModuleEntry(fn); !jsplatform.Same(key, n) {
+			continue
+		}
+		var reqs []string
+		if ps := jsplatform.Params(fn, text); len(ps) >= 3 && ps[2] != "" {
+			call, ok := calls[ps[2]]
+			if !ok {
+				call = regexp.MustCompile(`(?:^|[^\w$.])` + regexp.QuoteMeta(ps[2]) + `\((\d+)\)`)
+				calls[ps[2]] = call
+			}
+			for _, c := range call.FindAllStringSubmatch(text(fn), -1) {
+				reqs = append(reqs, c[1])
+			}
+		}
+		b.requires[text(n)] = reqs
+	}
+	for _, m := range ms {
+		id := string(data[m[4]:m[5]])
+		if _, ok := b.requires[id]; !ok {
+			continue
+		}
+		name := root.NamedDescendantForPointRange(pts.at(m[2]), pts.at(m[3]))
+		if name == nil || name.Type() != "identifier" {
+			continue
+		}
+		var decl, value *sitter.Node
+		switch p := name.Parent(); {
+		case p == nil:
+			continue
+		case p.Type() == "variable_declarator" && jsplatform.Same(p.ChildByFieldName("name"), name):
+			decl, value = name, p.ChildByFieldName("value")
+		case p.Type() == "assignment_expression" && jsplatform.Same(p.ChildByFieldName("left"), name):
+			// var s; if (…) { s = n(132) } else { s = n(778) }: the
+			// declaration is the function's own var.
+			decl, value = varIn(scopeOf(p), text(name), text), p.ChildByFieldName("right")
+		}
+		if decl == nil || value == nil || value.Type() != "call_expression" {
+			continue
+		}
+		scope := scopeOf(decl)
+		if scope == nil {
+			scope = root
+		}
+		b.bindings = append(b.bindings, scopedBinding{name: text(name), lo: scope.StartByte(), hi: scope.EndByte(), declaredAt: decl.StartByte(), mod: id})
+	}
+	return b
+}
+
+// varIn returns the identifier a var or let statement of fn's body
+// declares as name; nil when none does.
+func varIn(fn *sitter.Node, name string, text func(*sitter.Node) string) *sitter.Node {
+	if fn == nil {
+		return nil
+	}
+	body := fn.ChildByFieldName("body")
+	if body == nil || body.Type() != "statement_block" {
+		return nil
+	}
+	for i := 0; i < int(body.NamedChildCount()); i++ {
+		st := body.NamedChild(i)
+		if st.Type() != "variable_declaration" && st.Type() != "lexical_declaration" {
+			continue
+		}
+		for _, d := range declarators(st) {
+			if id := d.ChildByFieldName("name"); id != nil && id.Type() == "identifier" && text(id) == name {
+				return id
+			}
+		}
+	}
+	return nil
+}
+
+// reaches reports whether the bundle's module from is to, or requires it
+// through the modules of the table; an id the table does not hold may
+// reach any.
+func (b bundle) reaches(from, to string) bool {
+	seen := map[string]bool{from: true}
+	queue := []string{from}
+	for len(queue) > 0 {
+		m := queue[0]
+		queue = queue[1:]
+		if m == to {
+			return true
+		}
+		reqs, ok := b.requires[m]
+		if !ok {
+			return true
+		}
+		for _, r := range reqs {
+			if !seen[r] {
+				seen[r] = true
+				queue = append(queue, r)
+			}
+		}
+	}
+	return false
+}
+
+// moduleOf returns the key of the bundle module whose function holds n;
+// "" when none does.
+func moduleOf(n *sitter.Node, text func(*sitter.Node) string) string {
+	for p := n; p != nil; p = p.Parent() {
+		if isFunction(p) {
+			if key, _ := jsplatform.ModuleEntry(p); key != nil {
+				return text(key)
+			}
+		}
+	}
+	return ""
+}
+
+// boundBy returns the bindings that the identifier o is, where they
+// hold and are not shadowed.
+func boundBy(o *sitter.Node, bindings []scopedBinding, text func(*sitter.Node) string) []scopedBinding {
 	name := text(o)
+	var out []scopedBinding
 	for _, b := range bindings {
 		if b.name != name || o.StartByte() < b.lo || o.EndByte() > b.hi {
 			continue
 		}
 		own := func(id *sitter.Node) bool { return id.StartByte() == b.declaredAt }
 		if !jsplatform.Shadowed(o, name, b.lo, b.hi, text, own) {
-			return true
+			out = append(out, b)
 		}
 	}
-	return false
+	return out
 }

@@ -59,10 +59,9 @@ type liveness struct {
 	// methods are the files and names (file NUL name) of the methods and
 	// class fields seen.
 	methods map[string]bool
-	// bindings and bundled hold each file's load bindings, read once
+	// bindings holds each file's bindings of modules, read once
 	// (bindingsOf); importers each file's loads (exports.go).
-	bindings  map[int32]map[string]moduleBinding
-	bundled   map[int32][]scopedBinding
+	bindings  map[int32]fileBindings
 	importers map[string][]loadSite
 	parsed    int
 	bytes     int
@@ -72,7 +71,7 @@ type liveness struct {
 
 func newLiveness() *liveness {
 	return &liveness{memo: map[string]bool{}, namedIn: map[string][]string{}, mentions: map[string][]mention{}, perFile: map[string]bool{}, reach: map[string]bool{}, methods: map[string]bool{},
-		bindings: map[int32]map[string]moduleBinding{}, bundled: map[int32][]scopedBinding{}}
+		bindings: map[int32]fileBindings{}}
 }
 
 // Budgets of the search: past them, a name counts as running. The parse
@@ -120,6 +119,17 @@ type mention struct {
 	// method is set for this.name in a class that defines a method of
 	// the name: it names methods, not a function of a file.
 	method bool
+	// str is set for a string that is the name, other than the key of a
+	// subscript: it names a function only once it flows to a subscript,
+	// so only one of a file its own file reaches, or that a computed
+	// load may reach (a TypeScript enum's "sync" names no package's
+	// sync that its file never loads).
+	str bool
+	// inMod is the module of a bundle whose function holds it; bmods are
+	// the bundle modules a property's object is bound to (n.sync, where
+	// n = t(738)).
+	inMod string
+	bmods []string
 }
 
 // Runs reports whether the code at line and column (1-based, the column
@@ -178,6 +188,13 @@ func (g *Graph) Runs(ctx context.Context, file string, line, col int) (bool, str
 // file defines; cyc is set when the answer leaned on a name still being
 // settled (a recursion), which is then not memoized unless true.
 func (g *Graph) liveName(ctx context.Context, file, name string, stack []string) (live, cyc bool) {
+	return g.liveNameIn(ctx, file, "", name, stack)
+}
+
+// liveNameIn is liveName for the property name of what the module mod of
+// the bundle file exports ("" for a function of the file): a mention in
+// the bundle names it only where it may hold that module.
+func (g *Graph) liveNameIn(ctx context.Context, file, mod, name string, stack []string) (live, cyc bool) {
 	x := g.live
 	if runtimeCalled[name] || name == "" {
 		return true, false
@@ -194,6 +211,9 @@ func (g *Graph) liveName(ctx context.Context, file, name string, stack []string)
 		x.mentions[name] = ms
 	}
 	key := x.key(file, name)
+	if mod != "" {
+		key = file + "\x00" + mod + "\x00" + name
+	}
 	if v, ok := x.memo[key]; ok {
 		return v, false
 	}
@@ -216,6 +236,14 @@ func (g *Graph) liveName(ctx context.Context, file, name string, stack []string)
 		if m.method && !x.methods[file+"\x00"+name] {
 			continue // this.name of a class that has its own
 		}
+		if mod != "" && mfile == file && !x.inModule(m, mod) {
+			continue // a name of another module of the bundle
+		}
+		if m.str && !g.reaches(mfile, file) {
+			if _, computed := g.DynamicIn(file); !computed {
+				continue // a string in a file that never holds this one's exports
+			}
+		}
 		switch m.kind {
 		case mentionNone: // mentionsOf leaves these out
 		case mentionRuns:
@@ -227,7 +255,7 @@ func (g *Graph) liveName(ctx context.Context, file, name string, stack []string)
 				l, c = g.liveDefault(ctx, mfile, m.alias, stack)
 				by = "its importers"
 			} else {
-				l, c = g.liveName(ctx, mfile, m.alias, stack)
+				l, c = g.liveNameIn(ctx, mfile, m.inMod, m.alias, stack)
 			}
 			cyc = cyc || c
 			if l {
@@ -260,6 +288,21 @@ func (g *Graph) liveName(ctx context.Context, file, name string, stack []string)
 		x.namedIn[key] = in
 	}
 	return false, cyc
+}
+
+// inModule reports whether the mention m, in a bundle, may name the
+// property of what the bundle's module mod exports: a bare name of a
+// function of another module names that one, and a property of a
+// binding of modules that never require mod names none of mod's.
+func (x *liveness) inModule(m mention, mod string) bool {
+	if m.local && m.inMod != "" && m.inMod != mod {
+		return false
+	}
+	if len(m.bmods) == 0 {
+		return true
+	}
+	b := x.bindings[m.file].bundle
+	return slices.ContainsFunc(m.bmods, func(from string) bool { return b.reaches(from, mod) })
 }
 
 // key is what liveness memoizes the name of a function of file under:
@@ -303,17 +346,18 @@ func (g *Graph) mentionsOf(ctx context.Context, name string) ([]mention, bool) {
 		}
 		pts := newPoints(data)
 		var here []mention
-		var bindings map[string]moduleBinding
-		var bundled []scopedBinding
+		var fb *fileBindings
 		for _, off := range wordOffsets(data, name) {
 			n := root.NamedDescendantForPointRange(pts.at(off), pts.at(off+len(name)))
 			if g.guardOf(file, data, n, src.text) != "" {
 				continue // it never runs in this image
 			}
-			if bindings == nil {
-				bindings, bundled = x.bindingsOf(i, root, data, src.text)
+			if fb == nil {
+				b := x.bindingsOf(i, root, data, src.text)
+				fb = &b
 			}
-			if o := propertyObject(n); o != nil && bundleBuiltin(o, bundled, src.text) {
+			o := propertyObject(n)
+			if o != nil && len(boundBy(o, fb.builtins, src.text)) > 0 {
 				continue // s.spawn, where the bundle's s is child_process
 			}
 			bare := bareAny
@@ -325,15 +369,26 @@ func (g *Graph) mentionsOf(ctx context.Context, name string) ([]mention, bool) {
 			if isMethodName(n, name, src.text) {
 				x.methods[file+"\x00"+name] = true
 			}
-			m := classifyMention(n, name, src.text, bindings)
+			m := classifyMention(n, name, src.text, fb.loads)
 			m.file = i
 			m.method = classMethod(n, name, src.text)
-			if o := propertyObject(n); o != nil {
-				if b, ok := bindings[src.text(o)]; ok {
+			if s := stringNode(n); s != nil && subscriptOf(s) == nil {
+				m.str = true
+			}
+			if o != nil {
+				if b, ok := fb.loads[src.text(o)]; ok {
 					if t, ok := g.loadAt(file, b.start, b.end); ok {
 						m.receiver = t
 					}
+				} else if bs := boundBy(o, fb.bundle.bindings, src.text); len(bs) > 0 {
+					m.receiver = file // n.sync, where the bundle's n is a module of its own
+					for _, b := range bs {
+						m.bmods = append(m.bmods, b.mod)
+					}
 				}
+			}
+			if fb.bundle.requires != nil {
+				m.inMod = moduleOf(n, src.text)
 			}
 			switch {
 			case m.kind == mentionNone, m.kind == mentionAs && m.alias == name:
@@ -343,7 +398,7 @@ func (g *Graph) mentionsOf(ctx context.Context, name string) ([]mention, bool) {
 				// this.#name, and a bare name of the file's own function,
 				// name that one only.
 				m.local = bare == bareOwn || n != nil && n.Type() == "private_property_identifier"
-				if m.local || m.receiver != "" || m.method {
+				if m.local || m.receiver != "" || m.method || m.str {
 					x.perFile[name] = true
 				}
 				here = append(here, m)
@@ -351,7 +406,7 @@ func (g *Graph) mentionsOf(ctx context.Context, name string) ([]mention, bool) {
 		}
 		src.close()
 		for _, m := range here {
-			if m.kind == mentionRuns && !m.local && m.receiver == "" {
+			if m.kind == mentionRuns && !m.local && m.receiver == "" && !m.str {
 				return []mention{m}, true
 			}
 		}
@@ -560,8 +615,16 @@ func eventName(n *sitter.Node, text func(*sitter.Node) string) bool {
 }
 
 // propertyObject returns the identifier object of the property mention
-// n (s in s.spawn), nil when n is none.
+// n (s in s.spawn, or in s["spawn"]), nil when n is none.
 func propertyObject(n *sitter.Node) *sitter.Node {
+	if s := stringNode(n); s != nil {
+		if p := subscriptOf(s); p != nil {
+			if o := p.ChildByFieldName("object"); o != nil && o.Type() == "identifier" {
+				return o
+			}
+		}
+		return nil
+	}
 	if n == nil || n.Type() != "property_identifier" {
 		return nil
 	}
@@ -573,6 +636,46 @@ func propertyObject(n *sitter.Node) *sitter.Node {
 		return o
 	}
 	return nil
+}
+
+// assignedInto reports whether n is the object of the member expression an
+// assignment sets (n.exists = …, x.n.exists = …): its value is read only
+// to hold the property.
+func assignedInto(n *sitter.Node) bool {
+	e := n
+	if p := n.Parent(); p != nil && p.Type() == "member_expression" && jsplatform.Same(p.ChildByFieldName("property"), n) {
+		e = p // x.n
+	}
+	p := e.Parent()
+	if p == nil || p.Type() != "member_expression" || !jsplatform.Same(p.ChildByFieldName("object"), e) {
+		return false
+	}
+	a := p.Parent()
+	return a != nil && a.Type() == "assignment_expression" && jsplatform.Same(a.ChildByFieldName("left"), p)
+}
+
+// stringNode returns the string literal that n is or is the text of; nil
+// when n is none.
+func stringNode(n *sitter.Node) *sitter.Node {
+	switch {
+	case n == nil:
+		return nil
+	case n.Type() == "string_fragment":
+		return n.Parent()
+	case n.Type() == "string", n.Type() == "template_string":
+		return n
+	}
+	return nil
+}
+
+// subscriptOf returns the subscript expression whose key the string s is
+// (x["spawn"]), nil when it is none.
+func subscriptOf(s *sitter.Node) *sitter.Node {
+	p := s.Parent()
+	if p == nil || p.Type() != "subscript_expression" || !jsplatform.Same(p.ChildByFieldName("index"), s) {
+		return nil
+	}
+	return p
 }
 
 // onlyTested reports whether the value of the expression e is only
@@ -644,6 +747,9 @@ func classifyMention(n *sitter.Node, name string, text func(*sitter.Node) string
 		if p.Type() == "pair" && jsplatform.Same(p.ChildByFieldName("key"), n) {
 			return mention{kind: mentionNone} // { isWasm: true }: a property's name
 		}
+		if p.Type() != "pair" && p.Type() != "variable_declarator" && jsplatform.Same(p.ChildByFieldName("property"), n) {
+			return mention{kind: mentionNone} // class { sync = true }: a field's name
+		}
 	}
 	if id, ok := defaultExport(n, text); ok {
 		return mention{kind: mentionDefault, alias: id} // module.exports = x: its importers call it
@@ -665,13 +771,15 @@ func classifyMention(n *sitter.Node, name string, text func(*sitter.Node) string
 			return mention{kind: mentionNone} // if (!v.isWasm): its value is read, not called
 		}
 	}
+	if assignedInto(n) {
+		return mention{kind: mentionNone} // x.sync.exists = …: a property set on it, no call
+	}
 	if n.Type() == "property_identifier" && p.Type() == "member_expression" {
 		if a := p.Parent(); a != nil && a.Type() == "assignment_expression" && jsplatform.Same(a.ChildByFieldName("left"), p) {
-			if r := a.ChildByFieldName("right"); isFunction(r) || exportsObject(p.ChildByFieldName("object"), text) {
-				// Foo.prototype.x = function, exports.x = …: a
-				// definition or a publication under its own name.
-				return mention{kind: mentionNone}
-			}
+			// Foo.prototype.x = function, exports.x = …, isexe.sync =
+			// sync: a definition, or a publication, of the property;
+			// what is assigned is a mention of its own.
+			return mention{kind: mentionNone}
 		}
 	}
 	// Bindings: an import, a destructured require. The local name's uses

@@ -86,7 +86,22 @@ const v = { loadWasm: true }
 if (!v.loadWasm) {}
 if ((v.loadWasm)) {}
 const t = typeof v.loadWasm === 'function' ? 1 : v.loadWasm === 2
+// A string of the name in a file that never loads used.mjs (an enum's
+// value, a message's type) cannot be a key of its exports; a subscript's
+// key is a property, of what its object holds.
+var Kind; (function (Kind) { Kind["SYNC"] = "enumValue"; })(Kind || (Kind = {}))
+process.send && process.send({ type: 'messageType' })
+const o = global.o
+o['bySubscript']()
+const helper = require('./helper')
+helper['byHelper']()
+// A property set on it, or set, calls nothing; nor does a class field's
+// name.
+global.kit.viaAssign.exists = true
+global.kit.viaLeft = o
+class K { viaField = true }
 `,
+		"node_modules/other/helper.js": "module.exports = {}\n",
 		// TypeScript's CommonJS output: a preamble, then a getter.
 		"node_modules/kit/lib/helpers.js": `"use strict";
 exports.getPkgManager = void 0;
@@ -118,6 +133,13 @@ module.exports = { nextTest }
 function runsLs () { return execSync('ls') }
 function handler () { return runsLs() }
 function viaString () { return execSync('id') }
+function enumValue () { return execSync('enum') }
+function messageType () { return execSync('message') }
+function bySubscript () { return execSync('subscript') }
+function byHelper () { return execSync('helper') }
+function viaAssign () { return execSync('assign') }
+function viaLeft () { return execSync('left') }
+function viaField () { return execSync('field') }
 export { handler as onRequest }
 `,
 		"node_modules/kit/lib/hooks.js": `const cp = require('child_process')
@@ -138,8 +160,15 @@ exports.hostInfo = () => process.platform === 'win32' ? onWindows() : 'linux'
 	}{
 		{"node_modules/kit/lib/helpers.js", "(0, child_process.execSync)", false},
 		{"node_modules/kit/lib/cli.js", "require('child_process')", false},
-		{"node_modules/kit/lib/used.mjs", "execSync('ls')", true},      // export { handler as onRequest }, which index.js calls
-		{"node_modules/kit/lib/used.mjs", "execSync('id')", true},      // a string names it at top level
+		{"node_modules/kit/lib/used.mjs", "execSync('ls')", true},    // export { handler as onRequest }, which index.js calls
+		{"node_modules/kit/lib/used.mjs", "execSync('id')", true},    // a string names it at top level
+		{"node_modules/kit/lib/used.mjs", "execSync('enum')", false}, // a string in a file that never loads it
+		{"node_modules/kit/lib/used.mjs", "execSync('message')", false},
+		{"node_modules/kit/lib/used.mjs", "execSync('subscript')", true}, // o['bySubscript'](), o unknown
+		{"node_modules/kit/lib/used.mjs", "execSync('helper')", false},   // a key of a module that never loads it
+		{"node_modules/kit/lib/used.mjs", "execSync('assign')", false},
+		{"node_modules/kit/lib/used.mjs", "execSync('left')", false},
+		{"node_modules/kit/lib/used.mjs", "execSync('field')", false},
 		{"node_modules/kit/lib/hooks.js", "cp.execSync('date')", true}, // the app names it, in code of its own
 		{"node_modules/kit/lib/hooks.js", "cp.execSync('REG", false},   // named only where a platform test keeps it to Windows
 		{"node_modules/kit/lib/hooks.js", "cp.execSync('ver')", false},
@@ -218,8 +247,27 @@ class A { spawn () {} #run () {} go () { this.spawn(); this.#run() } }
 new A().go()
 process.once('spawn', () => {})
 f(() => 1, () => 2)
+require('./dist/finder')()
+require('./dist/walker')()
+const { serialize } = require('./glob')
+serialize.sync()
 `,
-		"node_modules/other/glob.js": "exports.sync = function () { return [] }\n",
+		"node_modules/other/glob.js": "exports.sync = function () { return [] }\nexports.serialize = { sync () { return 1 } }\n",
+		// A bundle's property of one of its own modules (f.sync, f = n(3))
+		// names that module's, not wrap's.
+		"node_modules/other/dist/finder.js": "(()=>{var r={3:(e,t,n)=>{const c=n(7);e.exports.sync=function sync(){return c.execSync('bundled')}}," +
+			"7:e=>{e.exports=require(\"child_process\")},8:(e,t,n)=>{const f=n(3);e.exports=()=>f.sync()}};" +
+			"var o={};function req(n){var t=o[n];if(t!==undefined)return t.exports;var s=o[n]={exports:{}};r[n](s,s.exports,req);return s.exports}" +
+			"module.exports=req(8)})();\n",
+		// Module 3 publishes a spawnSync as sync; the sync that module 5
+		// calls is module 4's (s, assigned in a branch), which never
+		// requires 3, and module 4's bare sync is its own.
+		"node_modules/other/dist/walker.js": "(()=>{var r={3:(e,t,n)=>{const c=n(7);function spawnSync(){return c.execSync('walker')}e.exports.sync=spawnSync}," +
+			"4:(e,t,n)=>{e.exports=isexe;isexe.sync=sync;function isexe(){}function sync(){return 1}sync()}," +
+			"5:(e,t,n)=>{var s;if(process.env.W){s=n(4)}else{s=n(4)}e.exports=()=>s.sync()}," +
+			"7:e=>{e.exports=require(\"child_process\")},8:(e,t,n)=>{const w=n(5);e.exports=w}};" +
+			"var o={};function req(n){var t=o[n];if(t!==undefined)return t.exports;var s=o[n]={exports:{}};r[n](s,s.exports,req);return s.exports}" +
+			"module.exports=req(8)})();\n",
 	}
 	g := graphOf(t, files)
 	for _, c := range []struct {
@@ -227,9 +275,11 @@ f(() => 1, () => 2)
 		runs         bool
 	}{
 		{"node_modules/wrap/index.js", "cp.execSync(cmd)", false},               // only nextTest calls it
-		{"node_modules/wrap/sync.js", "cp.execSync('sync", false},               // only onSync; g.sync is glob's
+		{"node_modules/wrap/sync.js", "cp.execSync('sync", false},               // only onSync; g.sync and serialize.sync are glob's, f.sync the bundle's
 		{"node_modules/kit/dist/compiled/spawner/index.js", "r.spawn(a", false}, // only nextTest calls it
 		{"node_modules/kit/dist/compiled/spawner/index.js", "s.spawn(e", true},  // C's go runs at the bundle's top level
+		{"node_modules/other/dist/finder.js", "c.execSync('bundled')", true},    // f.sync() runs where the bundle's default export does
+		{"node_modules/other/dist/walker.js", "c.execSync('walker')", false},    // s.sync() is module 4's
 	} {
 		line, col := at(t, files, c.file, c.marker)
 		runs, why := g.Runs(t.Context(), c.file, line, col)
@@ -262,11 +312,13 @@ func TestRunsAnswersPerFile(t *testing.T) {
 	files := map[string]string{
 		"Dockerfile":                      "FROM node:22\nWORKDIR /app\nCOPY . .\nCMD [\"node\", \"index.js\"]\n",
 		"package.json":                    `{"name":"svc","dependencies":{"plain":"1","schema":"1"}}`,
-		"index.js":                        "require('plain')\nrequire('schema')\n",
+		"index.js":                        "require('plain')\nrequire('schema')\nrequire('lazy/' + process.argv[2])\n",
 		"node_modules/plain/package.json": `{"name":"plain","main":"index.js"}`,
 		"node_modules/plain/index.js": `const cp = require('child_process')
 function transform () { return cp.execSync('plain') }
+function sync () { return cp.execSync('plain sync') }
 exports.transform = transform
+exports.sync = sync
 exports.wasm = { transform (src) { return src } }
 `,
 		// A file with a parse of its own in one scope calls yamlish's
@@ -287,6 +339,14 @@ class Type {
 }
 module.exports = new Type()
 require('./bundle')
+const Kind = { SYNC: 'sync' }
+`,
+		// A string in a file that never loads plain names its sync only
+		// where a computed load may hand it on: lazy's, not plain's.
+		"node_modules/lazy/package.json": `{"name":"lazy","main":"index.js"}`,
+		"node_modules/lazy/index.js": `const cp = require('child_process')
+function sync () { return cp.execSync('lazy sync') }
+exports.sync = sync
 `,
 	}
 	g := graphOf(t, files)
@@ -297,6 +357,8 @@ require('./bundle')
 		{"node_modules/plain/index.js", "cp.execSync('plain')", false},
 		{"node_modules/schema/index.js", "cp.execSync('method')", true}, // its constructor binds it
 		{"node_modules/yamlish/index.js", "cp.execSync('yaml')", true},  // bundle.js's parse('b') is yamlish's
+		{"node_modules/plain/index.js", "cp.execSync('plain sync')", false},
+		{"node_modules/lazy/index.js", "cp.execSync('lazy sync')", true},
 	} {
 		line, col := at(t, files, c.file, c.marker)
 		if runs, why := g.Runs(t.Context(), c.file, line, col); runs != c.runs {
