@@ -43,6 +43,11 @@ type Conn struct {
 	// Reason says why the attempt was refused or failed; "" when it
 	// succeeded.
 	Reason string
+	// TLSAbandoned is set for a tunnel whose client began a TLS handshake,
+	// heard from the server, and closed without finishing it: most often
+	// a client that does not trust the certificate it was shown (a
+	// network that inspects TLS).
+	TLSAbandoned bool
 }
 
 // Resolver looks up the addresses of a host name. *net.Resolver is one.
@@ -495,10 +500,12 @@ func (p *Proxy) dial(r *record, host string, port int) (*countConn, *denial) {
 	return nil, &denial{http.StatusBadGateway, true, fmt.Sprintf("dialing %s: %v", host, last)}
 }
 
-// countConn counts the bytes of an upstream connection into a record.
+// countConn counts the bytes of an upstream connection into a record,
+// and follows the TLS records the client sends.
 type countConn struct {
 	net.Conn
-	r *record
+	r   *record
+	tls tlsScan
 }
 
 func (c *countConn) Read(b []byte) (int, error) {
@@ -510,7 +517,64 @@ func (c *countConn) Read(b []byte) (int, error) {
 func (c *countConn) Write(b []byte) (int, error) {
 	n, err := c.Conn.Write(b)
 	c.r.up.Add(int64(n))
+	c.tls.feed(b[:n])
 	return n, err
+}
+
+// tlsScan follows the records a client sends through a tunnel by their
+// headers alone (RFC 8446, section 5.1: a type, a version, a length): it
+// reads nothing that TLS protects. A client that finishes its handshake
+// sends, after its hello, a protected record longer than an alert (TLS
+// 1.3's Finished: type 23) or a handshake record after its
+// ChangeCipherSpec (TLS 1.2's Finished). One that rejects what the server
+// showed sends only an alert (plain, type 21, or protected: type 23 of at
+// most 19 bytes) or nothing before it closes; a TLS 1.3 client may send
+// its ChangeCipherSpec (type 20) before it has read the certificate.
+type tlsScan struct {
+	hdr   [5]byte
+	held  int // header bytes held
+	skip  int // body bytes of the current record still to pass
+	ccs   bool
+	state tlsState
+}
+
+// maxProtectedAlert is the longest protected alert record: two bytes of
+// alert, one of content type, and a 16-byte AEAD tag.
+const maxProtectedAlert = 2 + 1 + 16
+
+type tlsState uint8
+
+const (
+	tlsUnread    tlsState = iota // nothing sent yet
+	tlsNot                       // not TLS
+	tlsHandshake                 // handshake (or alert) records only, so far
+	tlsFinished                  // the client went past its handshake
+)
+
+func (s *tlsScan) feed(b []byte) {
+	for len(b) > 0 && (s.state == tlsUnread || s.state == tlsHandshake) {
+		if s.skip > 0 {
+			k := min(s.skip, len(b))
+			s.skip, b = s.skip-k, b[k:]
+			continue
+		}
+		k := copy(s.hdr[s.held:], b)
+		s.held, b = s.held+k, b[k:]
+		if s.held < len(s.hdr) {
+			return
+		}
+		s.held = 0
+		typ, n := s.hdr[0], int(s.hdr[3])<<8|int(s.hdr[4])
+		switch {
+		case s.state == tlsUnread && (typ != 22 || s.hdr[1] != 3):
+			s.state = tlsNot
+		case typ == 23 && n > maxProtectedAlert, typ == 22 && s.ccs:
+			s.state = tlsFinished
+		default:
+			s.ccs = s.ccs || typ == 20
+			s.state, s.skip = tlsHandshake, n
+		}
+	}
 }
 
 func (c *countConn) closeWrite() {
@@ -573,6 +637,18 @@ func (p *Proxy) connect(c net.Conn, br *bufio.Reader, req *http.Request, start t
 			_ = c.Close()
 		}
 		errc <- err
+	}()
+	defer func() {
+		// Both copies are done: a client that heard the server and sent
+		// nothing past its hello gave the handshake up.
+		if up.tls.state == tlsHandshake && r.down.Load() > 0 {
+			p.set(r, func(cn *Conn) {
+				cn.TLSAbandoned = true
+				if cn.Reason == "" {
+					cn.Reason = "the TLS handshake did not finish: the client sent its hello, heard the server, and closed (a certificate it does not trust?)"
+				}
+			})
+		}
 	}()
 	for range 2 {
 		if err := <-errc; err != nil {

@@ -4,9 +4,11 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -884,4 +886,89 @@ func TestForwardBoundsAndInterimResponses(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestConnectSeesAnAbandonedTLSHandshake: a client that does not trust the
+// server's certificate sends its hello, hears the server, and closes,
+// after an alert (Go's client, in TLS 1.2 and 1.3) or none (Node's); the
+// proxy, reading only record headers, marks that tunnel, and not one whose
+// client finished the handshake.
+func TestConnectSeesAnAbandonedTLSHandshake(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok") }))
+	srv.Config.ErrorLog = log.New(io.Discard, "", 0) // the refused handshakes' log lines
+	defer srv.Close()
+	port := srv.Listener.Addr().(*net.TCPAddr).Port
+	target := "registry.test:" + strconv.Itoa(port)
+	p := New(Policy{Allow: []Rule{mustRule(t, target)}, AllowPrivate: true}, WithResolver(resolveTo("registry.test", "127.0.0.1")), WithDialer(realDialer()))
+	paddr := startProxy(t, p)
+
+	cases := []struct {
+		name            string
+		version         uint16
+		trusted, silent bool
+	}{
+		{"TLS 1.3, refused with an alert", tls.VersionTLS13, false, false},
+		{"TLS 1.2, refused with an alert", tls.VersionTLS12, false, false},
+		{"TLS 1.3, refused in silence", tls.VersionTLS13, false, true},
+		{"TLS 1.3, finished", tls.VersionTLS13, true, false},
+		{"TLS 1.2, finished", tls.VersionTLS12, true, false},
+	}
+	for _, tc := range cases {
+		c, _, resp, body := connectVia(t, paddr, target)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("CONNECT %s: %s %s", target, resp.Status, body)
+		}
+		cfg := &tls.Config{ServerName: "example.com", MinVersion: tc.version, MaxVersion: tc.version}
+		if tc.trusted {
+			cfg.RootCAs = srv.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs
+		}
+		raw := c
+		if tc.silent {
+			raw = &helloOnly{Conn: c}
+		}
+		cl := tls.Client(raw, cfg)
+		err := cl.Handshake()
+		switch {
+		case tc.trusted && err != nil:
+			t.Fatalf("%s: %v", tc.name, err)
+		case tc.trusted:
+			io.WriteString(cl, "GET / HTTP/1.1\r\nHost: registry.test\r\nConnection: close\r\n\r\n")
+			io.ReadAll(cl)
+		case err == nil:
+			t.Fatalf("%s: a client with no roots finished the handshake", tc.name)
+		}
+		c.Close()
+	}
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	conns := p.Conns()
+	if len(conns) != len(cases) {
+		t.Fatalf("Conns: %+v, want %d", conns, len(cases))
+	}
+	for i, tc := range cases {
+		c := conns[i]
+		switch {
+		case !tc.trusted && (!c.TLSAbandoned || !strings.Contains(c.Reason, "TLS handshake did not finish") || c.Down == 0):
+			t.Errorf("%s: %+v, want TLSAbandoned with its reason", tc.name, c)
+		case tc.trusted && (c.TLSAbandoned || c.Reason != ""):
+			t.Errorf("%s: %+v, want no mark", tc.name, c)
+		}
+	}
+}
+
+// helloOnly passes a client's first write (its TLS hello) and drops the
+// rest, as Node's client sends no alert when it refuses a certificate.
+type helloOnly struct {
+	net.Conn
+	wrote bool
+}
+
+func (h *helloOnly) Write(b []byte) (int, error) {
+	if h.wrote {
+		return len(b), nil
+	}
+	h.wrote = true
+	return h.Conn.Write(b)
 }

@@ -131,6 +131,10 @@ type EgressConn struct {
 	Allowed bool `json:"allowed"`
 	// Reason says why it was refused or failed; empty when it worked.
 	Reason string `json:"reason,omitempty"`
+	// TLSAbandoned is set when the client began a TLS handshake, heard
+	// the server, and closed without finishing it: most often a build
+	// that does not trust a TLS-inspecting network's certificate.
+	TLSAbandoned bool `json:"tls_abandoned,omitempty"`
 }
 
 // EgressReport is what the egress proxy of a build spawn saw.

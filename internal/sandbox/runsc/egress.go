@@ -157,7 +157,7 @@ func (er *egressRun) report(steps []*step, labels func(*step) string) *sandbox.E
 	}
 	rep := &sandbox.EgressReport{Allow: er.allow, Dropped: int(er.proxy.Dropped())}
 	for _, c := range er.proxy.Conns() {
-		ec := sandbox.EgressConn{Host: c.Host, Port: c.Port, Up: c.Up, Down: c.Down, Allowed: c.Allowed, Reason: c.Reason}
+		ec := sandbox.EgressConn{Host: c.Host, Port: c.Port, Up: c.Up, Down: c.Down, Allowed: c.Allowed, Reason: c.Reason, TLSAbandoned: c.TLSAbandoned}
 		if s := stepAt(steps, c.Start); s != nil {
 			ec.Phase = labels(s)
 		}

@@ -505,7 +505,7 @@ func (p *Probe) run(ctx context.Context, repo *probe.Repo, pctx *probe.Context) 
 			return out, nil
 		}
 		line := stepLine(f, ph.Name)
-		out := low(ReasonBuildFailed, WarnBuildFailed, fmt.Sprintf("%s failed with exit %d: %s%s", ph.Name, ph.ExitCode, lastLines(ph.OutputTail, 5), networkHint(res.Egress, ph.OutputTail)), facts)
+		out := low(ReasonBuildFailed, WarnBuildFailed, fmt.Sprintf("%s failed with exit %d: %s%s", ph.Name, ph.ExitCode, lastLines(ph.OutputTail, 5), networkHint(res.Egress, ph.Name, ph.OutputTail)), facts)
 		if d := deniedIn(res.Egress, ph.Name); d != nil {
 			out = low(ReasonEgressDenied, WarnEgressDenied, fmt.Sprintf("%s failed with exit %d after the build's egress proxy refused %s:%d (%s); allow it with --build-egress %s",
 				ph.Name, ph.ExitCode, d.Host, d.Port, d.Reason, egressFlag(*d)), facts)
@@ -850,6 +850,23 @@ func deniedIn(rep *sandbox.EgressReport, phase string) *sandbox.EgressConn {
 	return nil
 }
 
+// abandonedTLS counts the connections of the failed phase (a step, or any
+// step when the phase is a whole target) whose TLS handshake the client
+// gave up, with the first one's host.
+func abandonedTLS(rep *sandbox.EgressReport, phase string) (n int, host string) {
+	if rep == nil {
+		return 0, ""
+	}
+	for _, c := range rep.Conns {
+		if c.TLSAbandoned && (c.Phase == phase || !strings.Contains(phase, ":step ")) {
+			if n++; host == "" {
+				host = c.Host
+			}
+		}
+	}
+	return n, host
+}
+
 // egressFlag is the --build-egress value that allows c.
 func egressFlag(c sandbox.EgressConn) string {
 	if c.Port == 80 || c.Port == 443 {
@@ -881,9 +898,15 @@ var networkFailures = []string{"ENOTFOUND", "EAI_AGAIN", "ECONNREFUSED", "ENETUN
 // when they show a network failure: a build that ran offline, or a TLS
 // certificate that the build does not trust (a network that inspects
 // TLS). A package manager's crash text is then never the whole reason.
-func networkHint(rep *sandbox.EgressReport, output string) string {
+func networkHint(rep *sandbox.EgressReport, phase, output string) string {
 	has := func(list []string) bool {
 		return slices.ContainsFunc(list, func(s string) bool { return strings.Contains(output, s) })
+	}
+	if n, host := abandonedTLS(rep, phase); n > 0 {
+		// npm 10 prints only "Exit handler never called!" then; the
+		// proxy saw why.
+		return fmt.Sprintf("; %d HTTPS connection(s) to %s ended in the TLS handshake, which the build's client gave up after the server's certificate: "+
+			"it does not trust the certificate this network presents; on a network that inspects TLS, pass its CA bundle with --build-ca FILE", n, host)
 	}
 	switch {
 	case has(tlsFailures):
