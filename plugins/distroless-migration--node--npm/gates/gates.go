@@ -25,6 +25,7 @@ import (
 	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/dockerfile"
 	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/failtail"
 	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/probes/childprocess"
+	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/readiness"
 )
 
 // Status is a gate's result.
@@ -456,12 +457,23 @@ func shippedCode(ev *Evidence) Outcome {
 		return Outcome{Status: Failed, Detail: "the code the image ships was not scanned, so nothing shows that no path through it reaches a shell"}
 	}
 	var found []string
+	excused := 0
 	for _, fd := range s.Facts.Blocking() {
+		// What the verdict excuses (a known fallback, an opt-in the
+		// image's ENV leaves off, another system's program), this gate
+		// excuses too: gather and migrate read the code alike.
+		if readiness.Excused(fd, ev.File) != "" {
+			excused++
+			continue
+		}
 		found = append(found, describeFinding(fd))
 	}
 	scanned := fmt.Sprintf("%d file(s) scanned, from the app and %d dependency package(s)", s.Facts.FilesScanned, s.Facts.DependenciesScanned)
 	if ref := s.Facts.ImageNodeModules; ref != nil {
 		scanned += fmt.Sprintf(", node_modules read back from the built image (%d files)", ref.Files)
+	}
+	if excused > 0 {
+		scanned += fmt.Sprintf("; %d call(s) the verdict excuses too (known fallbacks, opt-ins the image's ENV leaves off, programs of other systems)", excused)
 	}
 	switch {
 	case len(found) > 0:

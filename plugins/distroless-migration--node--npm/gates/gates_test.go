@@ -133,6 +133,24 @@ func TestGatesFail(t *testing.T) {
 			ev.Shipped.Facts.Findings = append(ev.Shipped.Facts.Findings, childprocess.Finding{File: "lib/git.js", Line: 4, Function: "execFileSync", Command: "git",
 				Kind: childprocess.KindBinary, Origin: childprocess.OriginApp, Scope: childprocess.ScopeUnresolved})
 		}, "shipped_code", Failed, `the app calls execFileSync("git") (binary)`},
+		// What the verdict excuses, the gate excuses: next's lsof lookup
+		// (a known fallback) and nodemailer's sendmail (an opt-in the
+		// image's ENV leaves off), as gather read the same code.
+		{"a known fallback and an opt-in pass, as the verdict excuses them", func(ev *Evidence) {
+			ev.Shipped.Facts.Findings = append(ev.Shipped.Facts.Findings, childprocess.Finding{File: "node_modules/next/dist/server/lib/start-server.js", Line: 110, Function: "exec",
+				Kind: childprocess.KindShell, Origin: childprocess.OriginDependency, Package: "next", PackageVersion: "16.5.0", Scope: childprocess.ScopeReachable},
+				childprocess.Finding{File: "node_modules/nodemailer/lib/sendmail-transport/index.js", Line: 171, Function: "spawn", Command: "sendmail",
+					Kind: childprocess.KindBinary, Origin: childprocess.OriginDependency, Package: "nodemailer", PackageVersion: "6.9.16", Scope: childprocess.ScopeReachable})
+		}, "shipped_code", Passed, "2 call(s) the verdict excuses too"},
+		{"an opt-in the image's ENV turns on fails", func(ev *Evidence) {
+			ev.File = parse(t, "FROM gcr.io/distroless/nodejs22-debian13\nENV GOOGLE_API_USE_CLIENT_CERTIFICATE=true\nEXPOSE 8080\nHEALTHCHECK CMD [\"/nodejs/bin/node\", \"hc.js\"]\nCMD [\"server.js\"]\n")
+			ev.Shipped.Facts.Findings = append(ev.Shipped.Facts.Findings, childprocess.Finding{File: "node_modules/google-gax/build/src/grpc.js", Line: 60, Function: "execFile",
+				Kind: childprocess.KindDynamic, Origin: childprocess.OriginDependency, Package: "google-gax", PackageVersion: "4.4.1", Scope: childprocess.ScopeReachable})
+		}, "shipped_code", Failed, "google-gax@4.4.1 calls execFile (dynamic)"},
+		{"a fallback of another version still fails", func(ev *Evidence) {
+			ev.Shipped.Facts.Findings = append(ev.Shipped.Facts.Findings, childprocess.Finding{File: "node_modules/next/dist/server/lib/start-server.js", Line: 110, Function: "exec",
+				Kind: childprocess.KindShell, Origin: childprocess.OriginDependency, Package: "next", PackageVersion: "17.0.0", Scope: childprocess.ScopeReachable})
+		}, "shipped_code", Failed, "dependency next@17.0.0 calls exec (shell)"},
 		{"a file too large to parse", func(ev *Evidence) { ev.Shipped.Facts.UnreadInImage = []string{"node_modules/big/dist.js"} }, "shipped_code", Failed, "node_modules/big/dist.js"},
 		{"a low-confidence scan", func(ev *Evidence) {
 			ev.Shipped.Confidence, ev.Shipped.Reason, ev.Shipped.Detail = probe.Low, probe.ReasonPathEscapes, "../shared"

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/codegenie/codegenie/internal/probe"
+	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/dockerfile"
 	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/probes/childprocess"
 )
 
@@ -111,6 +112,56 @@ func (b *builder) copiedProgram(bin string, env map[string]string) (int, bool) {
 	return 0, false
 }
 
+// Why a child_process call in code the image ships blocks nothing.
+const (
+	excusedNot      = iota
+	excusedOptIn    // an opt-in (fallbacks.json runs_when) the image's ENV does not turn on
+	excusedFallback // a known fallback: it does not run, or does not fail, on distroless
+	excusedForeign  // a program of another system, which the original image lacks too
+)
+
+// excused says whether, and why, the reachable call fd blocks nothing on
+// an image whose ENV is env.
+func excused(fd childprocess.Finding, env map[string]string) (string, int) {
+	if fb, known := knownFallback(fd); known {
+		_, on := fb.enabledIn(env)
+		switch {
+		case fb.RunsWhen != "" && !on:
+			// It runs only when the app or its deployment turns it on,
+			// and the image does not: seen, noted with its condition.
+			return fmt.Sprintf("%s runs it only when %s (%s)", fb.label(), fb.RunsWhen, fb.Source), excusedOptIn
+		case fb.RunsWhen == "":
+			return fmt.Sprintf("%s: %s (%s)", fb.label(), fb.Why, fb.Source), excusedFallback
+		}
+		// The image turns it on: judged like any call.
+	}
+	if fd.Kind == childprocess.KindBinary {
+		bin := fd.Binary
+		if bin == "" {
+			bin = fd.Command
+		}
+		if sys, ok := foreignPrograms[baseName(bin)]; ok {
+			// It fails on the original image just as on distroless.
+			return fmt.Sprintf("%s (%s)", baseName(bin), sys), excusedForeign
+		}
+	}
+	return "", excusedNot
+}
+
+// Excused says why a call that the code an image ships reaches blocks
+// nothing, as the verdict reads it, and "" when it blocks: a known
+// fallback, an opt-in that the image's ENV (of the Dockerfile d) does not
+// turn on, or a program of another system. migrate's shipped_code gate
+// reads the rewritten image with it, so that gather and migrate agree.
+func Excused(fd childprocess.Finding, d *dockerfile.File) string {
+	var env map[string]string
+	if d != nil {
+		env = imageEnv(d)
+	}
+	why, _ := excused(fd, env)
+	return why
+}
+
 // childProcess: calls that run a shell or a binary distroless lacks. Only
 // code the image holds and the entrypoint reaches (or may reach) blocks;
 // the rest is a note that says why it does not.
@@ -135,22 +186,17 @@ func (b *builder) childProcess(f *childprocess.Facts) {
 			continue
 		case childprocess.ScopeReachable, childprocess.ScopeUnresolved:
 		}
-		fb, known := knownFallback(fd)
+		fb, _ := knownFallback(fd)
 		enabled, on := fb.enabledIn(env)
-		switch {
-		case known && fb.RunsWhen != "" && !on:
-			// An opt-in (fallbacks.json): it runs only when the app or
-			// its deployment turns it on, and the image does not. Seen,
-			// noted with its condition, no blocker.
-			optIns.add(fd, e, fmt.Sprintf("%s runs it only when %s (%s)", fb.label(), fb.RunsWhen, fb.Source))
+		switch why, kind := excused(fd, env); kind {
+		case excusedOptIn:
+			optIns.add(fd, e, why)
 			continue
-		case known && fb.RunsWhen != "":
-			// The image turns it on: judged like any call, below, and
-			// its evidence says so.
-		case known:
-			// A known fallback (fallbacks.json): it does not run, or does
-			// not fail, on distroless. Seen, but no blocker.
-			fallbacks.add(fd, e, fmt.Sprintf("%s: %s (%s)", fb.label(), fb.Why, fb.Source))
+		case excusedFallback:
+			fallbacks.add(fd, e, why)
+			continue
+		case excusedForeign:
+			foreign.add(fd, e, why)
 			continue
 		}
 		evs := []probe.Evidence{e}
@@ -191,12 +237,6 @@ func (b *builder) childProcess(f *childprocess.Facts) {
 			bin := fd.Binary
 			if bin == "" {
 				bin = fd.Command
-			}
-			if sys, ok := foreignPrograms[baseName(bin)]; ok {
-				// A program of another system: it fails on the original
-				// image just as on distroless.
-				foreign.add(fd, e, fmt.Sprintf("%s (%s)", baseName(bin), sys))
-				continue
 			}
 			if line, ok := b.copiedProgram(bin, env); ok && staticGoBuild(b.judged, line) {
 				// A static Go build the Dockerfile copies in links nothing:
