@@ -50,7 +50,7 @@ function connects(p){return new Promise(r=>{const s=require('net').connect({host
 (async()=>{let port;while(Date.now()<until){const l=listening();port=plan.ports.length?plan.ports.find(p=>l.includes(p)):l[0];if(!port&&plan.connect){for(const p of plan.ports){if(await connects(p)){port=p;break;}}}if(port)break;await new Promise(r=>setTimeout(r,100));}
 if(!port){console.log(JSON.stringify({noport:true}));return;}
 console.log(JSON.stringify({listen:port,at:Date.now()}));
-for(const p of plan.paths){const start=Date.now();const a=await new Promise(res=>{const q=http.get({host:'127.0.0.1',port,path:p,timeout:Math.max(Math.min(plan.timeout_ms,until-Date.now()),1000)},r=>{const h=require('crypto').createHash('sha256');r.on('data',d=>h.update(d));r.on('end',()=>res({status:r.statusCode,type:String(r.headers['content-type']||''),sha256:h.digest('hex')}));});q.on('error',()=>res({status:0}));q.on('timeout',()=>{q.destroy();res({status:0});});});
+for(const p of plan.paths){const start=Date.now();const a=await new Promise(res=>{const q=http.get({host:'127.0.0.1',port,path:p,timeout:Math.max(Math.min(plan.timeout_ms,until-Date.now()),1000)},r=>{const c=require('crypto'),h=c.createHash('sha256');let bs=[],n=0;r.on('data',d=>{h.update(d);n+=d.length;if(n<=plan.shape_max)bs.push(d);else bs=null;});r.on('end',()=>{let shape;if(bs){const gen=t=>(/[0-9]/.test(t)&&/[A-Za-z]/.test(t))||(t.length>=16&&/[a-z]/.test(t)&&/[A-Z]/.test(t));shape=c.createHash('sha256').update(Buffer.concat(bs).toString('latin1').replace(/[A-Za-z0-9_-]{8,}/g,t=>gen(t)?'\0':t),'latin1').digest('hex');}res({status:r.statusCode,type:String(r.headers['content-type']||''),sha256:h.digest('hex'),shape});});});q.on('error',()=>res({status:0}));q.on('timeout',()=>{q.destroy();res({status:0});});});
 console.log(JSON.stringify({path:p,port,start,end:Date.now(),...a}));}})();`
 
 // requestPlan is what the client does.
@@ -63,7 +63,13 @@ type requestPlan struct {
 	Paths     []string `json:"paths"`
 	WaitMS    int64    `json:"wait_ms"`
 	TimeoutMS int64    `json:"timeout_ms"`
+	// ShapeMax is the largest body whose shape the client hashes.
+	ShapeMax int64 `json:"shape_max"`
 }
+
+// shapeMax bounds the body the client holds to hash its shape: a page, not
+// a download.
+const shapeMax = 4 << 20
 
 // requestRun is the requests of one boot.
 type requestRun struct {
@@ -130,6 +136,7 @@ type doneRequest struct {
 	Status int    `json:"status"`
 	Type   string `json:"type,omitempty"`
 	SHA256 string `json:"sha256,omitempty"`
+	Shape  string `json:"shape,omitempty"`
 }
 
 // reURL finds a loopback URL in a healthcheck command.
@@ -187,6 +194,7 @@ const requestTimeout = 20 * time.Second
 func (b *Backend) runRequests(ctx context.Context, sp *spawnDir, id string, c container, rr *requestRun, deadline time.Time) {
 	rr.plan.WaitMS = time.Until(deadline).Milliseconds()
 	rr.plan.TimeoutMS = requestTimeout.Milliseconds()
+	rr.plan.ShapeMax = shapeMax
 	plan, err := json.Marshal(rr.plan)
 	if err != nil {
 		return
@@ -223,7 +231,7 @@ func (rr *requestRun) phases() []sandbox.PhaseResult {
 		if d.Status == 0 {
 			p.Failed, p.ExitCode = true, 1
 		} else {
-			p.Response = &sandbox.Response{Status: d.Status, ContentType: d.Type, BodySHA256: d.SHA256}
+			p.Response = &sandbox.Response{Status: d.Status, ContentType: d.Type, BodySHA256: d.SHA256, ShapeSHA256: d.Shape}
 		}
 		out = append(out, p)
 	}
