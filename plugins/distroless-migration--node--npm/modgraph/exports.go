@@ -117,7 +117,8 @@ func (x *liveness) bindingsOf(i int32, root *sitter.Node, data []byte, text func
 	if b, ok := x.bindings[i]; ok {
 		return b
 	}
-	b := fileBindings{loads: moduleBindings(root, text), builtins: bundleBuiltins(root, data, text), bundle: bundleModules(root, data, text)}
+	b := fileBindings{loads: moduleBindings(root, text), builtins: bundleBuiltins(root, data, text), bundle: bundleModules(root, data, text),
+		objects: objectConsts(root, data, text)}
 	x.bindings[i] = b
 	return b
 }
@@ -128,6 +129,9 @@ type fileBindings struct {
 	loads    map[string]moduleBinding
 	builtins []scopedBinding
 	bundle   bundle
+	// objects are the consts whose value is an object literal (const l =
+	// { parse, config }), each in the function around it.
+	objects []scopedBinding
 }
 
 // loadAt returns the file that the load starting within [start, end) of
@@ -783,6 +787,45 @@ func bundleModules(root *sitter.Node, data []byte, text func(*sitter.Node) strin
 		b.bindings = append(b.bindings, scopedBinding{name: text(name), lo: scope.StartByte(), hi: scope.EndByte(), declaredAt: decl.StartByte(), mod: id})
 	}
 	return b
+}
+
+// objectConstRE finds a const declared with an object literal: const l = {,
+// or one of several: const a = 1, l = {.
+var objectConstRE = regexp.MustCompile(`(?:\bconst\s+|,\s*)([A-Za-z_$][\w$]*)\s*=\s*\{`)
+
+// objectConsts lists the consts a file declares with an object literal. A
+// property of one (l.parse) is a function the file defines, loads or is
+// handed by a call that names it: never another file's function that the
+// file cannot reach.
+func objectConsts(root *sitter.Node, data []byte, text func(*sitter.Node) string) []scopedBinding {
+	ms := objectConstRE.FindAllSubmatchIndex(data, -1)
+	if len(ms) == 0 {
+		return nil
+	}
+	pts := newPoints(data)
+	var out []scopedBinding
+	for _, m := range ms {
+		name := root.NamedDescendantForPointRange(pts.at(m[2]), pts.at(m[3]))
+		if name == nil || name.Type() != "identifier" {
+			continue
+		}
+		d := name.Parent()
+		if d == nil || d.Type() != "variable_declarator" || !jsplatform.Same(d.ChildByFieldName("name"), name) {
+			continue
+		}
+		if v := d.ChildByFieldName("value"); v == nil || v.Type() != "object" {
+			continue
+		}
+		if decl := d.Parent(); decl == nil || decl.Type() != "lexical_declaration" || decl.ChildCount() == 0 || decl.Child(0).Type() != "const" {
+			continue
+		}
+		scope := scopeOf(d)
+		if scope == nil {
+			scope = root
+		}
+		out = append(out, scopedBinding{name: text(name), lo: scope.StartByte(), hi: scope.EndByte(), declaredAt: name.StartByte()})
+	}
+	return out
 }
 
 // varIn returns the identifier a var or let statement of fn's body

@@ -385,6 +385,10 @@ func (g *Graph) mentionsOf(ctx context.Context, name string) ([]mention, bool) {
 					for _, b := range bs {
 						m.bmods = append(m.bmods, b.mod)
 					}
+				} else if len(boundBy(o, fb.objects, src.text)) > 0 {
+					// l.parse, where const l = { parse, … }: what this
+					// file defines or loads.
+					m.receiver = file
 				}
 			}
 			if fb.bundle.requires != nil {
@@ -702,6 +706,9 @@ func onlyTested(e *sitter.Node) bool {
 		case op == nil:
 		case op.Type() == "===", op.Type() == "!==", op.Type() == "==", op.Type() == "!=", op.Type() == "instanceof", op.Type() == "in":
 			return true
+		case op.Type() == "&&", op.Type() == "||":
+			// n.file && n.sync ? …: an operand of a test is tested.
+			return onlyTested(p)
 		}
 	case "if_statement", "while_statement", "do_statement":
 		return jsplatform.Same(p.ChildByFieldName("condition"), e)

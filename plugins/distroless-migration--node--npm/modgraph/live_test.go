@@ -100,6 +100,12 @@ helper['byHelper']()
 global.kit.viaAssign.exists = true
 global.kit.viaLeft = o
 class K { viaField = true }
+// An operand of && in a test is tested; a property of a const object
+// literal is this file's.
+if (global.opts.file && global.opts.viaAnd) {}
+const r2 = global.opts.file && global.opts.viaAnd ? 1 : 2
+const lit = { viaObj () { return 1 } }
+lit.viaObj()
 `,
 		"node_modules/other/helper.js": "module.exports = {}\n",
 		// TypeScript's CommonJS output: a preamble, then a getter.
@@ -140,6 +146,8 @@ function byHelper () { return execSync('helper') }
 function viaAssign () { return execSync('assign') }
 function viaLeft () { return execSync('left') }
 function viaField () { return execSync('field') }
+function viaAnd () { return execSync('and') }
+function viaObj () { return execSync('obj') }
 export { handler as onRequest }
 `,
 		"node_modules/kit/lib/hooks.js": `const cp = require('child_process')
@@ -169,6 +177,8 @@ exports.hostInfo = () => process.platform === 'win32' ? onWindows() : 'linux'
 		{"node_modules/kit/lib/used.mjs", "execSync('assign')", false},
 		{"node_modules/kit/lib/used.mjs", "execSync('left')", false},
 		{"node_modules/kit/lib/used.mjs", "execSync('field')", false},
+		{"node_modules/kit/lib/used.mjs", "execSync('and')", false},
+		{"node_modules/kit/lib/used.mjs", "execSync('obj')", false},
 		{"node_modules/kit/lib/hooks.js", "cp.execSync('date')", true}, // the app names it, in code of its own
 		{"node_modules/kit/lib/hooks.js", "cp.execSync('REG", false},   // named only where a platform test keeps it to Windows
 		{"node_modules/kit/lib/hooks.js", "cp.execSync('ver')", false},
