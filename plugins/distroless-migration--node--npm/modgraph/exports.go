@@ -692,11 +692,7 @@ func bundleBuiltins(root *sitter.Node, data []byte, text func(*sitter.Node) stri
 			if name == nil || name.Type() != "identifier" {
 				continue
 			}
-			scope := scopeOf(d)
-			if scope == nil {
-				scope = root
-			}
-			out = append(out, scopedBinding{name: text(name), lo: scope.StartByte(), hi: scope.EndByte(), declaredAt: name.StartByte()})
+			out = append(out, scoped(root, name, text))
 		}
 	}
 	return out
@@ -780,11 +776,9 @@ func bundleModules(root *sitter.Node, data []byte, text func(*sitter.Node) strin
 		if decl == nil || value == nil || value.Type() != "call_expression" {
 			continue
 		}
-		scope := scopeOf(decl)
-		if scope == nil {
-			scope = root
-		}
-		b.bindings = append(b.bindings, scopedBinding{name: text(name), lo: scope.StartByte(), hi: scope.EndByte(), declaredAt: decl.StartByte(), mod: id})
+		sb := scoped(root, decl, text)
+		sb.mod = id
+		b.bindings = append(b.bindings, sb)
 	}
 	return b
 }
@@ -819,11 +813,7 @@ func objectConsts(root *sitter.Node, data []byte, text func(*sitter.Node) string
 		if decl := d.Parent(); decl == nil || decl.Type() != "lexical_declaration" || decl.ChildCount() == 0 || decl.Child(0).Type() != "const" {
 			continue
 		}
-		scope := scopeOf(d)
-		if scope == nil {
-			scope = root
-		}
-		out = append(out, scopedBinding{name: text(name), lo: scope.StartByte(), hi: scope.EndByte(), declaredAt: name.StartByte()})
+		out = append(out, scoped(root, name, text))
 	}
 	return out
 }
@@ -889,6 +879,16 @@ func moduleOf(n *sitter.Node, text func(*sitter.Node) string) string {
 		}
 	}
 	return ""
+}
+
+// scoped is the binding that the identifier id declares, held in the
+// function around it (the file's top level when none).
+func scoped(root, id *sitter.Node, text func(*sitter.Node) string) scopedBinding {
+	scope := scopeOf(id)
+	if scope == nil {
+		scope = root
+	}
+	return scopedBinding{name: text(id), lo: scope.StartByte(), hi: scope.EndByte(), declaredAt: id.StartByte()}
 }
 
 // boundBy returns the bindings that the identifier o is, where they
