@@ -110,9 +110,9 @@ func (g *Graph) importersOf(file string) []loadSite {
 }
 
 // bindingsOf returns the load bindings of the reached file i
-// (moduleBindings) and a bundle's bindings of node's modules
-// (bundleBuiltins) and of its own (bundleModules), read the first time
-// the file is.
+// (moduleBindings), a bundle's bindings of node's modules (bundleBuiltins)
+// and of its own (bundleModules), and its consts of object literals
+// (objectConsts), read the first time the file is.
 func (x *liveness) bindingsOf(i int32, root *sitter.Node, data []byte, text func(*sitter.Node) string) fileBindings {
 	if b, ok := x.bindings[i]; ok {
 		return b
@@ -123,8 +123,9 @@ func (x *liveness) bindingsOf(i int32, root *sitter.Node, data []byte, text func
 	return b
 }
 
-// fileBindings are the names a file binds to modules: to its loads, and,
-// in a bundle, to node's built-in modules and to its own modules.
+// fileBindings are the names a file binds to modules (to its loads, and,
+// in a bundle, to node's built-in modules and to its own modules), and to
+// object literals.
 type fileBindings struct {
 	loads    map[string]moduleBinding
 	builtins []scopedBinding

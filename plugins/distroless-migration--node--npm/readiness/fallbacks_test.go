@@ -273,10 +273,22 @@ func TestOptInCalls(t *testing.T) {
 		// db-migrate's transition command (unleash's npm install async).
 		{"db-migrate", "lib/transitions/try-require.js", "0.11.14", true},
 		{"db-migrate", "lib/transitions/try-require.js", "0.9.26", false},
+		// dotenvx's command substitution of a .env value's $(…)
+		// (outline's): in each of its three files, and in primitives.
+		{"@dotenvx/dotenvx", "src/lib/helpers/dotenvEval.js", "0.24.0", true},
+		{"@dotenvx/dotenvx", "src/lib/helpers/parse.js", "1.30.0", true},
+		{"@dotenvx/dotenvx", "src/lib/helpers/evalKeyValue.js", "1.75.1", true},
+		{"@dotenvx/dotenvx", "src/lib/helpers/evalKeyValue.js", "2.0.0", false},
+		{"@dotenvx/dotenvx", "src/lib/services/precommit.js", "1.75.1", false},
+		{"@dotenvx/primitives", "dist/index.cjs", "0.8.0", true},
+		{"@dotenvx/primitives", "dist/index.cjs", "1.10.0", false},
 	} {
 		fn := "spawn"
-		if tc.pkg == "db-migrate" {
+		switch tc.pkg {
+		case "db-migrate":
 			fn = "spawnSync"
+		case "@dotenvx/dotenvx", "@dotenvx/primitives":
+			fn = "execSync"
 		}
 		fd := childprocess.Finding{File: "node_modules/" + tc.pkg + "/" + tc.file, Line: 9, Function: fn, Kind: childprocess.KindDynamic,
 			Origin: childprocess.OriginDependency, Package: tc.pkg, PackageVersion: tc.version, Scope: childprocess.ScopeReachable}
