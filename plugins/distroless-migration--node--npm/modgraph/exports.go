@@ -699,14 +699,6 @@ func bundleBuiltins(root *sitter.Node, data []byte, text func(*sitter.Node) stri
 	return out
 }
 
-// bundleRequireRE finds a bundle's require of a module id bound to a
-// name: const n=t(738), var r = __nccwpck_require__(139), or assigned,
-// {s=n(132)}.
-var bundleRequireRE = regexp.MustCompile(`(?:\bconst\s+|\blet\s+|\bvar\s+|[,;{(]\s*)([A-Za-z_$][\w$]*)\s*=\s*[A-Za-z_$][\w$]*\((\d+)\)`)
-
-// bundleKeyRE finds the candidate keys of a bundle's module table.
-var bundleKeyRE = regexp.MustCompile(`[{,]\s*(\d+)\s*:`)
-
 // bundle is what a bundle file says of its own modules.
 type bundle struct {
 	// bindings are the names bound to its require of one of its modules
@@ -722,15 +714,15 @@ type bundle struct {
 // are functions of that module or of one it requires, not of another
 // file's or of another module's of the bundle.
 func bundleModules(root *sitter.Node, data []byte, text func(*sitter.Node) string) bundle {
-	ms := bundleRequireRE.FindAllSubmatchIndex(data, -1)
+	ms := requireBindings(data)
 	if len(ms) == 0 {
 		return bundle{}
 	}
 	pts := newPoints(data)
 	b := bundle{requires: map[string][]string{}}
 	calls := map[string]*regexp.Regexp{} // each module's require, by its name
-	for _, k := range bundleKeyRE.FindAllSubmatchIndex(data, -1) {
-		n := root.NamedDescendantForPointRange(pts.at(k[2]), pts.at(k[3]))
+	for _, k := range numberKeys(data) {
+		n := root.NamedDescendantForPointRange(pts.at(k.lo), pts.at(k.hi))
 		if n == nil || n.Type() != "number" || n.Parent() == nil || n.Parent().Type() != "pair" {
 			continue
 		}
@@ -755,11 +747,11 @@ func bundleModules(root *sitter.Node, data []byte, text func(*sitter.Node) strin
 		b.requires[text(n)] = reqs
 	}
 	for _, m := range ms {
-		id := string(data[m[4]:m[5]])
+		id := string(data[m.id.lo:m.id.hi])
 		if _, ok := b.requires[id]; !ok {
 			continue
 		}
-		name := root.NamedDescendantForPointRange(pts.at(m[2]), pts.at(m[3]))
+		name := root.NamedDescendantForPointRange(pts.at(m.name.lo), pts.at(m.name.hi))
 		if name == nil || name.Type() != "identifier" {
 			continue
 		}
@@ -784,23 +776,19 @@ func bundleModules(root *sitter.Node, data []byte, text func(*sitter.Node) strin
 	return b
 }
 
-// objectConstRE finds a const declared with an object literal: const l = {,
-// or one of several: const a = 1, l = {.
-var objectConstRE = regexp.MustCompile(`(?:\bconst\s+|,\s*)([A-Za-z_$][\w$]*)\s*=\s*\{`)
-
 // objectConsts lists the consts a file declares with an object literal. A
 // property of one (l.parse) is a function the file defines, loads or is
 // handed by a call that names it: never another file's function that the
 // file cannot reach.
 func objectConsts(root *sitter.Node, data []byte, text func(*sitter.Node) string) []scopedBinding {
-	ms := objectConstRE.FindAllSubmatchIndex(data, -1)
+	ms := objectAssignments(data)
 	if len(ms) == 0 {
 		return nil
 	}
 	pts := newPoints(data)
 	var out []scopedBinding
 	for _, m := range ms {
-		name := root.NamedDescendantForPointRange(pts.at(m[2]), pts.at(m[3]))
+		name := root.NamedDescendantForPointRange(pts.at(m.lo), pts.at(m.hi))
 		if name == nil || name.Type() != "identifier" {
 			continue
 		}
