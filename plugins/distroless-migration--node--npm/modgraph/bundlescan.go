@@ -56,42 +56,43 @@ func assignedAt(data []byte, i int) (span, bool) {
 	return identBefore(data, i)
 }
 
+// eachByte calls fn with the index of each c in data.
+func eachByte(data []byte, c byte, fn func(i int)) {
+	for i := 0; ; i++ {
+		j := bytes.IndexByte(data[i:], c)
+		if j < 0 {
+			return
+		}
+		i += j
+		fn(i)
+	}
+}
+
 // requireBindings finds NAME = f(DIGITS): const n=t(738), s = n(132).
 func requireBindings(data []byte) []boundRequire {
 	var out []boundRequire
-	for i := 0; ; i++ {
-		j := bytes.IndexByte(data[i:], '(')
-		if j < 0 {
-			return out
-		}
-		i += j
+	eachByte(data, '(', func(i int) {
 		k := i + 1
 		for k < len(data) && digitByte(data[k]) {
 			k++
 		}
 		if k == i+1 || k >= len(data) || data[k] != ')' {
-			continue
+			return
 		}
-		callee, ok := identBefore(data, i)
-		if !ok {
-			continue
+		if callee, ok := identBefore(data, i); ok {
+			if name, ok := assignedAt(data, callee.lo); ok {
+				out = append(out, boundRequire{name: name, id: span{i + 1, k}})
+			}
 		}
-		if name, ok := assignedAt(data, callee.lo); ok {
-			out = append(out, boundRequire{name: name, id: span{i + 1, k}})
-		}
-	}
+	})
+	return out
 }
 
 // numberKeys finds the numbers that may key an object's entry: {421: or
 // ,421: (spaces allowed).
 func numberKeys(data []byte) []span {
 	var out []span
-	for i := 0; ; i++ {
-		j := bytes.IndexByte(data[i:], ':')
-		if j < 0 {
-			return out
-		}
-		i += j
+	eachByte(data, ':', func(i int) {
 		k := i
 		for k > 0 && spaceByte(data[k-1]) {
 			k--
@@ -107,20 +108,17 @@ func numberKeys(data []byte) []span {
 		if lo < hi && k > 0 && (data[k-1] == '{' || data[k-1] == ',') {
 			out = append(out, span{lo, hi})
 		}
-	}
+	})
+	return out
 }
 
 // objectAssignments finds NAME = { : the name's span.
 func objectAssignments(data []byte) []span {
 	var out []span
-	for i := 0; ; i++ {
-		j := bytes.IndexByte(data[i:], '{')
-		if j < 0 {
-			return out
-		}
-		i += j
+	eachByte(data, '{', func(i int) {
 		if name, ok := assignedAt(data, i); ok {
 			out = append(out, name)
 		}
-	}
+	})
+	return out
 }
