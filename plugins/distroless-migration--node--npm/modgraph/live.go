@@ -54,8 +54,8 @@ type liveness struct {
 	// about: a mention of one is local, a property of a module, or
 	// this.name in a class with its own.
 	perFile map[string]bool
-	// reach memoizes Graph.reaches.
-	reach map[string]bool
+	// reach memoizes Graph.reaches, computed Graph.DynamicIn.
+	reach, computed map[string]bool
 	// methods are the files and names (file NUL name) of the methods and
 	// class fields seen.
 	methods map[string]bool
@@ -70,7 +70,7 @@ type liveness struct {
 }
 
 func newLiveness() *liveness {
-	return &liveness{memo: map[string]bool{}, namedIn: map[string][]string{}, mentions: map[string][]mention{}, perFile: map[string]bool{}, reach: map[string]bool{}, methods: map[string]bool{},
+	return &liveness{memo: map[string]bool{}, namedIn: map[string][]string{}, mentions: map[string][]mention{}, perFile: map[string]bool{}, reach: map[string]bool{}, computed: map[string]bool{}, methods: map[string]bool{},
 		bindings: map[int32]fileBindings{}}
 }
 
@@ -239,10 +239,8 @@ func (g *Graph) liveNameIn(ctx context.Context, file, mod, name string, stack []
 		if mod != "" && mfile == file && !x.inModule(m, mod) {
 			continue // a name of another module of the bundle
 		}
-		if m.str && !g.reaches(mfile, file) {
-			if _, computed := g.DynamicIn(file); !computed {
-				continue // a string in a file that never holds this one's exports
-			}
+		if m.str && !g.reaches(mfile, file) && !x.computedIn(g, file) {
+			continue // a string in a file that never holds this one's exports
 		}
 		switch m.kind {
 		case mentionNone: // mentionsOf leaves these out
@@ -303,6 +301,17 @@ func (x *liveness) inModule(m mention, mod string) bool {
 	}
 	b := x.bindings[m.file].bundle
 	return slices.ContainsFunc(m.bmods, func(from string) bool { return b.reaches(from, mod) })
+}
+
+// computedIn reports, once per file, whether a computed load may reach
+// file (Graph.DynamicIn reads every computed load of the graph).
+func (x *liveness) computedIn(g *Graph, file string) bool {
+	v, ok := x.computed[file]
+	if !ok {
+		_, v = g.DynamicIn(file)
+		x.computed[file] = v
+	}
+	return v
 }
 
 // key is what liveness memoizes the name of a function of file under:

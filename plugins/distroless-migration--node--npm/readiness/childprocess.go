@@ -123,7 +123,13 @@ const (
 // excused says whether, and why, the reachable call fd blocks nothing on
 // an image whose ENV is env.
 func excused(fd childprocess.Finding, env map[string]string) (string, int) {
-	if fb, known := knownFallback(fd); known {
+	fb, known := knownFallback(fd)
+	return excusedBy(fd, fb, known, env)
+}
+
+// excusedBy is excused for fd's fallback entry fb, already looked up.
+func excusedBy(fd childprocess.Finding, fb Fallback, known bool, env map[string]string) (string, int) {
+	if known {
 		_, on := fb.enabledIn(env)
 		switch {
 		case fb.RunsWhen != "" && !on:
@@ -186,9 +192,9 @@ func (b *builder) childProcess(f *childprocess.Facts) {
 			continue
 		case childprocess.ScopeReachable, childprocess.ScopeUnresolved:
 		}
-		fb, _ := knownFallback(fd)
+		fb, known := knownFallback(fd)
 		enabled, on := fb.enabledIn(env)
-		switch why, kind := excused(fd, env); kind {
+		switch why, kind := excusedBy(fd, fb, known, env); kind {
 		case excusedOptIn:
 			optIns.add(fd, e, why)
 			continue
