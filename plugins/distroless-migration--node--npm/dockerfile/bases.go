@@ -60,6 +60,11 @@ var (
 		"python": true, "golang": true, "rust": true, "openjdk": true, "eclipse-temurin": true,
 		"amazoncorretto": true, "ruby": true, "php": true, "perl": true,
 	}
+	// nonNodeVariants are vendors' images of those programs, by their last
+	// path segment (nginxinc/nginx-unprivileged runs nginx as a user). A
+	// name that only begins with one (mongo-express, redis-commander) may
+	// be a Node app, so it is not among them.
+	nonNodeVariants = map[string]bool{"nginx-unprivileged": true, "openresty": true}
 	// nonNodePrefixes are registries' images that ship no Node, by prefix.
 	nonNodePrefixes = []string{
 		"gcr.io/distroless/static", "gcr.io/distroless/base", "gcr.io/distroless/cc",
@@ -85,8 +90,11 @@ func NonNodeBase(ref string) (osBase, ok bool) {
 		return false, false
 	}
 	repo := ImageRepo(ref)
+	last := repo[strings.LastIndex(repo, "/")+1:]
 	switch {
-	case repo == "scratch" || nonNodeImages[repo]:
+	case repo == "scratch" || nonNodeImages[repo] || nonNodeImages[last] || nonNodeVariants[last]:
+		// Another registry's or vendor's build of one of them too:
+		// bitnami/nginx, nginxinc/nginx-unprivileged.
 		return false, true
 	case osImages[repo]:
 		return true, true

@@ -25,7 +25,10 @@ func TestNonNodeBase(t *testing.T) {
 		{ref: "bitnami/node:20"},
 		{ref: "registry.access.redhat.com/ubi9/nodejs-20"},
 		{ref: "someorg/some-app:2"},
-		{ref: "nginxinc/nginx-unprivileged:1.27"},
+		{ref: "nginxinc/nginx-unprivileged:stable-alpine@sha256:44e3", isOK: true},
+		{ref: "bitnami/nginx:1.27", isOK: true},
+		{ref: "mongo-express:1.0"},
+		{ref: "rediscommander/redis-commander:latest"},
 		{ref: ""},
 	}
 	for _, tt := range tests {
