@@ -192,6 +192,11 @@ func (b *builder) composeOverrides(cb images.ComposeBuild) {
 			why = "runs " + prog
 		case prog == "npm" || prog == "yarn" || prog == "pnpm" || prog == "npx":
 			why = "starts through " + prog + ", which runs scripts through sh -c"
+		case prog == "nodemon":
+			// lib/monitor/run.js of nodemon 2.0.22 and 3.1.10: spawn(sh,
+			// ['-c', …]) unless it forks node, and kill through
+			// exec(`kill -${sig} ${pid}`) on every system but Windows.
+			why = "nodemon, which stops and restarts the app with exec(\"kill …\") through /bin/sh, and starts it through sh -c unless it can fork node"
 		default:
 			continue
 		}
