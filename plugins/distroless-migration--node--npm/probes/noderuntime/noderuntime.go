@@ -10,6 +10,7 @@ package noderuntime
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"path"
 	"regexp"
@@ -128,7 +129,7 @@ type Base struct {
 // Native is evidence of a native addon.
 type Native struct {
 	Package string `json:"package"`
-	How     string `json:"how"` // binding.gyp, prebuilds, known_package, node_gyp_script, run_install
+	How     string `json:"how"` // binding.gyp, prebuilds, compiled_addon, known_package, node_gyp_script, run_install
 	File    string `json:"file"`
 	// Line is the Dockerfile line of a RUN step that installs the
 	// package by name (run_install).
@@ -181,11 +182,13 @@ var _ probe.Probe = (*Probe)(nil)
 func (*Probe) Desc() probe.Desc {
 	return probe.Desc{
 		Name:          Name,
-		Version:       "7", // 7: the commands inside if, for, case and $(…) of a shell line are its commands too (shellcmd); 6: the build context guessed for a Dockerfile no compose file builds counts only COPY sources that are in one of its folder and the root (images.guessContext); native addons of the stages whose project is not the app's, and of packages a RUN installs by name (native_addons[].stages); 5: the global installs of a base image the repository builds count; libsql, @libsql/client and other prebuilt native packages are known; the npm packages the final stage installs globally (global_packages); 3: package.json and binding.gyp read in the image's app folder (issue 21); 4: an exec-form sh -c LINE runs the line's commands, not a missing shell binary
+		Version:       "9", // 9: alpine's iputils installs ping, and its sqlite sqlite3; the native code of the packages a lockfile install mounts, at any depth (a binding.gyp, or a compiled addon outside prebuilds/); 7: the commands inside if, for, case and $(…) of a shell line are its commands too (shellcmd); 6: the build context guessed for a Dockerfile no compose file builds counts only COPY sources that are in one of its folder and the root (images.guessContext); native addons of the stages whose project is not the app's, and of packages a RUN installs by name (native_addons[].stages); 5: the global installs of a base image the repository builds count; libsql, @libsql/client and other prebuilt native packages are known; the npm packages the final stage installs globally (global_packages); 3: package.json and binding.gyp read in the image's app folder (issue 21); 4: an exec-form sh -c LINE runs the line's commands, not a missing shell binary
 		Heaviness:     probe.Light,
 		PerImage:      true,
 		CacheStrategy: probe.CacheContent,
+		// The lockfiles pin what a --deps lockfile run mounts in node_modules.
 		DeclaredInputs: append([]string{"**/package.json", "**/binding.gyp", "node_modules/*/package.json", "node_modules/@*/*/package.json",
+			"**/package-lock.json", "**/npm-shrinkwrap.json", "**/yarn.lock", "**/pnpm-lock.yaml",
 			"node_modules/*/binding.gyp", "node_modules/@*/*/binding.gyp", "node_modules/*/prebuilds/**", "node_modules/@*/*/prebuilds/**"},
 			images.Inputs()...),
 		NewFacts: func() any { return new(Facts) },
@@ -219,6 +222,7 @@ func (*Probe) Run(ctx context.Context, repo *probe.Repo, pctx *probe.Context) (p
 	if err := nativeInModules(repo, dir, facts); err != nil {
 		return probe.Output{}, err
 	}
+	nativeInstalled(repo, dir, facts)
 	if err := nativeInStages(ctx, repo, pctx, path.Join(dir, "package.json"), facts); err != nil {
 		return probe.Output{}, err
 	}
@@ -330,6 +334,89 @@ func nativeInModules(repo *probe.Repo, dir string, facts *Facts) error {
 		}
 	}
 	return nil
+}
+
+// nativeInstalled finds the packages of dir's node_modules that a
+// lockfile install mounted (gather --deps lockfile), at any depth, that
+// hold native code an install builds or picks for the builder's libc: a
+// binding.gyp at the package's root (compiled, or a prebuilt binary
+// fetched for that libc: better-sqlite3, bcrypt), or a compiled addon
+// (*.node) outside a prebuilds/ folder (a napi-rs or sharp platform
+// package such as @ngrok/ngrok-linux-x64-gnu, which npm installs per
+// libc). A prebuilds/ folder holds a binary per platform and libc, which
+// the package chooses when it loads, so on its own it binds the image to
+// no libc. The mounts are what the lockfiles pin, which are declared
+// inputs. A package already found at the root is not added again.
+func nativeInstalled(repo *probe.Repo, dir string, facts *Facts) {
+	prefix := "node_modules/"
+	if dir != "." {
+		prefix = dir + "/node_modules/"
+	}
+	seen := map[string]bool{}
+	for _, n := range facts.Native {
+		seen[n.Package] = true
+	}
+	for _, m := range repo.Mounts() {
+		if !strings.HasPrefix(m.Path, prefix) {
+			continue
+		}
+		name := m.Path[strings.LastIndex(m.Path, "node_modules/")+len("node_modules/"):]
+		if seen[name] {
+			continue
+		}
+		how, file := "", ""
+		for _, f := range m.Files {
+			switch {
+			case f == "binding.gyp":
+				how, file = "binding.gyp", f
+			case strings.HasSuffix(f, ".node") && !strings.HasPrefix(f, "prebuilds/") && how == "":
+				how, file = "compiled_addon", f
+			}
+		}
+		if how == "" || !installsOnLinuxX64(repo, m.Path) {
+			continue
+		}
+		seen[name] = true
+		facts.Native = append(facts.Native, Native{Package: name, How: how, File: m.Path + "/" + file})
+	}
+}
+
+// installsOnLinuxX64 reports whether npm installs the package at pkg on
+// linux x64, the only platform the images are built for: its package.json
+// names no os or cpu that leaves them out (fsevents is darwin's, and a
+// napi-rs package's platform packages are pinned for every platform).
+// An unreadable package.json leaves it in.
+func installsOnLinuxX64(repo *probe.Repo, pkg string) bool {
+	data, err := repo.ReadFile(pkg + "/package.json")
+	if err != nil {
+		return true
+	}
+	var pj struct {
+		OS  []string `json:"os"`
+		CPU []string `json:"cpu"`
+	}
+	if json.Unmarshal(data, &pj) != nil {
+		return true
+	}
+	return allows(pj.OS, "linux") && allows(pj.CPU, "x64")
+}
+
+// allows applies npm's os and cpu rule: an empty list allows all, "!x"
+// refuses x, and a list of names allows only those.
+func allows(list []string, v string) bool {
+	named := false
+	for _, e := range list {
+		if e == "!"+v {
+			return false
+		}
+		if !strings.HasPrefix(e, "!") {
+			named = true
+			if e == v {
+				return true
+			}
+		}
+	}
+	return !named
 }
 
 // nativeInStages finds the native addons of the judged Dockerfile's stages
@@ -544,7 +631,7 @@ var packageBinaries = map[string][]string{
 	"imagemagick": {"convert", "magick", "identify", "mogrify"}, "graphicsmagick": {"gm"},
 	"ghostscript": {"gs"}, "poppler-utils": {"pdftotext", "pdftoppm", "pdfinfo"}, "openssh-client": {"ssh", "scp"},
 	"netcat": {"nc"}, "netcat-openbsd": {"nc"}, "netcat-traditional": {"nc"}, "procps": {"ps", "top", "pgrep"},
-	"iputils-ping": {"ping"}, "dnsutils": {"dig", "nslookup"}, "bind-tools": {"dig", "nslookup"},
+	"iputils-ping": {"ping"}, "iputils": {"ping", "ping6", "arping", "tracepath"}, "sqlite": {"sqlite3"}, "dnsutils": {"dig", "nslookup"}, "bind-tools": {"dig", "nslookup"},
 	"chromium": {"chromium", "chromium-browser"}, "python3": {"python3", "python"}, "python": {"python"},
 	"libreoffice": {"soffice", "libreoffice"}, "yt-dlp": {"yt-dlp"}, "ffmpeg": {"ffmpeg", "ffprobe"},
 	"mariadb-client": {"mysql", "mysqldump"}, "postgresql-client": {"psql", "pg_dump"}, "sqlite3": {"sqlite3"},

@@ -1,10 +1,13 @@
 package noderuntime
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/codegenie/codegenie/internal/probe"
 	"github.com/codegenie/codegenie/internal/probe/probetest"
 )
 
@@ -102,5 +105,69 @@ func TestNodeMajor(t *testing.T) {
 		if got := NodeMajor(ref); got != want {
 			t.Errorf("NodeMajor(%q) = %d, want %d", ref, got, want)
 		}
+	}
+}
+
+// A lockfile install mounts every package the lockfile pins, at any depth
+// and for every platform: the ones npm installs on linux x64 with a
+// binding.gyp or a compiled addon outside prebuilds/ are native code; a
+// package with only per-libc prebuilds, one for another platform, and
+// one without native code are not.
+func TestNativeInstalledPackages(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	pkg := func(name, pj string, files ...string) probe.Mount {
+		dir := filepath.Join(t.TempDir(), "pkg")
+		listed := append([]string{"package.json"}, files...)
+		for _, f := range listed {
+			body := ""
+			if f == "package.json" {
+				body = pj
+			}
+			p := filepath.Join(dir, filepath.FromSlash(f))
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return probe.Mount{Path: "service/node_modules/" + name, Dir: dir, Files: listed}
+	}
+	repo, err := probe.OpenRepo(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := repo.AddMounts(
+		pkg("@atproto/pds", `{"name":"@atproto/pds"}`, "dist/index.js"),
+		pkg("@atproto/pds/node_modules/better-sqlite3", `{"name":"better-sqlite3"}`, "binding.gyp", "lib/index.js"),
+		pkg("@ngrok/ngrok-linux-x64-musl", `{"os":["linux"],"cpu":["x64"],"libc":["musl"]}`, "ngrok.linux-x64-musl.node"),
+		pkg("@ngrok/ngrok-darwin-arm64", `{"os":["darwin"],"cpu":["arm64"]}`, "ngrok.darwin-arm64.node"),
+		pkg("fsevents", `{"os":["darwin"]}`, "fsevents.node"),
+		pkg("@img/sharp-linux-arm64", `{"os":["linux"],"cpu":["arm64"]}`, "lib/sharp-linux-arm64.node"),
+		pkg("bufferutil", `{"name":"bufferutil"}`, "prebuilds/linux-x64/bufferutil.glibc.node", "prebuilds/linux-x64/bufferutil.musl.node"),
+		pkg("not-windows", `{"os":["!win32"]}`, "build/Release/x.node"),
+	); err != nil {
+		t.Fatal(err)
+	}
+	facts := &Facts{}
+	nativeInstalled(repo, "service", facts)
+	var got []string
+	for _, n := range facts.Native {
+		got = append(got, n.Package+":"+n.How+":"+n.File)
+	}
+	want := []string{
+		"better-sqlite3:binding.gyp:service/node_modules/@atproto/pds/node_modules/better-sqlite3/binding.gyp",
+		"@ngrok/ngrok-linux-x64-musl:compiled_addon:service/node_modules/@ngrok/ngrok-linux-x64-musl/ngrok.linux-x64-musl.node",
+		"not-windows:compiled_addon:service/node_modules/not-windows/build/Release/x.node",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("native (-want +got):\n%s", diff)
+	}
+	// The app folder is another one: nothing of service/ is its.
+	other := &Facts{}
+	nativeInstalled(repo, ".", other)
+	if len(other.Native) != 0 {
+		t.Errorf("native of the root folder = %+v, want none", other.Native)
 	}
 }
