@@ -160,40 +160,53 @@ func TestDepsLockfileFindsShellInDependency(t *testing.T) {
 }
 
 // TestDepsLockfileOffline: a package that cannot be fetched is named, with
-// a registered warning and medium confidence.
+// a registered warning. The confidence is medium when nothing the
+// entrypoint reaches loads it, and low when the service loads it: then the
+// code the service runs was not read.
 func TestDepsLockfileOffline(t *testing.T) {
-	reg := depstest.NewRegistry(t)
-	a := depstest.Package(t, "a", "1.0.0", nil, map[string]string{"index.js": "module.exports = 1\n"})
-	dir := lockedService(t, reg, "require('a')\n", map[string]string{"a": "^1.0.0"},
-		map[string][]byte{"node_modules/a": a}, map[string]string{"node_modules/a": "a"})
-	o := options(t)
-	o.Task = "distroless-migration"
-	o.Deps = &deps.Fetcher{Dir: t.TempDir(), Offline: true}
-	out, err := Run(t.Context(), dir, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, _ := childProcessFacts(t, out)
-	if res.Confidence != probe.Medium || res.Reason != childprocess.ReasonDependenciesUnavailable {
-		t.Errorf("confidence %s, reason %s; want medium, %s", res.Confidence, res.Reason, childprocess.ReasonDependenciesUnavailable)
-	}
-	if !strings.Contains(res.Detail, "(a@1.0.0;") {
-		t.Errorf("the detail does not name the package it lacks: %s", res.Detail)
-	}
-	var warned bool
-	for _, w := range res.Warnings {
-		if w.ID == childprocess.WarnDependencyNotFetched && strings.Contains(w.Message, "a@1.0.0") {
-			warned = true
-		}
-		if w.ID == childprocess.WarnDependencyNotInstalled {
-			t.Errorf("also reported as not installed: %s", w.Message)
-		}
-	}
-	if !warned {
-		t.Errorf("no %s warning naming a@1.0.0: %+v", childprocess.WarnDependencyNotFetched, res.Warnings)
-	}
-	if reg.TotalServed() != 0 {
-		t.Error("an offline run fetched")
+	for _, tc := range []struct {
+		name, index string
+		want        probe.Confidence
+		detail      string
+	}{
+		{"loaded", "require('a')\n", probe.Low, "the code the entrypoint reaches loads a@1.0.0"},
+		{"not loaded", "module.exports = 1\n", probe.Medium, "(a@1.0.0;"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			reg := depstest.NewRegistry(t)
+			a := depstest.Package(t, "a", "1.0.0", nil, map[string]string{"index.js": "module.exports = 1\n"})
+			dir := lockedService(t, reg, tc.index, map[string]string{"a": "^1.0.0"},
+				map[string][]byte{"node_modules/a": a}, map[string]string{"node_modules/a": "a"})
+			o := options(t)
+			o.Task = "distroless-migration"
+			o.Deps = &deps.Fetcher{Dir: t.TempDir(), Offline: true}
+			out, err := Run(t.Context(), dir, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, _ := childProcessFacts(t, out)
+			if res.Confidence != tc.want || res.Reason != childprocess.ReasonDependenciesUnavailable {
+				t.Errorf("confidence %s, reason %s; want %s, %s", res.Confidence, res.Reason, tc.want, childprocess.ReasonDependenciesUnavailable)
+			}
+			if !strings.Contains(res.Detail, tc.detail) {
+				t.Errorf("the detail does not name the package it lacks as %q: %s", tc.detail, res.Detail)
+			}
+			var warned bool
+			for _, w := range res.Warnings {
+				if w.ID == childprocess.WarnDependencyNotFetched && strings.Contains(w.Message, "a@1.0.0") {
+					warned = true
+				}
+				if w.ID == childprocess.WarnDependencyNotInstalled {
+					t.Errorf("also reported as not installed: %s", w.Message)
+				}
+			}
+			if !warned {
+				t.Errorf("no %s warning naming a@1.0.0: %+v", childprocess.WarnDependencyNotFetched, res.Warnings)
+			}
+			if reg.TotalServed() != 0 {
+				t.Error("an offline run fetched")
+			}
+		})
 	}
 }
 

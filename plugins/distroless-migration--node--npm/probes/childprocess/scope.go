@@ -88,8 +88,25 @@ func newScoper(ctx context.Context, repo *probe.Repo, pctx *probe.Context) (*sco
 	}
 	if d := pctx.Dependencies; d != nil && d.Mentions != nil && set != nil && set.InstallsDependencies && (!set.AddsPackages || addedPinned(set.AddedPackages, d.Mentions)) {
 		sc.mentions = d.Mentions
+		if set.OmitsDevDependencies && !set.AddsPackages {
+			// Every production package the lockfiles pin is mounted but
+			// the unavailable ones, and the image keeps no devDependency
+			// and adds no package by name: a package the walk misses is
+			// in the image only if it is one that could not be provided.
+			sc.mentions = unprovided(d.Unavailable)
+		}
 	}
 	return sc, sum, nil
+}
+
+// unprovided reports whether name is one of the pinned packages that
+// could not be provided.
+func unprovided(us []probe.UnavailableDependency) func(string) bool {
+	names := map[string]bool{}
+	for _, u := range us {
+		names[u.Name] = true
+	}
+	return func(name string) bool { return names[name] }
 }
 
 // addedPinned reports that every package a step of the image adds by

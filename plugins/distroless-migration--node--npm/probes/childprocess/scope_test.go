@@ -220,15 +220,23 @@ func TestScopesMissingPackageLockfile(t *testing.T) {
 		unavailable   bool
 		want          Scope
 		mentions      bool
+		lost          string // the package not fetched; b by default
 	}{
-		{"npm ci --omit=dev", "RUN npm ci --omit=dev", false, ScopeNotReachable, false},
-		{"NODE_ENV=production", "ENV NODE_ENV=production\nRUN npm ci", false, ScopeNotReachable, false},
-		{"a prune", "RUN npm ci && npm run build && npm prune --production", false, ScopeNotReachable, false},
-		{"devDependencies kept", "RUN npm ci", false, ScopeUnresolved, false},
-		{"a package not fetched", "RUN npm ci --omit=dev", true, ScopeUnresolved, false},
-		{"added package pinned", "RUN npm ci\nRUN npm add prisma@7", false, ScopeNotReachable, true},
-		{"added package not pinned", "RUN npm ci\nRUN npm add left-pad", false, ScopeUnresolved, true},
-		{"added package unknown", "RUN npm ci\nRUN npm add ${EXTRA}", false, ScopeUnresolved, true},
+		{"npm ci --omit=dev", "RUN npm ci --omit=dev", false, ScopeNotReachable, false, ""},
+		{"NODE_ENV=production", "ENV NODE_ENV=production\nRUN npm ci", false, ScopeNotReachable, false, ""},
+		{"a prune", "RUN npm ci && npm run build && npm prune --production", false, ScopeNotReachable, false, ""},
+		{"devDependencies kept", "RUN npm ci", false, ScopeUnresolved, false, ""},
+		{"a package not fetched", "RUN npm ci --omit=dev", true, ScopeUnresolved, false, ""},
+		{"added package pinned", "RUN npm ci\nRUN npm add prisma@7", false, ScopeNotReachable, true, ""},
+		{"added package not pinned", "RUN npm ci\nRUN npm add left-pad", false, ScopeUnresolved, true, ""},
+		{"added package unknown", "RUN npm ci\nRUN npm add ${EXTRA}", false, ScopeUnresolved, true, ""},
+		// The lockfile pins aws-sdk as a devDependency (or only mentions
+		// it): an image without devDependencies lacks it, whatever else
+		// could not be fetched; only the unfetched package itself may be
+		// what the walk misses.
+		{"not fetched, the missing one a dev pin", "RUN npm ci --omit=dev", true, ScopeNotReachable, true, ""},
+		{"not fetched, the missing one it", "RUN npm ci --omit=dev", true, ScopeUnresolved, true, "aws-sdk"},
+		{"not fetched, devDependencies kept", "RUN npm ci", true, ScopeUnresolved, true, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -248,10 +256,16 @@ func TestScopesMissingPackageLockfile(t *testing.T) {
 			}
 			d := &probe.Dependencies{Lockfile: "package-lock.json", Installed: 1}
 			if tc.mentions {
-				d.Mentions = func(name string) bool { return pinned[name] }
+				// In the cases with a package not fetched, the lockfile
+				// also pins aws-sdk, as a devDependency.
+				d.Mentions = func(name string) bool { return pinned[name] || tc.unavailable && name == "aws-sdk" }
 			}
 			if tc.unavailable {
-				d.Unavailable = []probe.UnavailableDependency{{Name: "b", Version: "1.0.0", Path: "node_modules/b", Kind: "unreachable"}}
+				lost := tc.lost
+				if lost == "" {
+					lost = "b"
+				}
+				d.Unavailable = []probe.UnavailableDependency{{Name: lost, Version: "1.0.0", Path: "node_modules/" + lost, Kind: "unreachable"}}
 			}
 			sc, g, err := newScoper(t.Context(), repo, &probe.Context{Image: probe.ImageRef{Dockerfile: "Dockerfile", Target: "0"}, Dependencies: d})
 			if err != nil {
