@@ -249,6 +249,9 @@ func TestOptInCalls(t *testing.T) {
 		{childprocess.ShapeNapiMuslCheck, "execSync", "@node-rs/argon2", true},
 		{"", "execSync", "@firecrawl/pdf-inspector", false},
 		{childprocess.ShapeNapiMuslCheck, "exec", "@node-rs/argon2", false},
+		// The earlier loader's lookup on a Node without process.report.
+		{childprocess.ShapeNapiNoReportCheck, "execSync", "@ngrok/ngrok", true},
+		{childprocess.ShapeNapiNoReportCheck, "spawnSync", "@ngrok/ngrok", false},
 	} {
 		fd := childprocess.Finding{File: "node_modules/" + tc.pkg + "/index.js", Line: 56, Function: tc.fn, Kind: childprocess.KindShell,
 			Command: "ldd --version", Origin: childprocess.OriginDependency, Package: tc.pkg, PackageVersion: "1.0.0",

@@ -39,6 +39,28 @@ import (
 // `musl = isMuslFromReport()` under `if (musl === null)`.
 const ShapeNapiMuslCheck = "napi_rs_musl_check"
 
+// ShapeNapiNoReportCheck is the musl check of napi-rs's earlier binding
+// loader (@ngrok/ngrok 1.7.0's index.js, and copies of it):
+//
+//	function isMusl() {
+//	  // For Node 10
+//	  if (!process.report || typeof process.report.getReport !== 'function') {
+//	    try {
+//	      const lddPath = require('child_process').execSync('which ldd').toString().trim()
+//	      …
+//	    } catch (e) { return true }
+//	  } else { … process.report.getReport().header … }
+//	}
+//
+// The call has the shape when it is execSync('which ldd') or
+// execSync('command -v ldd') in the branch of an if, in the same function,
+// whose test is that Node has no process.report (process.report, or a
+// report taken from process): every Node since 12.17 has one, so the
+// command never runs.
+const ShapeNapiNoReportCheck = "napi_rs_no_report_check"
+
+var napiNoReport = regexp.MustCompile(`^\(\s*!\s*(?:process\.)?report\s*\|\|\s*typeof\s+(?:process\.)?report\.getReport\s*!==?\s*['"]function['"]\s*\)$`)
+
 var (
 	napiReportGlibc = regexp.MustCompile(`glibcVersionRuntime\s*\)\s*\{?\s*return\s+false\b`)
 	napiAfterReport = regexp.MustCompile(`musl\s*=\s*isMuslFromReport\(\)\s*;?\s*\}\s*if\s*\(\s*musl\s*===\s*null\s*\)\s*\{?\s*musl\s*=\s*isMuslFromChildProcess\(\)`)
@@ -55,7 +77,27 @@ func (a *analysis) shapeOf(n *sitter.Node, c call) string {
 			return ShapeNapiMuslCheck
 		}
 	}
+	if c.function == fnExecSync && (c.command == "which ldd" || c.command == "command -v ldd") && a.onlyWithoutReport(n) {
+		return ShapeNapiNoReportCheck
+	}
 	return ""
+}
+
+// onlyWithoutReport reports a call in the consequence of an if, in the
+// same function, whose test is that Node has no process.report.
+func (a *analysis) onlyWithoutReport(n *sitter.Node) bool {
+	for child, p := n, n.Parent(); p != nil; child, p = p, p.Parent() {
+		switch p.Type() {
+		case "if_statement":
+			cons, cond := p.ChildByFieldName("consequence"), p.ChildByFieldName("condition")
+			if cons != nil && cond != nil && jsplatform.Same(cons, child) && napiNoReport.MatchString(a.text(cond)) {
+				return true
+			}
+		case "function_declaration", "function_expression", "function", "arrow_function", "method_definition":
+			return false
+		}
+	}
+	return false
 }
 
 // caughtAsFalse reports a call inside the body of a try, in the same
