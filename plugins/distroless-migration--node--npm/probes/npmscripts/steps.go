@@ -191,6 +191,10 @@ func (x *expander) invoke(pk *pkg, dir string, inv shellcmd.ScriptInvocation, en
 	defer func() { x.runner = outer }()
 	if pre, ok := pk.scripts["pre"+inv.Script]; ok && hooks {
 		if why := x.line(pk, d, pre, nil, env, "pre"+inv.Script); why != "" {
+			if !x.graphRead && len(x.steps) == 0 {
+				x.graphRead = true
+				x.graph = x.hookGraph(pk, d, pre, main, inv.Args, env, inv.Script)
+			}
 			return why
 		}
 	}
@@ -348,6 +352,35 @@ func (x *expander) followScript(pk *pkg, dir, rel string, args, env []string, sc
 	return x.command(pk, dir, exec, append(slices.Clone(env), sc.Env...), script)
 }
 
+// hookGraph is where the module graph starts when the pre hook of script
+// needs a shell (mirotalk's prestart, test -f config.js || cp …): the
+// node commands of the hook, read as an entrypoint script's are, then the
+// steps of the script's own line. Nil when one of them is not known.
+func (x *expander) hookGraph(pk *pkg, dir, pre, main string, args, env []string, script string) []Step {
+	var out []Step
+	if sc := shellcmd.AnalyzeScript(pre); !runsNoCode(sc) {
+		if out = x.graphSteps(pk, dir, "", sc, nil, env, "pre"+script); out == nil {
+			return nil
+		}
+	}
+	sub := &expander{ps: x.ps, followed: x.followed, runner: x.runner, graphRead: true}
+	if why := sub.line(pk, dir, main, args, env, script); why != "" || len(sub.steps) == 0 {
+		return nil
+	}
+	return append(out, sub.steps...)
+}
+
+// runsNoCode reports a script whose every command is a program or
+// builtin that runs no JavaScript (test -f x || cp y x).
+func runsNoCode(sc shellcmd.Script) bool {
+	for _, r := range sc.Runs {
+		if r.RunsArgs() || len(r.Argv) == 0 || !noCode[path.Base(r.Argv[0])] {
+			return false
+		}
+	}
+	return true
+}
+
 // noCode are programs an entrypoint script runs that run no JavaScript of
 // the image: what they do is judged on its own (a missing binary), and the
 // module graph has nothing to start from in them.
@@ -358,7 +391,9 @@ var noCode = map[string]bool{"mkdir": true, "chown": true, "chmod": true, "cp": 
 	"su-exec": true, "gosu": true, "tini": true, "dumb-init": true, "head": true, "tail": true, "tr": true, "cut": true,
 	"sort": true, "uniq": true, "wc": true, "stat": true, "df": true, "du": true, "getent": true, "usermod": true,
 	"groupmod": true, "useradd": true, "groupadd": true, "addgroup": true, "adduser": true, "update-ca-certificates": true,
-	"caddy": true, "nginx": true, "openssl": true}
+	"caddy": true, "nginx": true, "openssl": true,
+	// Shell builtins that run nothing.
+	"test": true, "[": true, "true": true, "false": true, "echo": true, "printf": true, "exit": true, ":": true}
 
 // graphSteps reads the node commands of rel, an entrypoint script that
 // does more than set defaults (run in dir with args), for the module

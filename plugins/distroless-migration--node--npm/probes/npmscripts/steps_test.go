@@ -1,6 +1,7 @@
 package npmscripts
 
 import (
+	"encoding/json"
 	"slices"
 	"strings"
 	"testing"
@@ -126,6 +127,45 @@ func TestSteps(t *testing.T) {
 			}
 			if c.Convertible && (len(c.Steps) != 1 || !slices.Equal(c.Steps[0].Argv, c.Direct)) && c.Steps[0].Via == "" {
 				t.Errorf("the chain converts to %q, but its steps are %v", c.Direct, c.Steps)
+			}
+		})
+	}
+}
+
+// TestHookGraph: a pre hook that needs a shell leaves the start without
+// steps, but the module graph still starts from what runs node: the
+// hook's node commands, then the script's own steps. An unknown command
+// in the hook, or a script line that needs a shell too, leaves no graph.
+func TestHookGraph(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, prestart, start string
+		want                  [][]string
+	}{
+		{"the hook runs no code", "test -f app/config.js || cp app/config.template.js app/config.js", "node app/server.js",
+			[][]string{{"node", "app/server.js"}}},
+		{"the hook runs node", "node migrate.js || exit 1", "node server.js",
+			[][]string{{"node", "migrate.js"}, {"node", "server.js"}}},
+		{"the hook runs what it reads", "$(cat cmd) || true", "node server.js", nil},
+		{"the script needs a shell too", "test -f c.js || cp t.js c.js", "node a.js || node b.js", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			pj, err := json.Marshal(map[string]any{"scripts": map[string]string{"prestart": tc.prestart, "start": tc.start}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			facts, _ := runOn(t, map[string]string{"Dockerfile": "FROM node:22\nWORKDIR /app\nCOPY . .\nCMD [\"npm\", \"start\"]\n", "package.json": string(pj)})
+			c := facts.Chains[0]
+			if !strings.HasPrefix(c.StepsWhy, `script "prestart" needs a shell`) {
+				t.Errorf("why %q, want the prestart's shell", c.StepsWhy)
+			}
+			var got [][]string
+			for _, s := range c.GraphSteps {
+				got = append(got, s.Argv)
+			}
+			if d := cmp.Diff(tc.want, got); d != "" {
+				t.Errorf("graph steps (-want +got):\n%s", d)
 			}
 		})
 	}
