@@ -285,6 +285,12 @@ func TestOptInCalls(t *testing.T) {
 		{"@dotenvx/dotenvx", "src/lib/services/precommit.js", "1.75.1", false},
 		{"@dotenvx/primitives", "dist/index.cjs", "0.8.0", true},
 		{"@dotenvx/primitives", "dist/index.cjs", "1.10.0", false},
+		// mongodb's mongocryptd, for automatic client-side encryption
+		// (mongo-express's unknown).
+		{"mongodb", "lib/client-side-encryption/mongocryptd_manager.js", "6.0.0", true},
+		{"mongodb", "lib/client-side-encryption/mongocryptd_manager.js", "7.9.1", true},
+		{"mongodb", "lib/client-side-encryption/mongocryptd_manager.js", "8.0.0", false},
+		{"mongodb", "lib/cmap/connect.js", "6.10.0", false},
 	} {
 		fn := "spawn"
 		switch tc.pkg {
