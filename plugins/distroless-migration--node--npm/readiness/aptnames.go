@@ -32,7 +32,7 @@ var aptNames = map[string]string{
 	"findutils": "findutils", "grep": "grep", "sed": "sed", "tar": "tar", "gzip": "gzip", "xz": "xz-utils", "bzip2": "bzip2",
 	"zstd": "zstd", "patch": "patch", "rsync": "rsync", "gnupg": "gnupg", "sudo": "sudo", "util-linux": "util-linux",
 	"shadow": "passwd", "perl": "perl", "exiftool": "libimage-exiftool-perl", "ffmpeg": "ffmpeg", "imagemagick": "imagemagick",
-	"graphicsmagick": "graphicsmagick", "ghostscript": "ghostscript", "poppler-utils": "poppler-utils", "chromium": "chromium",
+	"graphicsmagick": "graphicsmagick", "graphviz": "graphviz", "ghostscript": "ghostscript", "poppler-utils": "poppler-utils", "chromium": "chromium",
 	"nss": "libnss3", "freetype": "libfreetype6", "harfbuzz": "libharfbuzz0b", "ttf-freefont": "fonts-freefont-ttf",
 	"ttf-dejavu": "fonts-dejavu-core", "fontconfig": "fontconfig", "sqlite": "sqlite3", "postgresql-client": "postgresql-client",
 	"mysql-client": "default-mysql-client", "netcat-openbsd": "netcat-openbsd", "iputils": "iputils-ping", "git-lfs": "git-lfs",

@@ -182,7 +182,7 @@ var _ probe.Probe = (*Probe)(nil)
 func (*Probe) Desc() probe.Desc {
 	return probe.Desc{
 		Name:          Name,
-		Version:       "9", // 9: alpine's iputils installs ping, and its sqlite sqlite3; the native code of the packages a lockfile install mounts, at any depth (a binding.gyp, or a compiled addon outside prebuilds/); 7: the commands inside if, for, case and $(…) of a shell line are its commands too (shellcmd); 6: the build context guessed for a Dockerfile no compose file builds counts only COPY sources that are in one of its folder and the root (images.guessContext); native addons of the stages whose project is not the app's, and of packages a RUN installs by name (native_addons[].stages); 5: the global installs of a base image the repository builds count; libsql, @libsql/client and other prebuilt native packages are known; the npm packages the final stage installs globally (global_packages); 3: package.json and binding.gyp read in the image's app folder (issue 21); 4: an exec-form sh -c LINE runs the line's commands, not a missing shell binary
+		Version:       "10", // 10: graphviz installs dot and its other layout programs; 9: alpine's iputils installs ping, and its sqlite sqlite3; the native code of the packages a lockfile install mounts, at any depth (a binding.gyp, or a compiled addon outside prebuilds/); 7: the commands inside if, for, case and $(…) of a shell line are its commands too (shellcmd); 6: the build context guessed for a Dockerfile no compose file builds counts only COPY sources that are in one of its folder and the root (images.guessContext); native addons of the stages whose project is not the app's, and of packages a RUN installs by name (native_addons[].stages); 5: the global installs of a base image the repository builds count; libsql, @libsql/client and other prebuilt native packages are known; the npm packages the final stage installs globally (global_packages); 3: package.json and binding.gyp read in the image's app folder (issue 21); 4: an exec-form sh -c LINE runs the line's commands, not a missing shell binary
 		Heaviness:     probe.Light,
 		PerImage:      true,
 		CacheStrategy: probe.CacheContent,
@@ -629,6 +629,7 @@ func NextSupported(m int) int { return nextSupported(m) }
 // names differ; any other package installs a program of its own name.
 var packageBinaries = map[string][]string{
 	"imagemagick": {"convert", "magick", "identify", "mogrify"}, "graphicsmagick": {"gm"},
+	"graphviz":    {"dot", "neato", "twopi", "circo", "fdp", "sfdp", "osage", "patchwork"},
 	"ghostscript": {"gs"}, "poppler-utils": {"pdftotext", "pdftoppm", "pdfinfo"}, "openssh-client": {"ssh", "scp"},
 	"netcat": {"nc"}, "netcat-openbsd": {"nc"}, "netcat-traditional": {"nc"}, "procps": {"ps", "top", "pgrep"},
 	"iputils-ping": {"ping"}, "iputils": {"ping", "ping6", "arping", "tracepath"}, "sqlite": {"sqlite3"}, "dnsutils": {"dig", "nslookup"}, "bind-tools": {"dig", "nslookup"},
