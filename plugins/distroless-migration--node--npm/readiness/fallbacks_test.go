@@ -330,3 +330,26 @@ func TestForeignPrograms(t *testing.T) {
 		t.Errorf("notes %+v, want the three foreign calls in one note", b.notes)
 	}
 }
+
+// TestWtfnodeFallback: wtfnode's spawn of true runs only on Node 0.10
+// (etherpad-lite loads wtfnode at start): a known fallback in the releases
+// read, and not past them or in another file.
+func TestWtfnodeFallback(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		file, version string
+		want          bool
+	}{
+		{"index.js", "0.3.5", true},
+		{"index.js", "0.10.1", true},
+		{"index.js", "0.11.0", false},
+		{"index.js", "0.2.3", false},
+		{"proxy.js", "0.10.1", false},
+	} {
+		fd := childprocess.Finding{File: "node_modules/wtfnode/" + tc.file, Line: 426, Function: "spawn", Kind: childprocess.KindBinary,
+			Command: "true", Binary: "true", Origin: childprocess.OriginDependency, Package: "wtfnode", PackageVersion: tc.version, Scope: childprocess.ScopeReachable}
+		if fb, got := knownFallback(fd); got != tc.want || got && fb.RunsWhen != "" {
+			t.Errorf("wtfnode %s %s: known fallback %v, want %v", tc.version, tc.file, got, tc.want)
+		}
+	}
+}
