@@ -325,7 +325,7 @@ func printMigration(w io.Writer, m *migrate.Migration) {
 			why = append(why, fmt.Sprintf("gate(s) %s failed", strings.Join(failed, ", ")))
 		}
 		if len(inconclusive) > 0 {
-			why = append(why, fmt.Sprintf("gate(s) %s inconclusive: the original image fails the same way here, so the rewrite is not proven", strings.Join(inconclusive, ", ")))
+			why = append(why, fmt.Sprintf("gate(s) %s inconclusive: the original image fails here too, or could not be built to compare (each gate's detail says which), so the rewrite is not proven", strings.Join(inconclusive, ", ")))
 		}
 		fmt.Fprintf(w, "not migrated: %s; nothing was written\n", strings.Join(why, "; "))
 	case m.Written:

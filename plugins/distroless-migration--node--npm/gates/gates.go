@@ -35,7 +35,8 @@ type Status string
 // no port) and says why; it does not fail the migration. An inconclusive
 // gate failed, but the original image, built and booted the same way,
 // fails the same way here, so the rewrite is not shown to be the cause;
-// it never counts as passed.
+// or (same_behaviour) the original could not be built or answered
+// nothing, so there is nothing to compare. It never counts as passed.
 const (
 	Passed       Status = "passed"
 	Failed       Status = "failed"
