@@ -34,6 +34,13 @@ func (b *builder) healthcheck(d *dockerfile.File, hc dockerfile.Instruction, hcF
 	switch {
 	case hc.Form == dockerfile.FormShell:
 		line = hc.Args[0]
+		if a := shellcmd.Analyze(line); len(a.Commands) == 1 && !slices.ContainsFunc(a.Reasons, func(r string) bool { return !strings.HasPrefix(r, "runs a shell") }) {
+			// CMD sh -c 'curl … || exit 1': the shell the shell form
+			// starts only starts another one, which runs the line.
+			if inner := shellcmd.ShellLineOnly(a.Commands[0]); inner != "" {
+				line = inner
+			}
+		}
 		bl = probe.Blocker{ID: dockerfileprobe.WarnShellFormHealth, Kind: probe.ShellAtRuntime,
 			Title: fmt.Sprintf("HEALTHCHECK CMD %s runs through /bin/sh -c", hc.Args[0]), Evidence: ev(hcFile, hc.Line)}
 	case shellcmd.IsShell(argv[0]) && len(argv) >= 3 && argv[1] == "-c":

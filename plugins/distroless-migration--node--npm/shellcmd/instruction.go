@@ -1,6 +1,7 @@
 package shellcmd
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/dockerfile"
@@ -12,7 +13,15 @@ import (
 // LINE's as that line's.
 func Instruction(in dockerfile.Instruction) [][]string {
 	if in.Form == dockerfile.FormShell {
-		return Analyze(strings.Join(in.Args, " ")).Commands
+		cmds := Analyze(strings.Join(in.Args, " ")).Commands
+		// HEALTHCHECK CMD sh -c 'curl … || exit 1': the shell the line
+		// starts runs the inner line's commands too.
+		for _, c := range slices.Clone(cmds) {
+			if l := ShellLineOnly(c); l != "" {
+				cmds = append(cmds, Analyze(l).Commands...)
+			}
+		}
+		return cmds
 	}
 	if l := ShellLineOnly(in.Args); l != "" {
 		// ["bash", "-c", LINE]: the shell is judged as the start's shell
