@@ -53,6 +53,30 @@ const isMuslFromChildProcess = () => {
 module.exports = isMusl() ? require('./x.linux-x64-musl.node') : require('./x.linux-x64-gnu.node')
 `
 
+// variant is src with its first old replaced by new ("" old: src itself).
+func variant(t *testing.T, src, name, old, new string) string {
+	t.Helper()
+	if old == "" {
+		return src
+	}
+	if !strings.Contains(src, old) {
+		t.Fatalf("%s: the loader holds no %q", name, old)
+	}
+	return strings.Replace(src, old, new, 1)
+}
+
+// execSyncShapes is the shape of each execSync call the scan of src finds.
+func execSyncShapes(t *testing.T, src string) []string {
+	t.Helper()
+	var got []string
+	for _, c := range scanString(t, langJS, src).calls {
+		if c.function == fnExecSync {
+			got = append(got, c.shape)
+		}
+	}
+	return got
+}
+
 // TestNapiMuslShape: the probe names the shape only when each part of it
 // is in the file: the caught call, the report's glibc answer, and the
 // order that asks the report first.
@@ -71,24 +95,11 @@ func TestNapiMuslShape(t *testing.T) {
 		{"another command", "'ldd --version'", "'getconf GNU_LIBC_VERSION'", ""},
 		{"another function", "const isMuslFromChildProcess = () => {\n  try", "const askLdd = () => {\n  try", ""},
 	} {
-		src := napiLoader
-		if tc.old != "" {
-			if !strings.Contains(src, tc.old) {
-				t.Fatalf("%s: the loader holds no %q", tc.name, tc.old)
-			}
-			src = strings.Replace(src, tc.old, tc.new, 1)
-			if tc.name == "compiled TypeScript (a copy)" {
-				src = "const node_child_process_1 = require(\"node:child_process\");\n" + src
-			}
+		src := variant(t, napiLoader, tc.name, tc.old, tc.new)
+		if tc.name == "compiled TypeScript (a copy)" {
+			src = "const node_child_process_1 = require(\"node:child_process\");\n" + src
 		}
-		fs := scanString(t, langJS, src)
-		var got []string
-		for _, c := range fs.calls {
-			if c.function == fnExecSync {
-				got = append(got, c.shape)
-			}
-		}
-		if len(got) != 1 || got[0] != tc.want {
+		if got := execSyncShapes(t, src); len(got) != 1 || got[0] != tc.want {
 			t.Errorf("%s: execSync shapes %q, want [%q]", tc.name, got, tc.want)
 		}
 	}
@@ -132,21 +143,8 @@ func TestNapiNoReportShape(t *testing.T) {
 		{"another test", "if (!process.report || typeof process.report.getReport !== 'function') {", "if (platform === 'linux') {", ""},
 		{"another command", "'which ldd'", "'which ldd; rm -rf /tmp/x'", ""},
 	} {
-		src := napiNoReportLoader
-		if tc.old != "" {
-			if !strings.Contains(src, tc.old) {
-				t.Fatalf("%s: the loader holds no %q", tc.name, tc.old)
-			}
-			src = strings.Replace(src, tc.old, tc.new, 1)
-		}
-		fs := scanString(t, langJS, src)
-		var got []string
-		for _, c := range fs.calls {
-			if c.function == fnExecSync {
-				got = append(got, c.shape)
-			}
-		}
-		if len(got) != 1 || got[0] != tc.want {
+		src := variant(t, napiNoReportLoader, tc.name, tc.old, tc.new)
+		if got := execSyncShapes(t, src); len(got) != 1 || got[0] != tc.want {
 			t.Errorf("%s: execSync shapes %q, want [%q]", tc.name, got, tc.want)
 		}
 	}
