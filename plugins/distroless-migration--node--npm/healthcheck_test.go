@@ -193,6 +193,8 @@ var checkCases = []checkCase{
 	{line: "curl -s {URL}/health | grep -q 'status.*OK$'"},
 	{line: "curl -s -o /dev/null -w '%{http_code}' {URL}/health | grep -qx 200"},
 	{line: "curl -sL -o /dev/null -w '%{http_code}\\n' {URL}/health | grep -q '^2'"},
+	{line: `curl --silent {URL}/health | grep -E "pass|ok|OK" > /dev/null || exit 1`},
+	{line: "curl -s {URL}/health | grep -qE '^OK$|ready'"},
 	{line: "curl -fs {URL}/health | grep -qv OK", refused: "-v"},
 	{line: "curl -si {URL}/health | grep -q OK", refused: "headers"},
 	{line: "curl -s {URL}/health | grep -q 'O[K]'", refused: "["},

@@ -2,6 +2,7 @@ package shellcmd
 
 import (
 	"strconv"
+	"slices"
 	"strings"
 
 	"mvdan.cc/sh/v3/syntax"
@@ -62,7 +63,9 @@ func ParseCheckLine(line string) (cl CheckLine, why string, ok bool) {
 		cmd = bin.X
 	}
 	if pipe, isPipe := cmd.Cmd.(*syntax.BinaryCmd); isPipe && pipe.Op == syntax.Pipe && !cmd.Negated && len(cmd.Redirs) == 0 {
-		gargv, ok := plainArgv(pipe.Y)
+		// grep's own output going to /dev/null (grep -E ok > /dev/null)
+		// changes only what the health log shows, not the status.
+		gargv, ok := plainArgv(withoutDiscards(pipe.Y))
 		if !ok {
 			return cl, "what the pipe feeds is not a plain command", false
 		}
@@ -121,6 +124,17 @@ func ParseCheckLine(line string) (cl CheckLine, why string, ok bool) {
 		return cl, "it runs " + cl.Argv[0], false
 	}
 	return cl, "", true
+}
+
+// withoutDiscards is st without its redirections when each of them only
+// discards output (to /dev/null, or 2>&1 after it); st itself otherwise.
+func withoutDiscards(st *syntax.Stmt) *syntax.Stmt {
+	if len(st.Redirs) == 0 || slices.ContainsFunc(st.Redirs, func(r *syntax.Redirect) bool { return !discards(r) }) {
+		return st
+	}
+	c := *st
+	c.Redirs = nil
+	return &c
 }
 
 // plainArgv is st's words when st is a plain command: no assignment,

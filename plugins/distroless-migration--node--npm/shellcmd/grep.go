@@ -140,9 +140,27 @@ func ParseGrep(argv []string) (g Grep, why string, ok bool) {
 
 // carryPattern rewrites a basic or extended grep pattern into the common
 // syntax of Go's and JavaScript's regular expressions. It carries
-// literal text, ".", ".*", a leading "^" and a trailing "$"; anything else
-// that is an operator in the pattern's syntax is refused.
+// literal text, ".", ".*", a leading "^" and a trailing "$", and an
+// extended pattern's alternatives of those; anything else that is an
+// operator in the pattern's syntax is refused.
 func carryPattern(p string, extended bool) (string, string) {
+	if extended && strings.Contains(p, "|") && !strings.Contains(p, `\`) {
+		// Alternatives (pass|ok|up): a line matches when one of them
+		// matches, in grep -E as in Go and JavaScript, and each carries
+		// its own anchors; each is carried on its own.
+		var alts []string
+		for _, a := range strings.Split(p, "|") {
+			if a == "" {
+				return "", "the grep pattern " + quoteForWhy(p) + " has an empty alternative, which a generated check does not carry"
+			}
+			re, why := carryPattern(a, true)
+			if why != "" {
+				return "", why
+			}
+			alts = append(alts, re)
+		}
+		return strings.Join(alts, "|"), ""
+	}
 	var b strings.Builder
 	rest := p
 	if strings.HasPrefix(rest, "^") {
