@@ -1,8 +1,8 @@
 package shellcmd
 
 import (
-	"strconv"
 	"slices"
+	"strconv"
 	"strings"
 
 	"mvdan.cc/sh/v3/syntax"
