@@ -310,7 +310,9 @@ func readConfig(dir string) (*Config, error) {
 }
 
 // testImage says why a Dockerfile is a test or dev image, by its name:
-// Dockerfile.test, *.cypress, *e2e*, *.dev.
+// Dockerfile.test, *.cypress, *e2e*, *.dev, or one in a test or
+// .devcontainer folder (the voting app's result/tests/Dockerfile runs its
+// tests with phantomjs).
 func testImage(dockerfile string) string {
 	lower := strings.ToLower(dockerfile)
 	name := path.Base(lower)
@@ -319,6 +321,14 @@ func testImage(dockerfile string) string {
 		return "a test image: its path contains e2e"
 	case strings.Contains(name, "cypress"):
 		return "a test image: " + path.Base(dockerfile) + " (cypress)"
+	}
+	for _, dir := range strings.Split(path.Dir(lower), "/") {
+		switch dir {
+		case "test", "tests", "__tests__":
+			return "a test image: it is in a " + dir + " folder"
+		case ".devcontainer":
+			return "a development image: it is in .devcontainer"
+		}
 	}
 	for _, tok := range strings.FieldsFunc(name, func(r rune) bool { return r == '.' || r == '-' || r == '_' }) {
 		switch tok {

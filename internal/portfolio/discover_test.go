@@ -64,6 +64,9 @@ func TestDiscoverMonorepoAndSkips(t *testing.T) {
 	write(t, filepath.Join(repo, "e2e/Dockerfile"), "FROM node:22\n")
 	write(t, filepath.Join(repo, "services/web/Dockerfile.dev"), "FROM node:22\n")
 	write(t, filepath.Join(repo, "tools/Dockerfile"), "FROM node:22\n")
+	write(t, filepath.Join(repo, "services/web/tests/Dockerfile"), "FROM node:22\nCMD [\"/app/tests.sh\"]\n")
+	write(t, filepath.Join(repo, ".devcontainer/Dockerfile"), "FROM node:22\n")
+	write(t, filepath.Join(repo, "services/contest/Dockerfile"), "FROM node:22\n")
 	write(t, filepath.Join(repo, "proxy/Dockerfile"), "FROM nginx:1.27\n")
 	write(t, filepath.Join(repo, ConfigFile), `version: 1
 services:
@@ -86,13 +89,16 @@ services:
 	}
 	want := []listed{
 		{"gateway:Dockerfile#0", ".", "not a Node image"},
+		{"shop:.devcontainer/Dockerfile#0", ".", "a development image"},
 		{"shop:e2e/Dockerfile#0", ".", "a test image"},
 		{"shop:proxy/Dockerfile#0", ".", ""},
 		{"shop:services/api/Dockerfile#runtime", ".", ""},
+		{"shop:services/contest/Dockerfile#0", ".", ""},
 		{"shop:services/web/Dockerfile#0", "services/web", ""},
 		{"shop:services/web/Dockerfile.cypress#0", ".", "a test image"},
 		{"shop:services/web/Dockerfile.dev#0", ".", "a development image"},
 		{"shop:services/web/Dockerfile.test#0", ".", "a test image"},
+		{"shop:services/web/tests/Dockerfile#0", ".", "a test image"},
 		{"shop:tools/Dockerfile#0", ".", "excluded by codegenie-portfolio.yaml"},
 	}
 	if diff := cmp.Diff(want, summarise(got)); diff != "" {
