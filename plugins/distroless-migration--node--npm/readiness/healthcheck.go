@@ -34,10 +34,10 @@ func (b *builder) healthcheck(d *dockerfile.File, hc dockerfile.Instruction, hcF
 	switch {
 	case hc.Form == dockerfile.FormShell:
 		line = hc.Args[0]
-		if a := shellcmd.Analyze(line); len(a.Commands) == 1 && !slices.ContainsFunc(a.Reasons, func(r string) bool { return !strings.HasPrefix(r, "runs a shell") }) {
+		if cmds, why := shellcmd.AndList(line); why == "" && len(cmds) == 1 && len(cmds[0].Env) == 0 {
 			// CMD sh -c 'curl … || exit 1': the shell the shell form
 			// starts only starts another one, which runs the line.
-			if inner := shellcmd.ShellLineOnly(a.Commands[0]); inner != "" {
+			if inner := shellcmd.ShellLineOnly(cmds[0].Argv); inner != "" {
 				line = inner
 			}
 		}

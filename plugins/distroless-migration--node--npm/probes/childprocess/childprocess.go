@@ -306,10 +306,7 @@ func (*Probe) Run(ctx context.Context, repo *probe.Repo, pctx *probe.Context) (p
 	s := newSession(repo, files)
 	if d := pctx.Dependencies; d != nil {
 		s.memo = d.Memo
-		s.unavailable = make(map[string]bool)
-		for _, u := range d.Unavailable {
-			s.unavailable[u.Name] = true
-		}
+		s.unavailable = unavailableNames(d.Unavailable)
 	}
 	s.image = in
 	tasks := s.appTasks()

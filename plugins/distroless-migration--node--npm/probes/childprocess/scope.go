@@ -93,20 +93,21 @@ func newScoper(ctx context.Context, repo *probe.Repo, pctx *probe.Context) (*sco
 			// the unavailable ones, and the image keeps no devDependency
 			// and adds no package by name: a package the walk misses is
 			// in the image only if it is one that could not be provided.
-			sc.mentions = unprovided(d.Unavailable)
+			lost := unavailableNames(d.Unavailable)
+			sc.mentions = func(name string) bool { return lost[name] }
 		}
 	}
 	return sc, sum, nil
 }
 
-// unprovided reports whether name is one of the pinned packages that
-// could not be provided.
-func unprovided(us []probe.UnavailableDependency) func(string) bool {
-	names := map[string]bool{}
+// unavailableNames are the names of the pinned packages that could not be
+// provided.
+func unavailableNames(us []probe.UnavailableDependency) map[string]bool {
+	names := make(map[string]bool, len(us))
 	for _, u := range us {
 		names[u.Name] = true
 	}
-	return func(name string) bool { return names[name] }
+	return names
 }
 
 // addedPinned reports that every package a step of the image adds by
