@@ -16,7 +16,9 @@ import (
 // Limits cap what one package may hold. The zero value means the
 // defaults.
 type Limits struct {
-	// Compressed caps the tarball's size (default 64 MiB).
+	// Compressed caps the tarball's size (default 256 MiB: a package
+	// that bundles a compressed browser, @sparticuz/chromium 148, is 67
+	// MiB; the unpacked cap is what stops a decompression bomb).
 	Compressed int64
 	// Unpacked caps the bytes of the unpacked archive stream, headers
 	// included (default 512 MiB).
@@ -27,7 +29,7 @@ type Limits struct {
 
 func (l Limits) withDefaults() Limits {
 	if l.Compressed <= 0 {
-		l.Compressed = 64 << 20
+		l.Compressed = 256 << 20
 	}
 	if l.Unpacked <= 0 {
 		l.Unpacked = 512 << 20
