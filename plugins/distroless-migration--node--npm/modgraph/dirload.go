@@ -4,6 +4,7 @@ import (
 	"context"
 	"path"
 	"regexp"
+	"slices"
 	"strings"
 
 	sitter "github.com/smacker/go-tree-sitter"
@@ -32,6 +33,9 @@ func (w *walker) dirLoads(ctx context.Context, src *source, dyn []Dynamic) []Dyn
 		return dyn
 	}
 	return w.takeLoads(ctx, src, dyn, func(d Dynamic, n *sitter.Node) bool {
+		if w.listedLoad(src, d) {
+			return true
+		}
 		name, param, body := helperOf(n, src.text)
 		if name == "" || !listsFolder(string(src.data), body, param) {
 			return false
@@ -182,4 +186,163 @@ func (w *walker) callerDirs(def, name string) (map[string]bool, bool) {
 		}
 	}
 	return dirs, len(dirs) > 0
+}
+
+// A file that lists a folder and loads each entry itself (sequelize's
+// generated models/index.js: fs.readdirSync(__dirname).forEach((file) =>
+// require(path.join(__dirname, file))); web-check's server.js:
+// readdirSync(dirPath, { withFileTypes: true }) then
+// import(path.join(dirPath, dirent.name))) makes a computed load that
+// joins a folder to an entry's name. When the same file lists that folder
+// with readdir, and the folder is a literal (__dirname, a path join of
+// strings, or a name the file declares once with such a value), the load
+// reaches the loadable files of that folder, and the index file of each
+// of its subfolders (a folder's entry loads as a folder). A recursive
+// listing reaches every file below it.
+
+// entryRE is what a listed folder's entry is joined as: a name, or an
+// entry's .name (a Dirent of withFileTypes).
+var entryRE = regexp.MustCompile(`^[A-Za-z_$][\w$]*(?:\.name)?$`)
+
+// templateJoinRE is a template literal that joins a folder to an entry:
+// `${dir}/${file}`.
+var templateJoinRE = regexp.MustCompile("^`\\$\\{([^{}`]+)\\}/\\$\\{([^{}`]+)\\}`$")
+
+// listedLoad reports whether the computed load d of the app file src
+// loads the entries of a folder the file lists, and if so makes that
+// folder's files reached from the load's line.
+func (w *walker) listedLoad(src *source, d Dynamic) bool {
+	text := string(src.data)
+	open := strings.IndexByte(text[d.Offset:], '(')
+	if open < 0 {
+		return false
+	}
+	arg, closed := argument(text, d.Offset+open+1)
+	if !closed {
+		return false
+	}
+	folder, ok := joinedFolder(stripComments(arg))
+	if !ok {
+		return false
+	}
+	dirs, ok := folderDirs(text, src.file, folder)
+	if !ok {
+		return false
+	}
+	recursive := false
+	listed := false
+	for _, loc := range readdirRE.FindAllStringIndex(text, -1) {
+		args, closed := argument(text, loc[1])
+		if !closed {
+			continue
+		}
+		parts := splitTop(args)
+		got, ok := folderDirs(text, src.file, strings.TrimSpace(parts[0]))
+		if !ok || !slices.Equal(got, dirs) {
+			continue
+		}
+		listed = true
+		recursive = recursive || len(parts) > 1 && strings.Contains(parts[1], "recursive")
+	}
+	if !listed {
+		return false
+	}
+	var files []string
+	for _, f := range w.files {
+		if !appSource(f) {
+			continue
+		}
+		parent := path.Dir(f)
+		stem := strings.TrimSuffix(path.Base(f), path.Ext(f))
+		for _, dir := range dirs {
+			if parent == dir || stem == "index" && path.Dir(parent) == dir || recursive && strings.HasPrefix(f, dir+"/") {
+				files = append(files, f)
+				break
+			}
+		}
+	}
+	w.reach(files, src.file, d.Line)
+	return true
+}
+
+// joinedFolder returns the folder expression of a load's argument that
+// joins a folder to a listed entry's name: path.join(folder, file),
+// path.join(a, b, dirent.name) (the folder is then path.join(a, b)), or
+// `${folder}/${file}`.
+func joinedFolder(arg string) (string, bool) {
+	arg = strings.TrimSpace(arg)
+	if m := templateJoinRE.FindStringSubmatch(arg); m != nil {
+		return strings.TrimSpace(m[1]), entryRE.MatchString(strings.TrimSpace(m[2]))
+	}
+	loc := pathCallRE.FindStringIndex(arg)
+	if loc == nil || !strings.Contains(arg[:loc[1]], "join") {
+		return "", false
+	}
+	inner, ok := argument(arg, loc[1])
+	if !ok || strings.TrimSpace(arg[loc[1]+len(inner):]) != ")" {
+		return "", false
+	}
+	parts := splitTop(inner)
+	if len(parts) < 2 || !entryRE.MatchString(strings.TrimSpace(parts[len(parts)-1])) {
+		return "", false
+	}
+	if len(parts) == 2 {
+		return strings.TrimSpace(parts[0]), true
+	}
+	return "path.join(" + strings.Join(parts[:len(parts)-1], ",") + ")", true
+}
+
+// folderDirs resolves a folder expression of the app file file, whose
+// text is text, to the repository folders it may be: a literal folder
+// (literalDirs), with each name in it that the file declares once as a
+// string replaced by that string, or such a name whose one declaration
+// is a literal folder.
+func folderDirs(text, file, expr string) ([]string, bool) {
+	if nameOnlyRE.MatchString(expr) && expr != "__dirname" {
+		v, ok := declared(text, expr)
+		if !ok {
+			return nil, false
+		}
+		expr = v
+	}
+	if loc := pathCallRE.FindStringIndex(expr); loc != nil {
+		if inner, ok := argument(expr, loc[1]); ok {
+			parts := splitTop(inner)
+			for i, a := range parts {
+				a = strings.TrimSpace(a)
+				if nameOnlyRE.MatchString(a) && a != "__dirname" {
+					if v, ok := declared(text, a); ok && stringRE.MatchString(v) {
+						parts[i] = stringRE.FindString(v)
+					}
+				}
+			}
+			expr = expr[:loc[1]] + strings.Join(parts, ",") + expr[loc[1]+len(inner):]
+		}
+	}
+	ds, fromFile, ok := literalDirs(expr)
+	if !ok {
+		return nil, false
+	}
+	out := resolveDirs(file, ds, fromFile)
+	slices.Sort(out)
+	return slices.Compact(out), len(out) > 0
+}
+
+// nameOnlyRE is a name alone.
+var nameOnlyRE = regexp.MustCompile(`^[A-Za-z_$][\w$]*$`)
+
+// declared returns the value text of the one declaration of name in
+// text (const, let or var), up to the end of its statement or line; ok
+// is false when there is none, or more than one.
+func declared(text, name string) (string, bool) {
+	re := regexp.MustCompile(`\b(?:const|let|var)\s+` + regexp.QuoteMeta(name) + `\s*(?::\s*string\s*)?=\s*`)
+	locs := re.FindAllStringIndex(text, 2)
+	if len(locs) != 1 {
+		return "", false
+	}
+	rest := text[locs[0][1]:]
+	if i := strings.IndexAny(rest, ";\n"); i >= 0 {
+		rest = rest[:i]
+	}
+	return strings.TrimSpace(rest), true
 }

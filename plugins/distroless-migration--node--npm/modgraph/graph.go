@@ -53,6 +53,9 @@ type Graph struct {
 	Escapes []string
 	// Truncated is set when the walk stopped at MaxFiles.
 	Truncated bool
+	// open maps each dependency file that only the app's files a
+	// computed load leaves open load to that load (open.go).
+	open map[string]Site
 	// words counts each word's occurrences in the reached files
 	// (lazy.go).
 	words map[string]*wordStat
@@ -143,6 +146,9 @@ func (g *Graph) LoadLine(file string) int { return g.line[file] }
 func (g *Graph) DynamicIn(file string) (Site, bool) {
 	if g == nil {
 		return Site{}, false
+	}
+	if d, ok := g.open[file]; ok {
+		return d, true
 	}
 	pkg := PackageOf(file)
 	for _, d := range g.Dynamic {
@@ -305,6 +311,9 @@ func build(ctx context.Context, repo *probe.Repo, pctx *probe.Context) (*Graph, 
 		return w.g, nil
 	}
 	if err := w.run(ctx); err != nil {
+		return nil, err
+	}
+	if err := w.openWalk(ctx); err != nil {
 		return nil, err
 	}
 	w.g.words, w.g.files, w.g.repo, w.g.live = w.lazy.words, w.lazy.files, w.repo, newLiveness()

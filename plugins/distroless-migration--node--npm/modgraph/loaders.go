@@ -212,7 +212,13 @@ func literalDirs(v string) (dirs []string, fromFile bool, ok bool) {
 				parts = append(parts, m[1]+m[2]+m[3])
 			}
 		}
-		return path.Join(parts...), file, true
+		joined := path.Join(parts...)
+		if base := strings.TrimSpace(splitTop(args)[0]); strings.Contains(s[:loc[1]], "join") && (base == "__dirname" || base == "process.cwd()") {
+			// path.join(__dirname, '/api') is __dirname's api: only
+			// resolve starts over at an absolute part.
+			joined = strings.TrimPrefix(joined, "/")
+		}
+		return joined, file, true
 	}
 	v = strings.TrimSpace(v)
 	if strings.HasPrefix(v, "[") {

@@ -1,6 +1,7 @@
 package modgraph
 
 import (
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -1592,6 +1593,112 @@ func TestDirLoads(t *testing.T) {
 	files["server/tasks/index.ts"] = strings.Replace(tasks, "@server/utils/fs", "other-helpers", 1)
 	if _, open := graphOf(t, files).DynamicIn("scripts/release.js"); !open {
 		t.Error("a helper called only from files that do not import it left the app closed")
+	}
+}
+
+// TestListedFolderLoads: a file that lists a folder with readdir and
+// loads each entry joined to that folder (sequelize's models/index.js,
+// web-check's route loader) reaches that folder's files and its
+// subfolders' index files, not the rest of the app. A load joined to
+// another folder than the one listed, or to a folder that is not a
+// literal, leaves the app open.
+func TestListedFolderLoads(t *testing.T) {
+	t.Parallel()
+	models := "const fs = require('fs');\nconst path = require('path');\nconst db = {};\n" +
+		"fs.readdirSync(__dirname)\n  .filter((file) => file !== 'index.js')\n" +
+		"  .forEach((file) => {\n    const model = require(path.join(__dirname, file))(db);\n  });\nmodule.exports = db;\n"
+	server := "import fs from 'fs';\nimport path from 'path';\nconst API_DIR = '/api'; // handlers\n" +
+		"const dirPath = path.join(__dirname, API_DIR);\n" +
+		"fs.readdirSync(dirPath, { withFileTypes: true })\n  .filter((dirent) => dirent.isFile())\n" +
+		"  .forEach(async (dirent) => {\n    const m = await import(path.join(dirPath, dirent.name));\n  });\n" +
+		"require('./models');\n"
+	files := map[string]string{
+		"Dockerfile":           "FROM gcr.io/distroless/nodejs22-debian13\nWORKDIR /app\nCOPY . .\nCMD [\"server.js\"]\n",
+		"package.json":         `{"name":"svc"}`,
+		"server.js":            server,
+		"api/status.js":        "",
+		"api/trace-route.js":   "",
+		"api/nested/index.js":  "",
+		"api/nested/deep/x.js": "",
+		"models/index.js":      models,
+		"models/user.js":       "",
+		"scripts/release.js":   "",
+	}
+	g := graphOf(t, files)
+	for _, f := range []string{"api/status.js", "api/trace-route.js", "api/nested/index.js", "models/user.js"} {
+		if !g.Reached(f) {
+			t.Errorf("%s not reached", f)
+		}
+	}
+	if got := g.LoadLine("api/status.js"); got != 8 {
+		t.Errorf("load line = %d, want 8 (the import)", got)
+	}
+	if got := g.LoadLine("models/user.js"); got != 7 {
+		t.Errorf("load line = %d, want 7 (the require)", got)
+	}
+	for _, f := range []string{"api/nested/deep/x.js", "scripts/release.js"} {
+		if g.Reached(f) {
+			t.Errorf("%s, in no listed folder, was reached", f)
+		}
+		if d, open := g.DynamicIn(f); open {
+			t.Errorf("%s open through %+v", f, d)
+		}
+	}
+	// A recursive listing reaches every file below the folder.
+	rec := maps.Clone(files)
+	rec["server.js"] = strings.Replace(server, "{ withFileTypes: true }", "{ withFileTypes: true, recursive: true }", 1)
+	if g := graphOf(t, rec); !g.Reached("api/nested/deep/x.js") {
+		t.Error("a recursive listing did not reach a file two folders down")
+	}
+	for name, change := range map[string][2]string{
+		"a load joined to another folder than the one listed": {"import(path.join(dirPath, dirent.name))", "import(path.join(__dirname, dirent.name))"},
+		"a folder that is not a literal":                      {"path.join(__dirname, API_DIR);", "path.join(__dirname, process.env.API);"},
+		"a name declared twice":                               {"const API_DIR = '/api';", "let API_DIR = '/api';\nif (x) { var API_DIR = '/v2'; }"},
+		"a load of more than the entry":                       {"dirent.name));", "dirent.name, 'index.js'));"},
+	} {
+		open := maps.Clone(files)
+		open["server.js"] = strings.Replace(server, change[0], change[1], 1)
+		if open["server.js"] == server {
+			t.Fatalf("%s: the change did not apply", name)
+		}
+		if _, isOpen := graphOf(t, open).DynamicIn("scripts/release.js"); !isOpen {
+			t.Errorf("%s left the app closed", name)
+		}
+	}
+}
+
+// TestOpenAppLoadsDependencies: a package that only app files a computed
+// load leaves open load is open through that load, though not reached; a
+// package only a test file loads is not, nor is one no app file loads.
+func TestOpenAppLoadsDependencies(t *testing.T) {
+	t.Parallel()
+	files := map[string]string{
+		"Dockerfile":          "FROM gcr.io/distroless/nodejs22-debian13\nWORKDIR /app\nCOPY . .\nCMD [\"server.js\"]\n",
+		"package.json":        `{"name":"svc"}`,
+		"server.js":           "const path = require('path');\nconst r = require(path.join(__dirname, 'routes', process.env.ROUTE));\n",
+		"routes/backup.js":    "require('archiver-tool');\n",
+		"test/backup.test.js": "require('lint-helper');\n",
+		"node_modules/archiver-tool/package.json": `{"name":"archiver-tool","main":"index.js"}`,
+		"node_modules/archiver-tool/index.js":     "require('./lib/tar');\n",
+		"node_modules/archiver-tool/lib/tar.js":   "",
+		"node_modules/lint-helper/package.json":   `{"name":"lint-helper","main":"index.js"}`,
+		"node_modules/lint-helper/index.js":       "",
+		"node_modules/other/package.json":         `{"name":"other","main":"index.js"}`,
+		"node_modules/other/index.js":             "",
+	}
+	g := graphOf(t, files)
+	for _, f := range []string{"node_modules/archiver-tool/index.js", "node_modules/archiver-tool/lib/tar.js"} {
+		if g.Reached(f) {
+			t.Errorf("%s reached: no literal load leads to it from the entrypoint", f)
+		}
+		if d, open := g.DynamicIn(f); !open || d.File != "server.js" || d.Line != 2 {
+			t.Errorf("%s: open = %v through %+v, want open through server.js:2", f, open, d)
+		}
+	}
+	for _, f := range []string{"node_modules/lint-helper/index.js", "node_modules/other/index.js"} {
+		if d, open := g.DynamicIn(f); open {
+			t.Errorf("%s open through %+v", f, d)
+		}
 	}
 }
 
