@@ -158,10 +158,46 @@ func (sc *scanner) scan(ctx context.Context, l language, src []byte) (fileScan, 
 }
 
 // value is what an expression denotes: the child_process module (fn == "")
-// or one of its functions.
-type value struct{ fn string }
+// or one of its functions. mod names a spawn-compatible package whose
+// export this is (crossSpawnValue).
+type value struct{ fn, mod string }
 
 var moduleValue = value{}
+
+// crossSpawnValue is what require('cross-spawn') denotes: its spawn, with
+// spawn and sync (spawnSync) as properties. On Linux cross-spawn hands the
+// command, its arguments and its options to child_process's function
+// unchanged (7.0.3 and 7.0.6, lib/parse.js: parseNonShell returns the
+// call as it is unless the platform is win32, and a shell option goes
+// through to child_process), so a call of it is judged as spawn's.
+var crossSpawnValue = value{fn: fnSpawn, mod: "cross-spawn"}
+
+// specValue is what loading the module spec (one of moduleSpecs)
+// denotes.
+func specValue(spec string) value {
+	if spec == "cross-spawn" {
+		return crossSpawnValue
+	}
+	return moduleValue
+}
+
+// property is v.name: a function of child_process, or of a
+// spawn-compatible package; ok is false for anything else.
+func property(v value, name string) (value, bool) {
+	switch {
+	case v == moduleValue && isProcessFunc(name):
+		return value{fn: name}, true
+	case v == moduleValue && name == "default":
+		return v, true
+	case v == crossSpawnValue && name == "spawn":
+		return value{fn: fnSpawn}, true
+	case v == crossSpawnValue && name == "sync":
+		return value{fn: fnSpawnSync}, true
+	case v == crossSpawnValue && name == "default":
+		return v, true
+	}
+	return value{}, false
+}
 
 type findingKey struct {
 	start uint32
@@ -197,7 +233,7 @@ const maxDepth = 64
 
 func (a *analysis) run() {
 	sources := make(map[uint32]bool)
-	for _, nd := range [][]byte{needle, compatNeedle} {
+	for _, nd := range needles {
 		a.sources(nd, sources)
 	}
 	for len(a.queue) > 0 {
@@ -228,11 +264,12 @@ func (a *analysis) sources(nd []byte, sources map[uint32]bool) {
 		if t := str.Type(); t != "string" && t != "template_string" {
 			continue
 		}
-		if !isModuleSpecifier(a.text(str)) {
+		raw := a.text(str)
+		if !isModuleSpecifier(raw) {
 			continue
 		}
 		sources[str.StartByte()] = true
-		a.source(str)
+		a.source(str, specValue(raw[1:len(raw)-1]))
 	}
 }
 
@@ -292,8 +329,9 @@ func (a *analysis) text(n *sitter.Node) string {
 	return string(a.src[s:e])
 }
 
-// source handles a string literal naming child_process.
-func (a *analysis) source(str *sitter.Node) {
+// source handles a string literal naming child_process (or one of
+// moduleSpecs), whose load denotes v.
+func (a *analysis) source(str *sitter.Node, v value) {
 	p := str.Parent()
 	if p == nil {
 		return
@@ -312,11 +350,11 @@ func (a *analysis) source(str *sitter.Node) {
 			return
 		}
 		if fn.Type() == "import" || (fn.Type() == "identifier" && a.text(fn) == "require") {
-			a.use(c, moduleValue)
+			a.use(c, v)
 		}
 	case "import_statement":
 		if isField(p, "source", str) && !hasKeyword(p, "type") {
-			a.importStatement(p)
+			a.importStatement(p, v)
 		}
 	case "import_require_clause": // TypeScript: import cp = require('child_process')
 		if s := p.Parent(); s != nil && hasKeyword(s, "type") {
@@ -324,7 +362,7 @@ func (a *analysis) source(str *sitter.Node) {
 		}
 		for i := 0; i < int(p.NamedChildCount()); i++ {
 			if c := p.NamedChild(i); c.Type() == "identifier" {
-				a.bind(c, moduleValue)
+				a.bind(c, v)
 				return
 			}
 		}
@@ -335,8 +373,9 @@ func (a *analysis) source(str *sitter.Node) {
 	}
 }
 
-// importStatement binds the names an ESM import of child_process declares.
-func (a *analysis) importStatement(s *sitter.Node) {
+// importStatement binds the names an ESM import of child_process (or of
+// a module whose load denotes v) declares.
+func (a *analysis) importStatement(s *sitter.Node, v value) {
 	var clause *sitter.Node
 	for i := 0; i < int(s.NamedChildCount()); i++ {
 		if c := s.NamedChild(i); c.Type() == "import_clause" {
@@ -350,11 +389,11 @@ func (a *analysis) importStatement(s *sitter.Node) {
 		c := clause.NamedChild(i)
 		switch c.Type() {
 		case "identifier": // default import
-			a.bind(c, moduleValue)
+			a.bind(c, v)
 		case "namespace_import":
 			for j := 0; j < int(c.NamedChildCount()); j++ {
 				if id := c.NamedChild(j); id.Type() == "identifier" {
-					a.bind(id, moduleValue)
+					a.bind(id, v)
 				}
 			}
 		case "named_imports":
@@ -372,12 +411,8 @@ func (a *analysis) importStatement(s *sitter.Node) {
 					continue
 				}
 				a.decls[name.StartByte()] = true
-				imported := a.nameOf(name)
-				switch {
-				case imported == "default":
-					a.bind(local, moduleValue)
-				case isProcessFunc(imported):
-					a.bind(local, value{fn: imported})
+				if pv, ok := property(v, a.nameOf(name)); ok {
+					a.bind(local, pv)
 				}
 			}
 		}
@@ -596,19 +631,20 @@ func (a *analysis) use(n *sitter.Node, v value) {
 
 // member handles v.prop (or v['prop']) at node m.
 func (a *analysis) member(m *sitter.Node, v value, prop string) {
-	if v != moduleValue {
-		a.escape(m, v) // exec.call, exec.bind, ...: the function is used
+	if pv, ok := property(v, prop); ok {
+		a.use(m, pv)
 		return
 	}
 	switch {
-	case isProcessFunc(prop):
-		a.use(m, value{fn: prop})
-	case prop == "default":
-		a.use(m, v)
-	case prop == "then":
+	case prop == "then" && (v == moduleValue || v == crossSpawnValue):
 		a.escape(m, v) // import('child_process').then(...)
+	case v == moduleValue:
+		// Anything else (ChildProcess, constants) starts nothing.
+	case v == crossSpawnValue && strings.HasPrefix(prop, "_"):
+		// cross-spawn's _parse and _enoent start nothing.
+	default:
+		a.escape(m, v) // exec.call, exec.bind, ...: the function is used
 	}
-	// Anything else (ChildProcess, constants) starts nothing.
 }
 
 // assign handles `target = n` where n denotes v.
@@ -620,8 +656,8 @@ func (a *analysis) assign(n, target *sitter.Node, v value) {
 	case "identifier":
 		a.bind(target, v)
 	case "object_pattern":
-		if v == moduleValue {
-			a.destructure(target)
+		if v == moduleValue || v == crossSpawnValue {
+			a.destructure(target, v)
 			return
 		}
 		a.escape(n, v)
@@ -630,24 +666,24 @@ func (a *analysis) assign(n, target *sitter.Node, v value) {
 	}
 }
 
-// destructure binds the names of an object pattern taken from the module.
-func (a *analysis) destructure(pat *sitter.Node) {
+// destructure binds the names of an object pattern taken from the module
+// v denotes.
+func (a *analysis) destructure(pat *sitter.Node, v value) {
 	for i := 0; i < int(pat.NamedChildCount()); i++ {
 		c := pat.NamedChild(i)
 		switch c.Type() {
 		case "shorthand_property_identifier_pattern": // { exec }
-			if name := a.text(c); isProcessFunc(name) {
-				a.bind(c, value{fn: name})
+			if pv, ok := property(v, a.text(c)); ok {
+				a.bind(c, pv)
 			}
 		case "object_assignment_pattern": // { exec = fallback }
 			if left := c.ChildByFieldName("left"); left != nil {
-				if name := a.text(left); isProcessFunc(name) {
-					a.bind(left, value{fn: name})
+				if pv, ok := property(v, a.text(left)); ok {
+					a.bind(left, pv)
 				}
 			}
 		case "pair_pattern": // { execSync: run } or { execSync: run = fallback }
 			key := c.ChildByFieldName("key")
-			name := a.nameOf(key)
 			local := c.ChildByFieldName("value")
 			if local != nil && local.Type() == "assignment_pattern" {
 				local = local.ChildByFieldName("left")
@@ -655,16 +691,13 @@ func (a *analysis) destructure(pat *sitter.Node) {
 			if local == nil || local.Type() != "identifier" {
 				continue
 			}
-			switch {
-			case isProcessFunc(name):
-				a.bind(local, value{fn: name})
-			case name == "default":
-				a.bind(local, moduleValue)
+			if pv, ok := property(v, a.nameOf(key)); ok {
+				a.bind(local, pv)
 			}
 		case "rest_pattern": // { ...rest }: rest holds the functions
 			for j := 0; j < int(c.NamedChildCount()); j++ {
 				if id := c.NamedChild(j); id.Type() == "identifier" {
-					a.bind(id, moduleValue)
+					a.bind(id, v)
 				}
 			}
 		}

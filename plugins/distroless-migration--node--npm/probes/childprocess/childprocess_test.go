@@ -287,6 +287,8 @@ func TestMentionsModule(t *testing.T) {
 		{"require('child-process-promise')", true},
 		{"'my-child-process'", false},
 		{"'promisify-child-process-extra'", false},
+		{`import spawn from 'cross-spawn'`, true},
+		{"'cross-spawn-async'", false},
 		{"", false},
 	}
 	for _, tt := range tests {
@@ -515,6 +517,45 @@ func TestCompatibleModules(t *testing.T) {
 		got = append(got, fmt.Sprintf("%s:%d %s %s %s", f.File, f.Line, f.Function, f.Kind, f.Command))
 	}
 	want := []string{"server.ts:3 spawn binary docker", "server.ts:5 exec shell docker ps | head -1"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("findings (-want +got):\n%s", diff)
+	}
+}
+
+// TestCrossSpawn: cross-spawn's export is spawn, with spawn and sync
+// (spawnSync) as properties; on Linux it passes its arguments and options
+// to child_process's function unchanged, so the app's calls of it are
+// judged as spawn's, in each way it is loaded.
+func TestCrossSpawn(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	writeRepo(t, dir, map[string]string{
+		"package.json": `{"name":"svc","version":"1.0.0"}`,
+		"run.ts": "import spawn from 'cross-spawn';\n" +
+			"export const version = () => spawn('pnpm', ['--version']);\n" +
+			"export const gitSync = () => spawn.sync('git', ['status']);\n" +
+			"export const viaShell = () => spawn('ls', ['-l'], { shell: true });\n" +
+			"export const run = (args: string[]) => spawn(args[0], args.slice(1));\n" +
+			"export const parsed = spawn._parse;\n",
+		"lib.js": "const crossSpawn = require('cross-spawn');\nconst { sync } = require('cross-spawn');\n" +
+			"crossSpawn.spawn('ffmpeg', ['-version']);\nsync('convert', ['in.png', 'out.jpg']);\n",
+		"named.mjs": "import { sync as spawnSync } from 'cross-spawn';\nspawnSync('node', ['x.js']);\n",
+		"other.js":  "const spawn = require('cross-spawn-async');\nspawn('make');\n",
+	})
+	out := runProbe(t, dir)
+	var got []string
+	for _, f := range out.Facts.(*Facts).Findings {
+		got = append(got, fmt.Sprintf("%s:%d %s %s %s", f.File, f.Line, f.Function, f.Kind, f.Command))
+	}
+	want := []string{
+		"lib.js:3 spawn binary ffmpeg",
+		"lib.js:4 spawnSync binary convert",
+		"named.mjs:2 spawnSync binary node",
+		"run.ts:2 spawn binary pnpm",
+		"run.ts:3 spawnSync binary git",
+		"run.ts:4 spawn shell ls",
+		"run.ts:5 spawn dynamic ",
+	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("findings (-want +got):\n%s", diff)
 	}

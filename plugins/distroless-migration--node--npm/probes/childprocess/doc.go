@@ -56,13 +56,15 @@
 // optionalDependencies and peerDependencies, resolved as Node's require
 // does. Workspace packages are scanned as application code, but only the
 // root package.json's dependencies are followed. Wrapper libraries (execa,
-// cross-spawn, shelljs) are seen only through their own child_process
-// calls, which are usually dynamic or maybe_shell: a call of the wrapper in
-// the application is not a finding. The exception is a package that
-// exports child_process's own functions under their names with the same
-// arguments (promisify-child-process, child-process-promise: moduleSpecs):
-// its import is read as the module's, so the app's calls of it are
-// findings too.
+// shelljs) are seen only through their own child_process calls, which are
+// usually dynamic or maybe_shell: a call of the wrapper in the
+// application is not a finding. The exceptions are a package that exports
+// child_process's own functions under their names with the same arguments
+// (promisify-child-process, child-process-promise: moduleSpecs), whose
+// import is read as the module's, and cross-spawn, whose export is spawn
+// itself (with spawn and sync, spawnSync, as properties) and which on
+// Linux passes its arguments and options to child_process unchanged: the
+// app's calls of them are findings too.
 //
 // # Cost
 //

@@ -21,8 +21,11 @@ import (
 
 // needle is the module name every recognised use contains; compatNeedle
 // is what the packages that export child_process's own functions under
-// its names contain (moduleSpecs).
-var needle, compatNeedle = []byte("child_process"), []byte("child-process")
+// its names contain, and spawnNeedle cross-spawn's name (moduleSpecs).
+var needle, compatNeedle, spawnNeedle = []byte("child_process"), []byte("child-process"), []byte("cross-spawn")
+
+// needles are what a file that uses one of moduleSpecs holds.
+var needles = [][]byte{needle, compatNeedle, spawnNeedle}
 
 // moduleSpecs are the module specifiers whose functions are
 // child_process's: the module itself, and packages that export its
@@ -30,8 +33,9 @@ var needle, compatNeedle = []byte("child_process"), []byte("child-process")
 // (promisify-child-process 4.1.2's index.cjs and child-process-promise
 // 2.2.1's lib/index.js wrap exec, execFile, spawn and fork and pass their
 // arguments through). An app's call of one of them with a literal command
-// is judged like child_process's.
-var moduleSpecs = []string{"child_process", "node:child_process", "promisify-child-process", "child-process-promise"}
+// is judged like child_process's. cross-spawn's export is spawn itself,
+// with spawn and sync as properties (crossSpawnValue).
+var moduleSpecs = []string{"child_process", "node:child_process", "promisify-child-process", "child-process-promise", "cross-spawn"}
 
 // session is one Run's state. Only scanAll runs concurrently, and its
 // workers write nothing but their own result slots.
@@ -288,7 +292,7 @@ func (s *session) scanFileUncached(ctx context.Context, sc *scanner, t *task) (r
 // analysis recognises. It is the cheap test that decides whether a file is
 // parsed.
 func mentionsModule(src []byte) bool {
-	for _, nd := range [][]byte{needle, compatNeedle} {
+	for _, nd := range needles {
 		for off := 0; ; {
 			i := bytes.Index(src[off:], nd)
 			if i < 0 {
