@@ -340,9 +340,76 @@ func declared(text, name string) (string, bool) {
 	if len(locs) != 1 {
 		return "", false
 	}
+	// Nor is it given another value.
+	set := regexp.MustCompile(`(?:^|[^\w$.])` + regexp.QuoteMeta(name) + `\s*(?::\s*string\s*)?(?:[-+*/|&?]|\?\?)?=[^=>]`)
+	if len(set.FindAllStringIndex(text, 2)) != 1 {
+		return "", false
+	}
 	rest := text[locs[0][1]:]
 	if i := strings.IndexAny(rest, ";\n"); i >= 0 {
 		rest = rest[:i]
 	}
 	return strings.TrimSpace(rest), true
+}
+
+// A computed load whose argument is a name the file declares once, with a
+// path as its value (web-check's const ssrHandlerPath =
+// path.join(__dirname, 'dist', 'server', 'entry.mjs'), then
+// import(ssrHandlerPath)), loads that path: it is a literal load, of a
+// file relative to the file that names it when the path is joined to
+// __dirname, else of the string as written.
+
+// namedLoads takes out of dyn, the computed loads of the app file src,
+// those whose argument is such a name, and returns them as literal loads.
+func namedLoads(src *source, imps []Import, dyn []Dynamic) ([]Import, []Dynamic) {
+	if !appComputed(src, dyn) {
+		return imps, dyn
+	}
+	text := string(src.data)
+	kept := dyn[:0:0]
+	for _, d := range dyn {
+		if spec, ok := namedPath(text, d); ok {
+			imps = append(imps, Import{Spec: spec, Line: d.Line, Offset: d.Offset})
+			continue
+		}
+		kept = append(kept, d)
+	}
+	return imps, kept
+}
+
+// namedPath returns the specifier a computed load d of text loads when its
+// argument is a name declared once with a literal path.
+func namedPath(text string, d Dynamic) (string, bool) {
+	if d.Prefix != "" || d.Env != "" {
+		return "", false
+	}
+	open := strings.IndexByte(text[d.Offset:], '(')
+	if open < 0 {
+		return "", false
+	}
+	arg, closed := argument(text, d.Offset+open+1)
+	arg = strings.TrimSpace(stripComments(arg))
+	if !closed || !nameOnlyRE.MatchString(arg) || arg == "__dirname" {
+		return "", false
+	}
+	v, ok := declared(text, arg)
+	if !ok || strings.HasPrefix(v, "[") {
+		return "", false
+	}
+	if m := stringRE.FindStringSubmatch(v); m != nil && len(m[0]) == len(v) {
+		return m[1] + m[2] + m[3], m[1]+m[2]+m[3] != ""
+	}
+	loc := pathCallRE.FindStringIndex(v)
+	if loc == nil {
+		return "", false
+	}
+	inner, ok := argument(v, loc[1])
+	if !ok || strings.TrimSpace(v[loc[1]+len(inner):]) != ")" || strings.TrimSpace(splitTop(inner)[0]) != "__dirname" {
+		return "", false
+	}
+	ds, fromFile, ok := literalDirs(v)
+	if !ok || !fromFile || len(ds) != 1 || ds[0] == "." || strings.ContainsAny(ds[0], "*?[{") {
+		return "", false
+	}
+	return "./" + ds[0], true
 }

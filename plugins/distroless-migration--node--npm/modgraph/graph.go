@@ -386,6 +386,7 @@ func (w *walker) run(ctx context.Context) error {
 		dyn = w.runnerCallbacks(ctx, src, dyn)
 		dyn = w.globLoads(ctx, src, dyn)
 		dyn = w.dirLoads(ctx, src, dyn)
+		imps, dyn = namedLoads(src, imps, dyn)
 		imps, dyn, lazy := w.deferLoads(ctx, src, imps, dyn)
 		src.close()
 		for name, ds := range lazy {

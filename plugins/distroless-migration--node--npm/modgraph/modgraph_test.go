@@ -1702,6 +1702,45 @@ func TestOpenAppLoadsDependencies(t *testing.T) {
 	}
 }
 
+// TestNamedLoads: a computed load of a name the file declares once with a
+// literal path (a path.join from __dirname, or a string) is a literal load
+// of that path; a name given another value, or a path joined to another
+// folder than __dirname, keeps the load computed and the app open.
+func TestNamedLoads(t *testing.T) {
+	t.Parallel()
+	server := "const path = require('path');\n" +
+		"const ssrHandlerPath = path.join(__dirname, 'dist', 'server', 'entry.mjs');\n" +
+		"const plugin = './plugins/main.js';\n" +
+		"import(ssrHandlerPath).then((m) => m.handler);\nrequire(plugin);\n"
+	files := map[string]string{
+		"Dockerfile":            "FROM gcr.io/distroless/nodejs22-debian13\nWORKDIR /app\nCOPY . .\nCMD [\"server.js\"]\n",
+		"package.json":          `{"name":"svc"}`,
+		"server.js":             server,
+		"dist/server/entry.mjs": "",
+		"plugins/main.js":       "",
+		"scripts/release.js":    "",
+	}
+	g := graphOf(t, files)
+	for f, line := range map[string]int{"dist/server/entry.mjs": 4, "plugins/main.js": 5} {
+		if !g.Reached(f) || g.LoadLine(f) != line {
+			t.Errorf("%s: reached %v at line %d, want line %d", f, g.Reached(f), g.LoadLine(f), line)
+		}
+	}
+	if d, open := g.DynamicIn("scripts/release.js"); open {
+		t.Errorf("the app is open through %+v", d)
+	}
+	for name, change := range map[string][2]string{
+		"a name given another value":        {"require(plugin);", "plugin = process.env.PLUGIN;\nrequire(plugin);"},
+		"a join from the working directory": {"path.join(__dirname, 'dist'", "path.join(process.cwd(), 'dist'"},
+	} {
+		open := maps.Clone(files)
+		open["server.js"] = strings.Replace(server, change[0], change[1], 1)
+		if _, isOpen := graphOf(t, open).DynamicIn("scripts/release.js"); !isOpen {
+			t.Errorf("%s left the app closed", name)
+		}
+	}
+}
+
 // TestEntrypointScriptSteps: an entrypoint script that does more than set
 // defaults (it migrates, then execs node) still needs its shell, but the
 // graph starts from the node commands it runs: the npx bin and the server.
