@@ -20,6 +20,8 @@
 //
 // It does not resolve version ranges: a dependency the lockfile does not
 // pin is missing, as it would be from npm ci. Development dependencies are
-// left out, since they do not ship. Registry credentials are not read:
+// left out (they do not ship from an install that omits them), unless the
+// caller asks for them (InstallDev): an image whose install omits nothing
+// ships them. Registry credentials are not read:
 // a registry that needs them answers 401 and the package is missing.
 package deps

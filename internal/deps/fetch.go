@@ -168,7 +168,13 @@ func (f *Fetcher) client() *http.Client {
 // Install reads the lockfile and registry settings of the repository at
 // dir and makes every pinned production package available.
 func (f *Fetcher) Install(ctx context.Context, dir string) (*Result, error) {
-	lock, err := ReadLock(dir)
+	return f.InstallDev(ctx, dir, false)
+}
+
+// InstallDev is Install that, with dev, installs the development packages
+// too, as an install that omits nothing does (ReadLockDev).
+func (f *Fetcher) InstallDev(ctx context.Context, dir string, dev bool) (*Result, error) {
+	lock, err := ReadLockDev(dir, dev)
 	if err != nil {
 		return nil, err
 	}

@@ -98,7 +98,13 @@ func (e *LockfileError) Unwrap() error { return e.Err }
 
 // ReadLock reads the lockfile at the root of dir, in the order npm, yarn
 // and pnpm would trust them (npm-shrinkwrap.json before package-lock.json).
-func ReadLock(dir string) (*Lock, error) {
+// Its packages are the production ones.
+func ReadLock(dir string) (*Lock, error) { return ReadLockDev(dir, false) }
+
+// ReadLockDev is ReadLock that, with dev, keeps the development packages
+// too: what an install that omits nothing (npm ci, yarn install, pnpm
+// install without --prod) places.
+func ReadLockDev(dir string, dev bool) (*Lock, error) {
 	for _, f := range []string{FormatShrinkwrap, FormatNPM, FormatYarn, FormatPNPM} {
 		data, err := regfile.ReadFile(filepath.Join(dir, f), MaxLockfileBytes)
 		if errors.Is(err, fs.ErrNotExist) {
@@ -110,14 +116,22 @@ func ReadLock(dir string) (*Lock, error) {
 		var l *Lock
 		switch f {
 		case FormatShrinkwrap, FormatNPM:
-			l, err = ParseNPM(data)
+			l, err = parseNPM(data, dev)
 		case FormatYarn:
 			var root manifest
 			if root, err = readManifest(dir); err == nil {
-				l, err = ParseYarn(data, root.prodDeps())
+				roots := root.prodDeps()
+				if dev {
+					for n, r := range root.DevDependencies {
+						if _, ok := roots[n]; !ok {
+							roots[n] = r
+						}
+					}
+				}
+				l, err = ParseYarn(data, roots)
 			}
 		case FormatPNPM:
-			l, err = ParsePNPM(data)
+			l, err = parsePNPM(data, dev)
 		}
 		if err != nil {
 			return nil, &LockfileError{File: f, Err: err}
@@ -140,6 +154,7 @@ func ReadLock(dir string) (*Lock, error) {
 type manifest struct {
 	Dependencies         map[string]string `json:"dependencies"`
 	OptionalDependencies map[string]string `json:"optionalDependencies"`
+	DevDependencies      map[string]string `json:"devDependencies"`
 }
 
 // prodDeps maps each production dependency to its range.
@@ -202,7 +217,10 @@ type npmDep struct {
 // tarball) and development-only packages are left out; a package that is
 // both a devDependency and an optional one of a production package
 // (devOptional) is kept, as npm ci --omit=dev keeps it.
-func ParseNPM(data []byte) (*Lock, error) {
+func ParseNPM(data []byte) (*Lock, error) { return parseNPM(data, false) }
+
+// parseNPM is ParseNPM that, with dev, keeps the development packages.
+func parseNPM(data []byte, dev bool) (*Lock, error) {
 	var raw npmLock
 	if err := json.Unmarshal(data, &raw); err != nil {
 		return nil, err
@@ -220,7 +238,7 @@ func ParseNPM(data []byte) (*Lock, error) {
 			// prisma is of @prisma/client. npm omits it only when both
 			// dev and optional are omitted (arborist's shouldOmit), so
 			// npm ci --omit=dev installs it.
-			if key == "" || i < 0 || p.Link || p.Dev || p.InBundle {
+			if key == "" || i < 0 || p.Link || p.Dev && !dev || p.InBundle {
 				continue
 			}
 			name := key[i+len("node_modules/"):]
@@ -233,7 +251,7 @@ func ParseNPM(data []byte) (*Lock, error) {
 		}
 	case raw.LockfileVersion == 1 || raw.Dependencies != nil:
 		mentionNPMv1(l, raw.Dependencies)
-		if err := walkNPMv1(l, "", raw.Dependencies); err != nil {
+		if err := walkNPMv1(l, "", raw.Dependencies, dev); err != nil {
 			return nil, err
 		}
 	default:
@@ -252,9 +270,9 @@ func mentionNPMv1(l *Lock, deps map[string]npmDep) {
 	}
 }
 
-func walkNPMv1(l *Lock, parent string, deps map[string]npmDep) error {
+func walkNPMv1(l *Lock, parent string, deps map[string]npmDep, dev bool) error {
 	for name, d := range deps {
-		if d.Dev || d.Bundled {
+		if d.Dev && !dev || d.Bundled {
 			continue
 		}
 		p := "node_modules/" + name
@@ -270,7 +288,7 @@ func walkNPMv1(l *Lock, parent string, deps map[string]npmDep) error {
 		if err := addPinned(l, pkgName, version, d.Resolved, d.Integrity, p); err != nil {
 			return err
 		}
-		if err := walkNPMv1(l, p, d.Dependencies); err != nil {
+		if err := walkNPMv1(l, p, d.Dependencies, dev); err != nil {
 			return err
 		}
 	}
@@ -746,7 +764,11 @@ type pnpmSnapshots struct {
 // ParsePNPM parses pnpm-lock.yaml. pnpm installs into its own store with
 // symlinks; the layout here is the hoisted one (node-linker=hoisted), which
 // Node resolves the same way for production code.
-func ParsePNPM(data []byte) (*Lock, error) {
+func ParsePNPM(data []byte) (*Lock, error) { return parsePNPM(data, false) }
+
+// parsePNPM is ParsePNPM that, with dev, keeps the development packages
+// and places the importers' devDependencies too.
+func parsePNPM(data []byte, dev bool) (*Lock, error) {
 	var raw pnpmLock
 	if err := yaml.Unmarshal(data, &raw); err != nil {
 		return nil, err
@@ -763,7 +785,7 @@ func ParsePNPM(data []byte) (*Lock, error) {
 		if p.Version != "" {
 			ver = p.Version
 		}
-		if name == "" || p.Dev {
+		if name == "" || p.Dev && !dev {
 			continue
 		}
 		n := &node{name: name, version: stripPeers(ver), integrity: p.Resolution.Integrity, resolved: p.Resolution.Tarball}
@@ -810,7 +832,11 @@ func ParsePNPM(data []byte) (*Lock, error) {
 	for _, imp := range imps {
 		var names []string
 		versions := map[string]string{}
-		for _, m := range []map[string]any{imp.Dependencies, imp.OptionalDependencies} {
+		kinds := []map[string]any{imp.Dependencies, imp.OptionalDependencies}
+		if dev {
+			kinds = append(kinds, imp.DevDependencies)
+		}
+		for _, m := range kinds {
 			for n, v := range m {
 				switch v := v.(type) {
 				case string:

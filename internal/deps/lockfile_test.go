@@ -562,3 +562,46 @@ snapshots:
 		t.Error("a Lock no parser made must mention every name")
 	}
 }
+
+// TestReadLockDev: an install that omits nothing places the development
+// packages too, in each lockfile format; without dev they are left out.
+func TestReadLockDev(t *testing.T) {
+	t.Parallel()
+	manifest := `{"name":"svc","dependencies":{"a":"^1.0.0"},"devDependencies":{"devonly":"^1.0.0"}}`
+	for name, tc := range map[string]struct{ file, text string }{
+		"npm": {deps.FormatNPM, `{"name":"svc","lockfileVersion":3,"packages":{
+  "": {"name":"svc","dependencies":{"a":"^1.0.0"},"devDependencies":{"devonly":"^1.0.0"}},
+  "node_modules/a": {"version":"1.0.0","integrity":"` + shaA + `"},
+  "node_modules/devonly": {"version":"1.0.0","dev":true,"integrity":"` + shaB + `"}}}`},
+		"yarn": {deps.FormatYarn, "a@^1.0.0:\n  version \"1.0.0\"\n  resolved \"https://registry.npmjs.org/a/-/a-1.0.0.tgz\"\n  integrity " + shaA + "\n\n" +
+			"devonly@^1.0.0:\n  version \"1.0.0\"\n  resolved \"https://registry.npmjs.org/devonly/-/devonly-1.0.0.tgz\"\n  integrity " + shaB + "\n"},
+		"pnpm": {deps.FormatPNPM, "lockfileVersion: '9.0'\nimporters:\n  .:\n    dependencies:\n      a:\n        specifier: ^1.0.0\n        version: 1.0.0\n" +
+			"    devDependencies:\n      devonly:\n        specifier: ^1.0.0\n        version: 1.0.0\npackages:\n  a@1.0.0:\n    resolution: {integrity: " + shaA + "}\n" +
+			"  devonly@1.0.0:\n    resolution: {integrity: " + shaB + "}\n    dev: true\nsnapshots:\n  a@1.0.0: {}\n  devonly@1.0.0: {}\n"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			for f, text := range map[string]string{tc.file: tc.text, "package.json": manifest} {
+				if err := os.WriteFile(filepath.Join(dir, f), []byte(text), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			prod, err := deps.ReadLock(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := cmp.Diff([]string{"node_modules/a a@1.0.0 " + shaA}, layout(prod)); d != "" {
+				t.Errorf("production (-want +got):\n%s", d)
+			}
+			all, err := deps.ReadLockDev(dir, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := []string{"node_modules/a a@1.0.0 " + shaA, "node_modules/devonly devonly@1.0.0 " + shaB}
+			if d := cmp.Diff(want, layout(all)); d != "" {
+				t.Errorf("with dev (-want +got):\n%s", d)
+			}
+		})
+	}
+}

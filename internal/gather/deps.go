@@ -25,12 +25,15 @@ const maxLockfileDirs = 16
 // hold their own (a service in server/ with server/package-lock.json). A
 // folder that has its own node_modules, or no lockfile, is left as it is.
 // Nothing from a package runs.
-func mountDependencies(ctx context.Context, repo *probe.Repo, f *deps.Fetcher, pctx *probe.Context) error {
+//
+// With dev, the development packages are mounted too: the judged image's
+// install omits nothing (keepsDevDependencies).
+func mountDependencies(ctx context.Context, repo *probe.Repo, f *deps.Fetcher, pctx *probe.Context, dev bool) error {
 	dirs, err := lockfileDirs(repo.Root)
 	if err != nil {
 		return err
 	}
-	d := &probe.Dependencies{Memo: &f.Memo}
+	d := &probe.Dependencies{Memo: &f.Memo, Dev: dev}
 	var mounts []probe.Mount
 	var locks []*deps.Lock
 	skipped := false // a folder whose packages no lockfile here names
@@ -43,7 +46,7 @@ func mountDependencies(ctx context.Context, repo *probe.Repo, f *deps.Fetcher, p
 			skipped = true
 			continue
 		}
-		res, err := f.Install(ctx, filepath.Join(repo.Root, dir))
+		res, err := f.InstallDev(ctx, filepath.Join(repo.Root, dir), dev)
 		if errors.Is(err, deps.ErrNoLockfile) {
 			skipped = true
 			continue // child_process says the dependencies are not installed
@@ -133,4 +136,29 @@ func lockfileDirs(root string) ([]string, error) {
 		return nil
 	})
 	return dirs, err
+}
+
+// keepsDevDependencies asks the task's image selector, when it can tell,
+// whether the image the run judges ships the development packages its
+// install installs. It reads a Repo of its own: the run's Repo must list
+// its files only once the dependencies are mounted. A selection that
+// fails here is left to the run, which reports it; the answer is then no.
+func keepsDevDependencies(ctx context.Context, dir string, o Options) (bool, error) {
+	sel, ok := o.Registry.ImageSelector(o.Task)
+	if !ok {
+		return false, nil
+	}
+	judge, ok := sel.(probe.DevDependencyJudge)
+	if !ok {
+		return false, nil
+	}
+	pre, err := probe.OpenRepo(dir)
+	if err != nil {
+		return false, &InputError{Err: describeOpen(dir, err)}
+	}
+	ref, err := sel.Select(ctx, pre, o.Dockerfile, o.Target)
+	if err != nil || ref.IsZero() {
+		return false, nil
+	}
+	return judge.KeepsDevDependencies(ctx, pre, ref)
 }

@@ -335,3 +335,53 @@ func TestDepsLockfileMissingPeerIsAbsent(t *testing.T) {
 		})
 	}
 }
+
+// TestDepsLockfileDevDependenciesShipped: an image whose install omits
+// nothing ships the devDependencies, so --deps lockfile mounts and scans
+// them, and the app's load of one is followed into its code; an image
+// whose install omits them does not get them mounted.
+func TestDepsLockfileDevDependenciesShipped(t *testing.T) {
+	reg := depstest.NewRegistry(t)
+	devtool := depstest.Package(t, "devtool", "1.0.0", nil, map[string]string{
+		"index.js": "require('child_process').execSync('make all')\n",
+	})
+	for _, tc := range []struct {
+		name, run string
+		found     bool
+	}{
+		{"install omits nothing", "RUN npm ci", true},
+		{"install omits dev", "RUN npm ci --omit=dev", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			lock, _ := json.Marshal(map[string]any{"name": "svc", "version": "1.0.0", "lockfileVersion": 3, "packages": map[string]any{
+				"":                     map[string]any{"name": "svc", "version": "1.0.0", "devDependencies": map[string]string{"devtool": "^1.0.0"}},
+				"node_modules/devtool": map[string]any{"version": "1.0.0", "dev": true, "resolved": reg.Add("devtool", "1.0.0", devtool), "integrity": depstest.Integrity(devtool)},
+			}})
+			for name, body := range map[string]string{
+				"package.json":      `{"name":"svc","version":"1.0.0","devDependencies":{"devtool":"^1.0.0"}}`,
+				"package-lock.json": string(lock),
+				".npmrc":            "registry=" + reg.URL + "\n",
+				"index.js":          "require('devtool')\n",
+				"Dockerfile":        "FROM node:22\nWORKDIR /app\nCOPY package*.json ./\n" + tc.run + "\nCOPY . .\nCMD [\"node\", \"index.js\"]\n",
+			} {
+				if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			_, facts := lockfileFacts(t, dir)
+			var scopes []childprocess.Scope
+			for _, f := range facts.Findings {
+				if f.File == "node_modules/devtool/index.js" {
+					scopes = append(scopes, f.Scope)
+				}
+			}
+			switch {
+			case tc.found && (len(scopes) != 1 || scopes[0] != childprocess.ScopeReachable):
+				t.Errorf("devtool's execSync: scopes %v, want one reachable", scopes)
+			case !tc.found && len(scopes) > 0:
+				t.Errorf("devtool was mounted for an image that omits devDependencies: %v", scopes)
+			}
+		})
+	}
+}

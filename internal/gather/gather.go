@@ -104,7 +104,11 @@ func Run(ctx context.Context, dir string, o Options) (*Outcome, error) {
 	}
 	pctx := &probe.Context{Sandbox: o.Sandbox, Logger: o.Logger, Task: o.Task, RegistryMirrors: o.RegistryMirrors, BootFor: o.BootFor, Settle: o.Settle, StepTimeout: o.StepTimeout, ProbePaths: o.ProbePaths, BuildNet: o.BuildNet}
 	if o.Deps != nil {
-		if err := mountDependencies(ctx, repo, o.Deps, pctx); err != nil {
+		dev, err := keepsDevDependencies(ctx, dir, o)
+		if err != nil {
+			return nil, err
+		}
+		if err := mountDependencies(ctx, repo, o.Deps, pctx, dev); err != nil {
 			return nil, err
 		}
 	}

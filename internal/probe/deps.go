@@ -10,6 +10,10 @@ type Dependencies struct {
 	Lockfile string
 	// Installed counts the packages mounted.
 	Installed int
+	// Dev is set when the development packages were mounted too: the
+	// judged image's install omits nothing, so it ships them
+	// (DevDependencyJudge).
+	Dev bool
 	// Unavailable are pinned packages that were not mounted, sorted by
 	// Path.
 	Unavailable []UnavailableDependency

@@ -39,6 +39,15 @@ type ImageSelector interface {
 	Select(ctx context.Context, repo *Repo, dockerfile, target string) (ImageRef, error)
 }
 
+// DevDependencyJudge is an ImageSelector that can tell whether an image
+// it picked ships the development packages its install installs (a
+// single-stage Dockerfile whose npm ci omits nothing). The gather driver
+// asks it before it mounts the lockfile's packages, on a Repo of its own
+// with no mounts, so that it mounts what that image holds.
+type DevDependencyJudge interface {
+	KeepsDevDependencies(ctx context.Context, repo *Repo, ref ImageRef) (bool, error)
+}
+
 // SelectionError is an image selection the repository cannot satisfy: a
 // Dockerfile or a stage that does not exist, or several Dockerfiles and no
 // default among them. Front ends report it as bad input.

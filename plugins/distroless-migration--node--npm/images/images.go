@@ -44,6 +44,18 @@ func (Selector) Images(ctx context.Context, repo *probe.Repo) ([]probe.ImageRef,
 	return out, nil
 }
 
+// KeepsDevDependencies reports whether the image ref ships the
+// development packages its install installs: a stage that feeds it
+// installs from a lockfile, and nothing leaves them out (no --omit=dev,
+// --production, prune or NODE_ENV=production; FileSet).
+func (Selector) KeepsDevDependencies(ctx context.Context, repo *probe.Repo, ref probe.ImageRef) (bool, error) {
+	set, err := Files.Of(ctx, repo, &probe.Context{Image: ref})
+	if err != nil || set == nil {
+		return false, err
+	}
+	return set.InstallsDependencies && !set.OmitsDevDependencies, nil
+}
+
 // Select picks the image to judge.
 func (Selector) Select(ctx context.Context, repo *probe.Repo, file, target string) (probe.ImageRef, error) {
 	files, err := ParseAll(ctx, repo)

@@ -38,6 +38,7 @@ type manifest struct {
 	Dependencies         map[string]string `json:"dependencies"`
 	OptionalDependencies map[string]string `json:"optionalDependencies"`
 	PeerDependencies     map[string]string `json:"peerDependencies"`
+	DevDependencies      map[string]string `json:"devDependencies"`
 }
 
 // edge is a dependency to resolve: name, looked up from the package
@@ -61,8 +62,9 @@ func (s *session) listed(p string) bool {
 // installed package, its own dependencies, optionalDependencies and
 // peerDependencies, each resolved like Node's require from the package's
 // real directory (nested node_modules first, then each ancestor's, up to the
-// root). devDependencies are not production code. Each package directory
-// is visited once, which also ends cycles.
+// root). devDependencies are not production code, unless the image ships
+// them (session.dev: then the root's are followed too, as optional ones).
+// Each package directory is visited once, which also ends cycles.
 func (s *session) resolveDependencies() error {
 	i := s.search("node_modules/")
 	s.nodeModules = s.listed("node_modules") || (i < len(s.files) && strings.HasPrefix(s.files[i], "node_modules/"))
@@ -75,9 +77,12 @@ func (s *session) resolveDependencies() error {
 		if ok {
 			queue = appendEdges(queue, "", "package.json", root.Dependencies, false)
 			queue = appendEdges(queue, "", "package.json", root.OptionalDependencies, true)
+			s.declared = len(queue)
+			if s.dev {
+				queue = appendEdges(queue, "", "package.json", root.DevDependencies, true)
+			}
 		}
 	}
-	s.declared = len(queue)
 	// Other packages of the repository whose dependencies are production
 	// code too:
 	//   - one below the root with node_modules of its own (a service in

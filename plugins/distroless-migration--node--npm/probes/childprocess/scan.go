@@ -62,6 +62,10 @@ type session struct {
 	// unavailable are the names of pinned packages a lockfile install
 	// could not provide: they are reported as such, not as not installed.
 	unavailable map[string]bool
+	// dev is set on a --deps lockfile run that mounted the development
+	// packages, which the judged image ships: the root's devDependencies
+	// are then scanned as production code (probe.Dependencies.Dev).
+	dev bool
 }
 
 func newSession(repo *probe.Repo, files []string) *session {

@@ -83,16 +83,27 @@ func newScoper(ctx context.Context, repo *probe.Repo, pctx *probe.Context) (*sco
 		sum.ImageFiles, sum.InstallsDependencies, sum.FileSetUnresolved = len(set.Files), set.InstallsDependencies, set.Unresolved
 	}
 	sc := &scoper{ctx: ctx, set: set, g: g}
-	if d := pctx.Dependencies; d != nil && len(d.Unavailable) == 0 && set != nil && set.OmitsDevDependencies {
+	// mountedAsImage: what was mounted is what the image's install
+	// places, the production packages for an image that omits the
+	// development ones, or every package for one that keeps them.
+	mountedAsImage := func(d *probe.Dependencies) bool {
+		return set.OmitsDevDependencies || d.Dev && set.InstallsDependencies
+	}
+	// A package a step adds by name that no lockfile pins (npm install
+	// bufferutil after npm ci) may be in the image unmounted.
+	addsUnpinned := func(d *probe.Dependencies) bool {
+		return set.AddsPackages && (d.Mentions == nil || !addedPinned(set.AddedPackages, d.Mentions))
+	}
+	if d := pctx.Dependencies; d != nil && len(d.Unavailable) == 0 && set != nil && mountedAsImage(d) && !addsUnpinned(d) {
 		sc.lockfileWhole = true
 	}
 	if d := pctx.Dependencies; d != nil && d.Mentions != nil && set != nil && set.InstallsDependencies && (!set.AddsPackages || addedPinned(set.AddedPackages, d.Mentions)) {
 		sc.mentions = d.Mentions
-		if set.OmitsDevDependencies && !set.AddsPackages {
-			// Every production package the lockfiles pin is mounted but
-			// the unavailable ones, and the image keeps no devDependency
-			// and adds no package by name: a package the walk misses is
-			// in the image only if it is one that could not be provided.
+		if mountedAsImage(d) && !set.AddsPackages {
+			// Every package the lockfiles pin for the image's install is
+			// mounted but the unavailable ones, and the image adds no
+			// package by name: a package the walk misses is in the image
+			// only if it is one that could not be provided.
 			lost := unavailableNames(d.Unavailable)
 			sc.mentions = func(name string) bool { return lost[name] }
 		}
