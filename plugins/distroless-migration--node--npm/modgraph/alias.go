@@ -48,6 +48,15 @@ func (w *walker) aliasOf(from, spec string) (string, alias) {
 		}
 		return "", aliasOpen
 	}
+	if t, matched := w.svelteKitAlias(from, spec); matched {
+		if t != "" {
+			return t, aliasFile
+		}
+		if !strings.HasPrefix(spec, "$lib") {
+			return "", aliasNone // a virtual module the build provides
+		}
+		return "", aliasOpen
+	}
 	if strings.HasPrefix(spec, "@/") || strings.HasPrefix(spec, "~") || strings.HasPrefix(spec, "$") {
 		return "", aliasOpen // a bundler's conventional alias for the source folder
 	}
@@ -379,4 +388,50 @@ func (w *walker) inPrismaOutput(p string) bool {
 		}
 	}
 	return false
+}
+
+// svelteKitVirtual are the modules SvelteKit's build provides, which name
+// no file of the app: $app/environment, $app/navigation, $env/static/…,
+// $env/dynamic/…, $service-worker.
+var svelteKitVirtual = []string{"$app", "$env", "$service-worker"}
+
+// svelteKitAlias resolves SvelteKit's $lib alias in a package with a
+// svelte.config file: $lib is its src/lib folder (kit.files.lib's
+// default; kener's src/lib/server/queues/alertingQueue.ts imports
+// "$lib/server/notification/webhook_notification.js"). A virtual module
+// ($app/…, $env/…) matches with no target. A package that moves its lib
+// folder (kit.alias, kit.files.lib) may point $lib elsewhere: a $lib
+// specifier whose file is not under src/lib matches with no target too,
+// and stays open.
+func (w *walker) svelteKitAlias(from, spec string) (t string, matched bool) {
+	if !strings.HasPrefix(spec, "$") {
+		return "", false
+	}
+	root := w.packageRoot(from)
+	svelte := false
+	for _, ext := range []string{".js", ".ts", ".mjs", ".cjs"} {
+		if w.index[path.Join(root, "svelte.config"+ext)] {
+			svelte = true
+		}
+	}
+	if !svelte {
+		return "", false
+	}
+	first, rest, _ := strings.Cut(spec, "/")
+	if first != "$lib" {
+		for _, v := range svelteKitVirtual {
+			if first == v {
+				return "", true
+			}
+		}
+		return "", false
+	}
+	p := path.Join(root, "src", "lib", rest)
+	if f, ok := w.file(p); ok {
+		return f, true
+	}
+	if f, ok := w.fromSource(p); ok {
+		return f, true
+	}
+	return "", true
 }

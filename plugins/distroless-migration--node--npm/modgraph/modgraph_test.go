@@ -1741,6 +1741,35 @@ func TestNamedLoads(t *testing.T) {
 	}
 }
 
+// TestSvelteKitAliases: in a package with a svelte.config file, $lib is
+// its src/lib folder and $app/…, $env/… are modules the build provides:
+// neither opens the app. Without svelte.config, $lib stays an alias the
+// walk cannot follow.
+func TestSvelteKitAliases(t *testing.T) {
+	t.Parallel()
+	files := map[string]string{
+		"Dockerfile":       "FROM gcr.io/distroless/nodejs22-debian13\nWORKDIR /app\nCOPY . .\nCMD [\"scripts/main.js\"]\n",
+		"package.json":     `{"name":"svc"}`,
+		"svelte.config.js": "export default {};\n",
+		"scripts/main.js":  "import q from '../src/lib/server/queue.ts';\n",
+		"src/lib/server/queue.ts": "import send from \"$lib/server/notify/webhook.js\";\n" +
+			"import { env } from '$env/dynamic/private';\nimport { browser } from '$app/environment';\n",
+		"src/lib/server/notify/webhook.ts": "",
+		"tools/release.js":                 "",
+	}
+	g := graphOf(t, files)
+	if !g.Reached("src/lib/server/notify/webhook.ts") {
+		t.Error("$lib/server/notify/webhook.js did not reach src/lib/server/notify/webhook.ts")
+	}
+	if d, open := g.DynamicIn("tools/release.js"); open {
+		t.Errorf("the app is open through %+v", d)
+	}
+	delete(files, "svelte.config.js")
+	if _, open := graphOf(t, files).DynamicIn("tools/release.js"); !open {
+		t.Error("$lib without svelte.config left the app closed")
+	}
+}
+
 // TestEntrypointScriptSteps: an entrypoint script that does more than set
 // defaults (it migrates, then execs node) still needs its shell, but the
 // graph starts from the node commands it runs: the npx bin and the server.
