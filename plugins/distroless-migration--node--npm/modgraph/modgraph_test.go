@@ -1650,18 +1650,26 @@ func TestListedFolderLoads(t *testing.T) {
 	if g := graphOf(t, rec); !g.Reached("api/nested/deep/x.js") {
 		t.Error("a recursive listing did not reach a file two folders down")
 	}
-	for name, change := range map[string][2]string{
+	staysOpen(t, files, "server.js", "scripts/release.js", map[string][2]string{
 		"a load joined to another folder than the one listed": {"import(path.join(dirPath, dirent.name))", "import(path.join(__dirname, dirent.name))"},
 		"a folder that is not a literal":                      {"path.join(__dirname, API_DIR);", "path.join(__dirname, process.env.API);"},
 		"a name declared twice":                               {"const API_DIR = '/api';", "let API_DIR = '/api';\nif (x) { var API_DIR = '/v2'; }"},
 		"a load of more than the entry":                       {"dirent.name));", "dirent.name, 'index.js'));"},
-	} {
-		open := maps.Clone(files)
-		open["server.js"] = strings.Replace(server, change[0], change[1], 1)
-		if open["server.js"] == server {
+	})
+}
+
+// staysOpen checks that each change of files[file] (its first text
+// replaced by its second) leaves probe, an app file no literal load
+// reaches, open.
+func staysOpen(t *testing.T, files map[string]string, file, probe string, changes map[string][2]string) {
+	t.Helper()
+	for name, change := range changes {
+		changed := maps.Clone(files)
+		changed[file] = strings.Replace(files[file], change[0], change[1], 1)
+		if changed[file] == files[file] {
 			t.Fatalf("%s: the change did not apply", name)
 		}
-		if _, isOpen := graphOf(t, open).DynamicIn("scripts/release.js"); !isOpen {
+		if _, open := graphOf(t, changed).DynamicIn(probe); !open {
 			t.Errorf("%s left the app closed", name)
 		}
 	}
@@ -1729,16 +1737,10 @@ func TestNamedLoads(t *testing.T) {
 	if d, open := g.DynamicIn("scripts/release.js"); open {
 		t.Errorf("the app is open through %+v", d)
 	}
-	for name, change := range map[string][2]string{
+	staysOpen(t, files, "server.js", "scripts/release.js", map[string][2]string{
 		"a name given another value":        {"require(plugin);", "plugin = process.env.PLUGIN;\nrequire(plugin);"},
 		"a join from the working directory": {"path.join(__dirname, 'dist'", "path.join(process.cwd(), 'dist'"},
-	} {
-		open := maps.Clone(files)
-		open["server.js"] = strings.Replace(server, change[0], change[1], 1)
-		if _, isOpen := graphOf(t, open).DynamicIn("scripts/release.js"); !isOpen {
-			t.Errorf("%s left the app closed", name)
-		}
-	}
+	})
 }
 
 // TestSvelteKitAliases: in a package with a svelte.config file, $lib is
