@@ -39,6 +39,10 @@ var npmInstallVerbs = []string{"install", "i", "add", "in", "ins", "inst", "inst
 // their value, when not given with =.
 var npmValued = []string{"--prefix", "--registry", "--loglevel", "--cache", "--userconfig", "--tag", "--omit", "--include", "--workspace", "-w"}
 
+// pnpmValued are pnpm options that take the next word as their value,
+// when not given with =.
+var pnpmValued = []string{"--filter", "-F", "--dir", "-C", "--allow-build", "--reporter", "--loglevel", "--store-dir", "--virtual-store-dir", "--modules-dir", "--config"}
+
 // GlobalInstalls returns the packages that the shell line src installs
 // globally, in order. A package whose name is not a literal is left out.
 func GlobalInstalls(src string) []PackageInstall {
@@ -124,13 +128,24 @@ func installSpecs(words [][]EnvPart) (string, bool, [][]EnvPart) {
 			return "yarn global add", true, packageWords(words[verb+2:], argv[verb+2:])
 		}
 	case "pnpm":
-		if len(argv) < 3 || !slices.Contains([]string{"add", "install", "i"}, argv[1]) {
+		// Options may come before the command (umami's pnpm
+		// --allow-build='@prisma/engines' add …); a valued one's value is
+		// the next word unless given with =.
+		verb := 1
+		for verb < len(argv) && strings.HasPrefix(argv[verb], "-") {
+			if slices.Contains(pnpmValued, argv[verb]) {
+				verb++
+			}
+			verb++
+		}
+		if verb+1 >= len(argv) || !slices.Contains([]string{"add", "install", "i"}, argv[verb]) {
 			return "", false, nil
 		}
-		if slices.ContainsFunc(argv[2:], func(a string) bool { return a == "-g" || a == "--global" }) {
-			return "pnpm add -g", true, packageWords(words[2:], argv[2:])
+		rest, restArgv := words[verb+1:], argv[verb+1:]
+		if slices.ContainsFunc(argv[1:], func(a string) bool { return a == "-g" || a == "--global" }) {
+			return "pnpm add -g", true, packageWords(rest, restArgv)
 		}
-		return "pnpm add", false, packageWords(words[2:], argv[2:])
+		return "pnpm add", false, packageWords(rest, restArgv)
 	}
 	return "", false, nil
 }

@@ -41,6 +41,12 @@ func TestInstalls(t *testing.T) {
 			[]PackageInstall{{Tool: "npm install", Package: "sharp", Version: "0.34.1", Line: 1}, {Tool: "npm install -g", Package: "pm2", Line: 1, Global: true}}},
 		{"yarn --silent add @libsql/client@^0.17", []PackageInstall{{Tool: "yarn add", Package: "@libsql/client", Version: "^0.17", Line: 1}}},
 		{"pnpm add better-sqlite3", []PackageInstall{{Tool: "pnpm add", Package: "better-sqlite3", Line: 1}}},
+		// Options before the command (umami's runner stage).
+		{"pnpm --allow-build='@prisma/engines' add npm-run-all prisma@${PRISMA_VERSION}", []PackageInstall{
+			{Tool: "pnpm add", Package: "npm-run-all", Line: 1}, {Tool: "pnpm add", Package: "prisma", VersionVar: "PRISMA_VERSION", Line: 1}}},
+		{"pnpm --filter web add dayjs", []PackageInstall{{Tool: "pnpm add", Package: "dayjs", Line: 1}}},
+		{"pnpm -C apps/api add -g tsx", []PackageInstall{{Tool: "pnpm add -g", Package: "tsx", Line: 1, Global: true}}},
+		{"pnpm --filter web run build", nil},
 		{"npm ci && npm install", nil},          // the lockfile's packages, none named
 		{"yarn install --frozen-lockfile", nil}, // not an add
 		{"yarn workspace web add x", nil},       // another workspace's add: not read
