@@ -112,10 +112,10 @@ func (r *rewriter) collect(stages []int) collected {
 // copies writes the COPY --from lines that hand a files stage's results to
 // the runtime stage.
 func (r *rewriter) copies(b *strings.Builder, files string, c collected, users string) {
-	fmt.Fprintf(b, "COPY --from=%s %s %s\n", files, r.wd, r.wd)
+	fmt.Fprintf(b, "COPY --from=%s %s%s %s\n", files, r.chownFlag(r.wd), r.wd, r.wd)
 	b.WriteString(users)
 	for _, o := range dedupe(c.outside) {
-		fmt.Fprintf(b, "COPY --from=%s %s %s\n", files, o.src, o.dest)
+		fmt.Fprintf(b, "COPY --from=%s %s%s %s\n", files, r.chownFlag(o.src), o.src, o.dest)
 	}
 	for _, a := range c.args {
 		b.WriteString(a)

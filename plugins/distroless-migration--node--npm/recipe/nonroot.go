@@ -148,6 +148,21 @@ func (r *rewriter) decideUser() {
 	r.chown = d.Chown
 }
 
+// chownFlag is the --chown option of the COPY that hands dir to the
+// runtime stage, when dir is one the service writes: a COPY of a directory
+// copies its contents, with their owners, into a destination it makes as
+// root (BuildKit and the classic builder alike; moby/buildkit#1941), so
+// without it the written directory itself would be root's. Its contents
+// are the target user's already (chown -R in the files stage).
+func (r *rewriter) chownFlag(dir string) string {
+	for _, w := range r.chown {
+		if w.Dir == dir && r.target.UID != "" {
+			return "--chown=" + r.target.UID + " "
+		}
+	}
+	return ""
+}
+
 // chownWrites makes the directories of r.chown in the files stage, after
 // line end, and chowns them to the target's uid; those outside the app's
 // directory are copied to the runtime stage on their own (c.outside).
@@ -155,16 +170,23 @@ func (r *rewriter) chownWrites(end int, c *collected) {
 	if len(r.chown) == 0 {
 		return
 	}
-	var dirs, made, whys []string
+	var dirs, made, whys, apart []string
 	for _, w := range r.chown {
 		dirs = append(dirs, shellWord(w.Dir))
 		if !strings.HasPrefix(w.How, "RUN ") { // a RUN step made it already
 			made = append(made, shellWord(w.Dir))
 		}
 		whys = append(whys, fmt.Sprintf("%s (%s, %s)", w.Dir, w.How, where(w.Evidence.File, w.Evidence.Line)))
+		if !within(w.Dir, r.wd) || w.Dir == r.wd {
+			apart = append(apart, w.Dir)
+		}
 		if !within(w.Dir, r.wd) {
 			c.outside = append(c.outside, outsideCopy{src: w.Dir, dest: w.Dir})
 		}
+	}
+	how := "the runtime stage copies " + r.wd + " with the owners of its contents kept"
+	if len(apart) > 0 {
+		how = fmt.Sprintf("the runtime stage copies them with the owners of a directory's contents kept, and %s with COPY --chown=%s, since a COPY makes its destination directory as root", strings.Join(apart, ", "), r.target.UID)
 	}
 	step := fmt.Sprintf("chown -R %s %s", r.target.UID, strings.Join(dirs, " "))
 	if len(made) > 0 {
@@ -172,6 +194,6 @@ func (r *rewriter) chownWrites(end int, c *collected) {
 	}
 	r.insertAfter(end, "RUN "+step+"\n")
 	r.res.Changes = append(r.res.Changes, Change{Rule: readiness.RuleNonRootUser, What: fmt.Sprintf(
-		"the service ran as root and %s runs as %s: the directories it writes, %s, are chowned to %s in the files stage (made there first when no RUN step made them), and the runtime stage copies them with ownership kept",
-		r.target.Ref, r.target.User, strings.Join(whys, ", "), r.target.UID)})
+		"the service ran as root and %s runs as %s: the directories it writes, %s, are chowned to %s in the files stage (made there first when no RUN step made them), and %s",
+		r.target.Ref, r.target.User, strings.Join(whys, ", "), r.target.UID, how)})
 }
