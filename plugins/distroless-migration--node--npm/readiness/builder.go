@@ -80,6 +80,10 @@ type builder struct {
 	// the checks' curl or wget is no longer used only with the first and
 	// not the second.
 	healthToNode, healthKept bool
+	// execHealth is the image's own exec-form HEALTHCHECK command, when it
+	// has one: a #!/usr/bin/env node script it runs becomes node's
+	// argument (executables).
+	execHealth []string
 	// envBinaries are programs the final stage's ENV names by path
 	// (PUPPETEER_EXECUTABLE_PATH=/usr/bin/chromium), with the variable.
 	envBinaries map[string]string

@@ -118,6 +118,18 @@ func (b *builder) executables(f *entrypoints.Facts) {
 				}
 			}
 			b.Add(bl)
+		case e.InterpreterKind == "env" && e.NodeArgv != nil && e.Origin == "healthcheck" && len(b.execHealth) > 0 && b.execHealth[0] == e.Command:
+			// HEALTHCHECK CMD ["/srv/app/src/healthcheck.js"] (Ackee): an
+			// exec-form check of a #!/usr/bin/env node script runs it with
+			// node instead, its arguments kept.
+			argv := append(slices.Clone(e.NodeArgv[1:]), b.execHealth[1:]...)
+			if len(argv) > 0 && argv[0] == e.RepoPath {
+				argv[0] = e.Command // the image's path, as the check named it
+			}
+			bl := probe.Blocker{ID: entrypoints.WarnEnvShebang, Kind: probe.MissingBinary, Rule: RuleHealthExecForm,
+				Title: fmt.Sprintf("the HEALTHCHECK runs %s, which starts with %s; distroless has no /usr/bin/env", name, e.Shebang),
+				Fix:   "HEALTHCHECK CMD " + quoteArgv(append([]string{dockerfile.DistrolessEntrypoint}, argv...)), Evidence: evs}
+			b.addEdit(bl, Edit{Health: argv})
 		case e.InterpreterKind == "env" && e.NodeArgv != nil:
 			b.Add(probe.Blocker{ID: entrypoints.WarnEnvShebang, Kind: probe.MissingBinary, Rule: RuleJSEntry,
 				Title: fmt.Sprintf("%s starts with %s; distroless has no /usr/bin/env", name, e.Shebang), Fix: "point CMD at the JS file: CMD " + quoteArgv(DistrolessCmd(e.NodeArgv)), Evidence: evs})

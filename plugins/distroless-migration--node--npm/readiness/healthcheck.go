@@ -28,6 +28,9 @@ func (b *builder) healthcheck(d *dockerfile.File, hc dockerfile.Instruction, hcF
 	}
 	argv := hc.Args
 	inCompose := hcFile != d.Path
+	if hc.Form == dockerfile.FormExec && !inCompose {
+		b.execHealth = argv
+	}
 	env := httpEnv{opts: httpcheck.Options{BusyboxWget: busyboxWget(d)}, proxy: proxyEnv(d), image: imageEnv(d)}
 	var line string
 	var bl probe.Blocker
