@@ -3,6 +3,7 @@ package recipe
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/dockerfile"
@@ -31,24 +32,39 @@ var builderVariants = map[string]bool{"": true, "slim": true, "bookworm": true, 
 // official glibc node image, the target major in base's own variant
 // (node:18-bookworm becomes node:22-bookworm, so the compilers a full
 // image has stay for native builds); else builderRef.
+//
+// A base that names a version of the target's major (node:24.14.0-alpine
+// for Node 24) keeps that version, and the repository as written
+// (docker.io/node): the author pinned it, so the rewrite moves off musl
+// without moving the version (docker.io/node:24.14.0-bookworm-slim).
 func (r *rewriter) builderRefFor(base string) string {
-	if dockerfile.ClassifyBase(base) != dockerfile.BaseOfficialNode || strings.Contains(base, "alpine") {
+	if dockerfile.ClassifyBase(base) != dockerfile.BaseOfficialNode {
 		return r.builderRef()
 	}
 	ref, _, _ := strings.Cut(base, "@")
-	tag := ""
+	repo, tag := ref, ""
 	if i := strings.LastIndex(ref, ":"); i > strings.LastIndex(ref, "/") {
-		tag = ref[i+1:]
+		repo, tag = ref[:i], ref[i+1:]
 	}
 	if tag == "" || tag[0] < '0' || tag[0] > '9' {
 		return r.builderRef() // latest, lts, current: no version to keep beside
 	}
-	_, variant, _ := strings.Cut(tag, "-")
+	version, variant, _ := strings.Cut(tag, "-")
+	sameMajor := version == strconv.Itoa(r.target.Major) || strings.HasPrefix(version, strconv.Itoa(r.target.Major)+".")
+	if strings.Contains(variant, "alpine") {
+		if sameMajor && version != strconv.Itoa(r.target.Major) {
+			return repo + ":" + version + "-bookworm-slim"
+		}
+		return r.builderRef()
+	}
 	if !builderVariants[variant] {
 		return r.builderRef()
 	}
 	if variant != "" {
 		variant = "-" + variant
+	}
+	if sameMajor {
+		return repo + ":" + version + variant
 	}
 	return fmt.Sprintf("node:%d%s", r.target.Major, variant)
 }

@@ -194,6 +194,14 @@ func TestBuilderRefKeepsTheVariant(t *testing.T) {
 		"node:lts":                    "node:22-bookworm-slim",
 		"node":                        "node:22-bookworm-slim",
 		"ubuntu:24.04":                "node:22-bookworm-slim",
+		// A version of the target's major stays, with the repository as
+		// written (hedgedoc's docker.io/node:24.14.0-alpine@sha256:…).
+		"docker.io/node:22.14.0-alpine@sha256:abc": "docker.io/node:22.14.0-bookworm-slim",
+		"node:22.14-alpine3.21":                    "node:22.14-bookworm-slim",
+		"node:22-alpine":                           "node:22-bookworm-slim",
+		"node:22.11.0-bookworm":                    "node:22.11.0-bookworm",
+		"docker.io/library/node:22.11.0-slim":      "docker.io/library/node:22.11.0-slim",
+		"node:220.1-alpine":                        "node:22-bookworm-slim",
 	} {
 		if got := r.builderRefFor(base); got != want {
 			t.Errorf("builderRefFor(%q) = %q, want %q", base, got, want)
