@@ -1,6 +1,7 @@
 package recipe
 
 import (
+	"encoding/json"
 	"fmt"
 	"path"
 	"slices"
@@ -228,6 +229,9 @@ const berryPrune = "yarn workspaces focus --all --production"
 // which has no install --production. Otherwise it warns that dev
 // dependencies ship from stage, and says what would prune them.
 func (r *rewriter) writablePrune(step, stage string) bool {
+	if r.noDevDependencies() {
+		return false // nothing to prune: a second install pass for nothing
+	}
 	berry := step == berryPrune
 	if strings.HasPrefix(step, "yarn ") && r.in.Read != nil {
 		if _, err := r.in.Read(path.Join(r.in.Context, ".yarnrc.yml")); err == nil {
@@ -238,6 +242,27 @@ func (r *rewriter) writablePrune(step, stage string) bool {
 		r.res.Warnings = append(r.res.Warnings, fmt.Sprintf("dev dependencies ship: %s installs them with Yarn 2 or later, which has no install --production; add RUN %s there (Yarn 4, or the workspace-tools plugin)", stage, berryPrune))
 	}
 	return !berry
+}
+
+// noDevDependencies reports that the build context's package.json
+// declares no devDependencies and no workspaces (whose members may): a
+// prune step would then remove nothing (excalidraw-room).
+func (r *rewriter) noDevDependencies() bool {
+	if r.in.Read == nil {
+		return false
+	}
+	data, err := r.in.Read(path.Join(r.in.Context, "package.json"))
+	if err != nil {
+		return false
+	}
+	var pj struct {
+		DevDependencies map[string]any `json:"devDependencies"`
+		Workspaces      any            `json:"workspaces"`
+	}
+	if json.Unmarshal(data, &pj) != nil {
+		return false
+	}
+	return len(pj.DevDependencies) == 0 && pj.Workspaces == nil
 }
 
 // prodInStep reports a RUN step that sets NODE_ENV=production for its
