@@ -134,7 +134,33 @@ func (r *rewriter) startLines() ([]string, error) {
 		}
 	}
 	r.changeIfBlocked(readiness.RuleJSEntry, "the start runs the JS file itself, not its shim or #!/usr/bin/env node wrapper")
+	r.warnScriptRunner()
 	return out, nil
+}
+
+// warnScriptRunner warns when the image's ENTRYPOINT ran the package
+// script that docker run names (logto's ENTRYPOINT ["npm", "run"] with
+// CMD ["start"]): the rewrite runs the default script only, and another
+// one named on docker run's command line goes to node instead.
+func (r *rewriter) warnScriptRunner() {
+	ep, ok := r.d.Effective(r.t, "entrypoint")
+	if !ok || ep.Form != dockerfile.FormExec || len(ep.Args) == 0 {
+		return
+	}
+	a := ep.Args
+	runner := false
+	switch path.Base(a[0]) {
+	case "npm", "pnpm":
+		runner = len(a) == 2 && (a[1] == "run" || a[1] == "run-script")
+	case "yarn":
+		runner = len(a) == 1 || len(a) == 2 && a[1] == "run"
+	}
+	if !runner {
+		return
+	}
+	r.res.Warnings = append(r.res.Warnings, fmt.Sprintf(
+		"the image's ENTRYPOINT %s ran the package script that docker run names (line %d); the rewritten image runs %s only, and a script named on docker run's command line (docker run IMAGE cli …) now goes to node as its argument: run other scripts in an image of their own, or with --entrypoint on an image that has npm",
+		execForm(a), ep.Line, r.in.Plan.Start.From))
 }
 
 // startUnchanged reports a start the rewrite writes as it was: the one
