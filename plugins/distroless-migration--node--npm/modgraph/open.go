@@ -20,7 +20,14 @@ import (
 // loads) is not added to Graph.MissingPackages: an open file is only
 // possibly loaded, and a tool's missing package would switch off
 // reachability for every package. A package's own computed load found on
-// the way opens that package's files, as it would on the main walk.
+// the way opens that package's files, as it would on the main walk. The
+// second walk does not enter a file the main walk reached: what that file
+// loads, the main walk followed (a load in one of its functions that only
+// an open file names is not made).
+
+// reachedMark stands, in the second walk, for the parent of a file the
+// main walk reached: the second walk does not enter it again.
+const reachedMark = "\x00reached"
 
 // openWalk walks from the app files the main walk left open and records
 // the files reached only so in g.open.
@@ -47,6 +54,11 @@ func (w *walker) openWalk(ctx context.Context) error {
 		lazy: lazyIndex{words: map[string]*wordStat{}, defs: map[string]int{}, pending: map[string][]deferred{}},
 		pkgs: w.pkgs, names: w.names, tscfg: w.tscfg, outDirs: w.outDirs, parsers: w.parsers,
 		modes: w.modes, texts: w.texts, prismaOut: w.prismaOut}
+	// What the main walk reached, it followed: the second walk stops
+	// there, and covers only what the open files add.
+	for f := range w.g.parent {
+		o.g.parent[f] = reachedMark
+	}
 	for _, r := range roots {
 		o.g.parent[r] = ""
 		o.queue = append(o.queue, r)
