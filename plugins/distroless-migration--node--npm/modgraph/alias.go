@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"path"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -408,23 +409,12 @@ func (w *walker) svelteKitAlias(from, spec string) (t string, matched bool) {
 		return "", false
 	}
 	root := w.packageRoot(from)
-	svelte := false
-	for _, ext := range []string{".js", ".ts", ".mjs", ".cjs"} {
-		if w.index[path.Join(root, "svelte.config"+ext)] {
-			svelte = true
-		}
-	}
-	if !svelte {
+	if !slices.ContainsFunc([]string{".js", ".ts", ".mjs", ".cjs"}, func(ext string) bool { return w.index[path.Join(root, "svelte.config"+ext)] }) {
 		return "", false
 	}
 	first, rest, _ := strings.Cut(spec, "/")
 	if first != "$lib" {
-		for _, v := range svelteKitVirtual {
-			if first == v {
-				return "", true
-			}
-		}
-		return "", false
+		return "", slices.Contains(svelteKitVirtual, first)
 	}
 	p := path.Join(root, "src", "lib", rest)
 	if f, ok := w.file(p); ok {

@@ -213,15 +213,11 @@ var templateJoinRE = regexp.MustCompile("^`\\$\\{([^{}`]+)\\}/\\$\\{([^{}`]+)\\}
 // folder's files reached from the load's line.
 func (w *walker) listedLoad(src *source, d Dynamic) bool {
 	text := string(src.data)
-	open := strings.IndexByte(text[d.Offset:], '(')
-	if open < 0 {
+	arg, ok := loadArg(text, d)
+	if !ok {
 		return false
 	}
-	arg, closed := argument(text, d.Offset+open+1)
-	if !closed {
-		return false
-	}
-	folder, ok := joinedFolder(stripComments(arg))
+	folder, ok := joinedFolder(arg)
 	if !ok {
 		return false
 	}
@@ -383,13 +379,8 @@ func namedPath(text string, d Dynamic) (string, bool) {
 	if d.Prefix != "" || d.Env != "" {
 		return "", false
 	}
-	open := strings.IndexByte(text[d.Offset:], '(')
-	if open < 0 {
-		return "", false
-	}
-	arg, closed := argument(text, d.Offset+open+1)
-	arg = strings.TrimSpace(stripComments(arg))
-	if !closed || !nameOnlyRE.MatchString(arg) || arg == "__dirname" {
+	arg, ok := loadArg(text, d)
+	if !ok || !nameOnlyRE.MatchString(arg) || arg == "__dirname" {
 		return "", false
 	}
 	v, ok := declared(text, arg)
@@ -412,4 +403,15 @@ func namedPath(text string, d Dynamic) (string, bool) {
 		return "", false
 	}
 	return "./" + ds[0], true
+}
+
+// loadArg is the argument of the computed load d of text, comments
+// dropped and trimmed; ok is false when its parentheses do not close.
+func loadArg(text string, d Dynamic) (string, bool) {
+	open := strings.IndexByte(text[d.Offset:], '(')
+	if open < 0 {
+		return "", false
+	}
+	arg, closed := argument(text, d.Offset+open+1)
+	return strings.TrimSpace(stripComments(arg)), closed
 }
