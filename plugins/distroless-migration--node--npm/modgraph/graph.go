@@ -574,33 +574,18 @@ func (w *walker) notMissing(name string) {
 }
 
 // subpathImport resolves a "#name" load through the "imports" field of
-// the nearest package.json: an exact key, or a "#prefix/*" pattern.
+// the nearest package.json, matched as node matches it (subpathMatch).
 func (w *walker) subpathImport(from, spec string) (string, bool) {
 	for dir := path.Dir(from); ; dir = path.Dir(dir) {
 		if m := w.manifestAt(dir); m != nil && len(m.Imports) > 0 {
-			var imports map[string]json.RawMessage
-			if json.Unmarshal(m.Imports, &imports) != nil {
-				return "", false
-			}
-			for key, raw := range imports {
-				target := ""
-				switch {
-				case key == spec:
-					if ts := exportTargets(raw); len(ts) > 0 {
-						target = ts[0]
-					}
-				case strings.HasSuffix(key, "*") && strings.HasPrefix(spec, strings.TrimSuffix(key, "*")):
-					if ts := exportTargets(raw); len(ts) > 0 {
-						target = strings.ReplaceAll(ts[0], "*", strings.TrimPrefix(spec, strings.TrimSuffix(key, "*")))
-					}
+			for _, target := range subpathTargets(m.Imports, spec) {
+				// "#src/*": "./build/*" names the build's output; the
+				// repository holds what it is compiled from.
+				if t, ok := w.file(path.Join(dir, target)); ok {
+					return t, true
 				}
-				if target != "" {
-					// "#src/*": "./build/*" names the build's output; the
-					// repository holds what it is compiled from.
-					if t, ok := w.file(path.Join(dir, target)); ok {
-						return t, true
-					}
-					return w.fromSource(path.Join(dir, target))
+				if t, ok := w.fromSource(path.Join(dir, target)); ok {
+					return t, true
 				}
 			}
 			return "", false
@@ -872,61 +857,16 @@ func (w *walker) packageEntry(dir string, m *manifest) (string, bool) {
 	return "", false
 }
 
-// exportSubpath resolves "./sub" through a package's exports map: an exact
-// key or a "./prefix/*" pattern.
+// exportSubpath resolves "./sub" through a package's exports map,
+// matched as node matches it (subpathMatch): the first target the
+// package holds.
 func (w *walker) exportSubpath(dir string, m *manifest, sub string) (string, bool) {
-	var obj map[string]json.RawMessage
-	if json.Unmarshal(m.Exports, &obj) != nil {
-		return "", false
-	}
-	for key, raw := range obj {
-		target := ""
-		switch {
-		case key == sub:
-			if ts := exportTargets(raw); len(ts) > 0 {
-				target = ts[0]
-			}
-		case strings.HasSuffix(key, "*") && strings.HasPrefix(sub, strings.TrimSuffix(key, "*")):
-			if ts := exportTargets(raw); len(ts) > 0 {
-				target = strings.ReplaceAll(ts[0], "*", strings.TrimPrefix(sub, strings.TrimSuffix(key, "*")))
-			}
-		}
-		if target != "" {
-			return w.file(path.Join(dir, target))
+	for _, target := range subpathTargets(m.Exports, sub) {
+		if t, ok := w.file(path.Join(dir, target)); ok {
+			return t, true
 		}
 	}
 	return "", false
-}
-
-// exportTargets lists the files an exports field maps "." to, in
-// condition order.
-func exportTargets(raw json.RawMessage) []string {
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return []string{s}
-	}
-	var arr []json.RawMessage
-	if json.Unmarshal(raw, &arr) == nil {
-		var out []string
-		for _, a := range arr {
-			out = append(out, exportTargets(a)...)
-		}
-		return out
-	}
-	var obj map[string]json.RawMessage
-	if json.Unmarshal(raw, &obj) != nil {
-		return nil
-	}
-	if dot, ok := obj["."]; ok {
-		return exportTargets(dot)
-	}
-	var out []string
-	for _, k := range []string{"node", "require", "import", "default"} {
-		if v, ok := obj[k]; ok {
-			out = append(out, exportTargets(v)...)
-		}
-	}
-	return out
 }
 
 var builtins = map[string]bool{}

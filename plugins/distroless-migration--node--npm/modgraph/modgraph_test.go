@@ -191,6 +191,44 @@ func graphOf(t *testing.T, files map[string]string) *Graph {
 	return g
 }
 
+// TestExportPatterns: of the subpath patterns that match a load, the one
+// node picks (the longest part before the "*", then the longest key:
+// "./*.js" over "./*") decides the file, on every
+// run: the walk once took whichever a Go map gave first. The same rule
+// picks among "imports" patterns.
+func TestExportPatterns(t *testing.T) {
+	t.Parallel()
+	files := map[string]string{
+		"Dockerfile":     "FROM gcr.io/distroless/nodejs22-debian13\nWORKDIR /app\nCOPY . .\nCMD [\"index.js\"]\n",
+		"package.json":   `{"name":"svc","imports":{"#*":"./src/*.js","#db/*":"./db/*.js"}}`,
+		"index.js":       "require('sdk/_shims/auto/runtime');\nrequire('sdk/util.js');\nrequire('#db/pool');\n",
+		"src/db/pool.js": "",
+		"db/pool.js":     "",
+		"node_modules/sdk/package.json": `{"exports": {
+			"./*": {"types": "./*.d.ts", "require": "./*.js", "default": "./*.mjs"},
+			"./_shims/auto/*": {"browser": {"require": "./_shims/auto/*.js"}, "node": {"require": "./_shims/auto/*-node.js"}, "require": "./_shims/auto/*.js"},
+			"./*.js": {"default": "./lib/*.js"}
+		}}`,
+		"node_modules/sdk/_shims/auto/runtime.js":      "",
+		"node_modules/sdk/_shims/auto/runtime-node.js": "",
+		"node_modules/sdk/util.js":                     "",
+		"node_modules/sdk/lib/util.js":                 "",
+	}
+	for range 20 {
+		g := graphOf(t, files)
+		for _, f := range []string{"node_modules/sdk/_shims/auto/runtime-node.js", "node_modules/sdk/lib/util.js", "db/pool.js"} {
+			if !g.Reached(f) {
+				t.Fatalf("%s not reached; reached %v", f, g.Files())
+			}
+		}
+		for _, f := range []string{"node_modules/sdk/_shims/auto/runtime.js", "node_modules/sdk/util.js", "src/db/pool.js"} {
+			if g.Reached(f) {
+				t.Fatalf("%s reached; node loads another file", f)
+			}
+		}
+	}
+}
+
 func TestResolution(t *testing.T) {
 	t.Parallel()
 	g := graphOf(t, map[string]string{
