@@ -112,3 +112,60 @@ func migrateProven(t *testing.T, e *traceEnv, name, target string) (string, migr
 	}
 	return dir, o, m
 }
+
+// TestMigrateWorkdirUser: a service whose USER made its WORKDIR owns its
+// app directory, and makes a folder there when it starts. The rewrite
+// sets that USER before the runtime stage's WORKDIR and passes every gate.
+// The control is the same rewrite with the USER after the copies, as
+// rewrites were before: the WORKDIR is then made as the target's user,
+// node cannot make its folder, and boots fails with EACCES.
+func TestMigrateWorkdirUser(t *testing.T) {
+	e := setupTrace(t)
+	dir, o, m := migrateProven(t, e, "workdir-user", "gcr.io/distroless/nodejs22-debian13:nonroot@sha256:")
+	if err := m.Write(dir); err != nil {
+		t.Fatal(err)
+	}
+	df := filepath.Join(dir, "Dockerfile")
+	src, err := os.ReadFile(df)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The control: the USER line that precedes the runtime's WORKDIR moves
+	// after the COPY that follows it.
+	lines := strings.SplitAfter(string(src), "\n")
+	moved := false
+	for i := 0; i+2 < len(lines); i++ {
+		if lines[i] == "USER node\n" && strings.HasPrefix(lines[i+1], "WORKDIR ") && strings.HasPrefix(lines[i+2], "COPY --from=") {
+			lines[i], lines[i+1], lines[i+2] = lines[i+1], lines[i+2], lines[i]
+			moved = true
+			break
+		}
+	}
+	if !moved {
+		t.Fatalf("the rewrite sets no USER before its runtime WORKDIR:\n%s", src)
+	}
+	control := []byte(strings.Join(lines, ""))
+	if err := os.WriteFile(df, control, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	parsed, err := dockerfile.Parse("Dockerfile", control)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := gates.Run(t.Context(), e.sandbox, gates.Spec{Migrated: dir, Dockerfile: "Dockerfile", BootFor: o.BootFor,
+		RegistryMirrors: o.RegistryMirrors, Timeout: 3 * time.Minute}, parsed, parsed.Final)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range rep.Gates {
+		if g.Gate != "boots" {
+			continue
+		}
+		out := g.Detail + "\n" + strings.Join(g.Evidence, "\n")
+		if g.Status != gates.Failed || !strings.Contains(out, "EACCES") {
+			t.Fatalf("control boots: %s %q, want failed with EACCES", g.Status, out)
+		}
+		return
+	}
+	t.Fatal("no boots gate")
+}

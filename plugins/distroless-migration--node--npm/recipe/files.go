@@ -19,11 +19,15 @@ import (
 
 // collected is what a chain of stages sets up that the runtime needs.
 type collected struct {
-	args     []string      // ARG instructions, verbatim (ENV may use them)
-	envs     []string      // ENV instructions, verbatim
-	lastUser string        // the last USER, verbatim
-	outside  []outsideCopy // what COPY and ADD put outside the WORKDIR
-	prune    string        // the step that prunes dev dependencies
+	args     []string // ARG instructions, verbatim (ENV may use them)
+	envs     []string // ENV instructions, verbatim
+	lastUser string   // the last USER, verbatim
+	// wdUser is the USER, verbatim, that was current when a WORKDIR made
+	// the app directory (or one below it, which makes it too) before any
+	// COPY or RUN touched it; "" when none did, or as root.
+	wdUser  string
+	outside []outsideCopy // what COPY and ADD put outside the WORKDIR
+	prune   string        // the step that prunes dev dependencies
 }
 
 func (r *rewriter) collect(stages []int) collected {
@@ -31,17 +35,25 @@ func (r *rewriter) collect(stages []int) collected {
 	// The stages are a FROM chain, root first: WORKDIR and ENV carry on.
 	wd, production := "/", false
 	var pkgDirs []string // directories a COPY put a package.json in
+	user, wdMade := "", false
 	for _, i := range stages {
 		for _, in := range r.d.Stages[i].Instructions {
 			switch in.Command {
 			case "workdir":
 				if len(in.Args) == 1 {
 					wd = resolvePath(wd, in.Args[0])
+					if !wdMade && within(wd, r.wd) {
+						wdMade, c.wdUser = true, user
+					}
 				}
 			case "arg":
 				c.args = append(c.args, r.verbatim(in))
 			case "user":
 				c.lastUser = r.verbatim(in)
+				user = c.lastUser
+				if len(in.Args) == 1 && rootUser(in.Args[0]) {
+					user = ""
+				}
 			case "env":
 				c.envs = append(c.envs, r.verbatim(in))
 				for _, kv := range in.Args {
@@ -53,6 +65,7 @@ func (r *rewriter) collect(stages []int) collected {
 				if len(in.Args) > 0 {
 					raw := in.Args[len(in.Args)-1]
 					dest := resolvePath(wd, raw)
+					wdMade = wdMade || within(dest, r.wd)
 					srcs := in.Args[:len(in.Args)-1]
 					if in.From == "" && slices.ContainsFunc(srcs, isManifest) {
 						pkgDirs = append(pkgDirs, copyDir(dest, raw, srcs))
@@ -62,6 +75,7 @@ func (r *rewriter) collect(stages []int) collected {
 					}
 				}
 			case "run":
+				wdMade = wdMade || strings.Contains(r.verbatim(in), r.wd)
 				cmds := shellcmd.Instruction(in)
 				for _, cmd := range cmds {
 					if len(cmd) == 0 {
@@ -110,21 +124,41 @@ func (r *rewriter) collect(stages []int) collected {
 	return c
 }
 
-// copies writes the COPY --from lines that hand a files stage's results to
-// the runtime stage.
-func (r *rewriter) copies(b *strings.Builder, files string, c collected, users string) {
+// copies writes the WORKDIR and the COPY --from lines that hand a files
+// stage's results to the runtime stage, with the ARG, ENV and USER lines.
+// A WORKDIR the original made as a user other than root made the app
+// directory that user's: BuildKit makes a missing WORKDIR as the current
+// USER (moby/buildkit#1002), and a COPY of a directory leaves the
+// directory's own owner as it finds it. So that user is set first, its
+// account copied in before, and the runtime's WORKDIR makes the directory
+// the same user's (hedgedoc's /usr/src/app/backend, node's).
+func (r *rewriter) copies(b *strings.Builder, workdir, files string, c collected, users string) {
+	early := workdir != "" && c.wdUser != "" && !strings.Contains(c.wdUser, "$")
+	if early {
+		for _, a := range c.args {
+			b.WriteString(a)
+		}
+		b.WriteString(users)
+		b.WriteString(c.wdUser)
+		r.change(readiness.RuleDistrolessBase, fmt.Sprintf("the runtime stage sets %s before its WORKDIR, which makes %s that user's as the original's WORKDIR did", strings.TrimSpace(c.wdUser), r.wd))
+	}
+	b.WriteString(workdir)
 	fmt.Fprintf(b, "COPY --from=%s %s%s %s\n", files, r.chownFlag(r.wd), r.wd, r.wd)
-	b.WriteString(users)
+	if !early {
+		b.WriteString(users)
+	}
 	for _, o := range dedupe(c.outside) {
 		fmt.Fprintf(b, "COPY --from=%s %s%s %s\n", files, r.chownFlag(o.src), o.src, o.dest)
 	}
-	for _, a := range c.args {
-		b.WriteString(a)
+	if !early {
+		for _, a := range c.args {
+			b.WriteString(a)
+		}
 	}
 	for _, e := range c.envs {
 		b.WriteString(e)
 	}
-	if c.lastUser != "" {
+	if c.lastUser != "" && !(early && c.lastUser == c.wdUser) {
 		b.WriteString(c.lastUser)
 	}
 }

@@ -34,8 +34,7 @@ func (r *rewriter) inline(start, health []string) error {
 		r.keepAccounts(name, users, groups)
 	}
 	b.WriteString(from(st.Platform, r.baseRef(r.t, r.target.Ref, readiness.RuleDistrolessBase), r.name(r.t)))
-	b.WriteString(workdir)
-	r.copies(&b, parent, c, usersCopy)
+	r.copies(&b, workdir, parent, c, usersCopy)
 	r.edits = append(r.edits, edit{from: st.Line, to: max(st.Line, st.EndLine), text: b.String()})
 	r.change(readiness.RuleDistrolessBase, fmt.Sprintf("the runtime stage is FROM %s and copies %s from %s, with its ENV and USER", r.target.Pinned(), r.wd, parent))
 	r.changeIfBlocked(readiness.RuleMoveToBuilder, "the RUN steps stay in "+parent+", which the runtime stage copies its files from")

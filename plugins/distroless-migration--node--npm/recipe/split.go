@@ -103,8 +103,7 @@ func (r *rewriter) split(start, health []string) error {
 	}
 	b.WriteString("\n")
 	b.WriteString(from(st.Platform, r.baseRef(r.t, r.target.Ref, readiness.RuleDistrolessBase), r.name(r.t)))
-	b.WriteString(workdir)
-	r.copies(&b, files, c, usersCopy)
+	r.copies(&b, workdir, files, c, usersCopy)
 	for _, k := range keep {
 		b.WriteString(k)
 	}

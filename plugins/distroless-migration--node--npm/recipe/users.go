@@ -18,6 +18,12 @@ import (
 // chownRE finds a COPY or ADD --chown value.
 var chownRE = regexp.MustCompile(`--chown=(\S+)`)
 
+// rootUser reports whether a USER value (user[:group]) is root.
+func rootUser(spec string) bool {
+	u, _, _ := strings.Cut(spec, ":")
+	return u == "root" || u == "0"
+}
+
 // accountNameRE is a user or group name a pattern can hold as it is.
 var accountNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.-]*$`)
 
