@@ -111,7 +111,7 @@ goes to stderr when stderr is a terminal.`,
 	fl.StringVar(&f.format, "format", "", "output format: json, text or sarif (default text on a terminal, json otherwise)")
 	fl.BoolVar(&f.noCache, "no-cache", false, "run every probe; neither read nor write the cache")
 	fl.StringVar(&f.task, "task", nodenpm.Task, "the task whose probes run")
-	fl.DurationVar(&f.lightTimeout, "light-timeout", pipeline.DefaultLightTimeout, "timeout of each light probe")
+	fl.DurationVar(&f.lightTimeout, "light-timeout", 0, "timeout of each light probe (default: the probe's own, 30s unless it declares more: 10m for the child_process scan, which reads the dependencies' code)")
 	fl.DurationVar(&f.heavyTimeout, "heavy-timeout", pipeline.DefaultHeavyTimeout, "timeout of each heavy probe")
 	fl.StringVar(&f.mirrors, "registry-mirror", os.Getenv("CODEGENIE_REGISTRY_MIRRORS"), "registry mirrors, REGISTRY=HOST[:PORT],... (env CODEGENIE_REGISTRY_MIRRORS)")
 	f.gc.register(fl, "gate-control to run sandboxes through")
@@ -204,7 +204,7 @@ func runGather(cmd *cobra.Command, g *globals, f *gatherFlags, dir string) error
 	default:
 		return usageErr("unknown --format %q: want json, text or sarif", f.format)
 	}
-	if f.lightTimeout <= 0 || f.heavyTimeout <= 0 {
+	if f.lightTimeout < 0 || f.heavyTimeout <= 0 {
 		return usageErr("timeouts must be positive")
 	}
 	if err := f.boot.validate(); err != nil {

@@ -146,7 +146,7 @@ func runMigrate(cmd *cobra.Command, g *globals, f *migrateFlags, dir string) err
 	}
 	var images image.Resolver = &image.Remote{Mirrors: mirrors}
 	gopts := gather.Options{Registry: builtin.NewRegistry(), Version: Version, Task: nodenpm.Task, Dockerfile: f.dockerfile, Target: f.target,
-		Logger: g.logger(), LightTimeout: pipeline.DefaultLightTimeout, HeavyTimeout: f.timeout}
+		Logger: g.logger(), HeavyTimeout: f.timeout}
 	if !f.noCache {
 		if gopts.Cache, err = g.openCache(); err != nil {
 			return err

@@ -174,7 +174,7 @@ portfolio run again reuses each result.`,
 	fl.BoolVar(&f.rebuildState, "rebuild-state", false, "discard the state store and start afresh (the cache still answers unchanged services)")
 	fl.StringVar(&f.failOn, "fail-on", "", "exit 1 only when a service has one of these verdicts: blocked, unknown, ready_after_rewrite (comma-separated)")
 	fl.DurationVar(&f.serviceTimeout, "service-timeout", 30*time.Minute, "timeout of one service in one tier")
-	fl.DurationVar(&f.lightTimeout, "light-timeout", pipeline.DefaultLightTimeout, "timeout of each light probe")
+	fl.DurationVar(&f.lightTimeout, "light-timeout", 0, "timeout of each light probe (default: the probe's own, 30s unless it declares more: 10m for the child_process scan, which reads the dependencies' code)")
 	fl.DurationVar(&f.heavyTimeout, "heavy-timeout", pipeline.DefaultHeavyTimeout, "timeout of each heavy probe")
 	f.boot.register(fl, "the traced boot")
 	f.net.register(fl)
@@ -212,7 +212,7 @@ func runPortfolio(cmd *cobra.Command, g *globals, f *portfolioFlags, args []stri
 	if f.staticN < 1 || f.sandboxN < 1 {
 		return usageErr("--static-parallel and --sandbox-parallel must be at least 1")
 	}
-	if f.lightTimeout <= 0 || f.heavyTimeout <= 0 || f.serviceTimeout <= 0 {
+	if f.lightTimeout < 0 || f.heavyTimeout <= 0 || f.serviceTimeout <= 0 {
 		return usageErr("timeouts must be positive")
 	}
 	if err := f.boot.validate(); err != nil {

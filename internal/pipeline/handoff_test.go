@@ -186,3 +186,35 @@ func TestAfterPhaseGetsTheHeavyTimeout(t *testing.T) {
 		t.Error("a light probe got the heavy timeout")
 	}
 }
+
+// ownTimeout is a light probe that declares a timeout of its own, and
+// reports how far its context's deadline is.
+type ownTimeout struct{ deadlines }
+
+func (o *ownTimeout) Desc() probe.Desc {
+	return probe.Desc{Name: "own_timeout", Version: "1", Heaviness: probe.Light, CacheStrategy: probe.CacheNone,
+		Timeout: time.Hour, NewFacts: func() any { return new(readFacts) }}
+}
+
+// TestDescriptorTimeout: a light probe's own Timeout applies when the run
+// sets none (gather without --light-timeout: the child_process scan of a
+// large dependency tree gets its 10 minutes), and the run's setting wins
+// when it is given.
+func TestDescriptorTimeout(t *testing.T) {
+	repo := repoWith(t, map[string]string{"package.json": "{}"})
+	o := &ownTimeout{}
+	p := newPipeline(t, false, o)
+	if _, err := p.Run(t.Context(), repo, &probe.Context{}); err != nil {
+		t.Fatal(err)
+	}
+	if !o.far.Load() {
+		t.Error("the probe's own timeout did not apply when the run set none")
+	}
+	p.LightTimeout = time.Second
+	if _, err := p.Run(t.Context(), mustReopen(t, repo), &probe.Context{}); err != nil {
+		t.Fatal(err)
+	}
+	if o.far.Load() {
+		t.Error("the run's --light-timeout did not win over the probe's own")
+	}
+}
