@@ -17,6 +17,7 @@ import (
 // lists were removed) is not updated twice.
 func (r *rewriter) apkToApt(i int) error {
 	updated := false
+	drop := r.unusedInit(i)
 	for _, in := range r.d.Stages[i].Instructions {
 		if in.Command != "run" || in.Form != dockerfile.FormShell {
 			continue
@@ -25,7 +26,7 @@ func (r *rewriter) apkToApt(i int) error {
 		if !apkRE.MatchString(src) && !busyboxUserRE.MatchString(src) {
 			continue
 		}
-		text, unknown := debianRunFrom(src, &updated)
+		text, unknown, dropped := debianRunFrom(src, &updated, drop)
 		if len(unknown) > 0 {
 			return r.refuse(readiness.RuleGlibcBuilder, "the step installs alpine packages with no known Debian name: "+strings.Join(unknown, ", "),
 				"the stage moves to a glibc (Debian) image; write its apt-get install by hand", in.Line)
@@ -35,6 +36,9 @@ func (r *rewriter) apkToApt(i int) error {
 		}
 		r.replace(in, text)
 		r.res.Changes = append(r.res.Changes, Change{Rule: readiness.RuleGlibcBuilder, Line: in.Line, What: "apk and busybox user steps become apt-get and Debian adduser/addgroup"})
+		if dropped {
+			r.res.Changes = append(r.res.Changes, Change{Rule: readiness.RuleInitWrapper, Line: in.Line, What: "the files stage no longer installs " + strings.Join(sortedKeys(drop), ", ") + ", which only the old start ran"})
+		}
 	}
 	return nil
 }
@@ -48,13 +52,16 @@ var (
 // cannot name on Debian.
 func debianRun(src string) (string, []string) {
 	updated := false
-	return debianRunFrom(src, &updated)
+	text, unknown, _ := debianRunFrom(src, &updated, nil)
+	return text, unknown
 }
 
 // debianRunFrom is debianRun with the stage's state: *updated is true while
-// an earlier apt-get update's lists are still there.
-func debianRunFrom(src string, updated *bool) (string, []string) {
+// an earlier apt-get update's lists are still there. The packages drop
+// names are left out (unusedInit).
+func debianRunFrom(src string, updated *bool, drop map[string]bool) (string, []string, bool) {
 	var unknown []string
+	dropped := false
 	out := apkRE.ReplaceAllStringFunc(src, func(m string) string {
 		sm := apkRE.FindStringSubmatch(m)
 		ws := splitWords(sm[3])
@@ -85,6 +92,8 @@ func debianRunFrom(src string, updated *bool) (string, []string) {
 			}
 			deb, ok := readiness.DebianPackage(name)
 			switch {
+			case drop[name]:
+				dropped = true
 			case !ok:
 				unknown = append(unknown, name)
 			case deb != "":
@@ -106,7 +115,7 @@ func debianRunFrom(src string, updated *bool) (string, []string) {
 		sm := busyboxUserRE.FindStringSubmatch(m)
 		return sm[1] + debianUserFlags(sm[1], sm[2])
 	})
-	return out, unknown
+	return out, unknown, dropped
 }
 
 // words are a command's words, each with the separator before it (blanks,

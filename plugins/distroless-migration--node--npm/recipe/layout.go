@@ -2,6 +2,7 @@ package recipe
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/dockerfile"
 	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/readiness"
@@ -46,6 +47,19 @@ func (r *rewriter) run() error {
 	if start != nil {
 		start = append(append([]string{}, r.preStart...), start...)
 		r.preStart = nil
+	}
+	if len(moves) > 0 && st.BaseStage < 0 && len(r.chown) == 0 && !strings.Contains(st.ResolvedBase, "alpine") {
+		// The stage's only RUN steps installed the init wrapper the
+		// start no longer runs: they go, and the stage moves in place.
+		drop := r.unusedInit(r.t)
+		if drops := r.aptDrops(r.t, drop); r.everyRunGoes(r.t, drops) {
+			for _, d := range drops {
+				r.replace(d.in, "")
+			}
+			r.change(readiness.RuleMoveToBuilder, "the runtime stage's RUN steps only installed "+strings.Join(sortedKeys(drop), ", ")+
+				", which only the old start ran: they go, and the stage moves to the target in place")
+			moves = nil
+		}
 	}
 	switch {
 	case st.BaseStage >= 0 && !r.makesFiles(r.t) && len(r.chown) == 0:

@@ -40,6 +40,9 @@ func (r *rewriter) split(start, health []string) error {
 			}
 		}
 	}
+	if !strings.Contains(st.ResolvedBase, "alpine") {
+		r.dropAptPackages(r.t, r.unusedInit(r.t))
+	}
 	r.edits = append(r.edits, edit{from: st.Line, to: max(st.Line, st.EndLine), text: from(st.Platform, base, files)})
 	var keep []string
 	startComments := ""
