@@ -26,8 +26,7 @@ func TestMigrateNonRootWrites(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The control: the chown step goes.
-	df := filepath.Join(dir, "Dockerfile")
-	src, err := os.ReadFile(df)
+	src, err := os.ReadFile(filepath.Join(dir, "Dockerfile"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,8 +39,15 @@ func TestMigrateNonRootWrites(t *testing.T) {
 	if len(kept) == len(strings.SplitAfter(string(src), "\n")) {
 		t.Fatalf("the rewrite has no chown of /app/config:\n%s", src)
 	}
-	control := []byte(strings.Join(kept, ""))
-	if err := os.WriteFile(df, control, 0o644); err != nil {
+	controlFailsBoots(t, e, o, dir, []byte(strings.Join(kept, "")))
+}
+
+// controlFailsBoots writes control as dir's Dockerfile, runs the gates on
+// it, and checks that boots fails with EACCES: the service cannot write
+// where it writes.
+func controlFailsBoots(t *testing.T, e *traceEnv, o migrate.Options, dir string, control []byte) {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(dir, "Dockerfile"), control, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	parsed, err := dockerfile.Parse("Dockerfile", control)
@@ -54,7 +60,7 @@ func TestMigrateNonRootWrites(t *testing.T) {
 		t.Fatal(err)
 	}
 	if rep.Passed {
-		t.Fatal("the gates passed a :nonroot rewrite that cannot make its config directory")
+		t.Fatalf("the gates passed the control, which cannot write where the service writes:\n%s", control)
 	}
 	for _, g := range rep.Gates {
 		if g.Gate != "boots" {
@@ -62,7 +68,7 @@ func TestMigrateNonRootWrites(t *testing.T) {
 		}
 		out := g.Detail + "\n" + strings.Join(g.Evidence, "\n")
 		if g.Status != gates.Failed || !strings.Contains(out, "EACCES") {
-			t.Fatalf("boots: %s %q, want failed with EACCES", g.Status, out)
+			t.Fatalf("control boots: %s %q, want failed with EACCES", g.Status, out)
 		}
 		return
 	}
@@ -125,8 +131,7 @@ func TestMigrateWorkdirUser(t *testing.T) {
 	if err := m.Write(dir); err != nil {
 		t.Fatal(err)
 	}
-	df := filepath.Join(dir, "Dockerfile")
-	src, err := os.ReadFile(df)
+	src, err := os.ReadFile(filepath.Join(dir, "Dockerfile"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,28 +149,5 @@ func TestMigrateWorkdirUser(t *testing.T) {
 	if !moved {
 		t.Fatalf("the rewrite sets no USER before its runtime WORKDIR:\n%s", src)
 	}
-	control := []byte(strings.Join(lines, ""))
-	if err := os.WriteFile(df, control, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	parsed, err := dockerfile.Parse("Dockerfile", control)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rep, err := gates.Run(t.Context(), e.sandbox, gates.Spec{Migrated: dir, Dockerfile: "Dockerfile", BootFor: o.BootFor,
-		RegistryMirrors: o.RegistryMirrors, Timeout: 3 * time.Minute}, parsed, parsed.Final)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, g := range rep.Gates {
-		if g.Gate != "boots" {
-			continue
-		}
-		out := g.Detail + "\n" + strings.Join(g.Evidence, "\n")
-		if g.Status != gates.Failed || !strings.Contains(out, "EACCES") {
-			t.Fatalf("control boots: %s %q, want failed with EACCES", g.Status, out)
-		}
-		return
-	}
-	t.Fatal("no boots gate")
+	controlFailsBoots(t, e, o, dir, []byte(strings.Join(lines, "")))
 }
