@@ -158,7 +158,7 @@ func (r *rewriter) copies(b *strings.Builder, workdir, files string, c collected
 	for _, e := range c.envs {
 		b.WriteString(e)
 	}
-	if c.lastUser != "" && !(early && c.lastUser == c.wdUser) {
+	if c.lastUser != "" && (!early || c.lastUser != c.wdUser) {
 		b.WriteString(c.lastUser)
 	}
 }
