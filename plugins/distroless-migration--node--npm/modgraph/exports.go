@@ -79,6 +79,29 @@ func (g *Graph) reaches(from, to string) bool {
 	return found
 }
 
+// LoadSite is one literal load of a file: the file that makes it and
+// where the load's text starts there.
+type LoadSite struct {
+	File   string
+	Offset int
+}
+
+// Importers lists the literal loads of file the walk followed, in file
+// and offset order; a bundle's requires of its own module ids are left
+// out.
+func (g *Graph) Importers(file string) []LoadSite {
+	if g == nil || g.live == nil {
+		return nil
+	}
+	var out []LoadSite
+	for _, s := range g.importersOf(file) {
+		if s.off >= 0 {
+			out = append(out, LoadSite{File: s.file, Offset: s.off})
+		}
+	}
+	return out
+}
+
 // loadSite is where a load starts in a file (-1: the bundle's own
 // requires of a module id, found when read).
 type loadSite struct {

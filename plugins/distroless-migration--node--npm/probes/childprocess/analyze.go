@@ -106,6 +106,10 @@ type call struct {
 	within string
 	// shape is the known shape the call is part of (shapes.go).
 	shape string
+	// wrapper is set when the command is a parameter of a function the
+	// file exports (exportcalls.go): its importers' literals are calls
+	// of their own.
+	wrapper *exportedWrapper
 }
 
 // fileScan is what parsing one file found.
@@ -824,6 +828,9 @@ func (a *analysis) call(c *sitter.Node, fn string) {
 				r.kind = KindDynamic
 			}
 		}
+	}
+	if !cmdLiteral && len(args) > 0 && (r.kind == KindDynamic || r.kind == KindMaybeShell) {
+		r.wrapper = a.exportedWrapper(c, args[0])
 	}
 	a.add(c, r)
 }

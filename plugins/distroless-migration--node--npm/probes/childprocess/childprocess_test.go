@@ -560,3 +560,55 @@ func TestCrossSpawn(t *testing.T) {
 		t.Errorf("findings (-want +got):\n%s", diff)
 	}
 }
+
+// TestExportedWrapperCalls: the literal commands that app files pass to a
+// function another app module exports, which hands that parameter (or its
+// first element) to spawn, are calls of their own at those arguments, for
+// each way a module exports the function and an importer binds it. A
+// caller that passes a variable adds nothing, a function that gives the
+// parameter another value is no wrapper, and the wrapper's own call stays
+// a command that is not a literal.
+func TestExportedWrapperCalls(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	writeRepo(t, dir, map[string]string{
+		"package.json": `{"name":"svc","version":"1.0.0","main":"index.js"}`,
+		"Dockerfile":   "FROM node:22-slim\nWORKDIR /app\nCOPY . .\nCMD [\"node\", \"index.js\"]\n",
+		"index.js":     "require('./a'); require('./b'); require('./c.mjs'); require('./d');\n",
+		"run_cmd.js": "const { spawn } = require('child_process');\n" +
+			"module.exports = exports = (args, opts = {}) => new Promise((resolve) => {\n" +
+			"  spawn(args[0], args.slice(1), { stdio: 'inherit', ...opts }).on('exit', resolve);\n" +
+			"});\n",
+		"tools.mjs": "import { spawnSync } from 'node:child_process';\n" +
+			"export function tool(cmd, args) { return spawnSync(cmd, args); }\n" +
+			"export default function (cmd) { return spawnSync(cmd); }\n",
+		"exec.js": "const cp = require('child_process');\n" +
+			"function run(cmd) { return cp.spawnSync(cmd, []); }\n" +
+			"exports.run = run;\n" +
+			"exports.again = (cmd) => { cmd = 'sh'; return cp.spawnSync(cmd, []); };\n",
+		"a.js":  "const runCmd = require('./run_cmd');\nrunCmd(['pnpm', '--version']);\nconst x = process.env.X;\nrunCmd([x]);\n",
+		"b.js":  "const { run: exec } = require('./exec');\nexec('git');\nconst again = require('./exec').again;\nagain('make');\n",
+		"c.mjs": "import anyTool, { tool as t } from './tools.mjs';\nt('ffmpeg', ['-version']);\nanyTool('convert');\n",
+		"d.js":  "const { run } = require('./exec');\nrun('bash');\n",
+	})
+	out := runProbe(t, dir)
+	var got []string
+	for _, f := range out.Facts.(*Facts).Findings {
+		got = append(got, fmt.Sprintf("%s:%d %s %s %s", f.File, f.Line, f.Function, f.Kind, f.Command))
+	}
+	want := []string{
+		"a.js:2 spawn binary pnpm",
+		"b.js:2 spawnSync binary git",
+		"c.mjs:2 spawnSync binary ffmpeg",
+		"c.mjs:3 spawnSync binary convert",
+		"d.js:2 spawnSync shell bash",
+		"exec.js:2 spawnSync dynamic ",
+		"exec.js:4 spawnSync dynamic ",
+		"run_cmd.js:3 spawn maybe_shell ",
+		"tools.mjs:2 spawnSync dynamic ",
+		"tools.mjs:3 spawnSync dynamic ",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("findings (-want +got):\n%s", diff)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"regexp"
 	"strconv"
+	"strings"
 
 	sitter "github.com/smacker/go-tree-sitter"
 
@@ -200,4 +201,119 @@ func exported(src []byte, name string) bool {
 	q := regexp.QuoteMeta(name)
 	re := regexp.MustCompile(`\bexport\b[^;\n]*\b` + q + `\b|\bexports\.[\w$]+\s*=\s*` + q + `\b|\bexports\.` + q + `\b|module\.exports\s*=\s*(?:\{[^}]*\b` + q + `\b|` + q + `\b)|module\.exports\[` + strconv.Quote(name))
 	return re.Match(src)
+}
+
+// exportedWrapper is a function the file exports that hands its
+// parameter, or the parameter's first element, to a child_process
+// function as the command (exportcalls.go).
+type exportedWrapper struct {
+	// export is the name importers bind it by: "default" for
+	// module.exports = fn and export default fn.
+	export string
+	param  int
+	// element: the command is the parameter's first element, args[0] of
+	// runCmd(args).
+	element bool
+}
+
+// exportedWrapper reports whether call c's command cmd is a parameter (or
+// its first element) of the function around c, which the file exports and
+// which does not give that parameter another value.
+func (a *analysis) exportedWrapper(c, cmd *sitter.Node) *exportedWrapper {
+	element := false
+	if cmd.Type() == "subscript_expression" {
+		idx := cmd.ChildByFieldName("index")
+		if idx == nil || idx.Type() != "number" || a.text(idx) != "0" {
+			return nil
+		}
+		cmd, element = cmd.ChildByFieldName("object"), true
+	}
+	if cmd == nil || cmd.Type() != "identifier" {
+		return nil
+	}
+	param := a.text(cmd)
+	// The nearest function that declares the parameter: a callback inside
+	// the wrapper (a Promise's executor) sees it too.
+	fn, index := enclosingFunction(c), -1
+	for ; fn != nil; fn = enclosingFunction(fn) {
+		if index = paramIndex(a, fn, param); index >= 0 {
+			break
+		}
+	}
+	if fn == nil {
+		return nil
+	}
+	if body := fn.ChildByFieldName("body"); body == nil ||
+		regexp.MustCompile(`(?:^|[^\w$.])`+regexp.QuoteMeta(param)+`\s*(?:[-+*/|&?]|\?\?)?=[^=]`).MatchString(a.text(body)) {
+		return nil
+	}
+	name := a.exportName(fn)
+	if name == "" {
+		return nil
+	}
+	return &exportedWrapper{export: name, param: index, element: element}
+}
+
+// exportName is the name the file exports function fn by: "default" for
+// module.exports = fn (through a chain such as module.exports = exports =
+// fn) and export default fn; the property's name for exports.x = fn, and
+// the function's for export function x; "" when the file does not export
+// it, as far as these forms show.
+func (a *analysis) exportName(fn *sitter.Node) string {
+up:
+	for p := fn.Parent(); p != nil; p = p.Parent() {
+		switch p.Type() {
+		case "assignment_expression":
+			left := a.text(p.ChildByFieldName("left"))
+			switch {
+			case left == "module.exports" || left == "exports":
+				return "default"
+			case strings.HasPrefix(left, "module.exports.") || strings.HasPrefix(left, "exports."):
+				name := left[strings.LastIndexByte(left, '.')+1:]
+				if jsIdentRE.MatchString(name) {
+					return name
+				}
+				return ""
+			}
+			continue // a = b = fn: the outer assignment decides
+		case "export_statement":
+			if exportsDefaultStatement(p) {
+				return "default"
+			}
+			if n := fn.ChildByFieldName("name"); n != nil {
+				return a.text(n)
+			}
+			return ""
+		case "parenthesized_expression", "as_expression":
+			continue
+		}
+		break up
+	}
+	name := a.functionName(fn)
+	if name == "" {
+		return ""
+	}
+	q := regexp.QuoteMeta(name)
+	switch {
+	case regexp.MustCompile(`(?:\bmodule\.exports|\bexport\s+default)\s*=?\s*` + q + `\s*(?:;|\n|$)`).Match(a.src):
+		return "default"
+	case regexp.MustCompile(`\bexport\s+(?:const|let|var|function)\s+` + q + `\b`).Match(a.src):
+		return name
+	}
+	if m := regexp.MustCompile(`\b(?:module\.)?exports\.([A-Za-z_$][\w$]*)\s*=\s*` + q + `\s*(?:;|\n|$)`).FindSubmatch(a.src); m != nil {
+		return string(m[1])
+	}
+	return ""
+}
+
+var jsIdentRE = regexp.MustCompile(`^[A-Za-z_$][\w$]*$`)
+
+// exportsDefaultStatement reports export default … from its tokens.
+func exportsDefaultStatement(p *sitter.Node) bool {
+	for i := 0; i < int(p.ChildCount()); i++ {
+		if p.Child(i).Type() == "default" {
+			return true
+		}
+	}
+	return false
 }

@@ -1,0 +1,254 @@
+package childprocess
+
+import (
+	"bytes"
+	"context"
+	"path"
+	"sort"
+
+	sitter "github.com/smacker/go-tree-sitter"
+
+	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/modgraph"
+)
+
+// An app module may export a command wrapper: a function that hands its
+// parameter, or the parameter's first element, to spawn as the command
+// (etherpad's src/node/utils/run_cmd.ts, module.exports = (args, opts) =>
+// … spawn(args[0], args.slice(1), opts)). Its callers are other files,
+// which the file's own analysis cannot see: to it the command is not a
+// literal. So once the module graph is known, each app file that loads
+// the wrapper with a literal load (const runCmd = require('./run_cmd'),
+// import runCmd from …, const { run } = require(…)) is read for its calls
+// of the binding, and each literal command one passes (runCmd(['pnpm',
+// '--version'])) is a call of its own, judged at that argument: the
+// program runs wherever that file's code does. The call in the wrapper
+// stays a command that is not a literal: a caller may pass anything, and
+// one that passes a variable says nothing. Only the app's own modules are
+// read so: a dependency's wrappers are called by code whose literals the
+// same analysis would need from every importer in node_modules.
+
+// wrapperCalls adds to results the calls that the app files loading an
+// exported wrapper make through it with literal commands.
+func (s *session) wrapperCalls(ctx context.Context, tasks []task, results []result, g *modgraph.Graph) error {
+	if g == nil {
+		return nil
+	}
+	index := map[string]int{}
+	for i, t := range tasks {
+		if t.origin == OriginApp {
+			index[t.path] = i
+		}
+	}
+	type use struct {
+		fn string
+		w  exportedWrapper
+	}
+	type load struct {
+		file string
+		off  int
+	}
+	byImporter := map[load][]use{}
+	for i, t := range tasks {
+		if t.origin != OriginApp {
+			continue
+		}
+		for _, c := range results[i].calls {
+			if c.wrapper == nil {
+				continue
+			}
+			for _, site := range g.Importers(t.path) {
+				if _, ok := index[site.File]; ok {
+					l := load{site.File, site.Offset}
+					byImporter[l] = append(byImporter[l], use{fn: c.function, w: *c.wrapper})
+				}
+			}
+		}
+	}
+	if len(byImporter) == 0 {
+		return nil
+	}
+	keys := make([]load, 0, len(byImporter))
+	for k := range byImporter {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if keys[i].file != keys[j].file {
+			return keys[i].file < keys[j].file
+		}
+		return keys[i].off < keys[j].off
+	})
+	sc := newScanner()
+	defer sc.close()
+	for _, k := range keys {
+		i := index[k.file]
+		src, err := s.repo.ReadFile(k.file)
+		if err != nil || len(src) > MaxParseBytes {
+			continue // unreadable or too large: its own scan says so
+		}
+		tree, err := sc.parser(tasks[i].lang).ParseCtx(ctx, nil, src)
+		if err != nil {
+			return err
+		}
+		a := &analysis{src: src, root: tree.RootNode(), lines: lineStarts(src), bindings: map[string]value{}, decls: map[uint32]bool{}, seen: map[findingKey]bool{}}
+		for _, u := range byImporter[k] {
+			if name := a.loadBinding(k.off, u.w.export); name != "" {
+				a.wrapperUses(name, u.fn, u.w)
+			}
+		}
+		tree.Close()
+		if len(a.calls) == 0 {
+			continue
+		}
+		results[i].calls = append(results[i].calls, a.calls...)
+		if !results[i].parsed && !results[i].tokenScanned {
+			results[i].parsed = true
+		}
+	}
+	return nil
+}
+
+// loadBinding is the name the load at off binds the module's export to:
+// the default export (module.exports) is what const x = require(…) and
+// import x from … bind; a named one, const { name: x } = require(…),
+// const x = require(…).name and import { name as x } from …. "" when the
+// load binds it to no plain name.
+func (a *analysis) loadBinding(off int, export string) string {
+	for off < len(a.src) && !isIdentByte(a.src[off]) {
+		off++ // the character before require or import that the scan's match starts with
+	}
+	n := a.nodeAt(off, off+1)
+	for depth := 0; n != nil && depth < maxDepth; depth++ {
+		switch n.Type() {
+		case "import_statement":
+			return a.importBinding(n, export)
+		case "variable_declarator":
+			name := n.ChildByFieldName("name")
+			if name == nil {
+				return ""
+			}
+			if name.Type() == "identifier" && export == "default" {
+				return a.text(name)
+			}
+			if name.Type() == "object_pattern" && export != "default" {
+				return a.patternBinding(name, export)
+			}
+			return ""
+		case "member_expression":
+			if prop := n.ChildByFieldName("property"); prop == nil || a.text(prop) != export || export == "default" {
+				return ""
+			}
+			if p := n.Parent(); p != nil && p.Type() == "variable_declarator" {
+				if name := p.ChildByFieldName("name"); name != nil && name.Type() == "identifier" {
+					return a.text(name)
+				}
+			}
+			return ""
+		case "call_expression", "await_expression", "parenthesized_expression", "as_expression", "string", "string_fragment", "identifier", "arguments", "import":
+			n = n.Parent()
+			continue
+		}
+		return ""
+	}
+	return ""
+}
+
+// importBinding is the name an import statement binds export to.
+func (a *analysis) importBinding(s *sitter.Node, export string) string {
+	for i := 0; i < int(s.NamedChildCount()); i++ {
+		cl := s.NamedChild(i)
+		if cl.Type() != "import_clause" {
+			continue
+		}
+		for j := 0; j < int(cl.NamedChildCount()); j++ {
+			c := cl.NamedChild(j)
+			switch {
+			case c.Type() == "identifier" && export == "default":
+				return a.text(c)
+			case c.Type() == "named_imports":
+				for k := 0; k < int(c.NamedChildCount()); k++ {
+					sp := c.NamedChild(k)
+					if sp.Type() != "import_specifier" {
+						continue
+					}
+					name, alias := sp.ChildByFieldName("name"), sp.ChildByFieldName("alias")
+					if name == nil || a.text(name) != export {
+						continue
+					}
+					if alias != nil {
+						return a.text(alias)
+					}
+					return a.text(name)
+				}
+			}
+		}
+	}
+	return ""
+}
+
+// patternBinding is the name { export } or { export: name } binds.
+func (a *analysis) patternBinding(pat *sitter.Node, export string) string {
+	for i := 0; i < int(pat.NamedChildCount()); i++ {
+		c := pat.NamedChild(i)
+		switch c.Type() {
+		case "shorthand_property_identifier_pattern":
+			if a.text(c) == export {
+				return export
+			}
+		case "pair_pattern":
+			k, v := c.ChildByFieldName("key"), c.ChildByFieldName("value")
+			if k != nil && v != nil && a.text(k) == export && v.Type() == "identifier" {
+				return a.text(v)
+			}
+		}
+	}
+	return ""
+}
+
+// wrapperUses adds a call of fn for each call of name in the file that
+// passes a literal command where the wrapper w takes it.
+func (a *analysis) wrapperUses(name, fn string, w exportedWrapper) {
+	pat := []byte(name)
+	for off := 0; off < len(a.src); {
+		i := bytes.Index(a.src[off:], pat)
+		if i < 0 {
+			return
+		}
+		start, end := off+i, off+i+len(pat)
+		off = end
+		if (start > 0 && isIdentByte(a.src[start-1])) || (end < len(a.src) && isIdentByte(a.src[end])) {
+			continue
+		}
+		n := a.nodeAt(start, end)
+		if n == nil || n.Type() != "identifier" || int(n.StartByte()) != start {
+			continue
+		}
+		c := n.Parent()
+		if c == nil || c.Type() != "call_expression" || !isField(c, "function", n) {
+			continue
+		}
+		al := c.ChildByFieldName("arguments")
+		if al == nil {
+			continue
+		}
+		args := namedArgs(al)
+		if w.param >= len(args) {
+			continue
+		}
+		arg := args[w.param]
+		if w.element {
+			if arg.Type() != "array" || arg.NamedChildCount() == 0 {
+				continue
+			}
+			arg = arg.NamedChild(0)
+		}
+		cmd, ok := a.literal(arg)
+		if !ok || cmd == "" {
+			continue
+		}
+		r := call{function: fn, command: cmd, binary: cmd, kind: KindBinary}
+		if shells[path.Base(cmd)] {
+			r.kind = KindShell
+		}
+		a.add(arg, r)
+	}
+}
