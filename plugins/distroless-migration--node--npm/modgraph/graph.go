@@ -579,6 +579,12 @@ func (w *walker) subpathImport(from, spec string) (string, bool) {
 	for dir := path.Dir(from); ; dir = path.Dir(dir) {
 		if m := w.manifestAt(dir); m != nil && len(m.Imports) > 0 {
 			for _, target := range subpathTargets(m.Imports, spec) {
+				if !strings.HasPrefix(target, "./") && !strings.HasPrefix(target, "../") && !strings.HasPrefix(target, "/") {
+					// "#dep": {"node": "dep-node-native"}: a package (or a
+					// built-in module), which node loads from there; no
+					// later condition is tried.
+					return w.resolve(from, target)
+				}
 				// "#src/*": "./build/*" names the build's output; the
 				// repository holds what it is compiled from.
 				if t, ok := w.file(path.Join(dir, target)); ok {

@@ -195,16 +195,24 @@ func graphOf(t *testing.T, files map[string]string) *Graph {
 // node picks (the longest part before the "*", then the longest key:
 // "./*.js" over "./*") decides the file, on every
 // run: the walk once took whichever a Go map gave first. The same rule
-// picks among "imports" patterns.
+// picks among "imports" patterns. An imports target that names a package
+// loads that package (not the next condition's file), and a null target
+// exports nothing: the package's main file is not what it loads.
 func TestExportPatterns(t *testing.T) {
 	t.Parallel()
 	files := map[string]string{
-		"Dockerfile":     "FROM gcr.io/distroless/nodejs22-debian13\nWORKDIR /app\nCOPY . .\nCMD [\"index.js\"]\n",
-		"package.json":   `{"name":"svc","imports":{"#*":"./src/*.js","#db/*":"./db/*.js"}}`,
-		"index.js":       "require('sdk/_shims/auto/runtime');\nrequire('sdk/util.js');\nrequire('#db/pool');\n",
-		"src/db/pool.js": "",
-		"db/pool.js":     "",
-		"node_modules/sdk/package.json": `{"exports": {
+		"Dockerfile":                           "FROM gcr.io/distroless/nodejs22-debian13\nWORKDIR /app\nCOPY . .\nCMD [\"index.js\"]\n",
+		"package.json":                         `{"name":"svc","imports":{"#*":"./src/*.js","#db/*":"./db/*.js","#dep":{"node":"dep-native","default":"./dep-polyfill.js"}}}`,
+		"index.js":                             "require('sdk/_shims/auto/runtime');\nrequire('sdk/util.js');\nrequire('#db/pool');\nrequire('#dep');\nrequire('sdk/internal/secret');\n",
+		"dep-polyfill.js":                      "",
+		"node_modules/dep-native/package.json": `{"main": "index.js"}`,
+		"node_modules/dep-native/index.js":     "",
+		"node_modules/sdk/main.js":             "",
+		"node_modules/sdk/internal/secret.js":  "",
+		"src/db/pool.js":                       "",
+		"db/pool.js":                           "",
+		"node_modules/sdk/package.json": `{"main": "main.js", "exports": {
+			"./internal/*": null,
 			"./*": {"types": "./*.d.ts", "require": "./*.js", "default": "./*.mjs"},
 			"./_shims/auto/*": {"browser": {"require": "./_shims/auto/*.js"}, "node": {"require": "./_shims/auto/*-node.js"}, "require": "./_shims/auto/*.js"},
 			"./*.js": {"default": "./lib/*.js"}
@@ -216,12 +224,12 @@ func TestExportPatterns(t *testing.T) {
 	}
 	for range 20 {
 		g := graphOf(t, files)
-		for _, f := range []string{"node_modules/sdk/_shims/auto/runtime-node.js", "node_modules/sdk/lib/util.js", "db/pool.js"} {
+		for _, f := range []string{"node_modules/sdk/_shims/auto/runtime-node.js", "node_modules/sdk/lib/util.js", "db/pool.js", "node_modules/dep-native/index.js"} {
 			if !g.Reached(f) {
 				t.Fatalf("%s not reached; reached %v", f, g.Files())
 			}
 		}
-		for _, f := range []string{"node_modules/sdk/_shims/auto/runtime.js", "node_modules/sdk/util.js", "src/db/pool.js"} {
+		for _, f := range []string{"node_modules/sdk/_shims/auto/runtime.js", "node_modules/sdk/util.js", "src/db/pool.js", "dep-polyfill.js", "node_modules/sdk/main.js"} {
 			if g.Reached(f) {
 				t.Fatalf("%s reached; node loads another file", f)
 			}

@@ -19,7 +19,7 @@ import (
 // matches require for a require() and import for an import: the walk does
 // not tell those apart, so it lists a condition's targets in this order
 // and the first file the package holds is the one loaded.
-var conditions = []string{"node", "require", "import", "default"}
+var conditions = []string{"node", "require", "import", "module-sync", "default"}
 
 // exportTargets lists the files an exports (or imports) value maps "." to:
 // a string, each element of an array, each of a conditions object's
@@ -27,6 +27,9 @@ var conditions = []string{"node", "require", "import", "default"}
 func exportTargets(raw json.RawMessage) []string {
 	var s string
 	if json.Unmarshal(raw, &s) == nil {
+		if s == "" {
+			return nil // null: the subpath is not exported
+		}
 		return []string{s}
 	}
 	var arr []json.RawMessage

@@ -22,9 +22,10 @@ type collected struct {
 	args     []string // ARG instructions, verbatim (ENV may use them)
 	envs     []string // ENV instructions, verbatim
 	lastUser string   // the last USER, verbatim
-	// wdUser is the USER, verbatim, that was current when a WORKDIR made
-	// the app directory (or one below it, which makes it too) before any
-	// COPY or RUN touched it; "" when none did, or as root.
+	// wdUser is the USER line of the app directory's owner in the
+	// original image: the user current when a WORKDIR or a RUN step made
+	// it (or a directory below it), or the owner a later chown gave it;
+	// "" for root, or when a COPY made it.
 	wdUser  string
 	outside []outsideCopy // what COPY and ADD put outside the WORKDIR
 	prune   string        // the step that prunes dev dependencies
@@ -75,11 +76,20 @@ func (r *rewriter) collect(stages []int) collected {
 					}
 				}
 			case "run":
-				wdMade = wdMade || strings.Contains(r.verbatim(in), r.wd)
 				cmds := shellcmd.Instruction(in)
 				for _, cmd := range cmds {
 					if len(cmd) == 0 {
 						continue
+					}
+					// A step that names the app directory, or a path in
+					// it, before anything made it may make it: as the
+					// step's user. A chown of it gives it that owner.
+					if owner, ok := r.chownOf(cmd, wd); ok {
+						wdMade, c.wdUser = true, owner
+					} else if !wdMade && slices.ContainsFunc(cmd[1:], func(w string) bool {
+						return !strings.HasPrefix(w, "-") && within(resolvePath(wd, w), r.wd)
+					}) {
+						wdMade, c.wdUser = true, user
 					}
 					// A directory the step makes outside the WORKDIR
 					// (mkdir, install -d), or what it copies or moves
@@ -124,14 +134,48 @@ func (r *rewriter) collect(stages []int) collected {
 	return c
 }
 
+// chownOf reads a chown of the app directory (chown -R of it or of a
+// directory above it, or chown of the directory itself): the USER line of
+// the owner it gives, "" for root; ok is false for any other command.
+func (r *rewriter) chownOf(cmd []string, wd string) (owner string, ok bool) {
+	if path.Base(cmd[0]) != "chown" {
+		return "", false
+	}
+	recursive, spec := false, ""
+	var targets []string
+	for _, w := range cmd[1:] {
+		switch {
+		case w == "-R" || w == "--recursive" || strings.HasPrefix(w, "-") && !strings.HasPrefix(w, "--") && strings.Contains(w, "R"):
+			recursive = true
+		case strings.HasPrefix(w, "--reference"):
+			return "", false // the owner is another file's
+		case strings.HasPrefix(w, "-"):
+		case spec == "":
+			spec = w
+		default:
+			targets = append(targets, w)
+		}
+	}
+	for _, t := range targets {
+		if dir := resolvePath(wd, t); dir == path.Clean(r.wd) || recursive && within(r.wd, dir) {
+			if strings.ContainsAny(spec, "$`") || rootUser(spec) {
+				return "", true
+			}
+			return "USER " + spec + "\n", true
+		}
+	}
+	return "", false
+}
+
 // copies writes the WORKDIR and the COPY --from lines that hand a files
 // stage's results to the runtime stage, with the ARG, ENV and USER lines.
-// A WORKDIR the original made as a user other than root made the app
-// directory that user's: BuildKit makes a missing WORKDIR as the current
-// USER (moby/buildkit#1002), and a COPY of a directory leaves the
-// directory's own owner as it finds it. So that user is set first, its
-// account copied in before, and the runtime's WORKDIR makes the directory
-// the same user's (hedgedoc's /usr/src/app/backend, node's).
+// When the original's app directory belonged to a user other than root
+// (its WORKDIR made it while that USER was set, BuildKit making a missing
+// WORKDIR as the current USER, moby/buildkit#1002; or a chown gave it
+// that owner), a COPY --from of the directory would not carry that over:
+// it leaves the directory's own owner as it finds it. So that user is set
+// first, its account copied in before, and the runtime's WORKDIR makes
+// the directory the same user's.
 func (r *rewriter) copies(b *strings.Builder, workdir, files string, c collected, users string) {
 	early := workdir != "" && c.wdUser != "" && !strings.Contains(c.wdUser, "$")
 	if early {
@@ -140,7 +184,7 @@ func (r *rewriter) copies(b *strings.Builder, workdir, files string, c collected
 		}
 		b.WriteString(users)
 		b.WriteString(c.wdUser)
-		r.change(readiness.RuleDistrolessBase, fmt.Sprintf("the runtime stage sets %s before its WORKDIR, which makes %s that user's as the original's WORKDIR did", strings.TrimSpace(c.wdUser), r.wd))
+		r.change(readiness.RuleDistrolessBase, fmt.Sprintf("the runtime stage sets %s before its WORKDIR, which makes %s that user's, as it was in the original image", strings.TrimSpace(c.wdUser), r.wd))
 	}
 	b.WriteString(workdir)
 	fmt.Fprintf(b, "COPY --from=%s %s%s %s\n", files, r.chownFlag(r.wd), r.wd, r.wd)

@@ -48,9 +48,12 @@ func (r *rewriter) run() error {
 		start = append(append([]string{}, r.preStart...), start...)
 		r.preStart = nil
 	}
-	if len(moves) > 0 && st.BaseStage < 0 && len(r.chown) == 0 && !strings.Contains(st.ResolvedBase, "alpine") {
+	if len(moves) > 0 && st.BaseStage < 0 && len(r.chown) == 0 && !strings.Contains(st.ResolvedBase, "alpine") && r.onlyNodeAccounts() {
 		// The stage's only RUN steps installed the init wrapper the
 		// start no longer runs: they go, and the stage moves in place.
+		// In place, no users stage brings accounts the target lacks:
+		// only the node image's node user, which becomes nonroot, may be
+		// named.
 		drop := r.unusedInit(r.t)
 		if drops := r.aptDrops(r.t, drop); r.everyRunGoes(r.t, drops) {
 			for _, d := range drops {

@@ -18,6 +18,19 @@ import (
 // chownRE finds a COPY or ADD --chown value.
 var chownRE = regexp.MustCompile(`--chown=(\S+)`)
 
+// onlyNodeAccounts reports whether the judged stage's chain names no
+// account the target lacks other than node, which an in-place move maps
+// to the target's nonroot (mapNodeUser).
+func (r *rewriter) onlyNodeAccounts() bool {
+	users, groups := r.accounts(r.chain())
+	for _, n := range append(users, groups...) {
+		if n != "node" {
+			return false
+		}
+	}
+	return true
+}
+
 // rootUser reports whether a USER value (user[:group]) is root.
 func rootUser(spec string) bool {
 	u, _, _ := strings.Cut(spec, ":")

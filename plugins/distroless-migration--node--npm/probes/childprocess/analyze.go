@@ -123,6 +123,12 @@ type fileScan struct {
 // scan parses src and finds its child_process uses. It never panics on any
 // input; an error means the parse was cancelled.
 func (sc *scanner) scan(ctx context.Context, l language, src []byte) (fileScan, error) {
+	return sc.scanFor(ctx, l, src, true)
+}
+
+// scanFor is scan; wrappers says whether to look for exported command
+// wrappers (exportcalls.go), which only the app's own files are read for.
+func (sc *scanner) scanFor(ctx context.Context, l language, src []byte, wrappers bool) (fileScan, error) {
 	tree, err := sc.parser(l).ParseCtx(ctx, nil, src)
 	if err != nil {
 		// A cancelled tree-sitter parser resumes the old parse on its next
@@ -140,6 +146,7 @@ func (sc *scanner) scan(ctx context.Context, l language, src []byte) (fileScan, 
 		bindings: make(map[string]value),
 		decls:    make(map[uint32]bool),
 		seen:     make(map[findingKey]bool),
+		wrappers: wrappers,
 	}
 	a.run()
 	var fs fileScan
@@ -230,6 +237,9 @@ type analysis struct {
 	// for each such name.
 	scope  *[2]uint32
 	scopes map[string][2]uint32
+	// wrappers: a call whose command is a parameter of a function the
+	// file exports is marked (call.wrapper).
+	wrappers bool
 }
 
 // maxDepth bounds walks up the tree through wrappers.
@@ -829,7 +839,7 @@ func (a *analysis) call(c *sitter.Node, fn string) {
 			}
 		}
 	}
-	if !cmdLiteral && len(args) > 0 && (r.kind == KindDynamic || r.kind == KindMaybeShell) {
+	if a.wrappers && !cmdLiteral && len(args) > 0 && (r.kind == KindDynamic || r.kind == KindMaybeShell) {
 		r.wrapper = a.exportedWrapper(c, args[0])
 	}
 	a.add(c, r)

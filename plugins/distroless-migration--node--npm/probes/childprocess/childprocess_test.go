@@ -574,7 +574,15 @@ func TestExportedWrapperCalls(t *testing.T) {
 	writeRepo(t, dir, map[string]string{
 		"package.json": `{"name":"svc","version":"1.0.0","main":"index.js"}`,
 		"Dockerfile":   "FROM node:22-slim\nWORKDIR /app\nCOPY . .\nCMD [\"node\", \"index.js\"]\n",
-		"index.js":     "require('./a'); require('./b'); require('./c.mjs'); require('./d');\n",
+		"index.js":     "require('./a'); require('./b'); require('./c.mjs'); require('./d'); require('./e');\n",
+		"win.js": "const { spawn } = require('child_process');\n" +
+			"exports.open = (target) => {\n  if (process.platform !== 'win32') return;\n  spawn(target, [], { detached: true });\n};\n",
+		"commented.js": "const { execFileSync } = require('child_process');\n" +
+			"function run(/* program */ cmd, args) { return execFileSync(cmd, args); }\nmodule.exports = run;\n",
+		"e.js": "const { open } = require('./win');\nopen('explorer.exe');\n" +
+			"const runCmd = require('./run_cmd');\nrunCmd(['ls -la | wc -l'], { shell: true });\n" +
+			"function later() {\n  const runCmd = require('./run_cmd');\n  return runCmd(['yarn', 'install']);\n}\nexports.later = later;\n" +
+			"require('./commented')('git', ['--version']);\nconst run = require('./commented');\nrun('hg', ['id']);\n",
 		"run_cmd.js": "const { spawn } = require('child_process');\n" +
 			"module.exports = exports = (args, opts = {}) => new Promise((resolve) => {\n" +
 			"  spawn(args[0], args.slice(1), { stdio: 'inherit', ...opts }).on('exit', resolve);\n" +
@@ -594,19 +602,25 @@ func TestExportedWrapperCalls(t *testing.T) {
 	out := runProbe(t, dir)
 	var got []string
 	for _, f := range out.Facts.(*Facts).Findings {
-		got = append(got, fmt.Sprintf("%s:%d %s %s %s", f.File, f.Line, f.Function, f.Kind, f.Command))
+		got = append(got, strings.TrimSpace(fmt.Sprintf("%s:%d %s %s %s %s", f.File, f.Line, f.Function, f.Kind, f.Command, f.Platform)))
 	}
 	want := []string{
 		"a.js:2 spawn binary pnpm",
 		"b.js:2 spawnSync binary git",
 		"c.mjs:2 spawnSync binary ffmpeg",
 		"c.mjs:3 spawnSync binary convert",
+		"commented.js:2 execFileSync dynamic",
 		"d.js:2 spawnSync shell bash",
-		"exec.js:2 spawnSync dynamic ",
-		"exec.js:4 spawnSync dynamic ",
-		"run_cmd.js:3 spawn maybe_shell ",
-		"tools.mjs:2 spawnSync dynamic ",
-		"tools.mjs:3 spawnSync dynamic ",
+		"e.js:2 spawn binary explorer.exe win32",
+		"e.js:4 spawn maybe_shell ls -la | wc -l",
+		"e.js:7 spawn binary yarn",
+		"e.js:12 execFileSync binary hg",
+		"exec.js:2 spawnSync dynamic",
+		"exec.js:4 spawnSync dynamic",
+		"run_cmd.js:3 spawn maybe_shell",
+		"tools.mjs:2 spawnSync dynamic",
+		"tools.mjs:3 spawnSync dynamic",
+		"win.js:4 spawn dynamic  win32",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("findings (-want +got):\n%s", diff)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"path"
 	"sort"
+	"strings"
 
 	sitter "github.com/smacker/go-tree-sitter"
 
@@ -39,15 +40,12 @@ func (s *session) wrapperCalls(ctx context.Context, tasks []task, results []resu
 			index[t.path] = i
 		}
 	}
+	// use is one load of a wrapper's module, at off in its importer.
 	type use struct {
-		fn string
-		w  exportedWrapper
-	}
-	type load struct {
-		file string
 		off  int
+		wrap call
 	}
-	byImporter := map[load][]use{}
+	byImporter := map[string][]use{}
 	for i, t := range tasks {
 		if t.origin != OriginApp {
 			continue
@@ -58,30 +56,21 @@ func (s *session) wrapperCalls(ctx context.Context, tasks []task, results []resu
 			}
 			for _, site := range g.Importers(t.path) {
 				if _, ok := index[site.File]; ok {
-					l := load{site.File, site.Offset}
-					byImporter[l] = append(byImporter[l], use{fn: c.function, w: *c.wrapper})
+					byImporter[site.File] = append(byImporter[site.File], use{off: site.Offset, wrap: c})
 				}
 			}
 		}
 	}
-	if len(byImporter) == 0 {
-		return nil
+	files := make([]string, 0, len(byImporter))
+	for f := range byImporter {
+		files = append(files, f)
 	}
-	keys := make([]load, 0, len(byImporter))
-	for k := range byImporter {
-		keys = append(keys, k)
-	}
-	sort.Slice(keys, func(i, j int) bool {
-		if keys[i].file != keys[j].file {
-			return keys[i].file < keys[j].file
-		}
-		return keys[i].off < keys[j].off
-	})
+	sort.Strings(files)
 	sc := newScanner()
 	defer sc.close()
-	for _, k := range keys {
-		i := index[k.file]
-		src, err := s.repo.ReadFile(k.file)
+	for _, file := range files {
+		i := index[file]
+		src, err := s.repo.ReadFile(file)
 		if err != nil || len(src) > MaxParseBytes {
 			continue // unreadable or too large: its own scan says so
 		}
@@ -89,10 +78,12 @@ func (s *session) wrapperCalls(ctx context.Context, tasks []task, results []resu
 		if err != nil {
 			return err
 		}
+		// One analysis for the file, whose seen set keeps a call that
+		// two loads of the module reach to one finding.
 		a := &analysis{src: src, root: tree.RootNode(), lines: lineStarts(src), bindings: map[string]value{}, decls: map[uint32]bool{}, seen: map[findingKey]bool{}}
-		for _, u := range byImporter[k] {
-			if name := a.loadBinding(k.off, u.w.export); name != "" {
-				a.wrapperUses(name, u.fn, u.w)
+		for _, u := range byImporter[file] {
+			if name := a.loadBinding(u.off, u.wrap.wrapper.export); name != "" {
+				a.wrapperUses(name, u.wrap)
 			}
 		}
 		tree.Close()
@@ -204,9 +195,16 @@ func (a *analysis) patternBinding(pat *sitter.Node, export string) string {
 	return ""
 }
 
-// wrapperUses adds a call of fn for each call of name in the file that
-// passes a literal command where the wrapper w takes it.
-func (a *analysis) wrapperUses(name, fn string, w exportedWrapper) {
+// wrapperUses adds a call of the wrapper's child_process function for
+// each call of name in the file that passes a literal command where the
+// wrapper takes it. The call runs on the systems the wrapper's own call
+// does (a process.platform guard around it holds for every caller). When
+// the wrapper's options may set shell: true (its own call is
+// maybe_shell), a literal that holds more than one word is a command line
+// that only a shell runs as such: maybe_shell too, with its first word as
+// the program.
+func (a *analysis) wrapperUses(name string, wrap call) {
+	w := *wrap.wrapper
 	pat := []byte(name)
 	for off := 0; off < len(a.src); {
 		i := bytes.Index(a.src[off:], pat)
@@ -236,19 +234,30 @@ func (a *analysis) wrapperUses(name, fn string, w exportedWrapper) {
 		}
 		arg := args[w.param]
 		if w.element {
-			if arg.Type() != "array" || arg.NamedChildCount() == 0 {
+			if arg.Type() != "array" {
 				continue
 			}
-			arg = arg.NamedChild(0)
+			elems := namedArgs(arg)
+			if len(elems) == 0 {
+				continue
+			}
+			arg = elems[0]
 		}
 		cmd, ok := a.literal(arg)
 		if !ok || cmd == "" {
 			continue
 		}
-		r := call{function: fn, command: cmd, binary: cmd, kind: KindBinary}
-		if shells[path.Base(cmd)] {
+		r := call{function: wrap.function, command: cmd, binary: cmd, kind: KindBinary}
+		switch {
+		case wrap.kind == KindMaybeShell && strings.ContainsAny(cmd, " \t;&|<>$`()"):
+			r.kind, r.binary = KindMaybeShell, firstWord(cmd)
+		case shells[path.Base(cmd)]:
 			r.kind = KindShell
 		}
+		n0 := len(a.calls)
 		a.add(arg, r)
+		if len(a.calls) > n0 && a.calls[n0].platform == "" {
+			a.calls[n0].platform = wrap.platform
+		}
 	}
 }

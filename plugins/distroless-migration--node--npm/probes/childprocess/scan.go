@@ -283,7 +283,7 @@ func (s *session) scanFileUncached(ctx context.Context, sc *scanner, t *task) (r
 		r.tooLarge = true
 		return r, nil
 	}
-	fr, err := sc.scan(ctx, t.lang, src)
+	fr, err := sc.scanFor(ctx, t.lang, src, t.origin == OriginApp)
 	if err != nil {
 		return r, fmt.Errorf("parsing %s: %w", t.path, err)
 	}

@@ -167,8 +167,12 @@ func paramIndex(a *analysis, fn *sitter.Node, param string) int {
 	if ps == nil {
 		return -1
 	}
-	for i := 0; i < int(ps.NamedChildCount()); i++ {
-		p := ps.NamedChild(i)
+	i := 0
+	for k := 0; k < int(ps.NamedChildCount()); k++ {
+		p := ps.NamedChild(k)
+		if p.Type() == "comment" {
+			continue // function run(/* program */ cmd, args)
+		}
 		if p.Type() == "required_parameter" || p.Type() == "optional_parameter" { // TypeScript
 			if pat := p.ChildByFieldName("pattern"); pat != nil {
 				p = pat
@@ -177,6 +181,7 @@ func paramIndex(a *analysis, fn *sitter.Node, param string) int {
 		if p.Type() == "identifier" && a.text(p) == param {
 			return i
 		}
+		i++
 	}
 	return -1
 }
