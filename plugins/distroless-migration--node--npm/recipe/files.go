@@ -24,8 +24,8 @@ type collected struct {
 	lastUser string   // the last USER, verbatim
 	// wdUser is the USER line of the app directory's owner in the
 	// original image: the user current when a WORKDIR or a RUN step made
-	// it (or a directory below it), or the owner a later chown gave it;
-	// "" for root, or when a COPY made it.
+	// it (or a directory below it), the --chown user of a COPY that made
+	// it, or the owner a later chown gave it; "" for root.
 	wdUser  string
 	outside []outsideCopy // what COPY and ADD put outside the WORKDIR
 	prune   string        // the step that prunes dev dependencies
@@ -66,7 +66,15 @@ func (r *rewriter) collect(stages []int) collected {
 				if len(in.Args) > 0 {
 					raw := in.Args[len(in.Args)-1]
 					dest := resolvePath(wd, raw)
-					wdMade = wdMade || within(dest, r.wd)
+					if !wdMade && within(dest, r.wd) {
+						// The copy makes the app directory: BuildKit makes
+						// the directories a COPY creates as its --chown
+						// user (fsutil's copy.MkdirAll), else as root.
+						wdMade, c.wdUser = true, ""
+						if m := chownRE.FindStringSubmatch(r.verbatim(in)); m != nil && !rootUser(m[1]) && !strings.ContainsAny(m[1], "$`") {
+							c.wdUser = "USER " + m[1] + "\n"
+						}
+					}
 					srcs := in.Args[:len(in.Args)-1]
 					if in.From == "" && slices.ContainsFunc(srcs, isManifest) {
 						pkgDirs = append(pkgDirs, copyDir(dest, raw, srcs))
