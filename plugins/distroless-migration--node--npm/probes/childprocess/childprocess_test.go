@@ -614,6 +614,7 @@ func TestExportedWrapperCalls(t *testing.T) {
 		"e.js:2 spawn binary explorer.exe win32",
 		"e.js:4 spawn maybe_shell ls -la | wc -l",
 		"e.js:7 spawn binary yarn",
+		"e.js:10 execFileSync binary git",
 		"e.js:12 execFileSync binary hg",
 		"exec.js:2 spawnSync dynamic",
 		"exec.js:4 spawnSync dynamic",

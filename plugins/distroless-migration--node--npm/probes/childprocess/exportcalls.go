@@ -85,6 +85,9 @@ func (s *session) wrapperCalls(ctx context.Context, tasks []task, results []resu
 			if name := a.loadBinding(u.off, u.wrap.wrapper.export); name != "" {
 				a.wrapperUses(name, u.wrap)
 			}
+			if c := a.directCall(u.off); c != nil && u.wrap.wrapper.export == "default" {
+				a.wrapperCall(c, u.wrap) // require('./run')('git')
+			}
 		}
 		tree.Close()
 		if len(a.calls) == 0 {
@@ -195,16 +198,9 @@ func (a *analysis) patternBinding(pat *sitter.Node, export string) string {
 	return ""
 }
 
-// wrapperUses adds a call of the wrapper's child_process function for
-// each call of name in the file that passes a literal command where the
-// wrapper takes it. The call runs on the systems the wrapper's own call
-// does (a process.platform guard around it holds for every caller). When
-// the wrapper's options may set shell: true (its own call is
-// maybe_shell), a literal that holds more than one word is a command line
-// that only a shell runs as such: maybe_shell too, with its first word as
-// the program.
+// wrapperUses judges each call of name in the file as a call of the
+// wrapper (wrapperCall).
 func (a *analysis) wrapperUses(name string, wrap call) {
-	w := *wrap.wrapper
 	pat := []byte(name)
 	for off := 0; off < len(a.src); {
 		i := bytes.Index(a.src[off:], pat)
@@ -220,44 +216,75 @@ func (a *analysis) wrapperUses(name string, wrap call) {
 		if n == nil || n.Type() != "identifier" || int(n.StartByte()) != start {
 			continue
 		}
-		c := n.Parent()
-		if c == nil || c.Type() != "call_expression" || !isField(c, "function", n) {
-			continue
-		}
-		al := c.ChildByFieldName("arguments")
-		if al == nil {
-			continue
-		}
-		args := namedArgs(al)
-		if w.param >= len(args) {
-			continue
-		}
-		arg := args[w.param]
-		if w.element {
-			if arg.Type() != "array" {
-				continue
-			}
-			elems := namedArgs(arg)
-			if len(elems) == 0 {
-				continue
-			}
-			arg = elems[0]
-		}
-		cmd, ok := a.literal(arg)
-		if !ok || cmd == "" {
-			continue
-		}
-		r := call{function: wrap.function, command: cmd, binary: cmd, kind: KindBinary}
-		switch {
-		case wrap.kind == KindMaybeShell && strings.ContainsAny(cmd, " \t;&|<>$`()"):
-			r.kind, r.binary = KindMaybeShell, firstWord(cmd)
-		case shells[path.Base(cmd)]:
-			r.kind = KindShell
-		}
-		n0 := len(a.calls)
-		a.add(arg, r)
-		if len(a.calls) > n0 && a.calls[n0].platform == "" {
-			a.calls[n0].platform = wrap.platform
+		if c := n.Parent(); c != nil && c.Type() == "call_expression" && isField(c, "function", n) {
+			a.wrapperCall(c, wrap)
 		}
 	}
+}
+
+// wrapperCall judges call c of the wrapper: its literal command, where the
+// wrapper takes it, is a call of the wrapper's child_process function.
+// The call runs on the systems the wrapper's own call does (a
+// process.platform guard around it holds for every caller). When the
+// wrapper's options may set shell: true (its own call is maybe_shell), a
+// literal that holds more than one word is a command line that only a
+// shell runs as such: maybe_shell too, with its first word as the
+// program.
+func (a *analysis) wrapperCall(c *sitter.Node, wrap call) {
+	w := *wrap.wrapper
+	al := c.ChildByFieldName("arguments")
+	if al == nil {
+		return
+	}
+	args := namedArgs(al)
+	if w.param >= len(args) {
+		return
+	}
+	arg := args[w.param]
+	if w.element {
+		if arg.Type() != "array" {
+			return
+		}
+		elems := namedArgs(arg)
+		if len(elems) == 0 {
+			return
+		}
+		arg = elems[0]
+	}
+	cmd, ok := a.literal(arg)
+	if !ok || cmd == "" {
+		return
+	}
+	r := call{function: wrap.function, command: cmd, binary: cmd, kind: KindBinary}
+	switch {
+	case wrap.kind == KindMaybeShell && strings.ContainsAny(cmd, " \t;&|<>$`()"):
+		r.kind, r.binary = KindMaybeShell, firstWord(cmd)
+	case shells[path.Base(cmd)]:
+		r.kind = KindShell
+	}
+	n0 := len(a.calls)
+	a.add(arg, r)
+	if len(a.calls) > n0 && a.calls[n0].platform == "" {
+		a.calls[n0].platform = wrap.platform
+	}
+}
+
+// directCall is the call of a require's result at off, as in
+// require('./run')('git'); nil when the load is not called there.
+func (a *analysis) directCall(off int) *sitter.Node {
+	for off < len(a.src) && !isIdentByte(a.src[off]) {
+		off++
+	}
+	n := a.nodeAt(off, off+1)
+	if n == nil || n.Type() != "identifier" || a.text(n) != "require" {
+		return nil
+	}
+	req := n.Parent()
+	if req == nil || req.Type() != "call_expression" || !isField(req, "function", n) {
+		return nil
+	}
+	if c := req.Parent(); c != nil && c.Type() == "call_expression" && isField(c, "function", req) {
+		return c
+	}
+	return nil
 }
