@@ -130,9 +130,16 @@ func checkPatch(t *testing.T, before []byte, res *recipe.Result) {
 		}
 	}
 
-	// A continued RUN that is rewritten stays continued.
+	// A continued RUN that is rewritten stays continued. One the rewrite
+	// removes, and says so at its line (an install of the init wrapper
+	// only the old start ran), is not rewritten.
 	for _, l := range old {
 		if !l.instr || l.lines < 2 || !strings.HasPrefix(strings.ToUpper(l.text), "RUN") || strings.Contains(string(after), l.raw) {
+			continue
+		}
+		if slices.ContainsFunc(res.Changes, func(c recipe.Change) bool {
+			return c.Line == l.line && strings.Contains(c.What, "which only the old start ran")
+		}) {
 			continue
 		}
 		for _, o := range out {
@@ -155,6 +162,7 @@ type logicalLine struct {
 	joined  string // the instruction's lines joined, continuations removed
 	raw     string // the lines as written
 	lines   int
+	line    int // the first line's number, from 1
 	comment bool
 	instr   bool
 }
@@ -164,7 +172,7 @@ func logicalLines(src string) []logicalLine {
 	ls := strings.SplitAfter(src, "\n")
 	for i := 0; i < len(ls); i++ {
 		t := strings.TrimSpace(ls[i])
-		l := logicalLine{text: t, raw: ls[i], lines: 1, joined: t}
+		l := logicalLine{text: t, raw: ls[i], lines: 1, joined: t, line: i + 1}
 		switch {
 		case t == "":
 		case strings.HasPrefix(t, "#"):
