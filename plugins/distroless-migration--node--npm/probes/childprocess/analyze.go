@@ -3,6 +3,7 @@ package childprocess
 import (
 	"bytes"
 	"context"
+	"iter"
 	"path"
 	"slices"
 	"sort"
@@ -500,19 +501,31 @@ func (a *analysis) bind(id *sitter.Node, v value) {
 	a.queue = append(a.queue, name)
 }
 
+// words yields the start and end of each occurrence of name in the
+// source as a whole word: no identifier byte on either side.
+func (a *analysis) words(name string) iter.Seq2[int, int] {
+	return func(yield func(int, int) bool) {
+		pat := []byte(name)
+		for off := 0; len(pat) > 0 && off < len(a.src); {
+			i := bytes.Index(a.src[off:], pat)
+			if i < 0 {
+				return
+			}
+			start, end := off+i, off+i+len(pat)
+			off = end
+			if (start > 0 && isIdentByte(a.src[start-1])) || (end < len(a.src) && isIdentByte(a.src[end])) {
+				continue
+			}
+			if !yield(start, end) {
+				return
+			}
+		}
+	}
+}
+
 // references finds the uses of a bound name.
 func (a *analysis) references(name string) {
-	pat := []byte(name)
-	for off := 0; ; {
-		i := bytes.Index(a.src[off:], pat)
-		if i < 0 {
-			return
-		}
-		start := off + i
-		off = start + len(pat)
-		if (start > 0 && isIdentByte(a.src[start-1])) || (off < len(a.src) && isIdentByte(a.src[off])) {
-			continue
-		}
+	for start, off := range a.words(name) {
 		n := a.nodeAt(start, off)
 		if n == nil || int(n.StartByte()) != start || int(n.EndByte()) != off || a.decls[n.StartByte()] {
 			continue

@@ -1,7 +1,6 @@
 package childprocess
 
 import (
-	"bytes"
 	"context"
 	"path"
 	"sort"
@@ -201,17 +200,7 @@ func (a *analysis) patternBinding(pat *sitter.Node, export string) string {
 // wrapperUses judges each call of name in the file as a call of the
 // wrapper (wrapperCall).
 func (a *analysis) wrapperUses(name string, wrap call) {
-	pat := []byte(name)
-	for off := 0; off < len(a.src); {
-		i := bytes.Index(a.src[off:], pat)
-		if i < 0 {
-			return
-		}
-		start, end := off+i, off+i+len(pat)
-		off = end
-		if (start > 0 && isIdentByte(a.src[start-1])) || (end < len(a.src) && isIdentByte(a.src[end])) {
-			continue
-		}
+	for start, end := range a.words(name) {
 		n := a.nodeAt(start, end)
 		if n == nil || n.Type() != "identifier" || int(n.StartByte()) != start {
 			continue

@@ -1,7 +1,6 @@
 package childprocess
 
 import (
-	"bytes"
 	"regexp"
 	"strconv"
 	"strings"
@@ -94,17 +93,7 @@ func (a *analysis) callers(fn *sitter.Node) (calls []*sitter.Node, ok bool) {
 	if name == "" || exported(a.src, name) {
 		return nil, false
 	}
-	pat := []byte(name)
-	for off := 0; off < len(a.src); {
-		i := bytes.Index(a.src[off:], pat)
-		if i < 0 {
-			break
-		}
-		start, end := off+i, off+i+len(pat)
-		off = end
-		if (start > 0 && isIdentByte(a.src[start-1])) || (end < len(a.src) && isIdentByte(a.src[end])) {
-			continue
-		}
+	for start, end := range a.words(name) {
 		n := a.nodeAt(start, end)
 		if n == nil || int(n.StartByte()) != start || int(n.EndByte()) != end || n.Type() != "identifier" {
 			if n != nil && (n.Type() == "property_identifier" || n.Type() == "string_fragment" || n.Type() == "comment") {
