@@ -318,7 +318,7 @@ func defaultExport(n *sitter.Node, text func(*sitter.Node) string) (id string, o
 	if p == nil {
 		return "", false
 	}
-	if p.Type() == "export_statement" && exportsDefault(p) {
+	if p.Type() == "export_statement" && ExportsDefault(p) {
 		return "", true
 	}
 	if p.Type() != "assignment_expression" || !jsplatform.Same(p.ChildByFieldName("right"), n) {

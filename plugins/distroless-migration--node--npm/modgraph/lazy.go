@@ -170,9 +170,9 @@ func (g *Graph) Names(name string) bool {
 	return runtimeCalled[name] || g.words[name].count() > 1
 }
 
-// exportsDefault reports whether an export statement is export default,
+// ExportsDefault reports whether an export statement is export default,
 // from its tokens: its text may be a whole function's.
-func exportsDefault(p *sitter.Node) bool {
+func ExportsDefault(p *sitter.Node) bool {
 	for i := 0; i < int(p.ChildCount()); i++ {
 		if p.Child(i).Type() == "default" {
 			return true
@@ -212,7 +212,7 @@ func ownerOf(n *sitter.Node, text func(*sitter.Node) string) (string, uintptr) {
 func functionNameOf(n *sitter.Node, text func(*sitter.Node) string) (name string, ok bool) {
 	switch n.Type() {
 	case "function_declaration", "generator_function_declaration":
-		if p := n.Parent(); p != nil && p.Type() == "export_statement" && exportsDefault(p) {
+		if p := n.Parent(); p != nil && p.Type() == "export_statement" && ExportsDefault(p) {
 			// Its importers call it as default (a Next.js page's or
 			// API route's handler), not by its own name.
 			return "", true

@@ -37,7 +37,7 @@ func (r *rewriter) apkToApt(i int) error {
 		r.replace(in, text)
 		r.res.Changes = append(r.res.Changes, Change{Rule: readiness.RuleGlibcBuilder, Line: in.Line, What: "apk and busybox user steps become apt-get and Debian adduser/addgroup"})
 		if dropped {
-			r.res.Changes = append(r.res.Changes, Change{Rule: readiness.RuleInitWrapper, Line: in.Line, What: "the files stage no longer installs " + strings.Join(sortedKeys(drop), ", ") + ", which only the old start ran"})
+			r.res.Changes = append(r.res.Changes, Change{Rule: readiness.RuleInitWrapper, Line: in.Line, What: "the files stage no longer installs " + droppedNames(drop) + ", which only the old start ran"})
 		}
 	}
 	return nil

@@ -59,7 +59,7 @@ func (r *rewriter) run() error {
 			for _, d := range drops {
 				r.replace(d.in, "")
 			}
-			r.change(readiness.RuleMoveToBuilder, "the runtime stage's RUN steps only installed "+strings.Join(sortedKeys(drop), ", ")+
+			r.change(readiness.RuleMoveToBuilder, "the runtime stage's RUN steps only installed "+droppedNames(drop)+
 				", which only the old start ran: they go, and the stage moves to the target in place")
 			moves = nil
 		}

@@ -1,6 +1,7 @@
 package recipe
 
 import (
+	"maps"
 	"path"
 	"regexp"
 	"slices"
@@ -102,9 +103,9 @@ func (r *rewriter) aptDrops(i int, drop map[string]bool) []aptDrop {
 func (r *rewriter) dropAptPackages(i int, drop map[string]bool) {
 	for _, d := range r.aptDrops(i, drop) {
 		r.replace(d.in, d.text)
-		what := "the files stage no longer installs " + strings.Join(sortedKeys(drop), ", ") + ", which only the old start ran"
+		what := "the files stage no longer installs " + droppedNames(drop) + ", which only the old start ran"
 		if d.text == "" {
-			what = "the step that installed " + strings.Join(sortedKeys(drop), ", ") + ", which only the old start ran, goes"
+			what = "the step that installed " + droppedNames(drop) + ", which only the old start ran, goes"
 		}
 		r.res.Changes = append(r.res.Changes, Change{Rule: readiness.RuleInitWrapper, Line: d.in.Line, What: what})
 	}
@@ -151,11 +152,7 @@ func onlyApt(in dockerfile.Instruction) bool {
 	return true
 }
 
-func sortedKeys(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
+// droppedNames names the packages of drop, for the change list.
+func droppedNames(drop map[string]bool) string {
+	return strings.Join(slices.Sorted(maps.Keys(drop)), ", ")
 }

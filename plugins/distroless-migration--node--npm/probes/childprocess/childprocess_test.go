@@ -542,11 +542,7 @@ func TestCrossSpawn(t *testing.T) {
 		"named.mjs": "import { sync as spawnSync } from 'cross-spawn';\nspawnSync('node', ['x.js']);\n",
 		"other.js":  "const spawn = require('cross-spawn-async');\nspawn('make');\n",
 	})
-	out := runProbe(t, dir)
-	var got []string
-	for _, f := range out.Facts.(*Facts).Findings {
-		got = append(got, fmt.Sprintf("%s:%d %s %s %s", f.File, f.Line, f.Function, f.Kind, f.Command))
-	}
+	got := findingLines(runProbe(t, dir))
 	want := []string{
 		"lib.js:3 spawn binary ffmpeg",
 		"lib.js:4 spawnSync binary convert",
@@ -554,7 +550,7 @@ func TestCrossSpawn(t *testing.T) {
 		"run.ts:2 spawn binary pnpm",
 		"run.ts:3 spawnSync binary git",
 		"run.ts:4 spawn shell ls",
-		"run.ts:5 spawn dynamic ",
+		"run.ts:5 spawn dynamic",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("findings (-want +got):\n%s", diff)
@@ -599,11 +595,7 @@ func TestExportedWrapperCalls(t *testing.T) {
 		"c.mjs": "import anyTool, { tool as t } from './tools.mjs';\nt('ffmpeg', ['-version']);\nanyTool('convert');\n",
 		"d.js":  "const { run } = require('./exec');\nrun('bash');\n",
 	})
-	out := runProbe(t, dir)
-	var got []string
-	for _, f := range out.Facts.(*Facts).Findings {
-		got = append(got, strings.TrimSpace(fmt.Sprintf("%s:%d %s %s %s %s", f.File, f.Line, f.Function, f.Kind, f.Command, f.Platform)))
-	}
+	got := findingLines(runProbe(t, dir))
 	want := []string{
 		"a.js:2 spawn binary pnpm",
 		"b.js:2 spawnSync binary git",
@@ -626,4 +618,14 @@ func TestExportedWrapperCalls(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("findings (-want +got):\n%s", diff)
 	}
+}
+
+// findingLines writes each finding as "file:line function kind command
+// platform", trimmed.
+func findingLines(out probe.Output) []string {
+	var got []string
+	for _, f := range out.Facts.(*Facts).Findings {
+		got = append(got, strings.TrimSpace(fmt.Sprintf("%s:%d %s %s %s %s", f.File, f.Line, f.Function, f.Kind, f.Command, f.Platform)))
+	}
+	return got
 }

@@ -106,10 +106,7 @@ func (s *session) wrapperCalls(ctx context.Context, tasks []task, results []resu
 // const x = require(…).name and import { name as x } from …. "" when the
 // load binds it to no plain name.
 func (a *analysis) loadBinding(off int, export string) string {
-	for off < len(a.src) && !isIdentByte(a.src[off]) {
-		off++ // the character before require or import that the scan's match starts with
-	}
-	n := a.nodeAt(off, off+1)
+	n := a.loadNode(off)
 	for depth := 0; n != nil && depth < maxDepth; depth++ {
 		switch n.Type() {
 		case "import_statement":
@@ -143,6 +140,15 @@ func (a *analysis) loadBinding(off int, export string) string {
 		return ""
 	}
 	return ""
+}
+
+// loadNode is the node of the word a load's text starts with at off
+// (require, import): the scan's match may start at the character before.
+func (a *analysis) loadNode(off int) *sitter.Node {
+	for off < len(a.src) && !isIdentByte(a.src[off]) {
+		off++
+	}
+	return a.nodeAt(off, off+1)
 }
 
 // importBinding is the name an import statement binds export to.
@@ -261,10 +267,7 @@ func (a *analysis) wrapperCall(c *sitter.Node, wrap call) {
 // directCall is the call of a require's result at off, as in
 // require('./run')('git'); nil when the load is not called there.
 func (a *analysis) directCall(off int) *sitter.Node {
-	for off < len(a.src) && !isIdentByte(a.src[off]) {
-		off++
-	}
-	n := a.nodeAt(off, off+1)
+	n := a.loadNode(off)
 	if n == nil || n.Type() != "identifier" || a.text(n) != "require" {
 		return nil
 	}

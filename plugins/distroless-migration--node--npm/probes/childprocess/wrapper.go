@@ -8,6 +8,7 @@ import (
 	sitter "github.com/smacker/go-tree-sitter"
 
 	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/jsplatform"
+	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/modgraph"
 )
 
 // A command wrapper is a function of the file that hands one of its
@@ -43,9 +44,8 @@ func (a *analysis) wrapperCommands(c, cmd *sitter.Node) (out []wrapped, ok bool)
 	if index < 0 {
 		return nil, false
 	}
-	if body := fn.ChildByFieldName("body"); body == nil ||
-		regexp.MustCompile(`(?:^|[^\w$.])`+regexp.QuoteMeta(param)+`\s*(?:[-+*/|&?]|\?\?)?=[^=]`).MatchString(a.text(body)) {
-		return nil, false // the parameter is given another value
+	if a.reassigns(fn, param) {
+		return nil, false
 	}
 	calls, ok := a.callers(fn)
 	if !ok {
@@ -67,6 +67,15 @@ func (a *analysis) wrapperCommands(c, cmd *sitter.Node) (out []wrapped, ok bool)
 		out = append(out, wrapped{command: lit, at: args[index]})
 	}
 	return out, true
+}
+
+// reassigns reports whether function fn gives its parameter param
+// another value (or has no body to tell): what its callers pass is then
+// not what it runs.
+func (a *analysis) reassigns(fn *sitter.Node, param string) bool {
+	body := fn.ChildByFieldName("body")
+	return body == nil ||
+		regexp.MustCompile(`(?:^|[^\w$.])`+regexp.QuoteMeta(param)+`\s*(?:[-+*/|&?]|\?\?)?=[^=]`).MatchString(a.text(body))
 }
 
 // enclosingFunction is the function whose body holds n, nil for one a
@@ -237,8 +246,7 @@ func (a *analysis) exportedWrapper(c, cmd *sitter.Node) *exportedWrapper {
 	if fn == nil {
 		return nil
 	}
-	if body := fn.ChildByFieldName("body"); body == nil ||
-		regexp.MustCompile(`(?:^|[^\w$.])`+regexp.QuoteMeta(param)+`\s*(?:[-+*/|&?]|\?\?)?=[^=]`).MatchString(a.text(body)) {
+	if a.reassigns(fn, param) {
 		return nil
 	}
 	name := a.exportName(fn)
@@ -271,7 +279,7 @@ up:
 			}
 			continue // a = b = fn: the outer assignment decides
 		case "export_statement":
-			if exportsDefaultStatement(p) {
+			if modgraph.ExportsDefault(p) {
 				return "default"
 			}
 			if n := fn.ChildByFieldName("name"); n != nil {
@@ -301,13 +309,3 @@ up:
 }
 
 var jsIdentRE = regexp.MustCompile(`^[A-Za-z_$][\w$]*$`)
-
-// exportsDefaultStatement reports export default … from its tokens.
-func exportsDefaultStatement(p *sitter.Node) bool {
-	for i := 0; i < int(p.ChildCount()); i++ {
-		if p.Child(i).Type() == "default" {
-			return true
-		}
-	}
-	return false
-}
