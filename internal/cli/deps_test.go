@@ -2,12 +2,14 @@ package cli
 
 import (
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/codegenie/codegenie/internal/deps/depstest"
+	"github.com/codegenie/codegenie/internal/fleet"
 )
 
 // TestGatherDepsLockfile: --deps lockfile fetches the pinned tarball into
@@ -65,5 +67,28 @@ func TestGatherDepsLockfile(t *testing.T) {
 	bad := execute(t, t.Context(), "gather", "--no-sandbox", "--deps", "install", dir)
 	if bad.code != ExitUsage || !strings.Contains(bad.stderr, "want none or lockfile") {
 		t.Errorf("--deps install: exit %d, %q", bad.code, bad.stderr)
+	}
+}
+
+// TestPortfolioRunnerReleasesDeps: without a cache, a portfolio runner's
+// dependency packages go into a temporary folder that its release removes
+// (the Temporal client and workers once left one behind per runner).
+func TestPortfolioRunnerReleasesDeps(t *testing.T) {
+	t.Parallel()
+	g := &globals{stdout: io.Discard, stderr: io.Discard}
+	r, release, err := portfolioRunner(g, fleet.Settings{Deps: "lockfile", NoCache: true}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Options.Deps == nil {
+		t.Fatal("--deps lockfile gave no fetcher")
+	}
+	dir := r.Options.Deps.Dir
+	if _, err := os.Stat(dir); err != nil {
+		t.Fatalf("the fetcher's folder: %v", err)
+	}
+	release()
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("%s is still there after release (%v)", dir, err)
 	}
 }

@@ -276,14 +276,16 @@ func runPortfolio(cmd *cobra.Command, g *globals, f *portfolioFlags, args []stri
 		return err
 	}
 	defer release()
-	r, err := portfolioRunner(g, f.settings(), sb)
+	r, releaseDeps, err := portfolioRunner(g, f.settings(), sb)
 	if err != nil {
 		return err
 	}
+	defer releaseDeps()
 	if f.noCache && r.Options.Deps != nil {
 		// No cache to keep the packages in: the portfolio folder keeps
 		// them, so a rerun does not fetch them again.
-		_ = deps.RemoveCache(r.Options.Deps.Dir)
+		releaseDeps()
+		releaseDeps = func() {}
 		r.Options.Deps = &deps.Fetcher{Dir: filepath.Join(f.out, "deps")}
 	}
 	r.Store, r.StaticWorkers, r.SandboxWorkers, r.RetryFailed = st, f.staticN, f.sandboxN, f.retryFailed
@@ -337,10 +339,10 @@ func (f *portfolioFlags) settings() fleet.Settings {
 
 // portfolioRunner is the runner of a portfolio's settings, with sb as its
 // sandbox tier (nil: none): the local mode's, and each Temporal worker's.
-func portfolioRunner(g *globals, s fleet.Settings, sb sandbox.Client) (*portfolio.Runner, error) {
+func portfolioRunner(g *globals, s fleet.Settings, sb sandbox.Client) (*portfolio.Runner, func(), error) {
 	mirrors, err := image.ParseMirrors(s.Mirrors)
 	if err != nil {
-		return nil, usageErr("%v", err)
+		return nil, nil, usageErr("%v", err)
 	}
 	r := &portfolio.Runner{
 		Options: gather.Options{
@@ -363,21 +365,23 @@ func portfolioRunner(g *globals, s fleet.Settings, sb sandbox.Client) (*portfoli
 	if !s.NoCache {
 		c, err := g.openCache()
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		r.Options.Cache = c
 		r.Options.Images = &image.Memo{Resolver: r.Options.Images, Path: filepath.Join(c.Dir(), image.MemoFile),
 			Config: mirrors.String(), Logger: r.Options.Logger}
 	}
-	// The fetcher lives as long as the process: its per-package scan memo
-	// is what makes a portfolio scan each package version once.
-	if r.Options.Deps, _, err = depsFetcher(s.Deps, r.Options.Cache); err != nil {
-		return nil, err
+	// The fetcher lives as long as the runner: its per-package scan memo
+	// is what makes a portfolio scan each package version once. Without a
+	// cache its packages are in a temporary folder that release removes.
+	var release func()
+	if r.Options.Deps, release, err = depsFetcher(s.Deps, r.Options.Cache); err != nil {
+		return nil, nil, err
 	}
 	if s.Migrate {
 		r.Migrate = portfolioMigrate(r.Options, s.HeavyTimeout)
 	}
-	return r, nil
+	return r, release, nil
 }
 
 // parseFailOn reads --fail-on; empty means "anything not ready".

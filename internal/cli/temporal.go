@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -173,10 +174,11 @@ func runPortfolioTemporal(ctx context.Context, g *globals, f *portfolioFlags, se
 	// gets from these settings, as in a local run.
 	ds := s
 	ds.NoCache, ds.Migrate = true, false
-	r, err := portfolioRunner(g, ds, nil)
+	r, releaseDeps, err := portfolioRunner(g, ds, nil)
 	if err != nil {
 		return err
 	}
+	releaseDeps() // only the settings are needed: nothing is fetched
 	dg := portfolio.NewDigester(portfolio.Settings(r.Options, sandboxTier, s.Migrate))
 	digests := make([]string, len(services))
 	for i, svc := range services {
@@ -493,11 +495,31 @@ func runWorker(ctx context.Context, g *globals, f *workerFlags) error {
 	if err := co.CleanTemporary(); err != nil {
 		return fmt.Errorf("--checkout-cache %s: %w", co.Root, err)
 	}
+	// A runner lives as long as the worker; what it holds (a temporary
+	// dependency folder, for settings without a cache) goes when it stops.
+	var (
+		mu       sync.Mutex
+		releases []func()
+	)
+	defer func() {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, release := range releases {
+			release()
+		}
+	}()
 	a := &fleet.Activities{Store: c.Store, Logger: log, Checkouts: co, Runner: func(s fleet.Settings) (*portfolio.Runner, error) {
 		if s.Version != Version {
 			log.Warn("the portfolio's client is another version: results may differ from a local run", "client", s.Version, "worker", Version)
 		}
-		return portfolioRunner(g, s, sb)
+		r, release, err := portfolioRunner(g, s, sb)
+		if err != nil {
+			return nil, err
+		}
+		mu.Lock()
+		releases = append(releases, release)
+		mu.Unlock()
+		return r, nil
 	}}
 	w := c.NewWorker(tier, a, fleet.WorkerOptions{Parallel: n, Drain: f.drain})
 	if err := w.Start(); err != nil {

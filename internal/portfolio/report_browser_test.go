@@ -51,6 +51,9 @@ func browser(t *testing.T) (ctx context.Context, consoleErrors func() []string) 
 		chromedp.Flag("disable-component-update", true),
 		chromedp.Flag("disable-sync", true),
 		chromedp.UserDataDir(t.TempDir()),
+		// Its singleton socket folder goes under TMPDIR, and a killed
+		// browser leaves it there: keep it in the test's folder.
+		chromedp.Env("TMPDIR=" + t.TempDir()),
 		chromedp.WindowSize(1280, 900),
 	}
 	actx, cancelAlloc := chromedp.NewExecAllocator(t.Context(), opts...)

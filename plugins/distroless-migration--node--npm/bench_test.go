@@ -30,6 +30,13 @@ import (
 // TestMain removes the synthetic repository the benchmarks share.
 func TestMain(m *testing.M) {
 	code := m.Run()
+	// The shared trace environment's gate-control removes its folder
+	// (key, audit log, runsc state) only when stopped: exiting without
+	// stopping it left one under the temporary folder per test run.
+	if env != nil {
+		env.stop()
+	}
+	testbin.Remove()
 	if synthDir != "" {
 		os.RemoveAll(synthDir)
 	}
