@@ -23,6 +23,7 @@ import (
 	"github.com/codegenie/codegenie/internal/probe"
 	"github.com/codegenie/codegenie/internal/sandbox/runsc"
 	"github.com/codegenie/codegenie/internal/strictjson"
+	"github.com/codegenie/codegenie/internal/testbin"
 	nodenpm "github.com/codegenie/codegenie/plugins/distroless-migration--node--npm"
 	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/probes/shelltrace"
 )
