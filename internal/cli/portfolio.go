@@ -280,13 +280,13 @@ func runPortfolio(cmd *cobra.Command, g *globals, f *portfolioFlags, args []stri
 	if err != nil {
 		return err
 	}
-	defer releaseDeps()
 	if f.noCache && r.Options.Deps != nil {
 		// No cache to keep the packages in: the portfolio folder keeps
 		// them, so a rerun does not fetch them again.
 		releaseDeps()
-		releaseDeps = func() {}
 		r.Options.Deps = &deps.Fetcher{Dir: filepath.Join(f.out, "deps")}
+	} else {
+		defer releaseDeps()
 	}
 	r.Store, r.StaticWorkers, r.SandboxWorkers, r.RetryFailed = st, f.staticN, f.sandboxN, f.retryFailed
 	prog := newPortfolioProgress(g.stderr, g.stderrTTY && os.Getenv("CI") == "", os.Getenv("CI") != "", len(services))
