@@ -3,6 +3,7 @@ package images
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"path"
 	"regexp"
 	"slices"
@@ -282,67 +283,166 @@ func workflowBuilds(file string, data []byte) ([]BuiltImage, []runText) {
 	var runs []runText
 	for i := 1; i < len(jobs.Content); i += 2 {
 		job := jobs.Content[i]
-		jenv := envOf(job, top)
 		list := mapValue(job, "steps")
 		if list == nil || list.Kind != yaml.SequenceNode {
 			continue
 		}
-		for _, st := range list.Content {
-			env := envOf(st, jenv)
-			if uses := scalar(mapValue(st, "uses")); strings.Contains(uses, "/build-push-action@") {
-				with := mapValue(st, "with")
-				get := func(k string) (string, bool) {
-					n := mapValue(with, k)
-					if n == nil {
-						return "", true
-					}
-					return ghExpand(scalar(n), env)
-				}
-				bctx, okC := get("context")
-				df, okF := get("file")
-				target, okT := get("target")
-				tags := scalar(mapValue(with, "tags"))
-				if !okC || !okF || !okT {
-					continue
-				}
-				if bctx == "" {
-					bctx = "."
-				}
-				bctx = path.Clean(bctx)
-				if df == "" {
-					df = path.Join(bctx, "Dockerfile")
-				}
-				line := st.Line
-				if n := mapValue(with, "tags"); n != nil {
-					line = n.Line
-				}
-				for _, tag := range strings.FieldsFunc(tags, func(r rune) bool { return r == '\n' || r == ',' }) {
-					tag, ok := ghExpand(strings.TrimSpace(tag), env)
-					if !ok || tag == "" {
-						continue
-					}
-					steps = append(steps, BuiltImage{Name: dockerfile.ImageRepo(tag), Ref: tagged(tag), Dockerfile: path.Clean(df),
-						Context: bctx, Target: target, Source: file + ":" + strconv.Itoa(line)})
-				}
-				continue
-			}
-			run := mapValue(st, "run")
-			if run == nil || run.Kind != yaml.ScalarNode {
-				continue
-			}
-			dir := "."
-			if wd, ok := ghExpand(scalar(mapValue(st, "working-directory")), env); ok && wd != "" {
-				dir = path.Clean(wd)
-			}
-			src, _ := ghExpand(run.Value, env)
-			line := run.Line
-			if run.Style&(yaml.LiteralStyle|yaml.FoldedStyle) != 0 {
-				line++ // the text starts on the line after the | or >
-			}
-			runs = append(runs, runText{file: file, line: line, dir: dir, src: src, env: env})
+		for _, jenv := range matrixEnvs(job, envOf(job, top)) {
+			s, r := jobBuilds(file, list, jenv)
+			steps, runs = append(steps, s...), append(runs, r...)
 		}
 	}
 	return steps, runs
+}
+
+// matrixEnvs is env once per entry of the job's strategy.matrix.include
+// (its values as matrix.NAME, which ghExpand reads), or env alone.
+func matrixEnvs(job *yaml.Node, env map[string]string) []map[string]string {
+	inc := mapValue(mapValue(mapValue(job, "strategy"), "matrix"), "include")
+	if inc == nil || inc.Kind != yaml.SequenceNode {
+		return []map[string]string{env}
+	}
+	var out []map[string]string
+	for _, entry := range inc.Content {
+		if entry.Kind != yaml.MappingNode {
+			continue
+		}
+		e := maps.Clone(env)
+		for k := 0; k+1 < len(entry.Content); k += 2 {
+			if v := entry.Content[k+1]; v.Kind == yaml.ScalarNode {
+				e["matrix."+entry.Content[k].Value] = v.Value
+			}
+		}
+		out = append(out, e)
+	}
+	if len(out) == 0 {
+		return []map[string]string{env}
+	}
+	return out
+}
+
+// jobBuilds reads one job's steps (under one matrix entry's values): its
+// build-push-action steps, named by their tags, by the images of the
+// metadata-action step those tags come from, or by the name of an image
+// output; and its run steps' text.
+func jobBuilds(file string, list *yaml.Node, jenv map[string]string) ([]BuiltImage, []runText) {
+	var steps []BuiltImage
+	var runs []runText
+	meta := map[string][]string{} // a metadata-action step's id: its images
+	for _, st := range list.Content {
+		env := envOf(st, jenv)
+		if uses := scalar(mapValue(st, "uses")); strings.Contains(uses, "/metadata-action@") {
+			if id := scalar(mapValue(st, "id")); id != "" {
+				meta[id] = metadataImages(scalar(mapValue(mapValue(st, "with"), "images")), env)
+			}
+			continue
+		}
+		if uses := scalar(mapValue(st, "uses")); strings.Contains(uses, "/build-push-action@") {
+			with := mapValue(st, "with")
+			get := func(k string) (string, bool) {
+				n := mapValue(with, k)
+				if n == nil {
+					return "", true
+				}
+				return ghExpand(scalar(n), env)
+			}
+			bctx, okC := get("context")
+			df, okF := get("file")
+			target, okT := get("target")
+			tags := scalar(mapValue(with, "tags"))
+			if !okC || !okF || !okT {
+				continue
+			}
+			if bctx == "" {
+				bctx = "."
+			}
+			bctx = path.Clean(bctx)
+			if df == "" {
+				df = path.Join(bctx, "Dockerfile")
+			}
+			line := st.Line
+			if n := mapValue(with, "tags"); n != nil {
+				line = n.Line
+			}
+			build := BuiltImage{Dockerfile: path.Clean(df), Context: bctx, Target: target, Source: file + ":" + strconv.Itoa(line)}
+			for _, tag := range strings.FieldsFunc(tags, func(r rune) bool { return r == '\n' || r == ',' }) {
+				if m := stepsOutput.FindStringSubmatch(tag); m != nil {
+					// ${{ steps.meta.outputs.tags }}: the names the
+					// metadata step gives, with tags it makes up.
+					for _, name := range meta[m[1]] {
+						build.Name, build.Ref = dockerfile.ImageRepo(name), ""
+						steps = append(steps, build)
+					}
+					continue
+				}
+				tag, ok := ghExpand(strings.TrimSpace(tag), env)
+				if !ok || tag == "" {
+					continue
+				}
+				build.Name, build.Ref = dockerfile.ImageRepo(tag), tagged(tag)
+				steps = append(steps, build)
+			}
+			if tags == "" {
+				// outputs: type=image,name=NAME,push-by-digest=true
+				if n := mapValue(with, "outputs"); n != nil {
+					build.Source = file + ":" + strconv.Itoa(n.Line)
+					for _, kv := range strings.Split(scalar(n), ",") {
+						if v, ok := strings.CutPrefix(strings.TrimSpace(kv), "name="); ok {
+							if name, ok := ghExpand(v, env); ok && name != "" && !strings.Contains(name, "$") {
+								build.Name = dockerfile.ImageRepo(name)
+								steps = append(steps, build)
+							}
+						}
+					}
+				}
+			}
+			continue
+		}
+		run := mapValue(st, "run")
+		if run == nil || run.Kind != yaml.ScalarNode {
+			continue
+		}
+		dir := "."
+		if wd, ok := ghExpand(scalar(mapValue(st, "working-directory")), env); ok && wd != "" {
+			dir = path.Clean(wd)
+		}
+		src, _ := ghExpand(run.Value, env)
+		line := run.Line
+		if run.Style&(yaml.LiteralStyle|yaml.FoldedStyle) != 0 {
+			line++ // the text starts on the line after the | or >
+		}
+		runs = append(runs, runText{file: file, line: line, dir: dir, src: src, env: env})
+	}
+	return steps, runs
+}
+
+// stepsOutput is a tags value that is a metadata step's output.
+var stepsOutput = regexp.MustCompile(`^\s*\$\{\{\s*steps\.([\w-]+)\.outputs\.tags\s*\}\}\s*$`)
+
+// metadataImages reads docker/metadata-action's images input: one image
+// per line or comma, each a name or name=NAME with attributes.
+func metadataImages(s string, env map[string]string) []string {
+	var out []string
+	for _, line := range strings.Split(s, "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" {
+			continue
+		}
+		if strings.HasPrefix(line, "name=") {
+			name, _, _ := strings.Cut(strings.TrimPrefix(line, "name="), ",")
+			line = name
+			if name, ok := ghExpand(line, env); ok && name != "" {
+				out = append(out, name)
+			}
+			continue
+		}
+		for _, name := range strings.Split(line, ",") {
+			if name, ok := ghExpand(strings.TrimSpace(name), env); ok && name != "" {
+				out = append(out, name)
+			}
+		}
+	}
+	return out
 }
 
 // envOf is parent's env with n's env section on top.
@@ -376,9 +476,13 @@ var ghExpr = regexp.MustCompile(`\$\{\{\s*([^}]*?)\s*\}\}`)
 func ghExpand(s string, env map[string]string) (string, bool) {
 	ok := true
 	out := ghExpr.ReplaceAllStringFunc(s, func(m string) string {
-		name, isEnv := strings.CutPrefix(ghExpr.FindStringSubmatch(m)[1], "env.")
+		expr := ghExpr.FindStringSubmatch(m)[1]
+		name, isEnv := strings.CutPrefix(expr, "env.")
 		if v, set := env[name]; isEnv && set {
 			return v
+		}
+		if v, set := env[expr]; strings.HasPrefix(expr, "matrix.") && set {
+			return v // a matrix entry's value (matrixEnvs)
 		}
 		ok = false
 		return "$(unknown)"

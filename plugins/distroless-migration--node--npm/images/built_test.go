@@ -1,6 +1,7 @@
 package images
 
 import (
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/codegenie/codegenie/internal/probe"
 	"github.com/codegenie/codegenie/internal/probe/probetest"
+	"github.com/codegenie/codegenie/plugins/distroless-migration--node--npm/dockerfile"
 )
 
 // TestBuilt: the images a repository builds from its own Dockerfiles are
@@ -196,4 +198,64 @@ RUN yarn workspaces focus --production
 			t.Errorf("ImagePath(a/x) = %q, %v; want /x", got, ok)
 		}
 	})
+}
+
+// TestBuiltPublished: a build-push-action step names its image through a
+// metadata-action step's images (logto's release workflow), or, under a
+// matrix, through an image output's name (Flowise's, one Dockerfile per
+// matrix entry).
+func TestBuiltPublished(t *testing.T) {
+	t.Parallel()
+	for _, fixture := range []struct {
+		dir  string
+		want map[string]string // image name: Dockerfile
+	}{
+		{"compose-published-image", map[string]string{"acme/app": "Dockerfile", "ghcr.io/acme/app": "Dockerfile"}},
+		{"compose-published-other-image", map[string]string{"acme/app": "Dockerfile", "acme/app-worker": "worker/Dockerfile"}},
+	} {
+		repo, err := probe.OpenRepo(filepath.Join("..", "testdata", "fixtures", fixture.dir))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := Built.Of(t.Context(), repo, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		names := map[string]string{}
+		for name, bi := range got.ByName {
+			names[name] = bi.Dockerfile
+		}
+		if diff := cmp.Diff(fixture.want, names); diff != "" {
+			t.Errorf("%s: images built (-want +got):\n%s", fixture.dir, diff)
+		}
+		comp, err := Compose.Of(t.Context(), repo, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range PublishedRuns(comp.Runs, got) {
+			if want := fixture.want[dockerfile.ImageRepo(r.Image)]; r.Dockerfile != want || r.Published == "" {
+				t.Errorf("%s: the compose service %s runs %s of %s (%q), want %s", fixture.dir, r.Service, r.Image, r.Dockerfile, r.Published, want)
+			}
+		}
+	}
+}
+
+// TestServiceForPrefersBuild: a compose service that builds the image
+// wins over one of the same rank that runs it by its published name.
+func TestServiceForPrefersBuild(t *testing.T) {
+	t.Parallel()
+	f, err := dockerfile.Parse("Dockerfile", []byte("FROM node:22\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	builds := []ComposeBuild{
+		{File: "compose.yaml", Service: "published", Dockerfile: "Dockerfile", Published: ".github/workflows/x.yml:9"},
+		{File: "compose.yaml", Service: "built", Dockerfile: "Dockerfile"},
+	}
+	if got, ok := ServiceFor(builds, f, "Dockerfile", 0); !ok || got.Service != "built" {
+		t.Errorf("ServiceFor = %q, %v; want built", got.Service, ok)
+	}
+	if got, ok := ServiceFor(builds[:1], f, "Dockerfile", 0); !ok || got.Service != "published" {
+		t.Errorf("ServiceFor of the published run alone = %q, %v; want published", got.Service, ok)
+	}
 }

@@ -38,12 +38,20 @@ type ComposeBuild struct {
 	CommandLine    int      `json:"command_line,omitempty"`
 	Entrypoint     []string `json:"entrypoint,omitempty"`
 	EntrypointLine int      `json:"entrypoint_line,omitempty"`
+	// Published is set for a service that builds nothing and runs an
+	// image the repository builds and names (Built): the file and line of
+	// that build. Context, Dockerfile and Target are then that build's.
+	Published string `json:"published,omitempty"`
 }
 
 // ComposeFile is what the compose files say about builds; Errors names the
 // files that could not be read as YAML (they are skipped, not fatal).
 type ComposeFile struct {
 	Builds []ComposeBuild
+	// Runs are the services that build nothing and run an image by name
+	// with a command, entrypoint or healthcheck of their own: Image, the
+	// overrides and their lines are set, Context and Dockerfile are not.
+	Runs   []ComposeBuild
 	Errors []string
 	// Unread are the compose files that were not read through the
 	// repository's own doing (a symlink out of it, a FIFO): what they say
@@ -73,25 +81,32 @@ var Compose = &probe.Analyzer[*ComposeFile]{
 				out.Errors = append(out.Errors, m+": "+probe.DescribeReadError(err))
 				return
 			}
-			bs, err := parseCompose(m, data)
+			bs, runs, err := parseCompose(m, data)
 			if err != nil {
 				out.Errors = append(out.Errors, m+": "+err.Error())
 				return
 			}
 			out.Builds = append(out.Builds, bs...)
+			out.Runs = append(out.Runs, runs...)
 		})
 		if err != nil {
 			return nil, err
 		}
-		sort.SliceStable(out.Builds, func(i, j int) bool {
-			a, b := out.Builds[i], out.Builds[j]
-			if a.File != b.File {
-				return a.File < b.File
-			}
-			return a.Line < b.Line
-		})
+		SortCompose(out.Builds)
+		SortCompose(out.Runs)
 		return out, nil
 	},
+}
+
+// SortCompose orders services by file, then line.
+func SortCompose(cs []ComposeBuild) {
+	sort.SliceStable(cs, func(i, j int) bool {
+		a, b := cs[i], cs[j]
+		if a.File != b.File {
+			return a.File < b.File
+		}
+		return a.Line < b.Line
+	})
 }
 
 // eachFile calls visit once with each file that patterns match, with its
@@ -119,27 +134,34 @@ func eachFile(ctx context.Context, repo *probe.Repo, patterns []string, visit fu
 	return nil
 }
 
-// parseCompose reads the services' build sections of one compose file.
-// Short syntax (build: ./dir) and long syntax (context, dockerfile,
-// target) are both read; a service with no build section is skipped.
-func parseCompose(file string, data []byte) ([]ComposeBuild, error) {
+// parseCompose reads the services of one compose file: those with a
+// build section, short (build: ./dir) or long (context, dockerfile,
+// target), and those that run an image by name with overrides of their
+// own (runs).
+func parseCompose(file string, data []byte) (builds, runs []ComposeBuild, err error) {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if len(doc.Content) == 0 {
-		return nil, nil
+		return nil, nil, nil
 	}
 	services := mapValue(doc.Content[0], "services")
 	if services == nil || services.Kind != yaml.MappingNode {
-		return nil, nil
+		return nil, nil, nil
 	}
 	dir := path.Dir(file)
-	var out []ComposeBuild
 	for i := 0; i+1 < len(services.Content); i += 2 {
 		name, svc := services.Content[i].Value, services.Content[i+1]
 		b := mapValue(svc, "build")
 		if b == nil {
+			if img := mapValue(svc, "image"); img != nil && img.Kind == yaml.ScalarNode && img.Value != "" {
+				r := ComposeBuild{File: file, Line: img.Line, Service: name, Image: img.Value}
+				overrides(&r, svc)
+				if len(r.Command) > 0 || len(r.Entrypoint) > 0 || len(r.Healthcheck) > 0 {
+					runs = append(runs, r)
+				}
+			}
 			continue
 		}
 		cb := ComposeBuild{File: file, Line: b.Line, Service: name, Context: ".", Dockerfile: "Dockerfile"}
@@ -159,23 +181,10 @@ func parseCompose(file string, data []byte) ([]ComposeBuild, error) {
 		case yaml.DocumentNode, yaml.SequenceNode, yaml.AliasNode:
 			continue
 		}
-		if hc := mapValue(mapValue(svc, "healthcheck"), "test"); hc != nil {
-			cb.HealthcheckLine = hc.Line
-			switch hc.Kind {
-			case yaml.ScalarNode:
-				cb.Healthcheck = []string{"CMD-SHELL", hc.Value}
-			case yaml.SequenceNode:
-				for _, n := range hc.Content {
-					cb.Healthcheck = append(cb.Healthcheck, n.Value)
-				}
-			case yaml.DocumentNode, yaml.MappingNode, yaml.AliasNode:
-			}
-		}
 		if v := mapValue(svc, "image"); v != nil && v.Kind == yaml.ScalarNode {
 			cb.Image = v.Value
 		}
-		cb.Command, cb.CommandLine = words(mapValue(svc, "command"))
-		cb.Entrypoint, cb.EntrypointLine = words(mapValue(svc, "entrypoint"))
+		overrides(&cb, svc)
 		if strings.Contains(cb.Context, "://") || strings.HasPrefix(cb.Context, "/") {
 			continue // a remote or absolute context is not this repository
 		}
@@ -184,9 +193,27 @@ func parseCompose(file string, data []byte) ([]ComposeBuild, error) {
 		if strings.HasPrefix(cb.Context, "..") || strings.HasPrefix(cb.Dockerfile, "..") {
 			continue
 		}
-		out = append(out, cb)
+		builds = append(builds, cb)
 	}
-	return out, nil
+	return builds, runs, nil
+}
+
+// overrides reads a service's healthcheck test, command and entrypoint.
+func overrides(cb *ComposeBuild, svc *yaml.Node) {
+	if hc := mapValue(mapValue(svc, "healthcheck"), "test"); hc != nil {
+		cb.HealthcheckLine = hc.Line
+		switch hc.Kind {
+		case yaml.ScalarNode:
+			cb.Healthcheck = []string{"CMD-SHELL", hc.Value}
+		case yaml.SequenceNode:
+			for _, n := range hc.Content {
+				cb.Healthcheck = append(cb.Healthcheck, n.Value)
+			}
+		case yaml.DocumentNode, yaml.MappingNode, yaml.AliasNode:
+		}
+	}
+	cb.Command, cb.CommandLine = words(mapValue(svc, "command"))
+	cb.Entrypoint, cb.EntrypointLine = words(mapValue(svc, "entrypoint"))
 }
 
 // words reads a compose command: a list, or a string split on white space

@@ -12,13 +12,18 @@ func FuzzParseCompose(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, src string) {
-		bs, err := parseCompose("sub/compose.yml", []byte(src))
+		bs, runs, err := parseCompose("sub/compose.yml", []byte(src))
 		if err != nil {
 			return
 		}
 		for _, b := range bs {
 			if len(b.Context) >= 2 && b.Context[:2] == ".." || len(b.Dockerfile) >= 2 && b.Dockerfile[:2] == ".." {
 				t.Errorf("build outside the repository: %+v", b)
+			}
+		}
+		for _, r := range runs {
+			if r.Image == "" || r.Context != "" || r.Dockerfile != "" {
+				t.Errorf("a run with no image, or with a build: %+v", r)
 			}
 		}
 	})

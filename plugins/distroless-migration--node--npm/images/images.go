@@ -256,11 +256,39 @@ func ServiceFor(builds []ComposeBuild, f *dockerfile.File, dockerfilePath string
 		if built != stage {
 			continue
 		}
-		if r := composeRank(b.File); r > bestRank {
+		// A service that builds the image wins over one of the same rank
+		// that runs it by its published name.
+		r := 2 * composeRank(b.File)
+		if b.Published == "" {
+			r++
+		}
+		if r > bestRank {
 			best, bestRank = b, r
 		}
 	}
-	return best, bestRank > 0
+	return best, bestRank > 1
+}
+
+// PublishedRuns are the compose services of runs whose image the
+// repository builds and names (built.Lookup; a variable tag, as in
+// svhd/logto:${TAG-latest}, is looked up by name), each with that
+// build's Dockerfile, context and target and Published set.
+func PublishedRuns(runs []ComposeBuild, built *BuiltImages) []ComposeBuild {
+	var out []ComposeBuild
+	for _, r := range runs {
+		bi, ok := built.Lookup(r.Image)
+		if !ok && built != nil {
+			if name := dockerfile.ImageRepo(r.Image); !strings.Contains(name, "$") {
+				bi, ok = built.ByName[name]
+			}
+		}
+		if !ok {
+			continue
+		}
+		r.Context, r.Dockerfile, r.Target, r.Published = bi.Context, bi.Dockerfile, bi.Target, bi.Source
+		out = append(out, r)
+	}
+	return out
 }
 
 // Judged is the judged image: its Dockerfile as built for the target.

@@ -200,8 +200,14 @@ func (b *builder) composeOverrides(cb images.ComposeBuild) {
 		default:
 			continue
 		}
+		service := "the compose service " + cb.Service
+		if cb.Published != "" {
+			// It runs the image by the name a build of this Dockerfile
+			// publishes it under: moving the image moves it too.
+			service = fmt.Sprintf("the compose service %s, which runs %s (built from %s at %s),", cb.Service, cb.Image, cb.Dockerfile, cb.Published)
+		}
 		b.Add(probe.Blocker{ID: npmscripts.WarnShellFormStart, Kind: probe.ShellAtRuntime, Rule: RuleShellLine,
-			Title:    fmt.Sprintf("the compose service %s overrides the image's %s with %s (%s)", cb.Service, o.what, strings.Join(o.argv, " "), why),
+			Title:    fmt.Sprintf("%s overrides the image's %s with %s (%s)", service, o.what, strings.Join(o.argv, " "), why),
 			WhyNot:   "the compose file, not the Dockerfile, sets this command: change it there to exec-form node arguments",
 			Evidence: []probe.Evidence{{File: cb.File, Line: o.line}}})
 	}
