@@ -200,6 +200,23 @@ func (b *builder) attach(ev probe.Evidence, ids ...string) bool {
 	return false
 }
 
+// attachAt adds ev to the blocker of id whose own (static) evidence is
+// at ev's file and line, and reports whether there is one.
+func (b *builder) attachAt(ev probe.Evidence, id string) bool {
+	for i := range b.blockers {
+		if b.blockers[i].ID != id {
+			continue
+		}
+		for _, e := range b.blockers[i].Evidence {
+			if e.Trace == nil && e.File == ev.File && e.Line == ev.Line {
+				b.blockers[i].Evidence = append(b.blockers[i].Evidence, ev)
+				return true
+			}
+		}
+	}
+	return false
+}
+
 func lastOr(s []string) string {
 	if len(s) == 0 {
 		return "the container"

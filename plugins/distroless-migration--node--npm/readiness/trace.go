@@ -32,7 +32,10 @@ func (b *builder) trace(f *shelltrace.Facts) {
 		if inv.Phase != "boot" && inv.Phase != "healthcheck" && !strings.HasPrefix(inv.Phase, "request:") {
 			finalStage := false
 			if inv.Cause.Line > 0 {
-				finalStage = b.attach(probe.Evidence{File: inv.Cause.File, Line: inv.Cause.Line, Trace: ev.Trace, Note: ev.Note},
+				// The step's own blocker, found by its line: another RUN
+				// step's blocker is not confirmed by this one's shells, and
+				// a builder stage's step has none.
+				finalStage = b.attachAt(probe.Evidence{File: inv.Cause.File, Line: inv.Cause.Line, Trace: ev.Trace, Note: ev.Note},
 					dockerfileprobe.WarnShellFormRunFinal)
 			}
 			if !finalStage {
