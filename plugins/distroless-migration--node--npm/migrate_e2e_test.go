@@ -63,6 +63,10 @@ func TestMigrateE2E(t *testing.T) {
 		{name: "shell-form-cmd"},
 		{name: "var-prefix"},
 		{name: "prestart-hook"},
+		// A .dockerignore allow-list (*, then !server.js ...): the
+		// generated launcher gets its own ! line, or the build finds no
+		// file to COPY.
+		{name: "dockerignore-allowlist"},
 		{name: "healthcheck-curl", healthcheck: true},
 		// wget -qO- URL | grep -q TEXT: grep decides, so the generated
 		// check reads the body.

@@ -801,6 +801,12 @@ func readIgnore(repo *probe.Repo, dockerfilePath, context string) (*ignore, erro
 	return &ignore{}, nil
 }
 
+// IgnoreExcludes reports whether the .dockerignore data leaves the
+// context-relative path rel out of the build context.
+func IgnoreExcludes(data []byte, rel string) bool {
+	return parseIgnore(string(data)).excludes(rel)
+}
+
 func parseIgnore(s string) *ignore {
 	ig := &ignore{}
 	for _, line := range strings.Split(s, "\n") {

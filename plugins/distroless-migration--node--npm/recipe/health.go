@@ -126,7 +126,7 @@ func (r *rewriter) httpCheck(act *readiness.Action, name string) (*httpcheck.Che
 	if c == nil || len(c.URLs) == 0 {
 		return nil, r.refuse(act.Blocker.Rule, "the health check's requests are not known", "the plan names no curl or wget command to carry into a Node check; rewrite the check by hand", 0)
 	}
-	r.generate(name, healthScript(c))
+	r.generate(act.Blocker.Rule, name, healthScript(c))
 	for _, raw := range c.URLs {
 		if u, err := url.Parse(raw); err == nil && u.Path != "" && u.Path != "/" && !slices.Contains(r.res.ProbePaths, u.EscapedPath()) {
 			r.res.ProbePaths = append(r.res.ProbePaths, u.EscapedPath())

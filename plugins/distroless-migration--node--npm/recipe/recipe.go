@@ -195,17 +195,19 @@ func Major(rt noderuntime.Facts) (major int, bumped bool) {
 
 // rewriter holds one rewrite's state.
 type rewriter struct {
-	in      Input
-	res     *Result
-	d       *dockerfile.File
-	t       int
-	wd      string
-	target  Target
-	edits   []edit
-	src     [][]byte
-	gen     []File
-	byRule  map[string][]readiness.Action
-	newBase bool // the runtime stage's FROM changes
+	in     Input
+	res    *Result
+	d      *dockerfile.File
+	t      int
+	wd     string
+	target Target
+	edits  []edit
+	src    [][]byte
+	gen    []File
+	// genRules are the rules whose changes COPY each of gen.
+	genRules []string
+	byRule   map[string][]readiness.Action
+	newBase  bool // the runtime stage's FROM changes
 	// added counts the stages the rewrite puts before the new runtime
 	// stage (a files stage's runtime stage, a users stage).
 	added int
@@ -295,6 +297,9 @@ func Rewrite(in Input) (*Result, error) {
 	}
 	if res.Stage != nf.Final {
 		res.StageTarget = nf.StageName(res.Stage)
+	}
+	if err := r.unignoreGenerated(); err != nil {
+		return nil, err
 	}
 	res.Files = append(res.Files, r.others...)
 	res.Files = append(res.Files, r.gen...)

@@ -63,7 +63,7 @@ func (r *rewriter) startLines() ([]string, error) {
 				steps[i].Args = []string{}
 			}
 		}
-		r.generate(LauncherName, launcher(steps, nil))
+		r.generate(readiness.RuleNodeLauncher, LauncherName, launcher(steps, nil))
 		// COPY sources are relative to the build context, where generate
 		// puts the file.
 		out = append(out, fmt.Sprintf("COPY %s %s\n", LauncherName, path.Join(r.wd, LauncherName)))
