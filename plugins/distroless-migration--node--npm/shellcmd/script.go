@@ -1,6 +1,7 @@
 package shellcmd
 
 import (
+	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -355,6 +356,48 @@ func appendRun(runs []ScriptRun, argv []string, line int) []ScriptRun {
 	return append(runs, ScriptRun{Argv: out, Line: line})
 }
 
+// nodeOptions reports an unknown word w of words that sits between node
+// and a literal script file it runs (node $NODE_OPTIONS app.js "$@", as
+// node-red's entrypoint runs it): node's options, which the variable
+// holds, since what follows the script is the script's. The module graph
+// then starts at the script; preloads an ENV NODE_OPTIONS names are read
+// apart.
+func nodeOptions(argv []string, words []*syntax.Word, w *syntax.Word) bool {
+	for len(argv) > 0 && (argv[0] == "exec" || argv[0] == "command" || argv[0] == "nohup") {
+		argv = argv[1:]
+	}
+	if len(argv) == 0 {
+		return false
+	}
+	if b := path.Base(argv[0]); b != "node" && b != "nodejs" {
+		return false
+	}
+	after := false
+	for _, x := range words {
+		if x == w {
+			after = true
+			continue
+		}
+		if !after {
+			continue
+		}
+		v, ok := plainWord(x)
+		if ok && !strings.HasPrefix(v, "-") && jsFile(v) {
+			return true
+		}
+	}
+	return false
+}
+
+// jsFile reports a path with a JavaScript or TypeScript file's extension.
+func jsFile(w string) bool {
+	switch path.Ext(w) {
+	case ".js", ".mjs", ".cjs", ".ts", ".mts", ".cts":
+		return true
+	}
+	return false
+}
+
 // unknownWord stands for a word whose value is not known statically, and
 // argsWord for "$@", the script's arguments.
 const (
@@ -410,6 +453,9 @@ func expansions(words []*syntax.Word, vars map[string][]string) [][]string {
 			return alts
 		}
 		vals := vars[name]
+		if (!ok || len(vals) == 0) && nodeOptions(alts[0], words, w) {
+			continue
+		}
 		if !ok || len(vals) == 0 {
 			for i := range alts {
 				alts[i] = append(alts[i], unknownWord)

@@ -93,6 +93,21 @@ func TestScriptRuns(t *testing.T) {
 	if diff := cmp.Diff(want, AnalyzeScript(src).Runs); diff != "" {
 		t.Errorf("runs (-want +got):\n%s", diff)
 	}
+	// node's options in a variable before the script it runs (node-red's
+	// entrypoint) are left out, so the script is known; a variable that
+	// may be the script itself, or that follows it, still ends the words.
+	src = "#!/bin/bash\n/usr/local/bin/node $NODE_OPTIONS app.js \"$@\" &\nexec node \"$OPTS\" $MORE dist/main.mjs --port 3\n" +
+		"node $SCRIPT \"$@\"\nnode server.js $FLAGS\nkill $PID\n"
+	want = []ScriptRun{
+		{Argv: []string{"/usr/local/bin/node", "app.js", ScriptArgs}, Line: 2},
+		{Argv: []string{"node", "dist/main.mjs", "--port", "3"}, Line: 3},
+		{Argv: []string{"node", "<expanded>"}, Line: 4},
+		{Argv: []string{"node", "server.js", "<expanded>"}, Line: 5},
+		{Argv: []string{"kill", "<expanded>"}, Line: 6},
+	}
+	if diff := cmp.Diff(want, AnalyzeScript(src).Runs); diff != "" {
+		t.Errorf("node options runs (-want +got):\n%s", diff)
+	}
 	// A script that hands over to its arguments ("$@"), itself or
 	// through a user wrapper whose user is not known (pingvin-share's
 	// create-user.sh), runs them: ScriptArgs. Another variable is not.

@@ -392,8 +392,11 @@ var noCode = map[string]bool{"mkdir": true, "chown": true, "chmod": true, "cp": 
 	"sort": true, "uniq": true, "wc": true, "stat": true, "df": true, "du": true, "getent": true, "usermod": true,
 	"groupmod": true, "useradd": true, "groupadd": true, "addgroup": true, "adduser": true, "update-ca-certificates": true,
 	"caddy": true, "nginx": true, "openssl": true,
-	// Shell builtins that run nothing.
-	"test": true, "[": true, "true": true, "false": true, "echo": true, "printf": true, "exit": true, ":": true}
+	// Shell builtins that run nothing: node-red's entrypoint traps
+	// SIGTERM to kill its child and waits for it.
+	"test": true, "[": true, "true": true, "false": true, "echo": true, "printf": true, "exit": true, ":": true,
+	"trap": true, "wait": true, "kill": true, "set": true, "export": true, "unset": true, "local": true, "readonly": true,
+	"declare": true, "shift": true, "return": true, "umask": true, "break": true, "continue": true, "read": true}
 
 // graphSteps reads the node commands of rel, an entrypoint script that
 // does more than set defaults (run in dir with args), for the module
