@@ -261,3 +261,35 @@ func TestLineWriter(t *testing.T) {
 		t.Errorf("byte-bounded tail %q", tl.String())
 	}
 }
+
+// TestParseStagesExpandsFromArgs: a FROM names its base through the global
+// ARGs' defaults, expanded as the builder does, so that the base is pulled
+// before the build and its package mirrors join the egress allow-list (a
+// FROM node:${NODE_VERSION}-slim once left apt's mirror out, and the
+// build's apt-get update was refused); one naming an ARG with no default
+// stays as written.
+func TestParseStagesExpandsFromArgs(t *testing.T) {
+	t.Parallel()
+	st := mustStages(t, `ARG NODE_VERSION=22
+ARG OS="bookworm-slim" REG=docker.io
+ARG IMAGE=${REG}/library/node
+ARG TAG_SUFFIX
+FROM node:${NODE_VERSION}-${OS} AS base
+FROM $IMAGE:${NODE_VERSION:-20}
+FROM node:${NODE_VERSION}${TAG_SUFFIX}
+FROM base
+ARG NODE_VERSION=24
+FROM node:${LATER}
+`)
+	var bases []string
+	for _, s := range st {
+		bases = append(bases, s.base)
+	}
+	want := []string{"node:22-bookworm-slim", "docker.io/library/node:22", "node:${NODE_VERSION}${TAG_SUFFIX}", "base", "node:${LATER}"}
+	if diff := cmp.Diff(want, bases); diff != "" {
+		t.Errorf("bases (-want +got):\n%s", diff)
+	}
+	if bs := imageBases(st); len(bs) != 2 || bs[0].ref != "node:22-bookworm-slim" || bs[1].ref != "docker.io/library/node:22" {
+		t.Errorf("image bases %+v, want the two expanded references", bs)
+	}
+}

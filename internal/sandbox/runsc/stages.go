@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/moby/buildkit/frontend/dockerfile/parser"
+	"github.com/moby/buildkit/frontend/dockerfile/shell"
 )
 
 // The backend reads the Dockerfile itself, with the same parser family that
@@ -23,7 +24,9 @@ const maxDockerfile = 1 << 20
 type stage struct {
 	// name is the stage's AS name, or "" when it has none.
 	name string
-	// base is the FROM value as written; fromLine and fromEnd the lines
+	// base is the FROM value, with the global ARGs' defaults expanded
+	// as the builder expands them (as written when one it names has
+	// none, which buildah would expand to nothing); fromLine and fromEnd the lines
 	// of the FROM instruction, fromFlags its flags (--platform=...).
 	base              string
 	fromLine, fromEnd int
@@ -61,12 +64,18 @@ func parseStages(dockerfile []byte) ([]stage, error) {
 		return nil, fmt.Errorf("parsing Dockerfile: %w", err)
 	}
 	var stages []stage
+	lex := shell.NewLex(res.EscapeToken)
+	var globals []string // NAME=value of the ARGs before the first FROM
 	for _, n := range res.AST.Children {
 		kw := strings.ToUpper(n.Value)
+		if kw == "ARG" && len(stages) == 0 {
+			globals = globalArgs(lex, n, globals)
+			continue
+		}
 		if kw == "FROM" {
 			s := stage{fromLine: n.StartLine, fromEnd: n.EndLine, fromFlags: n.Flags}
 			if n.Next != nil {
-				s.base = n.Next.Value
+				s.base = fromBase(lex, n.Next.Value, globals)
 			}
 			// FROM [--platform=...] image [AS name]
 			if a := n.Next; a != nil && a.Next != nil && strings.EqualFold(a.Next.Value, "as") && a.Next.Next != nil {
@@ -94,6 +103,37 @@ func parseStages(dockerfile []byte) ([]stage, error) {
 		return nil, fmt.Errorf("parsing Dockerfile: no FROM instruction")
 	}
 	return stages, nil
+}
+
+// globalArgs adds the defaults of an ARG instruction before the first FROM
+// to globals, each expanded with those before it; an ARG with no default
+// is left unset.
+func globalArgs(lex *shell.Lex, n *parser.Node, globals []string) []string {
+	for a := n.Next; a != nil; a = a.Next {
+		name, val, ok := strings.Cut(a.Value, "=")
+		if !ok {
+			continue
+		}
+		if v, err := lex.ProcessWordWithMatches(val, shell.EnvsFromSlice(globals)); err == nil {
+			globals = append(globals, name+"="+v.Result)
+		}
+	}
+	return globals
+}
+
+// fromBase expands a FROM image reference with the global ARGs (FROM
+// node:${NODE_VERSION}-slim), so that the base is pulled before the build
+// and its package mirrors are known. A reference that names an ARG with no
+// default stays as written.
+func fromBase(lex *shell.Lex, ref string, globals []string) string {
+	if !strings.Contains(ref, "$") {
+		return ref
+	}
+	r, err := lex.ProcessWordWithMatches(ref, shell.EnvsFromSlice(globals))
+	if err != nil || len(r.Unmatched) > 0 {
+		return ref
+	}
+	return r.Result
 }
 
 // checkArgv reports whether a container's start args fit the RUN
