@@ -160,8 +160,9 @@ func runMigrate(cmd *cobra.Command, g *globals, f *migrateFlags, dir string) err
 	}
 	defer releaseDeps()
 	opts := migrate.Options{
-		Gather:          gopts,
-		RewriteOptions:  nodenpm.RewriteOptions{TargetImage: f.targetImage, Digest: images.Digest},
+		Gather: gopts,
+		RewriteOptions: nodenpm.RewriteOptions{TargetImage: f.targetImage, Digest: images.Digest,
+			MirroredBy: func(ref string) string { return strings.Join(mirrors.For(ref), ", ") }},
 		Sandbox:         sb,
 		NoGates:         f.noGates,
 		BootFor:         f.boot.max,

@@ -2,10 +2,18 @@ package cli
 
 import (
 	"encoding/json"
+	"io"
+	"log"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/registry"
+	"github.com/google/go-containerregistry/pkg/v1/random"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/codegenie/codegenie/internal/report/sariftest"
 	"github.com/codegenie/codegenie/internal/strictjson"
@@ -140,5 +148,38 @@ func TestMigrateBadInput(t *testing.T) {
 		if r.code != ExitUsage || strings.Count(strings.TrimSpace(r.stderr), "\n") > 0 || r.stderr == "" {
 			t.Errorf("%v: exit %d, stderr %q; want exit 2 and one line", args, r.code, r.stderr)
 		}
+	}
+}
+
+// TestMigrateMirrorPinWarns: a target pin read from a registry mirror is
+// that mirror's digest, which a stand-in's is not the registry's: the
+// rewrite pins it and says so, so nobody merges a pin gcr.io lacks.
+func TestMigrateMirrorPinWarns(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
+	defer srv.Close()
+	host := strings.TrimPrefix(srv.URL, "http://")
+	img, err := random.Image(64, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := name.ParseReference(host+"/distroless/nodejs22-debian13:nonroot", name.Insecure)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := remote.Write(ref, img); err != nil {
+		t.Fatal(err)
+	}
+	want, err := img.Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := copyDir(t, fixture(t, "hooks-launcher"))
+	r := execute(t, t.Context(), "migrate", "--no-gates", "--no-cache", "--registry-mirror", "gcr.io="+host, dir)
+	if r.code != ExitOK || !strings.Contains(r.stdout, "nodejs22-debian13:nonroot@"+want.String()) {
+		t.Fatalf("exit %d, want the target pinned to %s:\n%s\n%s", r.code, want, r.stdout, r.stderr)
+	}
+	if !strings.Contains(r.stdout, "the digest the registry mirror "+host+" serves") {
+		t.Errorf("no warning that the pin is the mirror's:\n%s", r.stdout)
 	}
 }

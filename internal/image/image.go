@@ -67,6 +67,16 @@ func (m Mirrors) String() string {
 	return strings.Join(parts, ",")
 }
 
+// For returns the mirrors tried first for ref's registry; none for a
+// reference that does not parse.
+func (m Mirrors) For(ref string) []string {
+	parsed, err := name.ParseReference(ref)
+	if err != nil {
+		return nil
+	}
+	return m[parsed.Context().RegistryStr()]
+}
+
 func canonicalRegistry(r string) string {
 	if r == "docker.io" {
 		return name.DefaultRegistry

@@ -9,6 +9,8 @@ package nodenpm
 
 import (
 	"context"
+	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -67,6 +69,9 @@ type RewriteOptions struct {
 	// digest; nil, or an error, leaves the tag unpinned (and the change
 	// list says a pin must be refreshed).
 	Digest func(ctx context.Context, ref string) (string, error)
+	// MirroredBy names the registry mirrors Digest asks first for ref
+	// ("" for none): a pin read from one is the mirror's digest.
+	MirroredBy func(ref string) string
 }
 
 // Rewrite runs the migrate recipe on the gathered probe results of the
@@ -116,7 +121,24 @@ func Rewrite(ctx context.Context, dir string, results []probe.Result, o RewriteO
 			in.Pins[ref] = d
 		}
 	}
-	return recipe.Rewrite(in)
+	res, err := recipe.Rewrite(in)
+	if err != nil || res == nil || o.MirroredBy == nil {
+		return res, err
+	}
+	// A pull-through mirror serves the registry's own digests; a stand-in
+	// (codegenie dev images serve) or a rebuilt copy does not, and the pin
+	// would name an image the real registry lacks.
+	pinned := map[string]string{}
+	if t.Digest != "" {
+		pinned[t.Ref] = t.Digest
+	}
+	maps.Copy(pinned, in.Pins)
+	for _, ref := range slices.Sorted(maps.Keys(pinned)) {
+		if m := o.MirroredBy(ref); m != "" && !strings.Contains(ref, "@") {
+			res.Warnings = append(res.Warnings, fmt.Sprintf("%s is pinned to %s, the digest the registry mirror %s serves: a pull-through mirror serves the registry's own, a stand-in or rebuilt image does not; check it against the registry before merging", ref, pinned[ref], m))
+		}
+	}
+	return res, nil
 }
 
 // TargetError is a --target-image the table does not know.
