@@ -79,7 +79,7 @@ func (r *rewriter) startLines() ([]string, error) {
 			r.change(readiness.RuleScriptArgv, fmt.Sprintf("%s becomes %s%s, which runs %s's JS file from node_modules", s.From, LauncherName, cmd, s.Bin))
 		}
 		if s.Init != "" {
-			r.change(readiness.RuleInitWrapper, fmt.Sprintf("%s goes; %s runs %s as its child and forwards SIGTERM, SIGINT and SIGHUP to it%s", s.Init, LauncherName, s.From, cmd))
+			r.change(readiness.RuleInitWrapper, fmt.Sprintf("%s goes; %s runs %s as its child and forwards SIGTERM, SIGINT and SIGHUP to it%s; unlike %s, it does not reap orphaned grandchildren (only a service that starts processes and abandons them leaves any; docs/adr/0016)", s.Init, LauncherName, s.From, cmd, path.Base(strings.Fields(s.Init)[0])))
 		}
 	default:
 		args = s.Args
