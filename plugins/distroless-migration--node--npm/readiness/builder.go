@@ -28,6 +28,10 @@ type builder struct {
 	// program is then said to be unused.
 	unread    probe.Evidence
 	hasUnread bool
+	// depsUnscanned is set when the dependencies were not installed, so
+	// their code was not read: a program no other use names may still be
+	// one a dependency runs.
+	depsUnscanned bool
 	// startBinaries are the programs the judged image's ENTRYPOINT, CMD and
 	// HEALTHCHECK name.
 	startBinaries map[string]string

@@ -118,6 +118,7 @@ func (a *Assessor) assess(results []probe.Result) (probe.Assessment, *builder, e
 	}
 	b.reachableBinaries = reachableBinaries(&cp)
 	b.unread, b.hasUnread = unreadCommand(&cp)
+	b.depsUnscanned = byName[childprocess.Name].Reason == childprocess.ReasonDependenciesNotInstalled
 	b.dockerfiles(&df)
 	var ep entrypoints.Facts
 	if err := decode(byName, entrypoints.Name, &ep); err != nil {

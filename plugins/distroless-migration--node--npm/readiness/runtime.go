@@ -183,6 +183,10 @@ func (b *builder) osPackages(pkgs []noderuntime.OSPackage, runtimeBins map[strin
 		b.Note(probe.Note{ID: noderuntime.WarnOSPackage, Message: fmt.Sprintf(
 			"the final stage installs %s, which no CMD, ENTRYPOINT, HEALTHCHECK, entrypoint script, known dependency wrapper or reachable code runs by name; but %s:%d runs a command codegenie cannot read, which may be one of them", strings.Join(dedupe(unused), ", "), b.unread.File, b.unread.Line),
 			Evidence: append(unusedEv, b.unread)})
+	case len(unused) > 0 && b.depsUnscanned:
+		b.Note(probe.Note{ID: noderuntime.WarnOSPackage, Message: fmt.Sprintf(
+			"the final stage installs %s, which no CMD, ENTRYPOINT, HEALTHCHECK, entrypoint script, known dependency wrapper or reachable app code runs by name; but the dependencies were not installed, so their code was not read, and one may run them (--deps lockfile, or the traced build, reads them)", strings.Join(dedupe(unused), ", ")),
+			Evidence: unusedEv})
 	case len(unused) > 0:
 		b.Note(probe.Note{ID: noderuntime.WarnOSPackage, Message: fmt.Sprintf(
 			"the final stage installs %s, which nothing at run time uses (no CMD, ENTRYPOINT, HEALTHCHECK, entrypoint script, known dependency wrapper or reachable code runs them); they stay in the builder", strings.Join(dedupe(unused), ", ")),
