@@ -141,6 +141,10 @@ func (t *textWriter) assessment(name string, a probe.Assessment, target string) 
 	}
 }
 
+// maxTraceLines is how many of a blocker's traced runs text output lists
+// without --verbose.
+const maxTraceLines = 3
+
 func (t *textWriter) finding(f finding) {
 	b := f.blockers[0]
 	mark := t.paint(ansiRed, "✗")
@@ -151,8 +155,19 @@ func (t *textWriter) finding(f finding) {
 	if len(b.Evidence) > 0 && b.Evidence[0].Note != "" {
 		fmt.Fprintf(t.tw, "  \t\t\t%s\n", t.paint(ansiDim, t.cut(oneLine(b.Evidence[0].Note), 70)))
 	}
+	traced := 0
 	for _, e := range b.Evidence[min(1, len(b.Evidence)):] {
+		if e.Trace != nil {
+			// A build step's apt-get install alone runs dozens of
+			// maintainer scripts: a few say what ran.
+			if traced++; traced > maxTraceLines && !t.opt.Verbose {
+				continue
+			}
+		}
 		fmt.Fprintf(t.tw, "  \t\t%s\t%s\n", where([]probe.Evidence{e}), t.paint(ansiDim, t.cut(e.Note, 70)))
+	}
+	if n := traced - maxTraceLines; n > 0 && !t.opt.Verbose {
+		fmt.Fprintf(t.tw, "  \t\t\t%s\n", t.paint(ansiDim, fmt.Sprintf("and %d more traced run(s) (--verbose or the JSON lists them)", n)))
 	}
 	if n := len(f.blockers) - 1; n > 0 {
 		if t.opt.Verbose {

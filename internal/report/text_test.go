@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -23,7 +24,7 @@ func textContext() *Context {
 				{ID: "dockerfile.shell_form_run_in_final_stage", Kind: probe.ShellInFinalStageBuild, Stage: "runtime", Removable: true,
 					Title:    "RUN apt-get update &&     apt-get install -y " + strings.Repeat("some-very-long-package-name ", 8) + "needs /bin/sh in the final stage",
 					Fix:      "move this step into the builder stage",
-					Evidence: []probe.Evidence{{File: "Dockerfile", Line: 9}}},
+					Evidence: append([]probe.Evidence{{File: "Dockerfile", Line: 9}}, tracedRuns(9, 5)...)},
 				{ID: "node_runtime.musl_builder_glibc_runtime", Kind: probe.NativeABI, Stage: "build", Removable: true,
 					Title: "native addons are built on musl", Fix: "build on node:22-bookworm-slim", Evidence: []probe.Evidence{{File: "Dockerfile", Line: 1}}},
 				shellInCode("src/a.js", 3), shellInCode("src/b.js", 7), shellInCode("src/c.js", 11),
@@ -31,6 +32,30 @@ func textContext() *Context {
 					WhyNot: "the script has logic exec form cannot express", Evidence: []probe.Evidence{{File: "Dockerfile", Line: 12}}},
 			},
 		}},
+	}
+}
+
+// tracedRuns are n shells a traced build step ran at line.
+func tracedRuns(line, n int) []probe.Evidence {
+	var out []probe.Evidence
+	for i := range n {
+		out = append(out, probe.Evidence{File: "Dockerfile", Line: line, Trace: &probe.TraceRef{Phase: "build", PID: int32(100 + i)},
+			Note: fmt.Sprintf("ran \"/var/lib/dpkg/info/pkg%d.postinst configure\"", i)})
+	}
+	return out
+}
+
+// TestTextCapsTracedRuns: a blocker's traced runs (an apt-get install's
+// dozens of maintainer scripts) show a few, and say how many more;
+// --verbose lists them all.
+func TestTextCapsTracedRuns(t *testing.T) {
+	t.Parallel()
+	out := encodeText(t, TextOptions{})
+	if n := strings.Count(out, ".postinst configure"); n != maxTraceLines || !strings.Contains(out, "and 2 more traced run(s)") {
+		t.Errorf("%d traced runs shown, want %d and \"and 2 more traced run(s)\":\n%s", n, maxTraceLines, out)
+	}
+	if n := strings.Count(encodeText(t, TextOptions{Verbose: true}), ".postinst configure"); n != 5 {
+		t.Errorf("--verbose shows %d traced runs, want 5", n)
 	}
 }
 
