@@ -38,6 +38,26 @@ var fileSteps = map[string]string{
 	"cut": "filters text", "printf": "prints text",
 }
 
+// stepDoes is what a file step does, said of its subcommand for a
+// package manager: npm config set only writes npm's configuration.
+func stepDoes(name string, c []string) string {
+	if name == "npm" || name == "yarn" || name == "pnpm" {
+		for _, a := range c[1:] {
+			if strings.HasPrefix(a, "-") {
+				continue
+			}
+			switch a {
+			case "config":
+				return "sets its configuration"
+			case "cache":
+				return "manages its cache"
+			}
+			break
+		}
+	}
+	return fileSteps[name]
+}
+
 // sideEffects are commands whose effect is not files the builder can copy.
 var sideEffects = map[string]string{
 	"service": "starts a service", "systemctl": "manages services", "sysctl": "changes kernel settings",
@@ -160,7 +180,7 @@ func ClassifyRun(in dockerfile.Instruction, workdir string) RunStep {
 					}
 				}
 			}
-			does = append(does, name+" "+fileSteps[name])
+			does = append(does, name+" "+stepDoes(name, c))
 		case name == "<expanded>":
 			return RunStep{Why: "a command name comes from a variable, so what it does is unknown"}
 		default:

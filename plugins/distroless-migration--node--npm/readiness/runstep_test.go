@@ -15,6 +15,8 @@ func TestClassifyRun(t *testing.T) {
 		why     string
 	}{
 		{"npm ci --omit=dev && npm cache clean --force", true, "npm"},
+		{"npm config set cache /data/.npm --global", true, "npm sets its configuration"},
+		{"yarn --silent cache clean", true, "yarn manages its cache"},
 		{"addgroup -S app && adduser -S app -G app", true, "adds a user"},
 		{"deluser --remove-home node", true, "removes a user"},
 		{"mkdir -p /app/data && chown -R node:node /app", true, "sets ownership"},
