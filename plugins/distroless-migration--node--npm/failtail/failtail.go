@@ -20,6 +20,9 @@ var noise = []*regexp.Regexp{
 	regexp.MustCompile(`^npm (error|ERR!)\s*$`), // npm's blank error lines
 	regexp.MustCompile(`^npm (error|ERR!) A complete log of this run can be found in`),
 	regexp.MustCompile(`^npm warn\b`),
+	// buildah's warning for an ARG with no default and no --build-arg
+	// (node-red's TAG_SUFFIX), printed before any step: rarely the cause.
+	regexp.MustCompile(`^time="[^"]*" level=warning msg="missing \\".*\\" build argument`),
 	// npm's usage text, which a bounded tail may hold without its
 	// "Usage:" line.
 	regexp.MustCompile(`^npm (error|ERR!) (\[-|Options:\s*$|aliases: |Run "npm help )`),

@@ -66,6 +66,16 @@ Error: building at STEP "RUN npm ci": while running runtime: exit status 1
 			want: `Error: building at STEP "RUN npm ci": while running runtime: exit status 1`,
 		},
 		{
+			name: "buildah's missing build argument warnings",
+			n:    5,
+			out: `time="2026-12-04T21:42:32Z" level=warning msg="missing \"TAG_SUFFIX\" build argument. Try adding \"--build-arg TAG_SUFFIX=<VALUE>\" to the command line"
+time="2026-12-04T21:42:32Z" level=warning msg="missing \"ARCH\" build argument. Try adding \"--build-arg ARCH=<VALUE>\" to the command line"
+[1/3] STEP 1/11: FROM node:24-trixie-slim AS base
+Error: creating build container: manifest unknown
+`,
+			want: "[1/3] STEP 1/11: FROM node:24-trixie-slim AS base | Error: creating build container: manifest unknown",
+		},
+		{
 			name: "plain",
 			n:    2,
 			out:  "one\ntwo\nthree\n",
