@@ -13,6 +13,7 @@ package entrypoints
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -132,7 +133,7 @@ var _ probe.Probe = (*Probe)(nil)
 func (*Probe) Desc() probe.Desc {
 	return probe.Desc{
 		Name:      Name,
-		Version:   "12", // 12: a variable between node and the script file it runs is node's options, and the script is known (shellcmd.nodeOptions); 11: an ENTRYPOINT script with logic that hands over to its arguments ("$@") runs the CMD after it, and a CMD shell script is read like any entrypoint script; the commands inside if, for, case and $(…) of a shell line are its commands too (shellcmd); 10: a script's cd moves where its ./command is looked up; the build context guessed for a Dockerfile no compose file builds counts only COPY sources that are in one of its folder and the root (images.guessContext); 9: COPY sources read from the judged image's build context, and through the file set for a COPY --from another stage (a Dockerfile built from its own folder); 4: an entrypoint script's programs (issue 21); 5: variables set to a literal, init and user wrappers, the lines that need the shell, scripts a shell runs (bash entrypoint.sh); 6: the programs of the scripts it runs by a path; 7: the first word of each step of the start (npm run migrate && npm start in CMD); 8: compiled output mapped to its sources through tsconfig outDir
+		Version:   "13", // 13: a package script's bare command is a node_modules/.bin command only when a top-level package of the npm lockfile links it (mirotalk's prestart cp is the system's cp); 12: a variable between node and the script file it runs is node's options, and the script is known (shellcmd.nodeOptions); 11: an ENTRYPOINT script with logic that hands over to its arguments ("$@") runs the CMD after it, and a CMD shell script is read like any entrypoint script; the commands inside if, for, case and $(…) of a shell line are its commands too (shellcmd); 10: a script's cd moves where its ./command is looked up; the build context guessed for a Dockerfile no compose file builds counts only COPY sources that are in one of its folder and the root (images.guessContext); 9: COPY sources read from the judged image's build context, and through the file set for a COPY --from another stage (a Dockerfile built from its own folder); 4: an entrypoint script's programs (issue 21); 5: variables set to a literal, init and user wrappers, the lines that need the shell, scripts a shell runs (bash entrypoint.sh); 6: the programs of the scripts it runs by a path; 7: the first word of each step of the start (npm run migrate && npm start in CMD); 8: compiled output mapped to its sources through tsconfig outDir
 		Heaviness: probe.Light,
 		PerImage:  true,
 		// The set of executed files depends on the repository's whole
@@ -182,6 +183,7 @@ func (*Probe) Run(ctx context.Context, repo *probe.Repo, pctx *probe.Context) (p
 			continue
 		}
 		r.lockfile = lockfileKind(repo, path.Dir(c.Package))
+		r.bins = lockfileBins(repo, path.Dir(c.Package))
 		for _, ex := range r.executables(f, c) {
 			out.Warnings = append(out.Warnings, warnings(ex)...)
 			facts.Executables = append(facts.Executables, ex)
@@ -221,6 +223,48 @@ func lockfileKind(repo *probe.Repo, dir string) string {
 	return ""
 }
 
+// lockfileBins lists the commands the top-level packages of the npm
+// lockfile beside dir's package.json (or at the root) link into
+// node_modules/.bin: each package's "bin" names, or its own name for a
+// single file. Nil when the lockfile is not npm's or cannot be read.
+func lockfileBins(repo *probe.Repo, dir string) map[string]bool {
+	for _, d := range []string{dir, "."} {
+		for _, name := range []string{"package-lock.json", "npm-shrinkwrap.json"} {
+			data, err := repo.ReadFile(path.Join(d, name))
+			if err != nil {
+				continue
+			}
+			var lock struct {
+				Packages map[string]struct {
+					Bin json.RawMessage `json:"bin"`
+				} `json:"packages"`
+			}
+			if json.Unmarshal(data, &lock) != nil || lock.Packages == nil {
+				return nil // lockfile v1 lists no bins
+			}
+			bins := map[string]bool{}
+			for key, p := range lock.Packages {
+				pkg, ok := strings.CutPrefix(key, "node_modules/")
+				if !ok || strings.Contains(strings.TrimPrefix(pkg, "@"), "/node_modules/") || len(p.Bin) == 0 {
+					continue
+				}
+				var one string
+				var many map[string]string
+				switch {
+				case json.Unmarshal(p.Bin, &one) == nil:
+					bins[path.Base(pkg)] = true
+				case json.Unmarshal(p.Bin, &many) == nil:
+					for b := range many {
+						bins[b] = true
+					}
+				}
+			}
+			return bins
+		}
+	}
+	return nil
+}
+
 type resolver struct {
 	repo *probe.Repo
 	// context is the judged image's build context, repository-relative:
@@ -230,6 +274,10 @@ type resolver struct {
 	set     *images.FileSet
 	// lockfile is pnpm, yarn or npm: the lockfile beside the package.json.
 	lockfile string
+	// bins are the node_modules/.bin commands an npm lockfile's top-level
+	// packages link; nil when the lockfile does not list them (pnpm,
+	// yarn).
+	bins map[string]bool
 	// inferred explains each executable inferred from the lockfile.
 	inferred []string
 	// escaped lists executables that are symlinks out of the repository.
@@ -570,7 +618,11 @@ func (r *resolver) inspect(f *dockerfile.File, word, origin string, line int, in
 		}
 	}
 	if ex.RepoPath == "" {
-		if bin, ok := binName(word, inScript); ok && r.lockfile != "" && !r.repo.Exists("node_modules/.bin/"+bin) {
+		if bin, ok := binName(word, inScript); ok && r.lockfile != "" && !r.repo.Exists("node_modules/.bin/"+bin) &&
+			(r.bins == nil || r.bins[bin] || strings.Contains(word, "node_modules/.bin/")) {
+			// A script's bare word runs from node_modules/.bin only when
+			// a package links it there: mirotalk's prestart cp is the
+			// system's cp, which no package of its npm lockfile provides.
 			return r.inferBin(ex, bin)
 		}
 		if !strings.Contains(word, "/") || isSystemPath(word) {
