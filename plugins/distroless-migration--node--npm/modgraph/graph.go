@@ -834,8 +834,9 @@ func (w *walker) manifestAt(dir string) *manifest {
 	return m
 }
 
-// packageEntry resolves a package directory's "." entry: exports (string,
-// or conditions require, node, import, default), else main, else index.
+// packageEntry resolves a package directory's "." entry: exports (the
+// target a require, then an import, takes: exportTargets), else main,
+// else index.
 func (w *walker) packageEntry(dir string, m *manifest) (string, bool) {
 	var cands []string
 	if len(m.Exports) > 0 {

@@ -197,13 +197,22 @@ func graphOf(t *testing.T, files map[string]string) *Graph {
 // run: the walk once took whichever a Go map gave first. The same rule
 // picks among "imports" patterns. An imports target that names a package
 // loads that package (not the next condition's file), and a null target
-// exports nothing: the package's main file is not what it loads.
+// exports nothing: the package's main file is not what it loads. A
+// conditions object is read in the file's order: "default" before "node"
+// wins, and a "node" whose nested conditions match no require lets the
+// require after it win.
 func TestExportPatterns(t *testing.T) {
 	t.Parallel()
 	files := map[string]string{
 		"Dockerfile":                           "FROM gcr.io/distroless/nodejs22-debian13\nWORKDIR /app\nCOPY . .\nCMD [\"index.js\"]\n",
 		"package.json":                         `{"name":"svc","imports":{"#*":"./src/*.js","#db/*":"./db/*.js","#dep":{"node":"dep-native","default":"./dep-polyfill.js"}}}`,
-		"index.js":                             "require('sdk/_shims/auto/runtime');\nrequire('sdk/util.js');\nrequire('#db/pool');\nrequire('#dep');\nrequire('sdk/internal/secret');\n",
+		"index.js":                             "require('sdk/_shims/auto/runtime');\nrequire('sdk/util.js');\nrequire('#db/pool');\nrequire('#dep');\nrequire('sdk/internal/secret');\nrequire('ord');\nrequire('nest');\n",
+		"node_modules/ord/package.json":        `{"exports": {"default": "./a.js", "node": "./b.js"}}`,
+		"node_modules/ord/a.js":                "",
+		"node_modules/ord/b.js":                "",
+		"node_modules/nest/package.json":       `{"exports": {".": {"node": {"import": "./n.mjs"}, "require": "./r.js"}}}`,
+		"node_modules/nest/n.mjs":              "",
+		"node_modules/nest/r.js":               "",
 		"dep-polyfill.js":                      "",
 		"node_modules/dep-native/package.json": `{"main": "index.js"}`,
 		"node_modules/dep-native/index.js":     "",
@@ -224,12 +233,12 @@ func TestExportPatterns(t *testing.T) {
 	}
 	for range 20 {
 		g := graphOf(t, files)
-		for _, f := range []string{"node_modules/sdk/_shims/auto/runtime-node.js", "node_modules/sdk/lib/util.js", "db/pool.js", "node_modules/dep-native/index.js"} {
+		for _, f := range []string{"node_modules/sdk/_shims/auto/runtime-node.js", "node_modules/sdk/lib/util.js", "db/pool.js", "node_modules/dep-native/index.js", "node_modules/ord/a.js", "node_modules/nest/r.js"} {
 			if !g.Reached(f) {
 				t.Fatalf("%s not reached; reached %v", f, g.Files())
 			}
 		}
-		for _, f := range []string{"node_modules/sdk/_shims/auto/runtime.js", "node_modules/sdk/util.js", "src/db/pool.js", "dep-polyfill.js", "node_modules/sdk/main.js"} {
+		for _, f := range []string{"node_modules/sdk/_shims/auto/runtime.js", "node_modules/sdk/util.js", "src/db/pool.js", "dep-polyfill.js", "node_modules/sdk/main.js", "node_modules/ord/b.js", "node_modules/nest/n.mjs"} {
 			if g.Reached(f) {
 				t.Fatalf("%s reached; node loads another file", f)
 			}

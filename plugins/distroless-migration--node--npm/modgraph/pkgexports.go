@@ -1,7 +1,9 @@
 package modgraph
 
 import (
+	"bytes"
 	"encoding/json"
+	"slices"
 	"strings"
 )
 
@@ -13,47 +15,94 @@ import (
 // takes the longer pattern, whose "node" condition loads runtime-node.js
 // and the form-data packages behind it).
 
-// conditions are the export conditions node matches when it loads a
-// package, in the order the walk tries their targets. node takes the
-// first condition of the object that matches, in the file's order, and
-// matches require for a require() and import for an import: the walk does
-// not tell those apart, so it lists a condition's targets in this order
-// and the first file the package holds is the one loaded.
-var conditions = []string{"node", "require", "import", "module-sync", "default"}
+// loadModes are the conditions node matches when it loads a package: for
+// a require(), then for an import. The walk does not tell the two loads
+// apart, so it lists the target each would take, the require's first.
+// module-sync is matched by both on node 22.10 and later.
+var loadModes = [][]string{
+	{"node", "require", "module-sync", "default"},
+	{"node", "import", "module-sync", "default"},
+}
 
-// exportTargets lists the files an exports (or imports) value maps "." to:
-// a string, each element of an array, each of a conditions object's
-// matching conditions.
+// exportTargets lists the files an exports (or imports) value maps "." to,
+// for each load mode the target node takes (conditionTargets).
 func exportTargets(raw json.RawMessage) []string {
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		if s == "" {
-			return nil // null: the subpath is not exported
-		}
-		return []string{s}
-	}
-	var arr []json.RawMessage
-	if json.Unmarshal(raw, &arr) == nil {
-		var out []string
-		for _, a := range arr {
-			out = append(out, exportTargets(a)...)
-		}
-		return out
-	}
-	var obj map[string]json.RawMessage
-	if json.Unmarshal(raw, &obj) != nil {
-		return nil
-	}
-	if dot, ok := obj["."]; ok {
-		return exportTargets(dot)
-	}
 	var out []string
-	for _, k := range conditions {
-		if v, ok := obj[k]; ok {
-			out = append(out, exportTargets(v)...)
+	for _, mode := range loadModes {
+		ts, _ := conditionTargets(raw, mode)
+		for _, t := range ts {
+			if !slices.Contains(out, t) {
+				out = append(out, t)
+			}
 		}
 	}
 	return out
+}
+
+// conditionTargets resolves a target as node does for the conditions
+// conds: a string is the file; null exports nothing; an array lists its
+// fallbacks; a conditions object takes the first key, in the file's
+// order, that conds holds and whose value resolves, so a "default" before
+// "node" wins over it (a key order the walk once ignored). matched is
+// false when no condition matched, and node tries the next key of the
+// object around it.
+func conditionTargets(raw json.RawMessage, conds []string) (targets []string, matched bool) {
+	var s *string
+	if json.Unmarshal(raw, &s) == nil {
+		if s == nil || *s == "" {
+			return nil, true // null: the subpath is not exported
+		}
+		return []string{*s}, true
+	}
+	var arr []json.RawMessage
+	if json.Unmarshal(raw, &arr) == nil {
+		for _, a := range arr {
+			ts, ok := conditionTargets(a, conds)
+			matched = matched || ok
+			targets = append(targets, ts...)
+		}
+		return targets, matched
+	}
+	keys, obj := orderedObject(raw)
+	if dot, ok := obj["."]; ok {
+		return conditionTargets(dot, conds)
+	}
+	for _, k := range keys {
+		if !slices.Contains(conds, k) {
+			continue
+		}
+		if ts, ok := conditionTargets(obj[k], conds); ok {
+			return ts, true
+		}
+	}
+	return nil, false
+}
+
+// orderedObject decodes a JSON object with its keys in the file's order
+// (a Go map forgets it). Anything else gives no keys.
+func orderedObject(raw json.RawMessage) ([]string, map[string]json.RawMessage) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return nil, nil
+	}
+	var keys []string
+	obj := map[string]json.RawMessage{}
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return nil, nil
+		}
+		k, _ := t.(string)
+		var v json.RawMessage
+		if dec.Decode(&v) != nil {
+			return nil, nil
+		}
+		if _, dup := obj[k]; !dup {
+			keys = append(keys, k)
+		}
+		obj[k] = v
+	}
+	return keys, obj
 }
 
 // subpathTargets lists the files a subpath map (exports, or imports)
