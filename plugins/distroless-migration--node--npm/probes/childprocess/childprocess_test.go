@@ -570,7 +570,7 @@ func TestExportedWrapperCalls(t *testing.T) {
 	writeRepo(t, dir, map[string]string{
 		"package.json": `{"name":"svc","version":"1.0.0","main":"index.js"}`,
 		"Dockerfile":   "FROM node:22-slim\nWORKDIR /app\nCOPY . .\nCMD [\"node\", \"index.js\"]\n",
-		"index.js":     "require('./a'); require('./b'); require('./c.mjs'); require('./d'); require('./e');\n",
+		"index.js":     "require('./a'); require('./b'); require('./c.mjs'); require('./d'); require('./e'); require('./f'); require('./g.mjs');\n",
 		"win.js": "const { spawn } = require('child_process');\n" +
 			"exports.open = (target) => {\n  if (process.platform !== 'win32') return;\n  spawn(target, [], { detached: true });\n};\n",
 		"commented.js": "const { execFileSync } = require('child_process');\n" +
@@ -594,6 +594,9 @@ func TestExportedWrapperCalls(t *testing.T) {
 		"b.js":  "const { run: exec } = require('./exec');\nexec('git');\nconst again = require('./exec').again;\nagain('make');\n",
 		"c.mjs": "import anyTool, { tool as t } from './tools.mjs';\nt('ffmpeg', ['-version']);\nanyTool('convert');\n",
 		"d.js":  "const { run } = require('./exec');\nrun('bash');\n",
+		"f.js": "const util = require('./exec');\nutil.run('rsync');\nconst exec_1 = require(\"./exec\");\n(0, exec_1.run)(\"curl\");\n" +
+			"util.again.run('no');\nutil.other('no');\n",
+		"g.mjs": "import * as tools from './tools.mjs';\ntools.tool('sox', []);\ntools.default('no');\n",
 	})
 	got := findingLines(runProbe(t, dir))
 	want := []string{
@@ -610,6 +613,9 @@ func TestExportedWrapperCalls(t *testing.T) {
 		"e.js:12 execFileSync binary hg",
 		"exec.js:2 spawnSync dynamic",
 		"exec.js:4 spawnSync dynamic",
+		"f.js:2 spawnSync binary rsync",
+		"f.js:4 spawnSync binary curl",
+		"g.mjs:2 spawnSync binary sox",
 		"run_cmd.js:3 spawn maybe_shell",
 		"tools.mjs:2 spawnSync dynamic",
 		"tools.mjs:3 spawnSync dynamic",

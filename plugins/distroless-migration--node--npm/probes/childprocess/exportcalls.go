@@ -18,14 +18,17 @@ import (
 // which the file's own analysis cannot see: to it the command is not a
 // literal. So once the module graph is known, each app file that loads
 // the wrapper with a literal load (const runCmd = require('./run_cmd'),
-// import runCmd from …, const { run } = require(…)) is read for its calls
-// of the binding, and each literal command one passes (runCmd(['pnpm',
+// import runCmd from …, const { run } = require(…), or the whole module:
+// const util = require(…), import * as util from …) is read for its calls
+// of the binding (util.run(…), compiled TypeScript's (0, util_1.run)(…)), and each literal command one passes (runCmd(['pnpm',
 // '--version'])) is a call of its own, judged at that argument: the
 // program runs wherever that file's code does. The call in the wrapper
 // stays a command that is not a literal: a caller may pass anything, and
 // one that passes a variable says nothing. Only the app's own modules are
 // read so: a dependency's wrappers are called by code whose literals the
-// same analysis would need from every importer in node_modules.
+// same analysis would need from every importer in node_modules. A module
+// that re-exports another's wrapper (export { run } from './run') is not
+// followed: its importers' calls are not read.
 
 // wrapperCalls adds to results the calls that the app files loading an
 // exported wrapper make through it with literal commands.
@@ -81,8 +84,8 @@ func (s *session) wrapperCalls(ctx context.Context, tasks []task, results []resu
 		// two loads of the module reach to one finding.
 		a := &analysis{src: src, root: tree.RootNode(), lines: lineStarts(src), bindings: map[string]value{}, decls: map[uint32]bool{}, seen: map[findingKey]bool{}}
 		for _, u := range byImporter[file] {
-			if name := a.loadBinding(u.off, u.wrap.wrapper.export); name != "" {
-				a.wrapperUses(name, u.wrap)
+			if name, ns := a.loadBinding(u.off, u.wrap.wrapper.export); name != "" {
+				a.wrapperUses(name, ns, u.wrap)
 			}
 			if c := a.directCall(u.off); c != nil && u.wrap.wrapper.export == "default" {
 				a.wrapperCall(c, u.wrap) // require('./run')('git')
@@ -103,9 +106,12 @@ func (s *session) wrapperCalls(ctx context.Context, tasks []task, results []resu
 // loadBinding is the name the load at off binds the module's export to:
 // the default export (module.exports) is what const x = require(…) and
 // import x from … bind; a named one, const { name: x } = require(…),
-// const x = require(…).name and import { name as x } from …. "" when the
-// load binds it to no plain name.
-func (a *analysis) loadBinding(off int, export string) string {
+// const x = require(…).name and import { name as x } from …. A load that
+// binds the whole module to a name (const util = require(…), import * as
+// util from …) binds a named export as a property of it: ns is true, and
+// the calls are util.name(…) and compiled TypeScript's (0, util.name)(…).
+// "" when the load binds it to no plain name.
+func (a *analysis) loadBinding(off int, export string) (name string, ns bool) {
 	n := a.loadNode(off)
 	for depth := 0; n != nil && depth < maxDepth; depth++ {
 		switch n.Type() {
@@ -113,33 +119,32 @@ func (a *analysis) loadBinding(off int, export string) string {
 			return a.importBinding(n, export)
 		case "variable_declarator":
 			name := n.ChildByFieldName("name")
-			if name == nil {
-				return ""
+			switch {
+			case name == nil:
+				return "", false
+			case name.Type() == "identifier":
+				return a.text(name), export != "default"
+			case name.Type() == "object_pattern" && export != "default":
+				return a.patternBinding(name, export), false
 			}
-			if name.Type() == "identifier" && export == "default" {
-				return a.text(name)
-			}
-			if name.Type() == "object_pattern" && export != "default" {
-				return a.patternBinding(name, export)
-			}
-			return ""
+			return "", false
 		case "member_expression":
 			if prop := n.ChildByFieldName("property"); prop == nil || a.text(prop) != export || export == "default" {
-				return ""
+				return "", false
 			}
 			if p := n.Parent(); p != nil && p.Type() == "variable_declarator" {
 				if name := p.ChildByFieldName("name"); name != nil && name.Type() == "identifier" {
-					return a.text(name)
+					return a.text(name), false
 				}
 			}
-			return ""
+			return "", false
 		case "call_expression", "await_expression", "parenthesized_expression", "as_expression", "string", "string_fragment", "identifier", "arguments", "import":
 			n = n.Parent()
 			continue
 		}
-		return ""
+		return "", false
 	}
-	return ""
+	return "", false
 }
 
 // loadNode is the node of the word a load's text starts with at off
@@ -151,8 +156,9 @@ func (a *analysis) loadNode(off int) *sitter.Node {
 	return a.nodeAt(off, off+1)
 }
 
-// importBinding is the name an import statement binds export to.
-func (a *analysis) importBinding(s *sitter.Node, export string) string {
+// importBinding is the name an import statement binds export to, and
+// whether that name is the module's namespace (import * as ns).
+func (a *analysis) importBinding(s *sitter.Node, export string) (string, bool) {
 	for i := 0; i < int(s.NamedChildCount()); i++ {
 		cl := s.NamedChild(i)
 		if cl.Type() != "import_clause" {
@@ -162,7 +168,13 @@ func (a *analysis) importBinding(s *sitter.Node, export string) string {
 			c := cl.NamedChild(j)
 			switch {
 			case c.Type() == "identifier" && export == "default":
-				return a.text(c)
+				return a.text(c), false
+			case c.Type() == "namespace_import" && export != "default":
+				for k := 0; k < int(c.NamedChildCount()); k++ {
+					if id := c.NamedChild(k); id.Type() == "identifier" {
+						return a.text(id), true
+					}
+				}
 			case c.Type() == "named_imports":
 				for k := 0; k < int(c.NamedChildCount()); k++ {
 					sp := c.NamedChild(k)
@@ -174,14 +186,14 @@ func (a *analysis) importBinding(s *sitter.Node, export string) string {
 						continue
 					}
 					if alias != nil {
-						return a.text(alias)
+						return a.text(alias), false
 					}
-					return a.text(name)
+					return a.text(name), false
 				}
 			}
 		}
 	}
-	return ""
+	return "", false
 }
 
 // patternBinding is the name { export } or { export: name } binds.
@@ -204,12 +216,30 @@ func (a *analysis) patternBinding(pat *sitter.Node, export string) string {
 }
 
 // wrapperUses judges each call of name in the file as a call of the
-// wrapper (wrapperCall).
-func (a *analysis) wrapperUses(name string, wrap call) {
+// wrapper (wrapperCall); when name is the module's namespace (ns), each
+// call of its property the wrapper's export names.
+func (a *analysis) wrapperUses(name string, ns bool, wrap call) {
 	for start, end := range a.words(name) {
 		n := a.nodeAt(start, end)
 		if n == nil || n.Type() != "identifier" || int(n.StartByte()) != start {
 			continue
+		}
+		if ns {
+			m := n.Parent()
+			if m == nil || m.Type() != "member_expression" || !isField(m, "object", n) {
+				continue
+			}
+			if prop := m.ChildByFieldName("property"); prop == nil || a.text(prop) != wrap.wrapper.export {
+				continue
+			}
+			n = m
+			// (0, util.name)(…): how TypeScript's CommonJS output calls
+			// an imported function.
+			if seq := n.Parent(); seq != nil && seq.Type() == "sequence_expression" && isLast(seq, n) {
+				if p := seq.Parent(); p != nil && p.Type() == "parenthesized_expression" {
+					n = p
+				}
+			}
 		}
 		if c := n.Parent(); c != nil && c.Type() == "call_expression" && isField(c, "function", n) {
 			a.wrapperCall(c, wrap)
@@ -279,4 +309,10 @@ func (a *analysis) directCall(off int) *sitter.Node {
 		return c
 	}
 	return nil
+}
+
+// isLast reports whether c is n's last named child.
+func isLast(n, c *sitter.Node) bool {
+	k := int(n.NamedChildCount())
+	return k > 0 && n.NamedChild(k-1).Equal(c)
 }
