@@ -563,14 +563,16 @@ func TestCrossSpawn(t *testing.T) {
 // each way a module exports the function and an importer binds it. A
 // caller that passes a variable adds nothing, a function that gives the
 // parameter another value is no wrapper, and the wrapper's own call stays
-// a command that is not a literal.
+// a command that is not a literal. A module that loads the wrapper's
+// module whole calls it as a property, and a barrel that re-exports it
+// exports it too.
 func TestExportedWrapperCalls(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	writeRepo(t, dir, map[string]string{
 		"package.json": `{"name":"svc","version":"1.0.0","main":"index.js"}`,
 		"Dockerfile":   "FROM node:22-slim\nWORKDIR /app\nCOPY . .\nCMD [\"node\", \"index.js\"]\n",
-		"index.js":     "require('./a'); require('./b'); require('./c.mjs'); require('./d'); require('./e'); require('./f'); require('./g.mjs');\n",
+		"index.js":     "require('./a'); require('./b'); require('./c.mjs'); require('./d'); require('./e'); require('./f'); require('./g.mjs'); require('./h.mjs');\n",
 		"win.js": "const { spawn } = require('child_process');\n" +
 			"exports.open = (target) => {\n  if (process.platform !== 'win32') return;\n  spawn(target, [], { detached: true });\n};\n",
 		"commented.js": "const { execFileSync } = require('child_process');\n" +
@@ -596,7 +598,10 @@ func TestExportedWrapperCalls(t *testing.T) {
 		"d.js":  "const { run } = require('./exec');\nrun('bash');\n",
 		"f.js": "const util = require('./exec');\nutil.run('rsync');\nconst exec_1 = require(\"./exec\");\n(0, exec_1.run)(\"curl\");\n" +
 			"util.again.run('no');\nutil.other('no');\n",
-		"g.mjs": "import * as tools from './tools.mjs';\ntools.tool('sox', []);\ntools.default('no');\n",
+		"g.mjs":      "import * as tools from './tools.mjs';\ntools.tool('sox', []);\ntools.default('no');\n",
+		"barrel.mjs": "export { tool } from './tools.mjs';\nexport { default as anyTool } from './tools.mjs';\nexport * from './run2.mjs';\n",
+		"run2.mjs":   "import { execFileSync } from 'node:child_process';\nexport function r2(cmd) { return execFileSync(cmd); }\n",
+		"h.mjs":      "import { tool, anyTool, r2 } from './barrel.mjs';\ntool('magick');\nanyTool('gm');\nr2('zip');\n",
 	})
 	got := findingLines(runProbe(t, dir))
 	want := []string{
@@ -616,6 +621,10 @@ func TestExportedWrapperCalls(t *testing.T) {
 		"f.js:2 spawnSync binary rsync",
 		"f.js:4 spawnSync binary curl",
 		"g.mjs:2 spawnSync binary sox",
+		"h.mjs:2 spawnSync binary magick",
+		"h.mjs:3 spawnSync binary gm",
+		"h.mjs:4 execFileSync binary zip",
+		"run2.mjs:2 execFileSync dynamic",
 		"run_cmd.js:3 spawn maybe_shell",
 		"tools.mjs:2 spawnSync dynamic",
 		"tools.mjs:3 spawnSync dynamic",

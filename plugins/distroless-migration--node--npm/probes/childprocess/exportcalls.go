@@ -2,8 +2,10 @@ package childprocess
 
 import (
 	"context"
+	"fmt"
+	"maps"
 	"path"
-	"sort"
+	"slices"
 	"strings"
 
 	sitter "github.com/smacker/go-tree-sitter"
@@ -27,8 +29,10 @@ import (
 // one that passes a variable says nothing. Only the app's own modules are
 // read so: a dependency's wrappers are called by code whose literals the
 // same analysis would need from every importer in node_modules. A module
-// that re-exports another's wrapper (export { run } from './run') is not
-// followed: its importers' calls are not read.
+// that re-exports the wrapper (a barrel's export { run } from './run', or
+// export * from './run') exports it too, and its importers are read the
+// same way; CommonJS re-exports (module.exports = require('./run')) are
+// not followed.
 
 // wrapperCalls adds to results the calls that the app files loading an
 // exported wrapper make through it with literal commands.
@@ -48,50 +52,79 @@ func (s *session) wrapperCalls(ctx context.Context, tasks []task, results []resu
 		wrap call
 	}
 	byImporter := map[string][]use{}
+	// exported adds the loads of module file, which exports wrap (its own
+	// or one it re-exports), each once.
+	done := map[string]bool{}
+	exported := func(file string, wrap call) {
+		for _, site := range g.Importers(file) {
+			key := fmt.Sprintf("%s\x00%d\x00%s\x00%d:%d", site.File, site.Offset, wrap.wrapper.export, wrap.line, wrap.column)
+			if _, ok := index[site.File]; ok && !done[key] {
+				done[key] = true
+				byImporter[site.File] = append(byImporter[site.File], use{off: site.Offset, wrap: wrap})
+			}
+		}
+	}
 	for i, t := range tasks {
 		if t.origin != OriginApp {
 			continue
 		}
 		for _, c := range results[i].calls {
-			if c.wrapper == nil {
-				continue
+			if c.wrapper != nil {
+				exported(t.path, c)
 			}
-			for _, site := range g.Importers(t.path) {
-				if _, ok := index[site.File]; ok {
-					byImporter[site.File] = append(byImporter[site.File], use{off: site.Offset, wrap: c})
+		}
+	}
+	sc := newScanner()
+	defer sc.close()
+	// One analysis per file, whose seen set keeps a call that two loads
+	// of the module reach to one finding. A file that re-exports the
+	// wrapper (a barrel's export { run } from './run') adds its own
+	// importers, read in the next round.
+	files := map[string]*analysis{}
+	var trees []*sitter.Tree
+	defer func() {
+		for _, t := range trees {
+			t.Close()
+		}
+	}()
+	for round := 0; len(byImporter) > 0 && round < maxDepth; round++ {
+		pending := byImporter
+		byImporter = map[string][]use{}
+		for _, file := range slices.Sorted(maps.Keys(pending)) {
+			a, ok := files[file]
+			if !ok {
+				src, err := s.repo.ReadFile(file)
+				if err != nil || len(src) > MaxParseBytes {
+					continue // unreadable or too large: its own scan says so
+				}
+				tree, err := sc.parser(tasks[index[file]].lang).ParseCtx(ctx, nil, src)
+				if err != nil {
+					return err
+				}
+				trees = append(trees, tree)
+				a = &analysis{src: src, root: tree.RootNode(), lines: lineStarts(src), bindings: map[string]value{}, decls: map[uint32]bool{}, seen: map[findingKey]bool{}}
+				files[file] = a
+			}
+			for _, u := range pending[file] {
+				if name := a.reExport(u.off, u.wrap.wrapper.export); name != "" {
+					w := *u.wrap.wrapper
+					w.export = name
+					re := u.wrap
+					re.wrapper = &w
+					exported(file, re)
+					continue
+				}
+				if name, ns := a.loadBinding(u.off, u.wrap.wrapper.export); name != "" {
+					a.wrapperUses(name, ns, u.wrap)
+				}
+				if c := a.directCall(u.off); c != nil && u.wrap.wrapper.export == "default" {
+					a.wrapperCall(c, u.wrap) // require('./run')('git')
 				}
 			}
 		}
 	}
-	files := make([]string, 0, len(byImporter))
-	for f := range byImporter {
-		files = append(files, f)
-	}
-	sort.Strings(files)
-	sc := newScanner()
-	defer sc.close()
-	for _, file := range files {
-		i := index[file]
-		src, err := s.repo.ReadFile(file)
-		if err != nil || len(src) > MaxParseBytes {
-			continue // unreadable or too large: its own scan says so
-		}
-		tree, err := sc.parser(tasks[i].lang).ParseCtx(ctx, nil, src)
-		if err != nil {
-			return err
-		}
-		// One analysis for the file, whose seen set keeps a call that
-		// two loads of the module reach to one finding.
-		a := &analysis{src: src, root: tree.RootNode(), lines: lineStarts(src), bindings: map[string]value{}, decls: map[uint32]bool{}, seen: map[findingKey]bool{}}
-		for _, u := range byImporter[file] {
-			if name, ns := a.loadBinding(u.off, u.wrap.wrapper.export); name != "" {
-				a.wrapperUses(name, ns, u.wrap)
-			}
-			if c := a.directCall(u.off); c != nil && u.wrap.wrapper.export == "default" {
-				a.wrapperCall(c, u.wrap) // require('./run')('git')
-			}
-		}
-		tree.Close()
+	for _, file := range slices.Sorted(maps.Keys(files)) {
+		a, i := files[file], index[file]
 		if len(a.calls) == 0 {
 			continue
 		}
@@ -101,6 +134,44 @@ func (s *session) wrapperCalls(ctx context.Context, tasks []task, results []resu
 		}
 	}
 	return nil
+}
+
+// reExport is the name under which the statement at off hands on the
+// module's export: export { export } from …, export { export as name }
+// from …, export { default as name } from …, and export * from … (which
+// hands on every export but the default). "" for any other load.
+func (a *analysis) reExport(off int, export string) string {
+	st := a.loadNode(off)
+	if st != nil && st.Type() == "export" {
+		st = st.Parent()
+	}
+	if st == nil || st.Type() != "export_statement" || st.ChildByFieldName("source") == nil {
+		return ""
+	}
+	for i := 0; i < int(st.NamedChildCount()); i++ {
+		c := st.NamedChild(i)
+		switch c.Type() {
+		case "namespace_export":
+			return "" // export * as ns from …: a property of a namespace
+		case "export_clause":
+			for j := 0; j < int(c.NamedChildCount()); j++ {
+				sp := c.NamedChild(j)
+				name, alias := sp.ChildByFieldName("name"), sp.ChildByFieldName("alias")
+				if sp.Type() != "export_specifier" || name == nil || a.text(name) != export {
+					continue
+				}
+				if alias != nil {
+					return a.text(alias)
+				}
+				return export
+			}
+			return ""
+		}
+	}
+	if export != "default" && strings.Contains(a.text(st), "*") {
+		return export // export * from …
+	}
+	return ""
 }
 
 // loadBinding is the name the load at off binds the module's export to:
