@@ -106,3 +106,11 @@ func NonNodeBase(ref string) (osBase, ok bool) {
 	}
 	return false, false
 }
+
+// NoBaseEntrypoint reports whether ref is the official image of a general
+// distribution (alpine, debian, ubuntu, …). Those images set no
+// ENTRYPOINT, only a shell as CMD (docker-library's Dockerfiles for
+// them), so the CMD a Dockerfile gives one is the whole start command.
+func NoBaseEntrypoint(ref string) bool {
+	return ref != "" && osImages[ImageRepo(ref)]
+}

@@ -1,6 +1,9 @@
 package dockerfile
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestNonNodeBase(t *testing.T) {
 	t.Parallel()
@@ -39,5 +42,35 @@ func TestNonNodeBase(t *testing.T) {
 				t.Errorf("NonNodeBase(%q) = %v, %v, want %v, %v", tt.ref, osBase, ok, tt.osBase, tt.isOK)
 			}
 		})
+	}
+}
+
+// TestStartOnADistribution: a final stage on an official distribution
+// image installs Node itself, and its CMD is the whole start command: the
+// image sets no ENTRYPOINT. Without a CMD (the distribution's shell), or on
+// an image codegenie does not know, the start stays unknown.
+func TestStartOnADistribution(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		from, tail string
+		known      bool
+		argv       string
+	}{
+		{from: "alpine", tail: "RUN apk add nodejs\nCMD [\"node\", \"/app/server.js\"]\n", known: true, argv: "node /app/server.js"},
+		{from: "docker.io/library/debian:bookworm-slim@sha256:abc", tail: "CMD node server.js\n", known: true, argv: "/bin/sh -c node server.js"},
+		{from: "ubuntu:24.04", tail: "ENTRYPOINT [\"node\"]\nCMD [\"s.js\"]\n", known: true, argv: "node s.js"},
+		{from: "alpine:3.20", tail: "RUN apk add nodejs\n"},
+		{from: "someorg/alpine:3", tail: "CMD [\"node\", \"s.js\"]\n"},
+		{from: "someorg/some-app:2", tail: "CMD [\"node\", \"s.js\"]\n"},
+	}
+	for _, tt := range tests {
+		f, err := Parse("Dockerfile", []byte("FROM "+tt.from+"\n"+tt.tail))
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc := f.Start(f.Final)
+		if sc.Known != tt.known || (tt.known && strings.Join(sc.Argv, " ") != tt.argv) {
+			t.Errorf("FROM %s: known %v argv %q; want %v %q", tt.from, sc.Known, sc.Argv, tt.known, tt.argv)
+		}
 	}
 }

@@ -74,6 +74,9 @@ func (f *File) Start(i int) StartCommand {
 		entArgv, sc.FromBase = []string{NodeEntrypoint}, base
 	case base == BaseDistroless:
 		entArgv, sc.FromBase = []string{DistrolessEntrypoint}, base
+	case NoBaseEntrypoint(f.RootBase(i)):
+		// FROM alpine + RUN apk add nodejs + CMD ["node", …]: the CMD is
+		// the whole start.
 	default:
 		sc.Known = false
 	}

@@ -31,11 +31,13 @@ func (r *rewriter) apkToApt(i int) error {
 			return r.refuse(readiness.RuleGlibcBuilder, "the step installs alpine packages with no known Debian name: "+strings.Join(unknown, ", "),
 				"the stage moves to a glibc (Debian) image; write its apt-get install by hand", in.Line)
 		}
+		what := "apk and busybox user steps become apt-get and Debian adduser/addgroup"
 		if strings.TrimSpace(text) == "RUN true" {
 			text = "" // it installed only what the node image has
+			what = "the apk step is dropped: it installs only what the node image already has"
 		}
 		r.replace(in, text)
-		r.res.Changes = append(r.res.Changes, Change{Rule: readiness.RuleGlibcBuilder, Line: in.Line, What: "apk and busybox user steps become apt-get and Debian adduser/addgroup"})
+		r.res.Changes = append(r.res.Changes, Change{Rule: readiness.RuleGlibcBuilder, Line: in.Line, What: what})
 		if dropped {
 			r.res.Changes = append(r.res.Changes, Change{Rule: readiness.RuleInitWrapper, Line: in.Line, What: "the files stage no longer installs " + droppedNames(drop) + ", which only the old start ran"})
 		}
