@@ -45,6 +45,28 @@ func (r *rewriter) apkToApt(i int) error {
 	return nil
 }
 
+// apkOnlyNode returns stage i's RUN steps when each of them is an apk step
+// that installs only what the node image has (apk add nodejs), and the
+// stage has at least one; nil otherwise. On a distroless Node target
+// such a stage needs no files stage: the steps go.
+func (r *rewriter) apkOnlyNode(i int) []dockerfile.Instruction {
+	var runs []dockerfile.Instruction
+	updated := false
+	for _, in := range r.d.Stages[i].Instructions {
+		if in.Command != "run" {
+			continue
+		}
+		if in.Form != dockerfile.FormShell || !apkRE.MatchString(r.verbatim(in)) {
+			return nil
+		}
+		if text, unknown, _ := debianRunFrom(r.verbatim(in), &updated, nil); len(unknown) > 0 || strings.TrimSpace(text) != "RUN true" {
+			return nil
+		}
+		runs = append(runs, in)
+	}
+	return runs
+}
+
 var (
 	apkRE         = regexp.MustCompile(`\bapk\s+((?:-[-\w]+(?:\s+[.\w-]+)?\s+)*)(add|update|upgrade|del)\b([^&;|]*)`)
 	busyboxUserRE = regexp.MustCompile(`\b(adduser|addgroup)(\s+[^&;|]*)`)

@@ -64,6 +64,17 @@ func (r *rewriter) run() error {
 			moves = nil
 		}
 	}
+	if len(moves) > 0 && st.BaseStage < 0 && len(r.chown) == 0 && strings.Contains(st.ResolvedBase, "alpine") && r.onlyNodeAccounts() {
+		// FROM alpine + RUN apk add nodejs: the target brings Node, and
+		// the stage's COPY steps need no files stage to copy through.
+		if runs := r.apkOnlyNode(r.t); runs != nil {
+			for _, in := range runs {
+				r.replace(in, "")
+			}
+			r.change(readiness.RuleMoveToBuilder, "the runtime stage's RUN steps only installed Node with apk, which the target brings: they go, and the stage moves to the target in place")
+			moves = nil
+		}
+	}
 	switch {
 	case st.BaseStage >= 0 && !r.makesFiles(r.t) && len(r.chown) == 0:
 		return r.inline(start, health)
