@@ -297,8 +297,17 @@ func printMigration(w io.Writer, m *migrate.Migration) {
 		return
 	}
 	fmt.Fprintln(w, "gates (role: gate, in the sandbox):")
+	said := map[string]string{} // a detail, by the gate that said it first
 	for _, o := range m.Gates.Gates {
-		fmt.Fprintf(w, "  %-12s %-15s %s\n", o.Status, o.Gate, o.Detail)
+		detail := o.Detail
+		// A failed build leaves every later gate "not checked" for the
+		// same reason: it is said once.
+		if core, ok := strings.CutPrefix(detail, "not checked: "); ok && said[core] != "" {
+			detail = "not checked: as " + said[core] + " says"
+		} else if said[core] == "" {
+			said[core] = o.Gate
+		}
+		fmt.Fprintf(w, "  %-12s %-15s %s\n", o.Status, o.Gate, detail)
 		for _, e := range o.Evidence {
 			fmt.Fprintf(w, "               %s\n", e)
 		}

@@ -103,3 +103,31 @@ func TestMigrationImages(t *testing.T) {
 		})
 	}
 }
+
+// TestMigrationTextSaysABuildFailureOnce: the gates a failed build leaves
+// unchecked say so by naming the gate that gave the reason, not by
+// repeating it (seven copies of a long build failure, RoboShop1/r-user);
+// JSON keeps each gate's whole detail.
+func TestMigrationTextSaysABuildFailureOnce(t *testing.T) {
+	t.Parallel()
+	m := imagesMigration(nil)
+	why := "build:build:step 4 failed with exit -1: the step ran past the step timeout"
+	m.Gates = &gates.Report{Gates: []gates.Outcome{
+		{Gate: "builds", Status: gates.Failed, Detail: why},
+		{Gate: "boots", Status: gates.Failed, Detail: "not checked: " + why},
+		{Gate: "no_shell", Status: gates.Failed, Detail: "not checked: " + why},
+		{Gate: "serves", Status: gates.Failed, Detail: "not checked: another reason"},
+	}}
+	m.Proven, m.Migrated = false, false
+	var text bytes.Buffer
+	printMigration(&text, m)
+	out := text.String()
+	if n := strings.Count(out, why); n != 1 {
+		t.Errorf("the build failure is said %d times, want once:\n%s", n, out)
+	}
+	for _, want := range []string{"boots           not checked: as builds says", "no_shell        not checked: as builds says", "not checked: another reason"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("text output lacks %q:\n%s", want, out)
+		}
+	}
+}

@@ -277,7 +277,7 @@ func builtResult(res sandbox.Result, err error) (bool, string) {
 	}
 	for _, ph := range res.Phases {
 		if ph.Failed && (strings.HasPrefix(ph.Name, "build:") || strings.HasPrefix(ph.Name, "pull:")) {
-			return false, fmt.Sprintf("%s failed with exit %d: %s", ph.Name, ph.ExitCode, lastLines(ph.OutputTail, 5))
+			return false, fmt.Sprintf("%s failed with exit %d: %s%s", ph.Name, ph.ExitCode, lastLines(ph.OutputTail, 5), sandbox.NetworkHint(res.Egress, ph.Name, ph.OutputTail))
 		}
 	}
 	if phase(res, sandbox.PhaseBoot) == nil {

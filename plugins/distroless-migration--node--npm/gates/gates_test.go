@@ -89,6 +89,11 @@ func TestGatesFail(t *testing.T) {
 		detail string
 	}{
 		{"build step fails", func(ev *Evidence) { ev.Migrated.Phases[0].Failed, ev.Migrated.Phases[0].ExitCode = true, 1 }, "builds", Failed, "build:1 failed"},
+		{"a step given up on TLS", func(ev *Evidence) {
+			ev.Migrated.Phases[0] = sandbox.PhaseResult{Name: "build:build:step 4", Failed: true, TimedOut: true, ExitCode: -1,
+				OutputTail: "codegenie: the step ran past the step timeout (10m0s) and was stopped\n"}
+			ev.Migrated.Egress = &sandbox.EgressReport{Conns: []sandbox.EgressConn{{Phase: "build:build:step 4", Host: "registry.npmjs.org", Port: 443, Allowed: true, TLSAbandoned: true}}}
+		}, "builds", Failed, "pass its CA bundle with --build-ca FILE"},
 		{"every gate needs the build", func(ev *Evidence) { ev.MigratedErr = errors.New("gate-control: refused") }, "no_shell", Failed, "not checked"},
 		{"boot exits 1", func(ev *Evidence) {
 			ev.Migrated.Phases[1] = sandbox.PhaseResult{Name: sandbox.PhaseBoot, ExitCode: 1, Failed: true, OutputTail: "Error: Cannot find module"}

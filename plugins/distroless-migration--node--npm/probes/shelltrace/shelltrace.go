@@ -338,7 +338,7 @@ func (*Probe) Desc() probe.Desc {
 	inputs = append(inputs, "**/*.js", "**/*.cjs", "**/*.mjs", "**/*.ts", "**/*.json", "**/*.sh", ".dockerignore")
 	return probe.Desc{
 		Name:           Name,
-		Version:        "7", // 7: the commands inside if, for, case and $(…) of a shell line are its commands too (shellcmd); 6: the build context guessed for a Dockerfile no compose file builds counts only COPY sources that are in one of its folder and the root (images.guessContext); 4: the image's node_modules handed on (issue 20); 5: processes keyed by container and PID
+		Version:        "8", // 8: a step stopped at the step timeout whose client gave up TLS handshakes names --build-ca; 7: the commands inside if, for, case and $(…) of a shell line are its commands too (shellcmd); 6: the build context guessed for a Dockerfile no compose file builds counts only COPY sources that are in one of its folder and the root (images.guessContext); 4: the image's node_modules handed on (issue 20); 5: processes keyed by container and PID
 		Heaviness:      probe.Heavy,
 		PerImage:       true,
 		RunsLast:       true,
@@ -505,7 +505,7 @@ func (p *Probe) run(ctx context.Context, repo *probe.Repo, pctx *probe.Context) 
 			return out, nil
 		}
 		line := stepLine(f, ph.Name)
-		out := low(ReasonBuildFailed, WarnBuildFailed, fmt.Sprintf("%s failed with exit %d: %s%s", ph.Name, ph.ExitCode, lastLines(ph.OutputTail, 5), networkHint(res.Egress, ph.Name, ph.OutputTail)), facts)
+		out := low(ReasonBuildFailed, WarnBuildFailed, fmt.Sprintf("%s failed with exit %d: %s%s", ph.Name, ph.ExitCode, lastLines(ph.OutputTail, 5), sandbox.NetworkHint(res.Egress, ph.Name, ph.OutputTail)), facts)
 		if d := deniedIn(res.Egress, ph.Name); d != nil {
 			out = low(ReasonEgressDenied, WarnEgressDenied, fmt.Sprintf("%s failed with exit %d after the build's egress proxy refused %s:%d (%s); allow it with --build-egress %s",
 				ph.Name, ph.ExitCode, d.Host, d.Port, d.Reason, egressFlag(*d)), facts)
@@ -566,7 +566,7 @@ func timedOut(res sandbox.Result, f *dockerfile.File, repo *probe.Repo, facts *F
 	detail := "the build and boot ran past the timeout"
 	for _, ph := range res.Phases {
 		if ph.TimedOut && strings.Contains(ph.Name, ":step ") {
-			detail = ph.Name + " ran past the step timeout (--step-timeout) and was stopped"
+			detail = ph.Name + " ran past the step timeout (--step-timeout) and was stopped" + sandbox.NetworkHint(res.Egress, ph.Name, ph.OutputTail)
 		}
 	}
 	out := low(ReasonTimeout, WarnTimeout, detail, facts)
@@ -850,23 +850,6 @@ func deniedIn(rep *sandbox.EgressReport, phase string) *sandbox.EgressConn {
 	return nil
 }
 
-// abandonedTLS counts the connections of the failed phase (a step, or any
-// step when the phase is a whole target) whose TLS handshake the client
-// gave up, with the first one's host.
-func abandonedTLS(rep *sandbox.EgressReport, phase string) (n int, host string) {
-	if rep == nil {
-		return 0, ""
-	}
-	for _, c := range rep.Conns {
-		if c.TLSAbandoned && (c.Phase == phase || !strings.Contains(phase, ":step ")) {
-			if n++; host == "" {
-				host = c.Host
-			}
-		}
-	}
-	return n, host
-}
-
 // egressFlag is the --build-egress value that allows c.
 func egressFlag(c sandbox.EgressConn) string {
 	if c.Port == 80 || c.Port == 443 {
@@ -882,39 +865,4 @@ func stepEvidence(f *dockerfile.File, phase string) []probe.Evidence {
 		return []probe.Evidence{{File: f.Path, Line: line}}
 	}
 	return nil
-}
-
-// tlsFailures are what clients print when they do not trust a TLS
-// certificate: npm and Node, OpenSSL and curl, git, pip.
-var tlsFailures = []string{"SELF_SIGNED_CERT_IN_CHAIN", "UNABLE_TO_GET_ISSUER_CERT", "unable to get local issuer certificate",
-	"self-signed certificate in certificate chain", "certificate verify failed", "server certificate verification failed", "CERTIFICATE_VERIFY_FAILED"}
-
-// networkFailures are what package managers print when they reach no
-// network; npm's "Exit handler never called!" is how npm 10 ends then.
-var networkFailures = []string{"ENOTFOUND", "EAI_AGAIN", "ECONNREFUSED", "ENETUNREACH", "Exit handler never called", "Could not resolve host",
-	"Temporary failure resolving", "Could not resolve", "getaddrinfo"}
-
-// networkHint says, after a failed step's last lines, the likely cause
-// when they show a network failure: a build that ran offline, or a TLS
-// certificate that the build does not trust (a network that inspects
-// TLS). A package manager's crash text is then never the whole reason.
-func networkHint(rep *sandbox.EgressReport, phase, output string) string {
-	has := func(list []string) bool {
-		return slices.ContainsFunc(list, func(s string) bool { return strings.Contains(output, s) })
-	}
-	if n, host := abandonedTLS(rep, phase); n > 0 {
-		// npm 10 prints only "Exit handler never called!" then; the
-		// proxy saw why.
-		return fmt.Sprintf("; %d HTTPS connection(s) to %s ended in the TLS handshake, which the build's client gave up after the server's certificate: "+
-			"it does not trust the certificate this network presents; on a network that inspects TLS, pass its CA bundle with --build-ca FILE", n, host)
-	}
-	switch {
-	case has(tlsFailures):
-		return "; a client did not trust a TLS certificate: on a network that inspects TLS, pass its CA bundle with --build-ca FILE"
-	case rep == nil && has(networkFailures):
-		return "; the build ran with no network (--build-egress none, or a gate-control that allows none): a step that installs packages needs the egress proxy"
-	case rep != nil && has(networkFailures):
-		return "; the build reached the network only through the egress proxy: see the trace facts' egress for what it connected to"
-	}
-	return ""
 }
