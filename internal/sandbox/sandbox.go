@@ -207,9 +207,11 @@ type Response struct {
 	// ShapeSHA256 is the hex SHA-256 of the body with each token that
 	// looks generated (8 or more of A-Z, a-z, 0-9, _ and -, with both a
 	// digit and a letter, or 16 or more with both cases: a build's ID, a
-	// nonce) replaced by one NUL byte, read as Latin-1; "" for a body
-	// over 4 MiB. Two builds of the same sources that differ only in such
-	// tokens (Next.js writes a new build ID each build) have one shape.
+	// nonce), then each run of digits left, replaced by one NUL byte,
+	// read as Latin-1; "" for a body over 4 MiB. Two builds of the same
+	// sources that differ only in such tokens (Next.js writes a new build
+	// ID each build) or in numbers (a health endpoint's timestamp and
+	// uptime) have one shape.
 	ShapeSHA256 string `json:"shape_sha256,omitempty"`
 }
 

@@ -262,10 +262,10 @@ func TestBuildTwoStage(t *testing.T) {
 	b := newBackend(t, Config{})
 	m := mirrors(t)
 	// Its page carries an ID that changes with each boot, as a build's
-	// ID changes with each build: the body's digest changes, its shape
-	// does not.
+	// ID changes with each build, and the time: the body's digest
+	// changes, its shape does not.
 	server := "const id = 'b' + Date.now().toString(36) + 'x9'\n" +
-		"require('http').createServer((q, r) => r.end('<p data-build=\"' + id + '\">ok</p> function')).listen(8080, () => console.log('listening'));\n"
+		"require('http').createServer((q, r) => r.end('<p data-build=\"' + id + '\" data-up=\"' + process.uptime() + '\">ok</p> function')).listen(8080, () => console.log('listening'));\n"
 	ws := workspace(t, map[string]string{"Dockerfile": twoStageDockerfile, "package.json": npmPackage, "server.js": server})
 	var mu sync.Mutex
 	var reports []sandbox.Progress
@@ -284,8 +284,8 @@ func TestBuildTwoStage(t *testing.T) {
 	}
 	if r := phase(res.Phases, "request:/"); r.Failed || r.Response == nil || r.Response.Status != 200 {
 		t.Errorf("request phase %+v; want / answered 200", r)
-	} else if want := fmt.Sprintf("%x", sha256.Sum256([]byte("<p data-build=\"\x00\">ok</p> function"))); r.Response.ShapeSHA256 != want || r.Response.BodySHA256 == want {
-		t.Errorf("response %+v; want the shape %s, the body's ID masked", *r.Response, want)
+	} else if want := fmt.Sprintf("%x", sha256.Sum256([]byte("<p data-build=\"\x00\" data-up=\"\x00.\x00\">ok</p> function"))); r.Response.ShapeSHA256 != want || r.Response.BodySHA256 == want {
+		t.Errorf("response %+v; want the shape %s, the body's ID and numbers masked", *r.Response, want)
 	}
 	for _, p := range res.Phases {
 		if strings.Contains(p.OutputTail, b.Config().StateDir) || strings.Contains(p.OutputTail, b.idPrefix()) {

@@ -594,7 +594,7 @@ func sameBehaviour(ev *Evidence) Outcome {
 			// new ID each time (next build) serves it in its pages: the
 			// bodies differ in such tokens only.
 			generated++
-			same = append(same, fmt.Sprintf("%s: %d %s, the same but for tokens that look generated (sha256 %.12s, was %.12s; shape %.12s)",
+			same = append(same, fmt.Sprintf("%s: %d %s, the same but for tokens that look generated and numbers (sha256 %.12s, was %.12s; shape %.12s)",
 				o.Name, b.Status, b.ContentType, b.BodySHA256, a.BodySHA256, b.ShapeSHA256))
 		case a.BodySHA256 != b.BodySHA256:
 			diffs = append(diffs, fmt.Sprintf("%s: the body differs (sha256 %.12s, was %.12s)", o.Name, b.BodySHA256, a.BodySHA256))
@@ -607,7 +607,7 @@ func sameBehaviour(ev *Evidence) Outcome {
 	}
 	detail := fmt.Sprintf("%d request(s) answered the same by both images", len(same))
 	if generated > 0 {
-		detail += fmt.Sprintf("; %d of them differ only in tokens that look generated (a build's ID, a nonce: 8 or more letters and digits), which two builds of the same sources may write differently", generated)
+		detail += fmt.Sprintf("; %d of them differ only in tokens that look generated (a build's ID, a nonce: 8 or more letters and digits) and numbers (a timestamp, an uptime), which two builds and boots of the same sources may write differently", generated)
 	}
 	return Outcome{Status: Passed, Detail: detail, Evidence: same}
 }

@@ -338,7 +338,7 @@ func (*Probe) Desc() probe.Desc {
 	inputs = append(inputs, "**/*.js", "**/*.cjs", "**/*.mjs", "**/*.ts", "**/*.json", "**/*.sh", ".dockerignore")
 	return probe.Desc{
 		Name:           Name,
-		Version:        "8", // 8: a step stopped at the step timeout whose client gave up TLS handshakes names --build-ca; 7: the commands inside if, for, case and $(…) of a shell line are its commands too (shellcmd); 6: the build context guessed for a Dockerfile no compose file builds counts only COPY sources that are in one of its folder and the root (images.guessContext); 4: the image's node_modules handed on (issue 20); 5: processes keyed by container and PID
+		Version:        "9", // 9: a response's shape masks numbers too (a health endpoint's timestamp and uptime); 8: a step stopped at the step timeout whose client gave up TLS handshakes names --build-ca; 7: the commands inside if, for, case and $(…) of a shell line are its commands too (shellcmd); 6: the build context guessed for a Dockerfile no compose file builds counts only COPY sources that are in one of its folder and the root (images.guessContext); 4: the image's node_modules handed on (issue 20); 5: processes keyed by container and PID
 		Heaviness:      probe.Heavy,
 		PerImage:       true,
 		RunsLast:       true,
