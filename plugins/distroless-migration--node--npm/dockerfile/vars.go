@@ -145,6 +145,12 @@ func (s *scope) expand(lex *shell.Lex, word string, escape rune) (string, []stri
 	if !strings.Contains(word, "$") {
 		return word, nil, true
 	}
+	return s.process(lex, word, escape)
+}
+
+// process is expand for every word, one with no variable too: its quotes
+// and escapes are removed as the shell does (USER "node" runs as node).
+func (s *scope) process(lex *shell.Lex, word string, escape rune) (string, []string, bool) {
 	res, err := lex.ProcessWordWithMatches(word, s)
 	if err != nil {
 		// ${VAR:?message} of an unset variable, or a malformed word.
@@ -255,6 +261,13 @@ func expandInstruction(lex *shell.Lex, escape rune, s *scope, global *scope, c i
 		}
 	}
 	switch c := c.(type) {
+	case *instructions.UserCommand:
+		// buildkit reads USER as one shell word: quotes removed.
+		if v, bad, ok := s.process(lex, in.Args[0], escape); ok {
+			in.Args[0] = v
+		} else {
+			note(bad)
+		}
 	case *instructions.CopyCommand, *instructions.AddCommand, *instructions.WorkdirCommand:
 		for k, a := range in.Args {
 			v, bad, ok := s.expand(lex, a, escape)

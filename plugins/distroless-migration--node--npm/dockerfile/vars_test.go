@@ -42,7 +42,10 @@ COPY ${OUT}/a ./a
 
 FROM node:22-slim
 ARG LOCAL=/opt/rt
+ARG RUN_AS=node
 WORKDIR ${LOCAL}
+USER "node"
+USER ${RUN_AS}:"node"
 COPY --from=base $APP_PATH/build ./build
 COPY --from=base ${MISSING:-/srv/app}/dist ./dist
 COPY --from=base ${TARGETARCH}/bin ./bin
@@ -74,6 +77,8 @@ COPY --from=base ${TARGETARCH}/bin ./bin
 		{"an ARG with no default stays unknown", 0, "copy", 4, got{Args: []string{"${NO_DEFAULT}/w", "./w"}, Unknown: []string{"NO_DEFAULT"}}},
 		{"a stage built FROM another inherits its ENV", 1, "copy", 0, got{Args: []string{"/srv/app/build/a", "./a"}}},
 		{"a stage ARG", 2, "workdir", 0, got{Args: []string{"/opt/rt"}}},
+		{"USER's quotes go, as buildkit reads them", 2, "user", 0, got{Args: []string{"node"}}},
+		{"USER expands ARG", 2, "user", 1, got{Args: []string{"node:node"}}},
 		{"COPY --from paths expand in the copying stage's scope", 2, "copy", 0, got{Args: []string{"$APP_PATH/build", "./build"}, Unknown: []string{"APP_PATH"}}},
 		{"a default form of an undeclared variable", 2, "copy", 1, got{Args: []string{"/srv/app/dist", "./dist"}}},
 		{"a platform ARG", 2, "copy", 2, got{Args: []string{"${TARGETARCH}/bin", "./bin"}, Unknown: []string{"TARGETARCH"}}},

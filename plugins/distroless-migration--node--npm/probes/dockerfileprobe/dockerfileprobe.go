@@ -93,7 +93,7 @@ var _ probe.Probe = (*Probe)(nil)
 func (*Probe) Desc() probe.Desc {
 	return probe.Desc{
 		Name:           Name,
-		Version:        "7", // 7: a compose service that runs, by name, an image the repository builds from a Dockerfile (a CI workflow's build-push-action, with its metadata-action images or matrix entries; docker build -t) stands for that image's compose service, its command, entrypoint and healthcheck too (images.PublishedRuns); 6: the commands inside if, for, case and $(…) of a shell line are its commands too (shellcmd); 5: the build context guessed for a Dockerfile no compose file builds counts only COPY sources that are in one of its folder and the root (images.guessContext); 3: ARG and ENV values expanded in COPY, ADD, WORKDIR and ENV (issue 21); 4: VOLUME paths in Args
+		Version:        "8", // 8: USER is read as buildkit reads it, one shell word (USER "node" runs as node) with ARG and ENV expanded; 7: a compose service that runs, by name, an image the repository builds from a Dockerfile (a CI workflow's build-push-action, with its metadata-action images or matrix entries; docker build -t) stands for that image's compose service, its command, entrypoint and healthcheck too (images.PublishedRuns); 6: the commands inside if, for, case and $(…) of a shell line are its commands too (shellcmd); 5: the build context guessed for a Dockerfile no compose file builds counts only COPY sources that are in one of its folder and the root (images.guessContext); 3: ARG and ENV values expanded in COPY, ADD, WORKDIR and ENV (issue 21); 4: VOLUME paths in Args
 		Heaviness:      probe.Light,
 		CacheStrategy:  probe.CacheContent,
 		PerImage:       true,
