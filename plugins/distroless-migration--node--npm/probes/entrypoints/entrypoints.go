@@ -133,7 +133,7 @@ var _ probe.Probe = (*Probe)(nil)
 func (*Probe) Desc() probe.Desc {
 	return probe.Desc{
 		Name:      Name,
-		Version:   "14", // 14: npm_scripts v14 (a final stage on an official distribution image starts with its CMD alone); 13: a package script's bare command is a node_modules/.bin command only when a top-level package of the npm lockfile links it (mirotalk's prestart cp is the system's cp); 12: a variable between node and the script file it runs is node's options, and the script is known (shellcmd.nodeOptions); 11: an ENTRYPOINT script with logic that hands over to its arguments ("$@") runs the CMD after it, and a CMD shell script is read like any entrypoint script; the commands inside if, for, case and $(…) of a shell line are its commands too (shellcmd); 10: a script's cd moves where its ./command is looked up; the build context guessed for a Dockerfile no compose file builds counts only COPY sources that are in one of its folder and the root (images.guessContext); 9: COPY sources read from the judged image's build context, and through the file set for a COPY --from another stage (a Dockerfile built from its own folder); 4: an entrypoint script's programs (issue 21); 5: variables set to a literal, init and user wrappers, the lines that need the shell, scripts a shell runs (bash entrypoint.sh); 6: the programs of the scripts it runs by a path; 7: the first word of each step of the start (npm run migrate && npm start in CMD); 8: compiled output mapped to its sources through tsconfig outDir
+		Version:   "15", // 15: the node image's docker-entrypoint.sh named by an ENTRYPOINT (after tini) is the base image's entrypoint, not a missing file; 14: npm_scripts v14 (a final stage on an official distribution image starts with its CMD alone); 13: a package script's bare command is a node_modules/.bin command only when a top-level package of the npm lockfile links it (mirotalk's prestart cp is the system's cp); 12: a variable between node and the script file it runs is node's options, and the script is known (shellcmd.nodeOptions); 11: an ENTRYPOINT script with logic that hands over to its arguments ("$@") runs the CMD after it, and a CMD shell script is read like any entrypoint script; the commands inside if, for, case and $(…) of a shell line are its commands too (shellcmd); 10: a script's cd moves where its ./command is looked up; the build context guessed for a Dockerfile no compose file builds counts only COPY sources that are in one of its folder and the root (images.guessContext); 9: COPY sources read from the judged image's build context, and through the file set for a COPY --from another stage (a Dockerfile built from its own folder); 4: an entrypoint script's programs (issue 21); 5: variables set to a literal, init and user wrappers, the lines that need the shell, scripts a shell runs (bash entrypoint.sh); 6: the programs of the scripts it runs by a path; 7: the first word of each step of the start (npm run migrate && npm start in CMD); 8: compiled output mapped to its sources through tsconfig outDir
 		Heaviness: probe.Light,
 		PerImage:  true,
 		// The set of executed files depends on the repository's whole
@@ -329,6 +329,12 @@ func (r *resolver) executables(f *dockerfile.File, c npmscripts.Chain) []Executa
 	switch {
 	case c.Start.Entrypoint != nil && c.Start.Entrypoint.Form == dockerfile.FormExec && len(c.Start.Entrypoint.Args) > 0 && entWord() != "" && !isKnownTool(entWord()):
 		ex := r.inspect(f, entWord(), "entrypoint", c.Start.Entrypoint.Line, false)
+		if (ex.Command == "" || ex.Kind == KindNotFound) && path.Base(entWord()) == dockerfile.NodeEntrypoint && dockerfile.ClassifyBase(f.RootBase(final)) == dockerfile.BaseOfficialNode {
+			// ENTRYPOINT ["/tini", "--", "/usr/local/bin/docker-entrypoint.sh"]:
+			// the node image's own entrypoint, named in the Dockerfile.
+			ex = Executable{Dockerfile: f.Path, Command: entWord(), Origin: "entrypoint", ResolvedBy: "base_image",
+				Kind: KindBaseImage, Shebang: "#!/bin/sh", Interpreter: "sh", InterpreterKind: "shell", File: f.Path, Line: c.Start.Entrypoint.Line}
+		}
 		entScript = ex.Script
 		add(ex)
 	case c.Start.Entrypoint != nil && c.Start.Entrypoint.Form == dockerfile.FormExec && len(c.Start.Entrypoint.Args) > 0 && shellcmd.IsShell(entWord()):

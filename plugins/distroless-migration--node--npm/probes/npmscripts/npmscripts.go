@@ -141,7 +141,7 @@ var _ probe.Probe = (*Probe)(nil)
 func (*Probe) Desc() probe.Desc {
 	return probe.Desc{
 		Name:          Name,
-		Version:       "14", // 14: a final stage on an official distribution image (FROM alpine + apk add nodejs) starts with its CMD alone: those images set no ENTRYPOINT; 13: an entrypoint script's trap, wait, kill and other builtins that run no code start no graph step (node-red's trap stop SIGTERM; function stop() { kill $CHILD_PID; }), and a variable between node and the script file it runs is node's options (node $NODE_OPTIONS app.js "$@"); 12: a pre hook that needs a shell leaves graph_steps: its node commands, then the script's steps (test, [, echo and other builtins run no code); 11: an entrypoint script's run of "$@" (exec "$@", su-exec USER "$@") runs the CMD it wraps, read as graph steps too when it is another script, and its cd moves where later commands run (graph_steps); the commands inside if, for, case and $(…) of a shell line are its commands too (shellcmd); 10: run-script-os (run-os) runs the script tagged for Linux (linux, else nix, else default); the build context guessed for a Dockerfile no compose file builds counts only COPY sources that are in one of its folder and the root (images.guessContext); 9: graph_steps, the node commands of an entrypoint script that does more than set defaults; 8: a package script's sh x.sh whose script only sets defaults and execs node converts to that command; 5: steps, the commands the start comes down to (issue 21); 6: through entrypoint scripts that only set defaults; 7: shell options before -c LINE or a script (bash -ec, sh -e x.sh)
+		Version:       "15", // 15: the node image's docker-entrypoint.sh after an init wrapper (tini -- /usr/local/bin/docker-entrypoint.sh) execs its arguments, as it does first; 14: a final stage on an official distribution image (FROM alpine + apk add nodejs) starts with its CMD alone: those images set no ENTRYPOINT; 13: an entrypoint script's trap, wait, kill and other builtins that run no code start no graph step (node-red's trap stop SIGTERM; function stop() { kill $CHILD_PID; }), and a variable between node and the script file it runs is node's options (node $NODE_OPTIONS app.js "$@"); 12: a pre hook that needs a shell leaves graph_steps: its node commands, then the script's steps (test, [, echo and other builtins run no code); 11: an entrypoint script's run of "$@" (exec "$@", su-exec USER "$@") runs the CMD it wraps, read as graph steps too when it is another script, and its cd moves where later commands run (graph_steps); the commands inside if, for, case and $(…) of a shell line are its commands too (shellcmd); 10: run-script-os (run-os) runs the script tagged for Linux (linux, else nix, else default); the build context guessed for a Dockerfile no compose file builds counts only COPY sources that are in one of its folder and the root (images.guessContext); 9: graph_steps, the node commands of an entrypoint script that does more than set defaults; 8: a package script's sh x.sh whose script only sets defaults and execs node converts to that command; 5: steps, the commands the start comes down to (issue 21); 6: through entrypoint scripts that only set defaults; 7: shell options before -c LINE or a script (bash -ec, sh -e x.sh)
 		Heaviness:     probe.Light,
 		PerImage:      true,
 		CacheStrategy: probe.CacheContent,
@@ -321,7 +321,7 @@ func resolveChain(f *dockerfile.File, pk *pkg, ps packages) (Chain, []probe.Warn
 	}
 	// docker-entrypoint.sh execs its arguments, prepending node when the
 	// first is an option or the arguments are empty.
-	if path.Base(argv[0]) == dockerfile.NodeEntrypoint {
+	nodeEntrypoint := func(argv []string) []string {
 		argv = argv[1:]
 		switch {
 		case len(argv) == 0 || strings.HasPrefix(argv[0], "-"):
@@ -332,6 +332,10 @@ func resolveChain(f *dockerfile.File, pk *pkg, ps packages) (Chain, []probe.Warn
 			// (/app/dist/main to /app/dist/main.js).
 			argv = append([]string{"node"}, argv...)
 		}
+		return argv
+	}
+	if path.Base(argv[0]) == dockerfile.NodeEntrypoint {
+		argv = nodeEntrypoint(argv)
 	}
 	// tini -- CMD...: the wrapped command is the start.
 	if init, rest := dockerfile.SplitInit(argv); init != nil {
@@ -340,6 +344,11 @@ func resolveChain(f *dockerfile.File, pk *pkg, ps packages) (Chain, []probe.Warn
 			c.Launcher = "unknown"
 			c.Blockers = append(c.Blockers, "the init wrapper "+init[0]+" runs no command")
 			return c, ws
+		}
+		// ENTRYPOINT ["/tini", "--", "/usr/local/bin/docker-entrypoint.sh"]
+		// on a node image: the image's own entrypoint, named after tini.
+		if path.Base(argv[0]) == dockerfile.NodeEntrypoint && dockerfile.ClassifyBase(f.RootBase(f.Final)) == dockerfile.BaseOfficialNode && !ps.shipped(argv[0]) {
+			argv = nodeEntrypoint(argv)
 		}
 	}
 	if c.Start.FromBase == dockerfile.BaseDistroless && len(argv) > 0 && argv[0] == dockerfile.DistrolessEntrypoint {

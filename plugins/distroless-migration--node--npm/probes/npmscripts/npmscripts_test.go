@@ -44,6 +44,25 @@ func TestChains(t *testing.T) {
 				Warnings: []string{WarnPackageManagerStart}},
 		},
 		{
+			name: "tini runs the node image's own docker-entrypoint.sh, which execs npm",
+			files: map[string]string{
+				"Dockerfile":   "FROM node:22\nENTRYPOINT [\"/tini\", \"--\", \"/usr/local/bin/docker-entrypoint.sh\"]\nCMD [\"npm\", \"start\"]\n",
+				"package.json": `{"scripts": {"start": "node index.js"}}`,
+			},
+			want: want{Launcher: "npm", Script: "start", Program: []string{"npm", "start"},
+				Direct: []string{"node", "index.js"}, Convertible: true, Warnings: []string{WarnPackageManagerStart}},
+		},
+		{
+			name: "a docker-entrypoint.sh of the repository's own is that script",
+			files: map[string]string{
+				"Dockerfile":           "FROM node:22\nCOPY docker-entrypoint.sh /usr/local/bin/\nENTRYPOINT [\"/tini\", \"--\", \"/usr/local/bin/docker-entrypoint.sh\"]\nCMD [\"npm\", \"start\"]\n",
+				"docker-entrypoint.sh": "#!/bin/sh\nchown -R node /data\nexec \"$@\"\n",
+				"package.json":         `{"scripts": {"start": "node index.js"}}`,
+			},
+			want: want{Launcher: "other", Program: []string{"/usr/local/bin/docker-entrypoint.sh", "npm", "start"},
+				Direct: []string{"/usr/local/bin/docker-entrypoint.sh", "npm", "start"}, Convertible: true},
+		},
+		{
 			name: "npm's own options are not the script's",
 			files: map[string]string{
 				"Dockerfile":   "FROM node:22\nCMD [\"npm\", \"start\", \"--silent\", \"--loglevel\", \"warn\"]\n",

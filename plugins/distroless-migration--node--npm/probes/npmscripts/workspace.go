@@ -168,3 +168,18 @@ func (ps packages) expand(d string, pats []string) []member {
 	}
 	return out
 }
+
+// shipped reports whether the image holds a file of the repository at
+// word, a path in the image (relative ones from the working directory):
+// a docker-entrypoint.sh the Dockerfile copies over the node image's own.
+func (ps packages) shipped(word string) bool {
+	if ps.set == nil {
+		return false
+	}
+	p := word
+	if !path.IsAbs(p) {
+		p = path.Join(ps.wd, p)
+	}
+	_, ok := ps.set.RepoPath(p)
+	return ok
+}
