@@ -39,6 +39,9 @@ func (r *rewriter) collect(stages []int) collected {
 	user, wdMade := "", false
 	for _, i := range stages {
 		for _, in := range r.d.Stages[i].Instructions {
+			if r.gone[in.Line] {
+				continue
+			}
 			switch in.Command {
 			case "workdir":
 				if len(in.Args) == 1 {

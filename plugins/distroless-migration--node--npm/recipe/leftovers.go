@@ -1,6 +1,7 @@
 package recipe
 
 import (
+	"fmt"
 	"maps"
 	"path"
 	"regexp"
@@ -33,7 +34,7 @@ func (r *rewriter) unusedInit(i int) map[string]bool {
 			continue
 		}
 		for _, cmd := range shellcmd.Instruction(in) {
-			if len(cmd) == 0 || packageManagers[path.Base(cmd[0])] {
+			if len(cmd) == 0 || packageManagers[path.Base(cmd[0])] || isInitChmod(cmd, prog) {
 				continue
 			}
 			if slices.ContainsFunc(cmd, func(w string) bool { return path.Base(w) == prog || path.Base(w) == prog+"-static" }) {
@@ -42,6 +43,77 @@ func (r *rewriter) unusedInit(i int) map[string]bool {
 		}
 	}
 	return map[string]bool{prog: true}
+}
+
+// isInitFile reports whether name, a file's base name, is a build of the
+// init prog: tini, tini-static, tini-amd64, dumb-init_1.2.5_x86_64.
+func isInitFile(name, prog string) bool {
+	return name == prog || strings.HasPrefix(name, prog+"-") || strings.HasPrefix(name, prog+"_")
+}
+
+// isInitChmod reports a chmod of init files only (chmod +x /tini), which
+// makes the file runnable without running it.
+func isInitChmod(cmd []string, prog string) bool {
+	if len(cmd) < 3 || path.Base(cmd[0]) != "chmod" {
+		return false
+	}
+	files := 0
+	for _, w := range cmd[2:] {
+		if strings.HasPrefix(w, "-") {
+			continue
+		}
+		if !isInitFile(path.Base(w), prog) {
+			return false
+		}
+		files++
+	}
+	return files > 0
+}
+
+// dropInitDownloads removes from stage i the ADD steps that download an
+// init wrapper in drop from a URL (ADD https://…/tini /tini), and the RUN
+// steps that only chmod what they downloaded: only the old start ran it,
+// and the files stage would fetch it for nothing (from GitHub, which a
+// build may not reach). The new runtime stage then copies no such file.
+func (r *rewriter) dropInitDownloads(i int, drop map[string]bool) {
+	for prog := range drop {
+		dests := map[string]bool{}
+		for _, in := range r.d.Stages[i].Instructions {
+			if in.Command != "add" || len(in.Args) < 2 {
+				continue
+			}
+			srcs := in.Args[:len(in.Args)-1]
+			if !slices.ContainsFunc(srcs, func(s string) bool { return strings.Contains(s, "://") && isInitFile(path.Base(s), prog) }) ||
+				slices.ContainsFunc(srcs, func(s string) bool { return !strings.Contains(s, "://") }) {
+				continue
+			}
+			dests[path.Base(in.Args[len(in.Args)-1])] = true
+			r.drop(in, fmt.Sprintf("the files stage no longer downloads %s, which only the old start ran", prog))
+		}
+		if len(dests) == 0 {
+			continue
+		}
+		for _, in := range r.d.Stages[i].Instructions {
+			if in.Command != "run" || in.Form != dockerfile.FormShell {
+				continue
+			}
+			cmds := shellcmd.Instruction(in)
+			if len(cmds) > 0 && !slices.ContainsFunc(cmds, func(cmd []string) bool { return !isInitChmod(cmd, prog) }) {
+				r.drop(in, fmt.Sprintf("the step that made the downloaded %s runnable goes with it", prog))
+			}
+		}
+	}
+}
+
+// drop removes in from the rewrite with its change line, and from the
+// files the new runtime stage copies.
+func (r *rewriter) drop(in dockerfile.Instruction, what string) {
+	r.replace(in, "")
+	if r.gone == nil {
+		r.gone = map[int]bool{}
+	}
+	r.gone[in.Line] = true
+	r.res.Changes = append(r.res.Changes, Change{Rule: readiness.RuleInitWrapper, Line: in.Line, What: what})
 }
 
 // packageManagers name packages as words without running them.

@@ -195,10 +195,13 @@ func Major(rt noderuntime.Facts) (major int, bumped bool) {
 
 // rewriter holds one rewrite's state.
 type rewriter struct {
-	in     Input
-	res    *Result
-	d      *dockerfile.File
-	t      int
+	in  Input
+	res *Result
+	d   *dockerfile.File
+	t   int
+	// gone holds the lines of instructions the rewrite removes whose
+	// files no stage copies any more (an init wrapper's ADD).
+	gone   map[int]bool
 	wd     string
 	target Target
 	edits  []edit

@@ -29,9 +29,13 @@ func (r *rewriter) split(start, health []string) error {
 	case st.BaseStage >= 0:
 		// Built from an earlier stage, which stays as it is.
 	case dockerfile.ClassifyBase(st.ResolvedBase) != dockerfile.BaseOfficialNode || strings.Contains(st.ResolvedBase, "alpine") || noderuntime.NodeMajor(st.ResolvedBase) != r.target.Major:
-		base = r.baseRef(r.t, r.builderRef(), readiness.RuleMoveToBuilder)
+		// The files stage keeps the variant of an official node image
+		// (node:20 becomes node:22, with the compilers a full image has
+		// for native builds).
+		ref := r.builderRefFor(st.ResolvedBase)
+		base = r.baseRef(r.t, ref, readiness.RuleMoveToBuilder)
 		// The files stage installs the node_modules that ship.
-		what := fmt.Sprintf("the files stage, whose node_modules ship, runs on %s (glibc, Node %d), so native addons match the runtime", r.builderRef(), r.target.Major)
+		what := fmt.Sprintf("the files stage, whose node_modules ship, runs on %s (glibc, Node %d), so native addons match the runtime", ref, r.target.Major)
 		r.changeIfBlocked(readiness.RuleGlibcBuilder, what)
 		r.changeIfBlocked(readiness.RuleSameMajor, what)
 		if strings.Contains(st.ResolvedBase, "alpine") {
@@ -43,6 +47,7 @@ func (r *rewriter) split(start, health []string) error {
 	if !strings.Contains(st.ResolvedBase, "alpine") {
 		r.dropAptPackages(r.t, r.unusedInit(r.t))
 	}
+	r.dropInitDownloads(r.t, r.unusedInit(r.t))
 	r.edits = append(r.edits, edit{from: st.Line, to: max(st.Line, st.EndLine), text: from(st.Platform, base, files)})
 	var keep []string
 	startComments := ""
