@@ -33,12 +33,17 @@ func (ps packages) nodeRuns(word string) bool {
 	if !strings.Contains(word, "/") || ps.set == nil {
 		return false
 	}
-	p := word
-	if !path.IsAbs(p) {
-		p = path.Join(ps.wd, p)
-	}
-	_, ok := ps.set.NodeScript(p)
+	_, ok := ps.set.NodeScript(ps.inImage(word))
 	return ok
+}
+
+// inImage is word as a path in the image: relative ones are from the
+// working directory.
+func (ps packages) inImage(word string) string {
+	if path.IsAbs(word) {
+		return word
+	}
+	return path.Join(ps.wd, word)
 }
 
 // dir returns the folder of d, relative to the working directory, from
@@ -176,10 +181,6 @@ func (ps packages) shipped(word string) bool {
 	if ps.set == nil {
 		return false
 	}
-	p := word
-	if !path.IsAbs(p) {
-		p = path.Join(ps.wd, p)
-	}
-	_, ok := ps.set.RepoPath(p)
+	_, ok := ps.set.RepoPath(ps.inImage(word))
 	return ok
 }
