@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -55,6 +56,11 @@ type Server struct {
 	port int
 	log  *os.File
 	cmd  *exec.Cmd
+	// exited is closed when cmd has exited.
+	exited chan struct{}
+	// ns is a namespace only this server has: the start waits for it,
+	// so that it never takes another server for this one.
+	ns string
 }
 
 // StartLimit bounds the wait for a dev server to answer. It is minutes: it
@@ -65,50 +71,87 @@ const StartLimit = 3 * time.Minute
 // Start starts a dev server with its database in dir, on a free port, and
 // waits until it answers (StartLimit at most). It is stopped when the test
 // ends.
+//
+// The port is free when it is picked, not when the server binds it: a
+// server running at the same time (another test's, another package's) may
+// have taken it for one of its own ephemeral listeners, its internal
+// frontend among them. The wait therefore asks for a namespace that only
+// this server creates, and a server that exits before it answers (its
+// port taken) is started again on another port. Before, a test's workers
+// could poll another test's server and take its tasks.
 func Start(tb testing.TB, dir string) *Server {
 	tb.Helper()
 	cli := CLI(tb)
+	log, err := os.Create(filepath.Join(dir, "temporal-server.log"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	s := &Server{cli: cli, db: filepath.Join(dir, "temporal.db"), log: log}
+	tb.Cleanup(func() {
+		s.Stop(tb)
+		_ = log.Close()
+	})
+	for attempt := 1; ; attempt++ {
+		s.port = freePort(tb)
+		s.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port))
+		if s.start(tb, attempt < 5) {
+			return s
+		}
+		fmt.Fprintf(s.log, "--- the server exited before it answered on %s; another port ---\n", s.Addr)
+	}
+}
+
+// freePort is a loopback port that is free now.
+func freePort(tb testing.TB) int {
+	tb.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		tb.Fatal(err)
 	}
 	port := l.Addr().(*net.TCPAddr).Port
 	_ = l.Close()
-	log, err := os.Create(filepath.Join(dir, "temporal-server.log"))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	s := &Server{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), cli: cli, db: filepath.Join(dir, "temporal.db"), port: port, log: log}
-	tb.Cleanup(func() {
-		s.Stop(tb)
-		_ = log.Close()
-	})
-	s.start(tb)
-	return s
+	return port
 }
 
-func (s *Server) start(tb testing.TB) {
+// start starts the server and waits until it answers. It reports false
+// when the server exited first and retry is set (the caller picks another
+// port); else such an exit fails the test.
+func (s *Server) start(tb testing.TB, retry bool) bool {
 	tb.Helper()
+	s.ns = fmt.Sprintf("fleettest-%016x", rand.Uint64())
 	// The UI gets its own free port, so that two servers can run at once.
 	s.cmd = exec.Command(s.cli, "server", "start-dev", "--ip", "127.0.0.1", "--port", strconv.Itoa(s.port),
-		"--headless", "--db-filename", s.db, "--log-level", "warn")
+		"--headless", "--db-filename", s.db, "--log-level", "warn", "--namespace", s.ns)
 	s.cmd.Stdout, s.cmd.Stderr = s.log, s.log
 	s.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := s.cmd.Start(); err != nil {
 		tb.Fatalf("starting the Temporal dev server: %v", err)
 	}
+	exited := make(chan struct{})
+	s.exited = exited
+	cmd := s.cmd
+	go func() { _ = cmd.Wait(); close(exited) }()
 	ctx, cancel := context.WithTimeout(context.Background(), StartLimit)
 	defer cancel()
 	for {
+		select {
+		case <-exited:
+			if retry {
+				return false
+			}
+			data, _ := os.ReadFile(s.log.Name())
+			tb.Fatalf("the Temporal dev server exited before it answered on %s:\n%s", s.Addr, data)
+		default:
+		}
 		c, err := client.DialContext(ctx, client.Options{HostPort: s.Addr, Logger: tlog.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))})
 		if err == nil {
 			_, err = c.CheckHealth(ctx, &client.CheckHealthRequest{})
 			if err == nil {
-				_, err = c.WorkflowService().DescribeNamespace(ctx, &workflowservice.DescribeNamespaceRequest{Namespace: "default"})
+				_, err = c.WorkflowService().DescribeNamespace(ctx, &workflowservice.DescribeNamespaceRequest{Namespace: s.ns})
 			}
 			c.Close()
 			if err == nil {
-				return
+				return true
 			}
 		}
 		if ctx.Err() != nil {
@@ -122,17 +165,20 @@ func (s *Server) start(tb testing.TB) {
 // Stop stops the server (SIGTERM, then SIGKILL after 10 s) and waits.
 func (s *Server) Stop(tb testing.TB) {
 	tb.Helper()
-	if s.cmd == nil || s.cmd.Process == nil || s.cmd.ProcessState != nil {
+	if s.cmd == nil || s.cmd.Process == nil || s.exited == nil {
 		return
 	}
-	_ = s.cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() { _ = s.cmd.Wait(); close(done) }()
 	select {
-	case <-done:
+	case <-s.exited:
+		return
+	default:
+	}
+	_ = s.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-s.exited:
 	case <-time.After(10 * time.Second):
 		_ = s.cmd.Process.Kill()
-		<-done
+		<-s.exited
 	}
 }
 
@@ -143,6 +189,6 @@ func (s *Server) Restart(tb testing.TB) time.Duration {
 	start := time.Now()
 	s.Stop(tb)
 	fmt.Fprintf(s.log, "--- restart ---\n")
-	s.start(tb)
+	s.start(tb, false)
 	return time.Since(start)
 }
