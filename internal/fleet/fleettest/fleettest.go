@@ -101,6 +101,23 @@ func Start(tb testing.TB, dir string) *Server {
 	}
 }
 
+// exitedEarly reports whether a server has exited (exited is closed)
+// before it answered on addr: with retry, the caller starts it again on
+// another port; else the test fails with the server's log.
+func exitedEarly(tb testing.TB, exited <-chan struct{}, retry bool, log *os.File, what, addr string) bool {
+	tb.Helper()
+	select {
+	case <-exited:
+	default:
+		return false
+	}
+	if !retry {
+		data, _ := os.ReadFile(log.Name())
+		tb.Fatalf("%s exited before it answered on %s:\n%s", what, addr, data)
+	}
+	return true
+}
+
 // freePort is a loopback port that is free now.
 func freePort(tb testing.TB) int {
 	tb.Helper()
@@ -134,14 +151,8 @@ func (s *Server) start(tb testing.TB, retry bool) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), StartLimit)
 	defer cancel()
 	for {
-		select {
-		case <-exited:
-			if retry {
-				return false
-			}
-			data, _ := os.ReadFile(s.log.Name())
-			tb.Fatalf("the Temporal dev server exited before it answered on %s:\n%s", s.Addr, data)
-		default:
+		if exitedEarly(tb, exited, retry, s.log, "the Temporal dev server", s.Addr) {
+			return false
 		}
 		c, err := client.DialContext(ctx, client.Options{HostPort: s.Addr, Logger: tlog.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))})
 		if err == nil {

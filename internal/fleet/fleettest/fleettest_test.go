@@ -28,3 +28,30 @@ func TestStartNeverTakesAnotherServer(t *testing.T) {
 		t.Fatalf("a second server on %s's port took it for its own", a.Addr)
 	}
 }
+
+// TestStartS3NeverTakesAnotherServer: the S3 stand-in started on a port
+// another one answers on is not taken for its own (the other has no probe
+// bucket of its data), and reports its exit.
+func TestStartS3NeverTakesAnotherServer(t *testing.T) {
+	t.Parallel()
+	a := StartS3(t, t.TempDir())
+	dir := t.TempDir()
+	for _, sub := range []string{"data", "meta"} {
+		if err := os.MkdirAll(filepath.Join(dir, sub), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	log, err := os.Create(filepath.Join(dir, "versitygw.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer log.Close()
+	b := &S3{Endpoint: a.Endpoint, AccessKey: a.AccessKey, SecretKey: a.SecretKey, bin: a.bin, dir: dir, addr: a.addr, log: log, probe: "probe-b"}
+	if err := os.Mkdir(filepath.Join(dir, "data", b.probe), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	defer b.Stop()
+	if b.start(t, true) {
+		t.Fatalf("a second S3 server on %s's port took it for its own", a.addr)
+	}
+}

@@ -2,12 +2,14 @@ package fleettest
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -48,6 +50,12 @@ type S3 struct {
 	bin, dir, addr       string
 	log                  *os.File
 	cmd                  *exec.Cmd
+	// exited is closed when cmd has exited.
+	exited chan struct{}
+	// probe is a bucket folder only this server's data holds: the start
+	// waits until the server at addr has it, so that it never takes
+	// another server for this one (as fleettest.Start does for Temporal).
+	probe string
 }
 
 // StartS3 starts an S3 server with its data in dir, on a free port, makes
@@ -56,28 +64,33 @@ type S3 struct {
 func StartS3(tb testing.TB, dir string) *S3 {
 	tb.Helper()
 	bin := VersityGW(tb)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	addr := l.Addr().String()
-	_ = l.Close()
 	for _, sub := range []string{"data", "meta"} {
 		if err := os.MkdirAll(filepath.Join(dir, sub), 0o755); err != nil {
 			tb.Fatal(err)
 		}
 	}
+	probe := fmt.Sprintf("probe-%016x", rand.Uint64())
+	if err := os.Mkdir(filepath.Join(dir, "data", probe), 0o755); err != nil {
+		tb.Fatal(err)
+	}
 	log, err := os.Create(filepath.Join(dir, "versitygw.log"))
 	if err != nil {
 		tb.Fatal(err)
 	}
-	s := &S3{Endpoint: "http://" + addr, Bucket: "results", AccessKey: "codegenie-test", SecretKey: "codegenie-test-secret",
-		bin: bin, dir: dir, addr: addr, log: log}
+	s := &S3{Bucket: "results", AccessKey: "codegenie-test", SecretKey: "codegenie-test-secret",
+		bin: bin, dir: dir, log: log, probe: probe}
 	tb.Cleanup(func() {
 		s.Stop()
 		_ = log.Close()
 	})
-	s.start(tb)
+	for attempt := 1; ; attempt++ {
+		s.addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(freePort(tb)))
+		s.Endpoint = "http://" + s.addr
+		if s.start(tb, attempt < 5) {
+			break
+		}
+		fmt.Fprintf(s.log, "--- versitygw exited before it answered on %s; another port ---\n", s.addr)
+	}
 	c := s.Client()
 	if _, err := c.CreateBucket(tb.Context(), &s3.CreateBucketInput{Bucket: aws.String(s.Bucket)}); err != nil {
 		tb.Fatalf("making the bucket %s: %v", s.Bucket, err)
@@ -85,7 +98,12 @@ func StartS3(tb testing.TB, dir string) *S3 {
 	return s
 }
 
-func (s *S3) start(tb testing.TB) {
+// start starts the server and waits until it answers with its own data:
+// an anonymous HEAD of the probe bucket is refused (403) by this server,
+// and not found (404) by any other. It reports false when the server
+// exited first (its port taken) and retry is set; else such an exit fails
+// the test.
+func (s *S3) start(tb testing.TB, retry bool) bool {
 	tb.Helper()
 	s.cmd = exec.Command(s.bin, "--port", s.addr, "--quiet", "posix", "--sidecar", filepath.Join(s.dir, "meta"), filepath.Join(s.dir, "data"))
 	s.cmd.Env = append(os.Environ(), "ROOT_ACCESS_KEY="+s.AccessKey, "ROOT_SECRET_KEY="+s.SecretKey)
@@ -94,13 +112,22 @@ func (s *S3) start(tb testing.TB) {
 	if err := s.cmd.Start(); err != nil {
 		tb.Fatalf("starting versitygw: %v", err)
 	}
+	exited := make(chan struct{})
+	s.exited = exited
+	cmd := s.cmd
+	go func() { _ = cmd.Wait(); close(exited) }()
 	deadline := time.Now().Add(StartLimit)
 	for {
-		// Any HTTP answer (an anonymous request is refused) is a server up.
-		resp, err := http.Get(s.Endpoint + "/")
+		if exitedEarly(tb, exited, retry, s.log, "versitygw", s.addr) {
+			return false
+		}
+		resp, err := http.Head(s.Endpoint + "/" + s.probe)
 		if err == nil {
 			_ = resp.Body.Close()
-			return
+			if resp.StatusCode == http.StatusForbidden || resp.StatusCode == http.StatusOK {
+				return true
+			}
+			err = fmt.Errorf("HEAD /%s: %s (another server on the port?)", s.probe, resp.Status)
 		}
 		if time.Now().After(deadline) {
 			data, _ := os.ReadFile(s.log.Name())
@@ -142,17 +169,20 @@ func (s *S3) Client() *s3.Client {
 
 // Stop stops the server (SIGTERM, then SIGKILL after 10 s) and waits.
 func (s *S3) Stop() {
-	if s.cmd == nil || s.cmd.Process == nil || s.cmd.ProcessState != nil {
+	if s.cmd == nil || s.cmd.Process == nil || s.exited == nil {
 		return
 	}
-	_ = s.cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() { _ = s.cmd.Wait(); close(done) }()
 	select {
-	case <-done:
+	case <-s.exited:
+		return
+	default:
+	}
+	_ = s.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-s.exited:
 	case <-time.After(10 * time.Second):
 		_ = s.cmd.Process.Kill()
-		<-done
+		<-s.exited
 	}
 }
 
@@ -161,5 +191,5 @@ func (s *S3) Restart(tb testing.TB) {
 	tb.Helper()
 	s.Stop()
 	fmt.Fprintf(s.log, "--- restart ---\n")
-	s.start(tb)
+	s.start(tb, false)
 }
