@@ -76,8 +76,8 @@ func isInitChmod(cmd []string, prog string) bool {
 // and the files stage would fetch it for nothing (from GitHub, which a
 // build may not reach). The new runtime stage then copies no such file.
 func (r *rewriter) dropInitDownloads(i int, drop map[string]bool) {
-	for prog := range drop {
-		dests := map[string]bool{}
+	for _, prog := range slices.Sorted(maps.Keys(drop)) {
+		downloaded := false
 		for _, in := range r.d.Stages[i].Instructions {
 			if in.Command != "add" || len(in.Args) < 2 {
 				continue
@@ -87,10 +87,10 @@ func (r *rewriter) dropInitDownloads(i int, drop map[string]bool) {
 				slices.ContainsFunc(srcs, func(s string) bool { return !strings.Contains(s, "://") }) {
 				continue
 			}
-			dests[path.Base(in.Args[len(in.Args)-1])] = true
+			downloaded = true
 			r.drop(in, fmt.Sprintf("the files stage no longer downloads %s, which only the old start ran", prog))
 		}
-		if len(dests) == 0 {
+		if !downloaded {
 			continue
 		}
 		for _, in := range r.d.Stages[i].Instructions {

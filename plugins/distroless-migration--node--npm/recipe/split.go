@@ -44,10 +44,11 @@ func (r *rewriter) split(start, health []string) error {
 			}
 		}
 	}
+	drop := r.unusedInit(r.t)
 	if !strings.Contains(st.ResolvedBase, "alpine") {
-		r.dropAptPackages(r.t, r.unusedInit(r.t))
+		r.dropAptPackages(r.t, drop)
 	}
-	r.dropInitDownloads(r.t, r.unusedInit(r.t))
+	r.dropInitDownloads(r.t, drop)
 	r.edits = append(r.edits, edit{from: st.Line, to: max(st.Line, st.EndLine), text: from(st.Platform, base, files)})
 	var keep []string
 	startComments := ""
